@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Fails when a tracked C file differs from .clang-format's style; lists the files.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bad=0
+while IFS= read -r f; do
+  if ! clang-format --dry-run --Werror "$f" >/dev/null 2>&1; then
+    echo "check-format: $f is not formatted (run: make format)" >&2
+    bad=1
+  fi
+done < <(git ls-files '*.c' '*.h')
+exit $bad

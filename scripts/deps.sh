@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Checks (and, as root, installs) the Debian 12 packages gpushare builds and tests with.
+# Usage: scripts/deps.sh [--install]   (prints what is missing; installs it when run as root)
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config          # compiler and build
+  clang                                     # libFuzzer targets (make fuzz)
+  clang-format                              # style check
+  libcmocka-dev                             # unit tests
+  libsqlite3-dev sqlite3                    # the daemon's ledger
+  libjansson-dev                            # the JSON-lines API
+  libinih-dev                               # gpushare.conf
+  libmicrohttpd-dev                         # Prometheus /metrics
+  prometheus                                # promtool, to validate /metrics in tests
+  curl                                      # tests read /metrics
+  procps psmisc                             # ps, pkill, killall in tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if [[ ! -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda.h" ]]; then
+  echo "deps: the CUDA toolkit headers are missing (${CUDA_HOME:-/usr/local/cuda}/include/cuda.h);" \
+       "install NVIDIA's CUDA 13 toolkit (no GPU needed) or set CUDA_HOME" >&2
+  exit 1
+fi
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+if [[ $(id -u) -eq 0 ]]; then
+  echo "deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null ||
+    { apt-get update >/dev/null && apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; }
+  # Debian's prometheus package enables a service; gpushare only needs its promtool binary.
+  exit 0
+fi
+echo "deps: missing packages: ${missing[*]}" >&2
+echo "deps: install them with: sudo apt-get install -y ${missing[*]}" >&2
+exit 1
