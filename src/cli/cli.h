@@ -1,0 +1,20 @@
+/* The gpushare command-line tool: one function per subcommand. */
+#ifndef GS_CLI_H
+#define GS_CLI_H
+
+/* A subcommand: argv[0] is the subcommand's name. Returns the process exit status (0 success,
+ * 1 runtime failure, 2 usage error, 75 temporary failure); prints its own errors, one line each. */
+typedef int (*gs_cli_command_fn)(int argc, char **argv);
+
+typedef struct gs_cli_command {
+    const char *name;
+    const char *summary;
+    gs_cli_command_fn run;
+} gs_cli_command_t;
+
+/* Exit codes shared by all subcommands (sysexits.h values where one fits). */
+enum { GS_EXIT_OK = 0, GS_EXIT_FAIL = 1, GS_EXIT_USAGE = 2, GS_EXIT_TEMPFAIL = 75 };
+
+int gs_cli_plan(int argc, char **argv);
+
+#endif
