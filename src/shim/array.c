@@ -130,8 +130,7 @@ GS_EXPORT CUresult CUDAAPI cuArray3DCreate_v2(CUarray *pHandle,
     if (pAllocateArray == NULL)
         return call_array3d_v2(pHandle, pAllocateArray);
     const CUDA_ARRAY3D_DESCRIPTOR *d = pAllocateArray;
-    return create_array(pHandle,
-                        estimate(d->Width, d->Height, d->Depth, d->Format, d->NumChannels),
+    return create_array(pHandle, estimate(d->Width, d->Height, d->Depth, d->Format, d->NumChannels),
                         "cuArray3DCreate", call_array3d_v2, d);
 }
 
@@ -141,8 +140,7 @@ GS_EXPORT CUresult CUDAAPI cuArray3DCreate(CUarray *pHandle,
     if (pAllocateArray == NULL)
         return call_array3d_v1(pHandle, pAllocateArray);
     const CUDA_ARRAY3D_DESCRIPTOR_v1 *d = pAllocateArray;
-    return create_array(pHandle,
-                        estimate(d->Width, d->Height, d->Depth, d->Format, d->NumChannels),
+    return create_array(pHandle, estimate(d->Width, d->Height, d->Depth, d->Format, d->NumChannels),
                         "cuArray3DCreate", call_array3d_v1, d);
 }
 

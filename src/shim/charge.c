@@ -6,6 +6,10 @@
 #include "gpushare/log.h"
 #include "gpushare/quantity.h"
 
+/* How often an allocating process checks the lease for members that died (SIGKILL leaves their
+ * charge behind); well under the one second in which a dead process's memory must return. */
+#define REAP_INTERVAL_MS 250
+
 int gs__current_device(void)
 {
     const gs__real_t *real = gs__real();
@@ -51,6 +55,8 @@ CUresult gs__charge_begin(int dev, uint64_t bytes, const char *what, gs__charge_
     if (dev < 0 || dev >= GS_MAX_DEVICES)
         return CUDA_SUCCESS; /* no context or device beyond the table: the driver answers */
     int slot = gs__slot();
+    /* Without a daemon, the lease's own processes take back what dead members held. */
+    gs_region_reap_if_due(gs__region(), REAP_INTERVAL_MS);
     int result = slot < 0 ? GS_EINVAL : gs_region_reserve(gs__region(), slot, (unsigned)dev, bytes);
     if (result != 0) {
         log_refusal(what, (unsigned)dev, bytes, result);
@@ -93,8 +99,8 @@ void gs__charge_commit(gs__charge_t *charge, gs__kind_t kind, uint64_t key)
 {
     if (!charge->active)
         return;
-    gs__alloc_t alloc = {.kind = kind, .key = key, .dev = charge->dev, .bytes = charge->bytes,
-                         .ctx = charge->ctx};
+    gs__alloc_t alloc = {
+        .kind = kind, .key = key, .dev = charge->dev, .bytes = charge->bytes, .ctx = charge->ctx};
     if (gs__track_insert(&alloc) != 0)
         gs_warn("out of host memory tracking an allocation; its charge stays until exit");
     charge->active = 0;
@@ -106,8 +112,7 @@ void gs__uncharge(const gs__alloc_t *alloc)
         gs_region_release(gs__region(), gs__slot(), alloc->dev, alloc->bytes, 1);
 }
 
-CUresult gs__free_tracked(gs__kind_t kind, uint64_t key, CUresult (*free_fn)(void *arg),
-                          void *arg)
+CUresult gs__free_tracked(gs__kind_t kind, uint64_t key, CUresult (*free_fn)(void *arg), void *arg)
 {
     gs__alloc_t alloc;
     int tracked = gs__accounting() && gs__track_remove(kind, key, &alloc) == 0;

@@ -51,9 +51,10 @@ static graph_plan_t *make_plan(CUgraph graph, unsigned long long flags)
         if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && real->cuGraphMemAllocNodeGetParams &&
             real->cuGraphMemAllocNodeGetParams(nodes[i], &params) == CUDA_SUCCESS) {
             int on_device = params.poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE;
-            plan->allocs[plan->n++] = (graph_alloc_t){
-                .dptr = params.dptr, .bytes = params.bytesize,
-                .dev = on_device ? params.poolProps.location.id : GS_MAX_DEVICES};
+            plan->allocs[plan->n++] =
+                (graph_alloc_t){.dptr = params.dptr,
+                                .bytes = params.bytesize,
+                                .dev = on_device ? params.poolProps.location.id : GS_MAX_DEVICES};
         } else if (type == CU_GRAPH_NODE_TYPE_MEM_FREE && real->cuGraphMemFreeNodeGetParams &&
                    n_freed < 64 &&
                    real->cuGraphMemFreeNodeGetParams(nodes[i], &freed[n_freed]) == 0) {
@@ -78,7 +79,8 @@ static CUresult after_instantiate(CUresult result, CUgraphExec *exec, CUgraph gr
         return result;
     graph_plan_t *plan = make_plan(graph, flags);
     if (plan != NULL) {
-        gs__alloc_t entry = {.kind = GS_KIND_GRAPH, .key = (uint64_t)(uintptr_t)*exec,
+        gs__alloc_t entry = {.kind = GS_KIND_GRAPH,
+                             .key = (uint64_t)(uintptr_t)*exec,
                              .parent = (uint64_t)(uintptr_t)plan};
         if (gs__track_insert(&entry) != 0)
             free(plan);
@@ -131,8 +133,9 @@ GS_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams(CUgraphExec *phGraphExec
     return after_instantiate(result, phGraphExec, hGraph, params ? params->flags : 0);
 }
 
-GS_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(
-    CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *params)
+GS_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec,
+                                                             CUgraph hGraph,
+                                                             CUDA_GRAPH_INSTANTIATE_PARAMS *params)
 {
     REAL_OR_FAIL(cuGraphInstantiateWithParams_ptsz);
     CUresult result = gs__real()->cuGraphInstantiateWithParams_ptsz(phGraphExec, hGraph, params);

@@ -13,11 +13,11 @@
 
 typedef struct shim_state {
     CUresult init_result;
-    int accounting;            /* a limit or a region is in force */
+    int accounting; /* a limit or a region is in force */
     gs_region_t *region;
-    int slot;                  /* this process's record in the region, -1 when none */
-    int reattach;              /* set in a forked child: the parent's record is not ours */
-    gs_device_bytes_t limits;  /* from GPUSHARE_MEMORY_LIMIT */
+    int slot;                 /* this process's record in the region, -1 when none */
+    int reattach;             /* set in a forked child: the parent's record is not ours */
+    gs_device_bytes_t limits; /* from GPUSHARE_MEMORY_LIMIT */
     int has_limits;
     uint32_t compute_share;
 } shim_state_t;
@@ -134,17 +134,20 @@ static void after_fork_in_child(void)
 static void initialize(void)
 {
     CUresult result = read_log_level();
-    void *driver = load_driver();
-    if (driver == NULL) {
-        gs_error("cannot load the CUDA driver libcuda.so.1: %s", dlerror());
-        state.init_result = CUDA_ERROR_NO_DEVICE;
-        return;
-    }
-    gs__resolve_driver(driver);
     if (result == CUDA_SUCCESS)
         result = read_limits();
     if (result == CUDA_SUCCESS)
         result = open_region();
+    /* The driver is loaded even when the lease is misconfigured, so lookups keep working and
+     * every call returns the configuration error rather than crashing. */
+    void *driver = load_driver();
+    if (driver != NULL) {
+        gs__resolve_driver(driver);
+    } else {
+        gs_error("cannot load the CUDA driver libcuda.so.1: %s", dlerror());
+        if (result == CUDA_SUCCESS)
+            result = CUDA_ERROR_NO_DEVICE;
+    }
     state.init_result = result;
     pthread_atfork(NULL, NULL, after_fork_in_child);
     if (result == CUDA_SUCCESS && state.accounting)

@@ -6,9 +6,9 @@
 #define FORWARD(fn, ...)                                                                           \
     do {                                                                                           \
         CUresult init_result = gs__ensure_init();                                                  \
-        if (__builtin_expect(init_result != CUDA_SUCCESS, 0))                                     \
+        if (__builtin_expect(init_result != CUDA_SUCCESS, 0))                                      \
             return init_result;                                                                    \
-        __typeof__(gs__real()->fn) real_fn = gs__real()->fn;                                      \
+        __typeof__(gs__real()->fn) real_fn = gs__real()->fn;                                       \
         return real_fn != NULL ? real_fn(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED;                  \
     } while (0)
 
@@ -25,9 +25,8 @@ GS_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
 GS_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
                                                unsigned int gridDimY, unsigned int gridDimZ,
                                                unsigned int blockDimX, unsigned int blockDimY,
-                                               unsigned int blockDimZ,
-                                               unsigned int sharedMemBytes, CUstream hStream,
-                                               void **kernelParams, void **extra)
+                                               unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                               CUstream hStream, void **kernelParams, void **extra)
 {
     FORWARD(cuLaunchKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
             sharedMemBytes, hStream, kernelParams, extra);
@@ -47,11 +46,10 @@ GS_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, C
 
 GS_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
                                                      unsigned int gridDimY, unsigned int gridDimZ,
-                                                     unsigned int blockDimX,
-                                                     unsigned int blockDimY,
+                                                     unsigned int blockDimX, unsigned int blockDimY,
                                                      unsigned int blockDimZ,
-                                                     unsigned int sharedMemBytes,
-                                                     CUstream hStream, void **kernelParams)
+                                                     unsigned int sharedMemBytes, CUstream hStream,
+                                                     void **kernelParams)
 {
     FORWARD(cuLaunchCooperativeKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
             blockDimZ, sharedMemBytes, hStream, kernelParams);

@@ -43,8 +43,8 @@ static CUresult call_alloc_v1(CUdeviceptr *dptr, size_t bytes, void *arg)
 {
     CUdeviceptr_v1 *out = arg;
     const gs__real_t *real = gs__real();
-    CUresult result = real->cuMemAlloc ? real->cuMemAlloc(out, (unsigned int)bytes)
-                                       : CUDA_ERROR_NOT_SUPPORTED;
+    CUresult result =
+        real->cuMemAlloc ? real->cuMemAlloc(out, (unsigned int)bytes) : CUDA_ERROR_NOT_SUPPORTED;
     *dptr = result == CUDA_SUCCESS ? *out : 0;
     return result;
 }
@@ -62,8 +62,7 @@ static CUresult call_alloc_managed(CUdeviceptr *dptr, size_t bytes, void *arg)
                                    : CUDA_ERROR_NOT_SUPPORTED;
 }
 
-GS_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
-                                             unsigned int flags)
+GS_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
     return alloc_linear(dptr, bytesize, "cuMemAllocManaged", call_alloc_managed, &flags);
 }
@@ -99,8 +98,7 @@ static CUresult alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size
         gs__charge_abort(&charge);
         return result;
     }
-    if (gs__charge_resize(&charge, (uint64_t)*pitch * height, "cuMemAllocPitch") !=
-        CUDA_SUCCESS) {
+    if (gs__charge_resize(&charge, (uint64_t)*pitch * height, "cuMemAllocPitch") != CUDA_SUCCESS) {
         real->cuMemFree_v2(*dptr);
         gs__charge_abort(&charge);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -133,8 +131,7 @@ GS_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *p
 static CUresult call_free_v2(void *arg)
 {
     const gs__real_t *real = gs__real();
-    return real->cuMemFree_v2 ? real->cuMemFree_v2(*(CUdeviceptr *)arg)
-                              : CUDA_ERROR_NOT_SUPPORTED;
+    return real->cuMemFree_v2 ? real->cuMemFree_v2(*(CUdeviceptr *)arg) : CUDA_ERROR_NOT_SUPPORTED;
 }
 
 GS_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)

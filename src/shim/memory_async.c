@@ -11,9 +11,9 @@ static int stream_capturing(CUstream stream, int ptsz)
 {
     const gs__real_t *real = gs__real();
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    __typeof__(real->cuStreamIsCapturing) fn =
-        ptsz && real->cuStreamIsCapturing_ptsz ? real->cuStreamIsCapturing_ptsz
-                                               : real->cuStreamIsCapturing;
+    __typeof__(real->cuStreamIsCapturing) fn = ptsz && real->cuStreamIsCapturing_ptsz
+                                                   ? real->cuStreamIsCapturing_ptsz
+                                                   : real->cuStreamIsCapturing;
     if (fn != NULL && fn(stream, &status) != CUDA_SUCCESS)
         return 0;
     return status != CU_STREAM_CAPTURE_STATUS_NONE;
@@ -30,9 +30,8 @@ static int pool_device(CUmemoryPool pool)
 {
     int dev = -1;
     gs__alloc_t unused;
-    if (pool != NULL &&
-        gs__track_update(GS_KIND_POOL, (uint64_t)(uintptr_t)pool, copy_pool_device, &dev,
-                         &unused) == 0)
+    if (pool != NULL && gs__track_update(GS_KIND_POOL, (uint64_t)(uintptr_t)pool, copy_pool_device,
+                                         &dev, &unused) == 0)
         return dev;
     return -1;
 }
@@ -97,8 +96,8 @@ GS_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t byt
 GS_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                         CUmemoryPool pool, CUstream hStream)
 {
-    return alloc_async(dptr, bytesize, pool, hStream, 1,
-                       gs__real()->cuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync");
+    return alloc_async(dptr, bytesize, pool, hStream, 1, gs__real()->cuMemAllocFromPoolAsync_ptsz,
+                       "cuMemAllocFromPoolAsync");
 }
 
 typedef struct free_async_args {
@@ -142,9 +141,10 @@ GS_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolPr
     result = real->cuMemPoolCreate(pool, poolProps);
     if (result == CUDA_SUCCESS && gs__accounting() && poolProps != NULL) {
         /* Pools of host memory are not the GPU's: an out-of-table device means "not charged". */
-        int on_device = poolProps->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
-                        poolProps->location.id >= 0;
-        gs__alloc_t entry = {.kind = GS_KIND_POOL, .key = (uint64_t)(uintptr_t)*pool,
+        int on_device =
+            poolProps->location.type == CU_MEM_LOCATION_TYPE_DEVICE && poolProps->location.id >= 0;
+        gs__alloc_t entry = {.kind = GS_KIND_POOL,
+                             .key = (uint64_t)(uintptr_t)*pool,
                              .dev = on_device ? (unsigned)poolProps->location.id : GS_MAX_DEVICES};
         gs__track_insert(&entry);
     }

@@ -17,7 +17,7 @@ static gs__real_t real;
 
 /* Built from hooks.def: the shim's hooks by name, in the order of the real table's members. */
 static const hook_entry_t hooks[] = {
-#define GS_HOOK(fn)   {#fn, (void *)&fn},
+#define GS_HOOK(fn) {#fn, (void *)&fn},
 #define GS_DRIVER(fn)
 #include "hooks.def"
 #undef GS_HOOK
@@ -28,7 +28,7 @@ static const hook_entry_t hooks[] = {
 
 /* Where the real pointer of each hooked function is kept, parallel to hooks[]. */
 static void **const real_slots[] = {
-#define GS_HOOK(fn)   (void **)&real.fn,
+#define GS_HOOK(fn) (void **)&real.fn,
 #define GS_DRIVER(fn)
 #include "hooks.def"
 #undef GS_HOOK
@@ -169,7 +169,11 @@ void *gs__hook_for_real(void *fn)
 
 void *gs__hook_by_name(const char *name)
 {
-    if (name == NULL || name[0] != 'c' || name[1] != 'u')
+    if (name == NULL)
+        return NULL;
+    if (strncmp(name, "nvml", 4) == 0)
+        return gs__nvml_hook_by_name(name);
+    if (name[0] != 'c' || name[1] != 'u')
         return NULL;
     for (size_t i = 0; i < N_HOOKS; i++) {
         if (strcmp(hooks[i].name, name) == 0)
@@ -205,8 +209,8 @@ static void *lookup_next(const void *caller, const char *name, const char *versi
             continue;
         void *p = version != NULL ? real_dlvsym(h, name, version) : gs__real_dlsym(h, name);
         struct link_map *owner = NULL;
-        int own = p != NULL && dladdr1(p, &info, (void **)&owner, RTLD_DL_LINKMAP) != 0 &&
-                  owner == l;
+        int own =
+            p != NULL && dladdr1(p, &info, (void **)&owner, RTLD_DL_LINKMAP) != 0 && owner == l;
         dlclose(h);
         if (own)
             return p;
@@ -218,10 +222,12 @@ static void *lookup_next(const void *caller, const char *name, const char *versi
 static void *route_to_hook(void *handle, const char *name, const char *version, void *hook)
 {
     gs__ensure_init();
-    if (handle == RTLD_NEXT || handle == RTLD_DEFAULT)
+    if ((handle == RTLD_NEXT || handle == RTLD_DEFAULT) && strncmp(name, "nvml", 4) != 0)
         return real_of_hook(hook) != NULL ? hook : NULL;
-    void *found = version != NULL ? real_dlvsym(handle, name, version)
-                                  : gs__real_dlsym(handle, name);
+    if (handle == RTLD_NEXT)
+        handle = RTLD_DEFAULT;
+    void *found =
+        version != NULL ? real_dlvsym(handle, name, version) : gs__real_dlsym(handle, name);
     return found != NULL ? hook : NULL;
 }
 

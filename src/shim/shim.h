@@ -49,6 +49,9 @@ void *gs__hook_for_real(void *real);
 /* Returns the shim's hook named name (a versioned symbol from hooks.def), or NULL. */
 void *gs__hook_by_name(const char *name);
 
+/* Returns the shim's NVML hook named name, or NULL. */
+void *gs__nvml_hook_by_name(const char *name);
+
 /* The real dlsym/dlopen family, found in libc without going through the shim's own dlsym. */
 void *gs__real_dlsym(void *handle, const char *name);
 
@@ -93,7 +96,7 @@ int gs__track_drop_context(CUcontext ctx);
 /* ---- reserve-then-commit ---- */
 
 typedef struct gs__charge {
-    int active;     /* nonzero when bytes were reserved */
+    int active; /* nonzero when bytes were reserved */
     unsigned dev;
     uint64_t bytes;
     CUcontext ctx;
@@ -121,8 +124,7 @@ void gs__uncharge(const gs__alloc_t *alloc);
 
 /* Frees through the driver with the charge returned exactly: looks (kind, key) up, calls
  * free_fn(arg), and on success returns the charge; unknown keys pass straight through. */
-CUresult gs__free_tracked(gs__kind_t kind, uint64_t key, CUresult (*free_fn)(void *arg),
-                          void *arg);
+CUresult gs__free_tracked(gs__kind_t kind, uint64_t key, CUresult (*free_fn)(void *arg), void *arg);
 
 /* The current context's CUDA ordinal, or -1 without a current context. */
 int gs__current_device(void);

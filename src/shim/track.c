@@ -8,14 +8,14 @@
 
 #include "gpushare/error.h"
 
-#define STRIPES      64
-#define INITIAL_CAP  64
+#define STRIPES     64
+#define INITIAL_CAP 64
 
 typedef struct stripe {
     pthread_mutex_t lock;
-    size_t cap;            /* power of two, 0 before the first insert */
+    size_t cap; /* power of two, 0 before the first insert */
     size_t count;
-    gs__alloc_t *slots;    /* kind 0 = empty */
+    gs__alloc_t *slots; /* kind 0 = empty */
 } stripe_t;
 
 static stripe_t stripes[STRIPES];

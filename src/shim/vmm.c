@@ -3,8 +3,7 @@
 #include "shim.h"
 
 GS_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
-                                       const CUmemAllocationProp *prop,
-                                       unsigned long long flags)
+                                       const CUmemAllocationProp *prop, unsigned long long flags)
 {
     CUresult result = gs__ensure_init();
     if (result != CUDA_SUCCESS)
@@ -50,8 +49,7 @@ static int mark_released(gs__alloc_t *entry, void *arg)
 }
 
 GS_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-                                    CUmemGenericAllocationHandle handle,
-                                    unsigned long long flags)
+                                    CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
     CUresult result = gs__ensure_init();
     if (result != CUDA_SUCCESS)
@@ -63,8 +61,8 @@ GS_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     gs__alloc_t unused;
     if (result == CUDA_SUCCESS && gs__accounting() &&
         gs__track_update(GS_KIND_VMM, (uint64_t)handle, add_mapping, NULL, &unused) == 0) {
-        gs__alloc_t map = {.kind = GS_KIND_MAP, .key = (uint64_t)ptr, .parent = (uint64_t)handle,
-                           .span = size};
+        gs__alloc_t map = {
+            .kind = GS_KIND_MAP, .key = (uint64_t)ptr, .parent = (uint64_t)handle, .span = size};
         gs__track_insert(&map);
     }
     return result;
