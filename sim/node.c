@@ -475,3 +475,472 @@ gsim_timeline_t *gsim_domain_timeline(gsim_node_t *node, gsim_domain_t domain)
     gsim_device_t *dev = &node->dev[domain.dev];
     return domain.gi >= 0 ? &dev->gi[domain.gi].timeline : &dev->timeline;
 }
+
+/* ---- MIG: GPU and compute instances ---- */
+
+/* What a device's GPU instances occupy: memory slots, compute slices, instances per profile. */
+typedef struct occupancy {
+    uint32_t slots;
+    uint32_t compute;
+    uint32_t count[GSIM_MAX_PROFILES];
+} occupancy_t;
+
+const gsim_model_t *gsim_device_model(const gsim_node_t *node, int dev)
+{
+    const gsim_model_t *models;
+    gsim_models(&models);
+    return &models[node->dev[dev].model_index];
+}
+
+uint32_t gsim_mig_slice_sms(const gsim_model_t *m)
+{
+    /* An even number of SMs per slice, as NVIDIA's GPCs give (A100: 14, A30: 14). */
+    return m->mig_compute_slices == 0 ? 0 : (m->sms / m->mig_compute_slices) & ~1u;
+}
+
+uint64_t gsim_mig_profile_bytes(const gsim_model_t *m, const gsim_mig_profile_t *p)
+{
+    if (m->mig_memory_slices == 0)
+        return 0;
+    return (m->memory_mib << 20) / m->mig_memory_slices * p->memory;
+}
+
+static uint32_t slot_mask(uint32_t start, uint32_t size)
+{
+    return size >= 32 ? UINT32_MAX : ((1u << size) - 1) << start;
+}
+
+static occupancy_t device_occupancy(const gsim_device_t *d)
+{
+    occupancy_t occ;
+    memset(&occ, 0, sizeof(occ));
+    for (int g = 0; g < GSIM_MAX_GI; g++) {
+        const gsim_gi_t *gi = &d->gi[g];
+        if (!gi->in_use)
+            continue;
+        occ.slots |= slot_mask(gi->start, gi->size);
+        occ.compute += gi->compute;
+        if (gi->profile_index < GSIM_MAX_PROFILES)
+            occ.count[gi->profile_index]++;
+    }
+    return occ;
+}
+
+static int valid_start(const gsim_model_t *m, const gsim_mig_profile_t *p, uint32_t start)
+{
+    return start < 32 && (p->starts_mask & (1u << start)) != 0 &&
+           start + p->size <= m->mig_memory_slices;
+}
+
+static int occupancy_fits(const gsim_model_t *m, const occupancy_t *occ, uint32_t pi,
+                          uint32_t start)
+{
+    const gsim_mig_profile_t *p = &m->profiles[pi];
+    if (!valid_start(m, p, start))
+        return -EINVAL;
+    if ((occ->slots & slot_mask(start, p->size)) != 0 ||
+        occ->compute + p->compute > m->mig_compute_slices || occ->count[pi] >= p->max_instances)
+        return -ENOSPC;
+    return 0;
+}
+
+int gsim_gi_fits_locked(const gsim_node_t *node, int dev, uint32_t pi, uint32_t start)
+{
+    const gsim_model_t *m = gsim_device_model(node, dev);
+    if (pi >= m->n_profiles)
+        return -EINVAL;
+    occupancy_t occ = device_occupancy(&node->dev[dev]);
+    return occupancy_fits(m, &occ, pi, start);
+}
+
+/* Counts the placements (of every profile) that are still free and that mask would cover. */
+static int blocking_score(const gsim_model_t *m, uint32_t used, uint32_t mask)
+{
+    int score = 0;
+    for (uint32_t q = 0; q < m->n_profiles; q++) {
+        const gsim_mig_profile_t *p = &m->profiles[q];
+        for (uint32_t s = 0; s < m->mig_memory_slices; s++) {
+            uint32_t other = slot_mask(s, p->size);
+            if (valid_start(m, p, s) && (other & used) == 0 && (other & mask) != 0)
+                score++;
+        }
+    }
+    return score;
+}
+
+/* Returns the start gsim_gi_create picks for profile pi, or -1 when nothing fits. Blocking the
+ * fewest other placements puts a first 3g.20gb of an A100 at slot 4, as NVIDIA's driver does,
+ * which keeps room for 2g + 1g + 1g in slots 0-3. */
+static int choose_start(const gsim_model_t *m, const occupancy_t *occ, uint32_t pi)
+{
+    int best = -1, best_score = 0;
+    for (uint32_t s = 0; s < m->mig_memory_slices; s++) {
+        if (occupancy_fits(m, occ, pi, s) != 0)
+            continue;
+        int score = blocking_score(m, occ->slots, slot_mask(s, m->profiles[pi].size));
+        if (best < 0 || score < best_score) {
+            best = (int)s;
+            best_score = score;
+        }
+    }
+    return best;
+}
+
+static void occupancy_add(const gsim_model_t *m, occupancy_t *occ, uint32_t pi, uint32_t start)
+{
+    occ->slots |= slot_mask(start, m->profiles[pi].size);
+    occ->compute += m->profiles[pi].compute;
+    occ->count[pi]++;
+}
+
+uint32_t gsim_gi_remaining_locked(const gsim_node_t *node, int dev, uint32_t pi)
+{
+    const gsim_model_t *m = gsim_device_model(node, dev);
+    if (pi >= m->n_profiles)
+        return 0;
+    occupancy_t occ = device_occupancy(&node->dev[dev]);
+    uint32_t n = 0;
+    for (int start; (start = choose_start(m, &occ, pi)) >= 0; n++)
+        occupancy_add(m, &occ, pi, (uint32_t)start);
+    return n;
+}
+
+/* The id NVIDIA's driver gives a placement: its index in the partition tree of the GPU's memory
+ * slots (A100: 0 = 7g, 1-2 = halves, 3-6 = quarters, 7-14 = eighths). */
+static uint32_t placement_id(const gsim_model_t *m, uint32_t start, uint32_t size)
+{
+    return m->mig_memory_slices / size - 1 + start / size;
+}
+
+static void init_gi(gsim_gi_t *gi, const gsim_model_t *m, int dev, uint32_t pi, uint32_t start)
+{
+    const gsim_mig_profile_t *p = &m->profiles[pi];
+    memset(gi, 0, sizeof(*gi));
+    gi->in_use = 1;
+    gi->id = placement_id(m, start, p->size);
+    gi->profile_index = pi;
+    gi->start = start;
+    gi->size = p->size;
+    gi->compute = p->compute;
+    gi->sms = p->compute * gsim_mig_slice_sms(m);
+    gi->memory_bytes = gsim_mig_profile_bytes(m, p);
+    /* A new instance gets a new UUID, as on real hardware. */
+    uint64_t seed =
+        (uint64_t)gsim_now_ns() ^ ((uint64_t)getpid() << 32) ^ ((uint64_t)dev << 8) ^ gi->id;
+    make_uuid(gi->uuid, "MIG", seed);
+}
+
+static int free_gi_slot(const gsim_device_t *d)
+{
+    for (int g = 0; g < GSIM_MAX_GI; g++) {
+        if (!d->gi[g].in_use)
+            return g;
+    }
+    return -1;
+}
+
+static int create_gi_locked(gsim_node_t *node, int dev, uint32_t pi, int start, int *slot)
+{
+    if (dev < 0 || (uint32_t)dev >= node->n_devices)
+        return -EINVAL;
+    gsim_device_t *d = &node->dev[dev];
+    const gsim_model_t *m = gsim_device_model(node, dev);
+    if (m->mig_compute_slices == 0 || !d->mig_mode)
+        return -ENOTSUP;
+    if (pi >= m->n_profiles)
+        return -EINVAL;
+    occupancy_t occ = device_occupancy(d);
+    if (start < 0)
+        start = choose_start(m, &occ, pi);
+    if (start < 0)
+        return -ENOSPC;
+    int result = occupancy_fits(m, &occ, pi, (uint32_t)start);
+    int g = free_gi_slot(d);
+    if (result == 0 && g < 0)
+        result = -ENOSPC;
+    if (result != 0)
+        return result;
+    init_gi(&d->gi[g], m, dev, pi, (uint32_t)start);
+    *slot = g;
+    return 0;
+}
+
+int gsim_gi_create(gsim_node_t *node, int dev, uint32_t pi, int start, int *slot)
+{
+    gsim_node_lock(node);
+    int result = create_gi_locked(node, dev, pi, start, slot);
+    gsim_node_unlock(node);
+    return result;
+}
+
+static int has_pending_work(const gsim_timeline_t *tl)
+{
+    int64_t now = gsim_now_ns();
+    for (uint32_t i = 0; i < tl->n_reserved; i++) {
+        if (tl->reserved[i].end_ns > now)
+            return 1;
+    }
+    return 0;
+}
+
+/* Returns nonzero when a live process holds memory on dev (in GI slot gi when gi >= 0) or has
+ * work pending there. Call after reaping, with the lock held. */
+static int domain_in_use_locked(const gsim_node_t *node, int dev, int gi)
+{
+    const gsim_device_t *d = &node->dev[dev];
+    for (int i = 0; i < GSIM_MAX_PROCS; i++) {
+        const gsim_proc_t *proc = &node->procs[i];
+        if (proc->pid != 0 && proc->mem[dev] > 0 && (gi < 0 || proc->gi[dev] == gi))
+            return 1;
+    }
+    return has_pending_work(gi < 0 ? &d->timeline : &d->gi[gi].timeline);
+}
+
+static int any_gi(const gsim_device_t *d)
+{
+    for (int g = 0; g < GSIM_MAX_GI; g++) {
+        if (d->gi[g].in_use)
+            return 1;
+    }
+    return 0;
+}
+
+int gsim_mig_set_mode(gsim_node_t *node, int dev, int enable)
+{
+    if (dev < 0 || (uint32_t)dev >= node->n_devices)
+        return -EINVAL;
+    if (gsim_device_model(node, dev)->mig_compute_slices == 0)
+        return -ENOTSUP;
+    gsim_node_lock(node);
+    gsim_node_reap_locked(node);
+    gsim_device_t *d = &node->dev[dev];
+    int result = 0;
+    if (enable && !d->mig_mode && domain_in_use_locked(node, dev, -1))
+        result = -EBUSY;
+    if (!enable && d->mig_mode && any_gi(d))
+        result = -EBUSY;
+    if (result == 0)
+        d->mig_mode = enable ? 1 : 0;
+    gsim_node_unlock(node);
+    return result;
+}
+
+static int gi_valid(const gsim_node_t *node, int dev, int gi)
+{
+    return dev >= 0 && (uint32_t)dev < node->n_devices && gi >= 0 && gi < GSIM_MAX_GI &&
+           node->dev[dev].gi[gi].in_use;
+}
+
+int gsim_gi_destroy(gsim_node_t *node, int dev, int slot)
+{
+    gsim_node_lock(node);
+    gsim_node_reap_locked(node);
+    int result = gi_valid(node, dev, slot) ? 0 : -EINVAL;
+    if (result == 0) {
+        gsim_gi_t *gi = &node->dev[dev].gi[slot];
+        for (int c = 0; c < GSIM_MAX_CI; c++) {
+            if (gi->ci[c].in_use)
+                result = -EBUSY;
+        }
+        if (result == 0 && domain_in_use_locked(node, dev, slot))
+            result = -EBUSY;
+        if (result == 0)
+            memset(gi, 0, sizeof(*gi));
+    }
+    gsim_node_unlock(node);
+    return result;
+}
+
+/* Compute instance sizes each GI size offers, as bit masks of slice counts (NVIDIA's tables). */
+static uint32_t ci_sizes(uint32_t gi_compute)
+{
+    switch (gi_compute) {
+    case 1:
+        return 1u << 1;
+    case 2:
+        return (1u << 1) | (1u << 2);
+    case 3:
+        return (1u << 1) | (1u << 2) | (1u << 3);
+    case 4:
+        return (1u << 1) | (1u << 2) | (1u << 4);
+    case 6:
+        return (1u << 1) | (1u << 2) | (1u << 3) | (1u << 6);
+    case 7:
+        return (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4) | (1u << 7);
+    case 8:
+        return (1u << 1) | (1u << 2) | (1u << 4) | (1u << 8);
+    default:
+        return gi_compute < 32 ? 1u << gi_compute : 0;
+    }
+}
+
+int gsim_ci_size_allowed(uint32_t gi_compute, uint32_t size)
+{
+    return size > 0 && size < 32 && (ci_sizes(gi_compute) & (1u << size)) != 0;
+}
+
+uint32_t gsim_ci_profile_of_size(uint32_t size)
+{
+    /* NVML_COMPUTE_INSTANCE_PROFILE_{1,2,3,4,7,8,6}_SLICE */
+    static const uint32_t profile[9] = {0, 0x0, 0x1, 0x2, 0x3, 0, 0x6, 0x4, 0x5};
+    return size < 9 ? profile[size] : 0;
+}
+
+static uint32_t ci_used_mask(const gsim_gi_t *gi)
+{
+    uint32_t used = 0;
+    for (int c = 0; c < GSIM_MAX_CI; c++) {
+        if (gi->ci[c].in_use)
+            used |= slot_mask(gi->ci[c].start, gi->ci[c].size);
+    }
+    return used;
+}
+
+/* Returns the lowest free start for a CI of size in a GI whose CIs use used, or -1. */
+static int ci_start(const gsim_gi_t *gi, uint32_t used, uint32_t size)
+{
+    for (uint32_t s = 0; s + size <= gi->compute; s += size) {
+        if ((used & slot_mask(s, size)) == 0)
+            return (int)s;
+    }
+    return -1;
+}
+
+uint32_t gsim_ci_remaining_locked(const gsim_node_t *node, int dev, int gi, uint32_t size)
+{
+    if (!gi_valid(node, dev, gi))
+        return 0;
+    const gsim_gi_t *g = &node->dev[dev].gi[gi];
+    if (!gsim_ci_size_allowed(g->compute, size))
+        return 0;
+    uint32_t used = ci_used_mask(g), n = 0, free_slots = 0;
+    for (int c = 0; c < GSIM_MAX_CI; c++)
+        free_slots += !g->ci[c].in_use;
+    for (int s; n < free_slots && (s = ci_start(g, used, size)) >= 0; n++)
+        used |= slot_mask((uint32_t)s, size);
+    return n;
+}
+
+int gsim_ci_create(gsim_node_t *node, int dev, int gi, uint32_t size, int *ci)
+{
+    gsim_node_lock(node);
+    int result = gi_valid(node, dev, gi) ? 0 : -EINVAL;
+    gsim_gi_t *g = result == 0 ? &node->dev[dev].gi[gi] : NULL;
+    if (result == 0 && !gsim_ci_size_allowed(g->compute, size))
+        result = -EINVAL;
+    int start = result == 0 ? ci_start(g, ci_used_mask(g), size) : -1, slot = -1;
+    for (int c = 0; result == 0 && c < GSIM_MAX_CI && slot < 0; c++) {
+        if (!g->ci[c].in_use)
+            slot = c;
+    }
+    if (result == 0 && (start < 0 || slot < 0))
+        result = -ENOSPC;
+    if (result == 0) {
+        g->ci[slot] = (gsim_ci_t){.in_use = 1,
+                                  .id = (uint32_t)slot,
+                                  .profile_id = gsim_ci_profile_of_size(size),
+                                  .start = (uint32_t)start,
+                                  .size = size};
+        *ci = slot;
+    }
+    gsim_node_unlock(node);
+    return result;
+}
+
+int gsim_ci_destroy(gsim_node_t *node, int dev, int gi, int ci)
+{
+    gsim_node_lock(node);
+    gsim_node_reap_locked(node);
+    int result = gi_valid(node, dev, gi) && ci >= 0 && ci < GSIM_MAX_CI &&
+                         node->dev[dev].gi[gi].ci[ci].in_use
+                     ? 0
+                     : -EINVAL;
+    /* gpusim does not record which CI of a GI a process runs on: a used GI keeps its CIs. */
+    if (result == 0 && domain_in_use_locked(node, dev, gi))
+        result = -EBUSY;
+    if (result == 0)
+        memset(&node->dev[dev].gi[gi].ci[ci], 0, sizeof(gsim_ci_t));
+    gsim_node_unlock(node);
+    return result;
+}
+
+typedef struct mig_ref {
+    uint32_t gi_id, ci_id;
+    int gi, ci;
+} mig_ref_t;
+
+static int compare_mig_ref(const void *a, const void *b)
+{
+    const mig_ref_t *x = a, *y = b;
+    if (x->gi_id != y->gi_id)
+        return x->gi_id < y->gi_id ? -1 : 1;
+    return (x->ci_id > y->ci_id) - (x->ci_id < y->ci_id);
+}
+
+/* Fills refs with dev's MIG devices in order; returns the count. */
+static int list_mig_devices(const gsim_node_t *node, int dev, mig_ref_t *refs)
+{
+    int n = 0;
+    if (dev < 0 || (uint32_t)dev >= node->n_devices || !node->dev[dev].mig_mode)
+        return 0;
+    for (int g = 0; g < GSIM_MAX_GI; g++) {
+        const gsim_gi_t *gi = &node->dev[dev].gi[g];
+        for (int c = 0; gi->in_use && c < GSIM_MAX_CI; c++) {
+            if (gi->ci[c].in_use)
+                refs[n++] = (mig_ref_t){.gi_id = gi->id, .ci_id = gi->ci[c].id, .gi = g, .ci = c};
+        }
+    }
+    qsort(refs, (size_t)n, sizeof(refs[0]), compare_mig_ref);
+    return n;
+}
+
+int gsim_mig_device_count_locked(const gsim_node_t *node, int dev)
+{
+    mig_ref_t refs[GSIM_MAX_GI * GSIM_MAX_CI];
+    return list_mig_devices(node, dev, refs);
+}
+
+int gsim_mig_device_at_locked(const gsim_node_t *node, int dev, int index, int *gi, int *ci)
+{
+    mig_ref_t refs[GSIM_MAX_GI * GSIM_MAX_CI];
+    int n = list_mig_devices(node, dev, refs);
+    if (index < 0 || index >= n)
+        return -ENOENT;
+    *gi = refs[index].gi;
+    *ci = refs[index].ci;
+    return 0;
+}
+
+void gsim_mig_uuid(const gsim_gi_t *gi, int ci, char *out)
+{
+    if (ci == 0) {
+        snprintf(out, GSIM_UUID_MAX, "%s", gi->uuid);
+        return;
+    }
+    uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a of the GI's UUID, then the CI */
+    for (const char *p = gi->uuid; *p != '\0'; p++)
+        h = (h ^ (unsigned char)*p) * UINT64_C(0x100000001b3);
+    make_uuid(out, "MIG", h ^ (uint64_t)ci);
+}
+
+int gsim_mig_find_uuid_locked(const gsim_node_t *node, const char *prefix, int *dev, int *gi,
+                              int *ci)
+{
+    int found = 0;
+    size_t len = strlen(prefix);
+    for (uint32_t d = 0; d < node->n_devices; d++) {
+        mig_ref_t refs[GSIM_MAX_GI * GSIM_MAX_CI];
+        int n = list_mig_devices(node, (int)d, refs);
+        for (int i = 0; i < n; i++) {
+            char uuid[GSIM_UUID_MAX];
+            gsim_mig_uuid(&node->dev[d].gi[refs[i].gi], refs[i].ci, uuid);
+            if (strncmp(uuid, prefix, len) != 0)
+                continue;
+            found++;
+            *dev = (int)d;
+            *gi = refs[i].gi;
+            *ci = refs[i].ci;
+        }
+    }
+    return found == 1 ? 0 : -ENOENT;
+}

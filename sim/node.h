@@ -214,8 +214,6 @@ int64_t gsim_timeline_busy_ns(gsim_timeline_t *timeline, int32_t pid, int64_t fr
 /* Drops every interval of pid (a process that is gone). Call with the lock held. */
 void gsim_timeline_forget(gsim_timeline_t *timeline, int32_t pid);
 
-#endif
-
 /* ---- what a CUDA process sees ---- */
 
 /* Fills out[0..max) with the domains CUDA shows this process, in CUDA ordinal order, following
@@ -235,3 +233,86 @@ typedef struct gsim_mps_client {
  * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / CUDA_MPS_PINNED_DEVICE_MEM_LIMIT). Returns 0 (with
  * out->active 0 when there is no daemon) or a negative errno for malformed variables. */
 int gsim_mps_client_detect(gsim_node_t *node, gsim_mps_client_t *out);
+
+/* ---- versions the simulated driver reports (libcuda, libnvidia-ml, nvidia-smi) ---- */
+
+#define GSIM_DRIVER_VERSION "580.65.06" /* an R580 driver: the one that ships CUDA 13.0 */
+#define GSIM_CUDA_VERSION   13000       /* 1000 * major + 10 * minor, as cuDriverGetVersion */
+
+/* ---- MIG: GPU instances (GI) and compute instances (CI) ----
+ *
+ * A GI of a model profile occupies `size` memory slots from `start` and `compute` compute slices;
+ * it has profile.memory / mig_memory_slices of the GPU's memory and gsim_mig_slice_sms() SMs per
+ * compute slice. Its id is the one NVIDIA's driver gives that placement (the partition's index in
+ * the GPU's fixed partition tree: 0 = whole GPU, then halves, quarters, eighths). CIs split a GI's
+ * compute slices; their id is their slot. A MIG device is one CI; its UUID ("MIG-...") is the GI's
+ * uuid for CI 0 and derived from it for others, stable while the instance exists. */
+
+/* Returns the model of device dev (0 <= dev < n_devices). */
+const gsim_model_t *gsim_device_model(const gsim_node_t *node, int dev);
+
+/* Returns the SMs of one compute slice of model m (0 when m has no MIG). */
+uint32_t gsim_mig_slice_sms(const gsim_model_t *m);
+
+/* Returns the memory in bytes of a GPU instance of profile p on model m. */
+uint64_t gsim_mig_profile_bytes(const gsim_model_t *m, const gsim_mig_profile_t *p);
+
+/* Enables (nonzero) or disables MIG on dev. Returns 0, -EINVAL (no such device), -ENOTSUP (the
+ * model has no MIG), or -EBUSY (enabling while a live process holds memory or has work on the
+ * GPU; disabling while GPU instances exist). Takes the lock. */
+int gsim_mig_set_mode(gsim_node_t *node, int dev, int enable);
+
+/* Checks whether a GI of model profile pi could be created at memory slot start now. Returns 0,
+ * -EINVAL (start is not a valid placement of the profile) or -ENOSPC (slots taken, compute slices
+ * or the profile's instance limit exhausted). Call with the lock held; MIG must be enabled. */
+int gsim_gi_fits_locked(const gsim_node_t *node, int dev, uint32_t pi, uint32_t start);
+
+/* Returns how many more GIs of model profile pi could be created now, placing each where
+ * gsim_gi_create would. Call with the lock held. */
+uint32_t gsim_gi_remaining_locked(const gsim_node_t *node, int dev, uint32_t pi);
+
+/* Creates a GI of model profile pi at memory slot start, or, when start < 0, at the free
+ * placement that blocks the fewest other placements (ties: the lowest start). Sets *slot (index
+ * in dev->gi[]). Returns 0, -EINVAL (bad device, profile or start), -ENOTSUP (MIG disabled) or
+ * -ENOSPC. Takes the lock. */
+int gsim_gi_create(gsim_node_t *node, int dev, uint32_t pi, int start, int *slot);
+
+/* Destroys GI slot of dev after reclaiming dead processes. Returns 0, -EINVAL (no such GI) or
+ * -EBUSY (compute instances exist, or a live process holds memory or has pending work in it).
+ * Takes the lock. */
+int gsim_gi_destroy(gsim_node_t *node, int dev, int slot);
+
+/* Returns nonzero when a CI of size compute slices exists for a GI of gi_compute slices
+ * (NVIDIA's tables: 1g:{1} 2g:{1,2} 3g:{1,2,3} 4g:{1,2,4} 7g:{1,2,3,4,7}). */
+int gsim_ci_size_allowed(uint32_t gi_compute, uint32_t size);
+
+/* Returns the NVML compute instance profile constant of a CI of size compute slices. */
+uint32_t gsim_ci_profile_of_size(uint32_t size);
+
+/* Returns how many more CIs of size slices GI slot gi could hold (lock held). */
+uint32_t gsim_ci_remaining_locked(const gsim_node_t *node, int dev, int gi, uint32_t size);
+
+/* Creates a CI of size compute slices in GI slot gi at the lowest free aligned start; sets *ci.
+ * Returns 0, -EINVAL (no such GI, or a size the GI does not offer) or -ENOSPC. Takes the lock. */
+int gsim_ci_create(gsim_node_t *node, int dev, int gi, uint32_t size, int *ci);
+
+/* Destroys CI ci of GI slot gi. Returns 0, -EINVAL or -EBUSY (a live process holds memory or
+ * has pending work in the GI). Takes the lock. */
+int gsim_ci_destroy(gsim_node_t *node, int dev, int gi, int ci);
+
+/* Returns the number of MIG devices (CIs) of dev; MIG devices are ordered by GI id, then CI id.
+ * Call with the lock held. */
+int gsim_mig_device_count_locked(const gsim_node_t *node, int dev);
+
+/* Finds MIG device index of dev: sets *gi and *ci (slots). Returns 0 or -ENOENT (lock held). */
+int gsim_mig_device_at_locked(const gsim_node_t *node, int dev, int index, int *gi, int *ci);
+
+/* Writes the UUID of the MIG device of CI ci in gi into out[GSIM_UUID_MAX]. */
+void gsim_mig_uuid(const gsim_gi_t *gi, int ci, char *out);
+
+/* Finds the MIG device whose UUID starts with prefix ("MIG-..."; the prefix must match exactly
+ * one). Sets *dev, *gi, *ci. Returns 0 or -ENOENT. Call with the lock held. */
+int gsim_mig_find_uuid_locked(const gsim_node_t *node, const char *prefix, int *dev, int *gi,
+                              int *ci);
+
+#endif

@@ -268,12 +268,9 @@ int main(void)
     if (mkdtemp(dir) == NULL)
         return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_create_open_validate),
-        cmocka_unit_test(test_reserve_exact_limit),
-        cmocka_unit_test(test_concurrent_create_agrees),
-        cmocka_unit_test(test_race_never_exceeds),
-        cmocka_unit_test(test_kill_at_random_moments),
-        cmocka_unit_test(test_proc_alive),
+        cmocka_unit_test(test_create_open_validate),     cmocka_unit_test(test_reserve_exact_limit),
+        cmocka_unit_test(test_concurrent_create_agrees), cmocka_unit_test(test_race_never_exceeds),
+        cmocka_unit_test(test_kill_at_random_moments),   cmocka_unit_test(test_proc_alive),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];

@@ -36,16 +36,16 @@ typedef struct gs_region_stats {
     uint64_t oom_events;
     uint64_t alloc_count;
     uint64_t free_count;
-    uint64_t reclaimed_bytes;  /* charge taken back from processes that died */
+    uint64_t reclaimed_bytes; /* charge taken back from processes that died */
     uint32_t compute_share;
-    uint32_t n_procs;          /* live process records */
+    uint32_t n_procs; /* live process records */
     char lease_id[GS_REGION_LEASE_MAX];
 } gs_region_stats_t;
 
 /* One process of the lease (gs_region_processes). */
 typedef struct gs_region_process {
     pid_t pid;
-    uint64_t start_time;       /* /proc/PID/stat starttime, clock ticks since boot */
+    uint64_t start_time; /* /proc/PID/stat starttime, clock ticks since boot */
     uint64_t used[GS_MAX_DEVICES];
 } gs_region_process_t;
 
@@ -80,9 +80,9 @@ int gs_region_attach(gs_region_t *region, int *slot);
 void gs_region_detach(gs_region_t *region, int slot);
 
 /* Reserves bytes on device dev for slot. Returns 0, or GS_ELIMIT when used + bytes would exceed
- * the device's limit (after reclaiming dead processes, at most every 50 ms; the OOM counter is bumped),
- * GS_EINVAL for a bad slot or device, GS_ETIMEDOUT when the region lock stayed busy for 2 s
- * (a stopped process holds it). A device without a limit always succeeds. Thread-safe. */
+ * the device's limit (after reclaiming dead processes, at most every 50 ms; the OOM counter is
+ * bumped), GS_EINVAL for a bad slot or device, GS_ETIMEDOUT when the region lock stayed busy for 2
+ * s (a stopped process holds it). A device without a limit always succeeds. Thread-safe. */
 int gs_region_reserve(gs_region_t *region, int slot, unsigned dev, uint64_t bytes);
 
 /* Returns bytes reserved by slot on dev (a rollback or a free). Counts a free when is_free is

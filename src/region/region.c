@@ -21,9 +21,9 @@
 /* Fields marked "lock" change only under the region lock; every field is read with atomic loads
  * so lock-free readers (cuMemGetInfo, the daemon) never see torn values. */
 typedef struct region_proc {
-    int32_t pid;         /* 0 = free; claimed by CAS */
+    int32_t pid; /* 0 = free; claimed by CAS */
     uint32_t pad;
-    uint64_t start_time; /* 0 while the owner is still filling the record */
+    uint64_t start_time;           /* 0 while the owner is still filling the record */
     uint64_t used[GS_MAX_DEVICES]; /* lock */
 } region_proc_t;
 

@@ -1,0 +1,127 @@
+/* Reserve-then-commit: every hooked allocation reserves its bytes in the lease region before the
+ * driver is asked, and commits or rolls back after; every free returns exactly the charge. */
+#include "shim.h"
+
+#include "gpushare/error.h"
+#include "gpushare/log.h"
+#include "gpushare/quantity.h"
+
+/* How often an allocating process checks the lease for members that died (SIGKILL leaves their
+ * charge behind); well under the one second in which a dead process's memory must return. */
+#define REAP_INTERVAL_MS 250
+
+int gs__current_device(void)
+{
+    const gs__real_t *real = gs__real();
+    CUdevice dev = -1;
+    if (real->cuCtxGetDevice == NULL || real->cuCtxGetDevice(&dev) != CUDA_SUCCESS)
+        return -1;
+    return dev;
+}
+
+static CUcontext current_context(void)
+{
+    const gs__real_t *real = gs__real();
+    CUcontext ctx = NULL;
+    if (real->cuCtxGetCurrent != NULL)
+        real->cuCtxGetCurrent(&ctx);
+    return ctx;
+}
+
+static void log_refusal(const char *what, unsigned dev, uint64_t bytes, int result)
+{
+    if (!gs_log_enabled(GS_LOG_ERROR))
+        return;
+    char want[32], limit[32], used[32];
+    gs_qty_format_human(bytes, want, sizeof(want));
+    gs_qty_format_human(gs__limit(dev), limit, sizeof(limit));
+    gs_qty_format_human(gs_region_used(gs__region(), dev), used, sizeof(used));
+    if (result == GS_ELIMIT)
+        gs_error("%s of %s on device %u refused: out of memory in this lease (limit %s, %s in "
+                 "use)",
+                 what, want, dev, limit, used);
+    else
+        gs_error("%s of %s on device %u refused: lease accounting failed: %s", what, want, dev,
+                 gs_strerror(result));
+}
+
+CUresult gs__charge_begin(int dev, uint64_t bytes, const char *what, gs__charge_t *charge)
+{
+    charge->active = 0;
+    if (!gs__accounting())
+        return CUDA_SUCCESS;
+    if (dev < 0)
+        dev = gs__current_device();
+    if (dev < 0 || dev >= GS_MAX_DEVICES)
+        return CUDA_SUCCESS; /* no context or device beyond the table: the driver answers */
+    int slot = gs__slot();
+    /* Without a daemon, the lease's own processes take back what dead members held. */
+    gs_region_reap_if_due(gs__region(), REAP_INTERVAL_MS);
+    int result = slot < 0 ? GS_EINVAL : gs_region_reserve(gs__region(), slot, (unsigned)dev, bytes);
+    if (result != 0) {
+        log_refusal(what, (unsigned)dev, bytes, result);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    charge->active = 1;
+    charge->dev = (unsigned)dev;
+    charge->bytes = bytes;
+    charge->ctx = current_context();
+    return CUDA_SUCCESS;
+}
+
+CUresult gs__charge_resize(gs__charge_t *charge, uint64_t bytes, const char *what)
+{
+    if (!charge->active || bytes == charge->bytes)
+        return CUDA_SUCCESS;
+    if (bytes < charge->bytes) {
+        gs_region_release(gs__region(), gs__slot(), charge->dev, charge->bytes - bytes, 0);
+        charge->bytes = bytes;
+        return CUDA_SUCCESS;
+    }
+    uint64_t extra = bytes - charge->bytes;
+    int result = gs_region_reserve(gs__region(), gs__slot(), charge->dev, extra);
+    if (result != 0) {
+        log_refusal(what, charge->dev, bytes, result);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    charge->bytes = bytes;
+    return CUDA_SUCCESS;
+}
+
+void gs__charge_abort(gs__charge_t *charge)
+{
+    if (charge->active)
+        gs_region_release(gs__region(), gs__slot(), charge->dev, charge->bytes, 0);
+    charge->active = 0;
+}
+
+void gs__charge_commit(gs__charge_t *charge, gs__kind_t kind, uint64_t key)
+{
+    if (!charge->active)
+        return;
+    gs__alloc_t alloc = {
+        .kind = kind, .key = key, .dev = charge->dev, .bytes = charge->bytes, .ctx = charge->ctx};
+    if (gs__track_insert(&alloc) != 0)
+        gs_warn("out of host memory tracking an allocation; its charge stays until exit");
+    charge->active = 0;
+}
+
+void gs__uncharge(const gs__alloc_t *alloc)
+{
+    if (alloc->bytes != 0)
+        gs_region_release(gs__region(), gs__slot(), alloc->dev, alloc->bytes, 1);
+}
+
+CUresult gs__free_tracked(gs__kind_t kind, uint64_t key, CUresult (*free_fn)(void *arg), void *arg)
+{
+    gs__alloc_t alloc;
+    int tracked = gs__accounting() && gs__track_remove(kind, key, &alloc) == 0;
+    CUresult result = free_fn(arg);
+    if (!tracked)
+        return result;
+    if (result == CUDA_SUCCESS)
+        gs__uncharge(&alloc);
+    else
+        gs__track_insert(&alloc); /* still allocated: keep its charge */
+    return result;
+}

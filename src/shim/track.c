@@ -1,0 +1,182 @@
+/* Allocation tracking: what each live allocation of this process was charged, so that every free
+ * returns exactly its charge. A hash table split into independently locked stripes. */
+#include "shim.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpushare/error.h"
+
+#define STRIPES     64
+#define INITIAL_CAP 64
+
+typedef struct stripe {
+    pthread_mutex_t lock;
+    size_t cap; /* power of two, 0 before the first insert */
+    size_t count;
+    gs__alloc_t *slots; /* kind 0 = empty */
+} stripe_t;
+
+static stripe_t stripes[STRIPES];
+static pthread_once_t stripes_once = PTHREAD_ONCE_INIT;
+
+static void init_stripes(void)
+{
+    for (int i = 0; i < STRIPES; i++)
+        pthread_mutex_init(&stripes[i].lock, NULL);
+}
+
+static uint64_t hash_key(gs__kind_t kind, uint64_t key)
+{
+    uint64_t h = key ^ ((uint64_t)kind << 56);
+    h ^= h >> 33;
+    h *= UINT64_C(0xff51afd7ed558ccd);
+    h ^= h >> 33;
+    h *= UINT64_C(0xc4ceb9fe1a85ec53);
+    return h ^ (h >> 33);
+}
+
+static stripe_t *stripe_of(uint64_t h)
+{
+    pthread_once(&stripes_once, init_stripes);
+    return &stripes[h % STRIPES];
+}
+
+static size_t home_of(const stripe_t *s, uint64_t h)
+{
+    return (size_t)(h / STRIPES) & (s->cap - 1);
+}
+
+/* Finds (kind, key) in s; returns its index or SIZE_MAX. Call with the stripe locked. */
+static size_t find(const stripe_t *s, gs__kind_t kind, uint64_t key, uint64_t h)
+{
+    if (s->cap == 0)
+        return SIZE_MAX;
+    for (size_t i = home_of(s, h);; i = (i + 1) & (s->cap - 1)) {
+        const gs__alloc_t *e = &s->slots[i];
+        if (e->kind == 0)
+            return SIZE_MAX;
+        if (e->kind == kind && e->key == key)
+            return i;
+    }
+}
+
+static void place(stripe_t *s, const gs__alloc_t *alloc)
+{
+    size_t i = home_of(s, hash_key(alloc->kind, alloc->key));
+    while (s->slots[i].kind != 0)
+        i = (i + 1) & (s->cap - 1);
+    s->slots[i] = *alloc;
+    s->count++;
+}
+
+static int grow(stripe_t *s)
+{
+    size_t cap = s->cap ? s->cap * 2 : INITIAL_CAP;
+    gs__alloc_t *old = s->slots;
+    size_t old_cap = s->cap;
+    gs__alloc_t *slots = calloc(cap, sizeof(*slots));
+    if (slots == NULL)
+        return GS_ENOMEM;
+    s->slots = slots;
+    s->cap = cap;
+    s->count = 0;
+    for (size_t i = 0; i < old_cap; i++) {
+        if (old[i].kind != 0)
+            place(s, &old[i]);
+    }
+    free(old);
+    return 0;
+}
+
+/* Removes index i by shifting later members of its probe run back (no tombstones). */
+static void erase(stripe_t *s, size_t i)
+{
+    size_t mask = s->cap - 1;
+    for (size_t j = (i + 1) & mask; s->slots[j].kind != 0; j = (j + 1) & mask) {
+        size_t home = home_of(s, hash_key(s->slots[j].kind, s->slots[j].key));
+        /* Move j into the hole at i when its home is not in (i, j] (cyclically). */
+        int home_between = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (!home_between) {
+            s->slots[i] = s->slots[j];
+            i = j;
+        }
+    }
+    memset(&s->slots[i], 0, sizeof(s->slots[i]));
+    s->count--;
+}
+
+int gs__track_insert(const gs__alloc_t *alloc)
+{
+    uint64_t h = hash_key(alloc->kind, alloc->key);
+    stripe_t *s = stripe_of(h);
+    int result = 0;
+    pthread_mutex_lock(&s->lock);
+    if ((s->count + 1) * 4 > s->cap * 3)
+        result = grow(s);
+    if (result == 0) {
+        size_t i = find(s, alloc->kind, alloc->key, h);
+        if (i != SIZE_MAX)
+            s->slots[i] = *alloc; /* the driver reused a handle we thought live */
+        else
+            place(s, alloc);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return result;
+}
+
+int gs__track_remove(gs__kind_t kind, uint64_t key, gs__alloc_t *out)
+{
+    uint64_t h = hash_key(kind, key);
+    stripe_t *s = stripe_of(h);
+    pthread_mutex_lock(&s->lock);
+    size_t i = find(s, kind, key, h);
+    if (i != SIZE_MAX) {
+        *out = s->slots[i];
+        erase(s, i);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return i != SIZE_MAX ? 0 : GS_ENOENT;
+}
+
+int gs__track_update(gs__kind_t kind, uint64_t key, int (*fn)(gs__alloc_t *entry, void *arg),
+                     void *arg, gs__alloc_t *removed)
+{
+    uint64_t h = hash_key(kind, key);
+    stripe_t *s = stripe_of(h);
+    int result = GS_ENOENT;
+    pthread_mutex_lock(&s->lock);
+    size_t i = find(s, kind, key, h);
+    if (i != SIZE_MAX) {
+        result = fn(&s->slots[i], arg) ? 1 : 0;
+        if (result == 1) {
+            *removed = s->slots[i];
+            erase(s, i);
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return result;
+}
+
+int gs__track_drop_context(CUcontext ctx)
+{
+    int dropped = 0;
+    for (int k = 0; k < STRIPES; k++) {
+        stripe_t *s = &stripes[k];
+        pthread_once(&stripes_once, init_stripes);
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < s->cap;) {
+            gs__alloc_t e = s->slots[i];
+            if (e.kind != 0 && e.ctx == ctx) {
+                erase(s, i); /* a later entry may now sit at i: look at i again */
+                gs__uncharge(&e);
+                dropped++;
+            } else {
+                i++;
+            }
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    return dropped;
+}

@@ -1,0 +1,13 @@
+# Tests of gpusim's libnvidia-ml, MIG, MPS and nvidia-smi (issue 3).
+if(TARGET gsim_nvml)
+  add_executable(test_sim_nvml_helper test_sim_nvml_helper.c)
+  target_link_libraries(test_sim_nvml_helper PRIVATE gsim_core)
+  set_target_properties(test_sim_nvml_helper PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  add_library(test_sim_nvml_proc STATIC test_sim_nvml_proc.c)
+
+  gs_add_unit_test(test_sim_nvml_errors SOURCES test_sim_nvml_errors.c
+                   LIBS gsim_nvml test_sim_nvml_proc LABELS gpusim)
+  gs_add_unit_test(test_sim_nvml SOURCES test_sim_nvml.c
+                   LIBS gsim_nvml test_sim_nvml_proc LABELS gpusim)
+  add_dependencies(test_sim_nvml test_sim_nvml_helper)
+endif()

@@ -1,0 +1,40 @@
+/* Test support: runs test_sim_nvml_helper (a stand-in CUDA process) and talks to it. */
+#ifndef TEST_SIM_NVML_PROC_H
+#define TEST_SIM_NVML_PROC_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+typedef struct helper_proc {
+    pid_t pid;
+    FILE *in;  /* its stdin */
+    FILE *out; /* its stdout */
+} helper_proc_t;
+
+/* Starts the helper with extra environment entries ("NAME=value", or "NAME" to unset; the list
+ * ends with NULL; env may be NULL) and waits for its "ready" line. Returns 0 or -1. */
+int helper_start(helper_proc_t *p, const char *const *env);
+
+/* Sends one command and reads the reply line (without newline) into reply. Returns 0 or -1. */
+int helper_cmd(helper_proc_t *p, const char *cmd, char *reply, size_t len);
+
+/* Sends a command without waiting for its reply; helper_reply reads it later. */
+int helper_send(helper_proc_t *p, const char *cmd);
+int helper_reply(helper_proc_t *p, char *reply, size_t len);
+
+/* Ends the helper: stop closes its input and waits; kill sends SIGKILL and waits. */
+void helper_stop(helper_proc_t *p);
+void helper_kill(helper_proc_t *p);
+
+/* Path of a file built into the build tree ($GS_BUILD_DIR/rel), in a static buffer. */
+const char *build_path(const char *rel);
+
+/* Creates a fresh temporary directory named after tag; returns its path (static storage,
+ * one per call site is enough: each call returns a new buffer from a small ring). */
+const char *make_temp_dir(const char *tag);
+
+/* Removes a directory tree (rm -rf). */
+void remove_tree(const char *path);
+
+#endif
