@@ -131,8 +131,7 @@ static void test_errors_name_file_and_line(void **state)
                  "[gpu:all])");
     expect_error("[daemon]\nsocket = /a\nsocket = /b\n",
                  "test.conf:3: \"socket\" is given twice in [daemon]");
-    expect_error("[gpu:0]\nmode = shared\n[gpu:0]\n",
-                 "test.conf:3: section [gpu:0] appears twice");
+    expect_error("[gpu:0]\nmode = shared\n[gpu:0]\n", "test.conf:3: section [gpu:0] appears twice");
     expect_error("[daemon]\nthis is not a pair\n",
                  "test.conf:2: syntax error (expected [section] or key = value)");
     expect_error("[daemon]\nmetrics_listen = localhost\n",

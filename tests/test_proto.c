@@ -115,8 +115,7 @@ static void test_bad_requests(void **state)
     expect("{\"op\":\"release\"}", GS_EINVAL, "release needs \"lease\": the lease id");
     expect("{\"op\":\"release\",\"lease\":-1}", GS_EINVAL,
            "\"lease\" must be from 1 to 9223372036854775807");
-    expect("{\"op\":\"list\",\"all\":true}", GS_EINVAL,
-           "unknown or invalid field \"all\" in list");
+    expect("{\"op\":\"list\",\"all\":true}", GS_EINVAL, "unknown or invalid field \"all\" in list");
     expect("{\"op\":\"steal\"}", GS_EINVAL,
            "unknown op \"steal\" (hello, acquire, release, list or status)");
     expect("{\"op\":7}", GS_EINVAL, "a request needs \"op\": a string");
@@ -125,8 +124,7 @@ static void test_bad_requests(void **state)
            "malformed JSON at column 12: '}' expected near end of file");
     expect("{\"op\":\"list\",\"op\":\"status\"}", GS_EFORMAT,
            "malformed JSON at column 17: duplicate object key near '\"op\"'");
-    expect("", GS_EFORMAT,
-           "malformed JSON at column 0: '[' or '{' expected near end of file");
+    expect("", GS_EFORMAT, "malformed JSON at column 0: '[' or '{' expected near end of file");
 }
 
 static void test_line_cap(void **state)
@@ -194,8 +192,8 @@ static void test_encode_round_trip(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_simple_ops),          cmocka_unit_test(test_acquire_kinds),
-        cmocka_unit_test(test_bad_requests),        cmocka_unit_test(test_line_cap),
+        cmocka_unit_test(test_simple_ops),           cmocka_unit_test(test_acquire_kinds),
+        cmocka_unit_test(test_bad_requests),         cmocka_unit_test(test_line_cap),
         cmocka_unit_test(test_command_is_sanitised), cmocka_unit_test(test_encode_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

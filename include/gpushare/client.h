@@ -25,11 +25,11 @@
 #define GS_LEASE_COMMAND_MAX 256
 
 /* The most logical GPUs one lease may ask for, and the largest over-provisioning factor. */
-#define GS_LEASE_GPUS_MAX     64
-#define GS_OVERPROVISION_MAX  64
-#define GS_PRIORITY_MIN       (-100)
-#define GS_PRIORITY_MAX       100
-#define GS_LEASE_TIMEOUT_MAX  (7u * 24 * 3600 * 1000) /* ms: a week */
+#define GS_LEASE_GPUS_MAX    64
+#define GS_OVERPROVISION_MAX 64
+#define GS_PRIORITY_MIN      (-100)
+#define GS_PRIORITY_MAX      100
+#define GS_LEASE_TIMEOUT_MAX (7u * 24 * 3600 * 1000) /* ms: a week */
 
 /* What a lease is sized by: exactly one of these per request. */
 typedef enum gs_lease_kind {
@@ -122,8 +122,8 @@ int gs_client_send(gs_client_t *client, const json_t *msg);
  * GS_PROTO_LINE_MAX * 64, or -errno. */
 int gs_client_recv(gs_client_t *client, int timeout_ms, json_t **msg);
 
-/* Sends msg and returns the first reply (a message with an "op" member); asynchronous events
- * (messages with "event" and no "op") received meanwhile are dropped. Same returns as
+/* Sends msg and returns the first reply (a message with an "ok" member); asynchronous events
+ * (messages with "event" and no "ok") received meanwhile are dropped. Same returns as
  * gs_client_send / gs_client_recv; a reply with "ok": false still returns 0 (look at it with
  * gs_reply_error). */
 int gs_client_call(gs_client_t *client, const json_t *msg, int timeout_ms, json_t **reply);

@@ -47,8 +47,7 @@ int gs_client_connect(const char *path, gs_client_t **out, char *err, size_t err
     if (result == 0 && connect(client->fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
         result = -errno;
     if (result != 0) {
-        snprintf(err, errlen, "cannot connect to gpushared at %s: %s%s", path,
-                 gs_strerror(result),
+        snprintf(err, errlen, "cannot connect to gpushared at %s: %s%s", path, gs_strerror(result),
                  result == GS_ENOENT || result == GS_ECONNREFUSED ? " (is gpushared running?)"
                                                                   : "");
         gs_client_close(client);
@@ -177,7 +176,7 @@ int gs_client_call(gs_client_t *client, const json_t *msg, int timeout_ms, json_
         result = gs_client_recv(client, timeout_ms, &got);
         if (result != 0)
             break;
-        if (json_object_get(got, "op") != NULL) {
+        if (json_object_get(got, "ok") != NULL) {
             *reply = got;
             return 0;
         }

@@ -102,8 +102,8 @@ static int get_int(const json_t *value, const char *key, json_int_t min, json_in
         return fail(GS_EINVAL, err, errlen, "\"%s\" must be an integer", key);
     json_int_t v = json_integer_value(value);
     if (v < min || v > max)
-        return fail(GS_EINVAL, err, errlen, "\"%s\" must be from %lld to %lld", key,
-                    (long long)min, (long long)max);
+        return fail(GS_EINVAL, err, errlen, "\"%s\" must be from %lld to %lld", key, (long long)min,
+                    (long long)max);
     *out = v;
     return 0;
 }
@@ -318,6 +318,7 @@ int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char
 {
     if (len > GS_PROTO_LINE_MAX)
         return fail(GS_EMSGSIZE, err, errlen, "request longer than %d bytes", GS_PROTO_LINE_MAX);
+    memset(out, 0, sizeof(*out));
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
         len--;
     json_error_t jerr;
@@ -326,7 +327,6 @@ int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char
         return fail(GS_EFORMAT, err, errlen, "malformed JSON at column %d: %s", jerr.column,
                     jerr.text);
     int result = 0;
-    memset(out, 0, sizeof(*out));
     if (!json_is_object(obj)) {
         result = fail(GS_EFORMAT, err, errlen, "a request must be a JSON object");
         goto out;

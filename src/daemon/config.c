@@ -17,9 +17,9 @@ typedef struct parse_ctx {
     gs__config_t *cfg;
     char error[GS__CONFIG_ERRMAX]; /* "" until the first error */
     int result;
-    char section[128];             /* the section being read */
-    gs__gpu_section_t *gpu;        /* its GPU entry, NULL for [daemon] */
-    unsigned seen;                 /* keys of the current section already given (bits) */
+    char section[128];      /* the section being read */
+    gs__gpu_section_t *gpu; /* its GPU entry, NULL for [daemon] */
+    unsigned seen;          /* keys of the current section already given (bits) */
 } parse_ctx_t;
 
 static const char *const mode_names[] = {"shared", "exclusive", "mps", "mig"};
@@ -106,8 +106,9 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
         uint32_t addr;
         uint16_t port;
         if (gs__config_parse_listen(value, &addr, &port) != 0)
-            return bad(ctx, "metrics_listen \"%s\" is not ADDRESS:PORT (e.g. 127.0.0.1:9400; "
-                            "port 0 turns metrics off)",
+            return bad(ctx,
+                       "metrics_listen \"%s\" is not ADDRESS:PORT (e.g. 127.0.0.1:9400; "
+                       "port 0 turns metrics off)",
                        value);
         return set_path(ctx, cfg->metrics_listen, sizeof(cfg->metrics_listen), key, value);
     }
@@ -227,10 +228,9 @@ static int begin_section(parse_ctx_t *ctx, const char *section)
 /* Bit of a key, to refuse a key given twice in one section. */
 static unsigned key_bit(const char *key)
 {
-    static const char *const keys[] = {"socket",       "state_dir", "metrics_listen",
-                                       "nvml_library", "shim",      "idle_timeout",
-                                       "mode",         "placement", "overprovision",
-                                       "reserve"};
+    static const char *const keys[] = {
+        "socket",       "state_dir", "metrics_listen", "nvml_library",  "shim",
+        "idle_timeout", "mode",      "placement",      "overprovision", "reserve"};
     for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (strcmp(key, keys[i]) == 0)
             return 1u << i;
@@ -244,8 +244,7 @@ static int handler(void *user, const char *section, const char *name, const char
     if (ctx->error[0] != '\0')
         return 1; /* report only the first error */
     if (section[0] == '\0')
-        return bad(ctx, "\"%s\" is outside any section (start with [daemon] or [gpu:all])",
-                   name);
+        return bad(ctx, "\"%s\" is outside any section (start with [daemon] or [gpu:all])", name);
     if (strcmp(section, ctx->section) != 0 && !begin_section(ctx, section))
         return 0;
     unsigned bit = key_bit(name);

@@ -58,8 +58,8 @@ typedef struct gs__config {
     char state_dir[GS__PATH_MAX];
     char metrics_listen[64]; /* "ADDR:PORT"; port 0 = off */
     char nvml_library[GS__PATH_MAX];
-    char shim[GS__PATH_MAX];    /* LD_PRELOAD for leases, "" = the client decides */
-    unsigned idle_timeout_ms;   /* a connection with no lease that sends nothing is closed */
+    char shim[GS__PATH_MAX];  /* LD_PRELOAD for leases, "" = the client decides */
+    unsigned idle_timeout_ms; /* a connection with no lease that sends nothing is closed */
     unsigned n_sections;
     gs__gpu_section_t sections[GS__MAX_GPU_SECTIONS];
 } gs__config_t;

@@ -47,8 +47,8 @@ static int place_one(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t
 
 /* Picks g GPUs with overprovision k that can each give s slots; fills out in index order.
  * Returns 0 or GS_ENOFIT. */
-static int pick_group(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
-                      unsigned k, unsigned g, unsigned s, gs__policy_t policy, gs__alloc_t *out)
+static int pick_group(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, unsigned k,
+                      unsigned g, unsigned s, gs__policy_t policy, gs__alloc_t *out)
 {
     unsigned chosen[GS_MAX_DEVICES], count = 0;
     unsigned free_slots[GS_MAX_DEVICES];
@@ -107,8 +107,8 @@ static int place_slots(const gs__gpu_t *gpus, unsigned n, const gs_lease_request
     return GS_ENOFIT;
 }
 
-int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
-              gs__policy_t policy, gs__alloc_t *out)
+int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, gs__policy_t policy,
+              gs__alloc_t *out)
 {
     if (n > GS_MAX_DEVICES)
         n = GS_MAX_DEVICES;
@@ -149,8 +149,9 @@ static void describe_largest(const gs__gpu_t *empty, unsigned n, const gs_lease_
         largest = l > largest ? l : largest;
     }
     if (!shared) {
-        snprintf(why, whylen, "no GPU on this node is shared (fractional leases need mode = "
-                              "shared; use --gpus for whole GPUs)");
+        snprintf(why, whylen,
+                 "no GPU on this node is shared (fractional leases need mode = "
+                 "shared; use --gpus for whole GPUs)");
         return;
     }
     char want[32], have[32];
@@ -168,8 +169,8 @@ static void describe_largest(const gs__gpu_t *empty, unsigned n, const gs_lease_
         snprintf(why, whylen, "this request can never fit on this node's GPUs");
 }
 
-int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
-                       char *why, size_t whylen)
+int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, char *why,
+                       size_t whylen)
 {
     gs__gpu_t empty[GS_MAX_DEVICES];
     if (n > GS_MAX_DEVICES)

@@ -14,12 +14,12 @@
  *     gpushare prefer the GPUs with the fewest free slots, spread the most.
  * Returns 0 with *out filled (parts in GPU index order), or GS_ENOFIT when nothing fits now.
  * Pure: reads gpus only. */
-int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
-              gs__policy_t policy, gs__alloc_t *out);
+int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, gs__policy_t policy,
+              gs__alloc_t *out);
 
 /* Checks whether req could ever fit on this node, i.e. on its GPUs with nothing leased.
  * Returns 0, or GS_ENOFIT with the reason in why (one line, names the largest possible). */
-int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
-                       char *why, size_t whylen);
+int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, char *why,
+                       size_t whylen);
 
 #endif

@@ -1,0 +1,79 @@
+/* The lease regions' directory: creation, ownership and removal of region files. */
+#include "regions.h"
+
+#include "gpushare/error.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int make_dir(const char *path, mode_t mode, char *err, size_t errlen)
+{
+    if (mkdir(path, mode) != 0 && errno != EEXIST) {
+        int result = -errno;
+        snprintf(err, errlen, "cannot create %s: %s", path, gs_strerror(result));
+        return result;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s is not a directory", path);
+        return GS_EINVAL;
+    }
+    if ((st.st_mode & 07777) != mode && chmod(path, mode) != 0) {
+        int result = -errno;
+        snprintf(err, errlen, "cannot set the mode of %s: %s", path, gs_strerror(result));
+        return result;
+    }
+    return 0;
+}
+
+int gs__regions_init(const gs__config_t *cfg, char *err, size_t errlen)
+{
+    char path[GS__PATH_MAX + 16];
+    int result = make_dir(cfg->state_dir, 0755, err, errlen);
+    if (result != 0)
+        return result;
+    snprintf(path, sizeof(path), "%s/regions", cfg->state_dir);
+    return make_dir(path, 0711, err, errlen);
+}
+
+void gs__regions_path(const gs__config_t *cfg, uint64_t id, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/regions/%llu", cfg->state_dir, (unsigned long long)id);
+}
+
+int gs__regions_create(const char *path, const gs_region_config_t *rcfg, uid_t uid, gid_t gid,
+                       gs_region_t **out, char *err, size_t errlen)
+{
+    uid_t self = geteuid();
+    if (uid != self && self != 0) {
+        snprintf(err, errlen,
+                 "gpushared runs as uid %u and cannot give a region to uid %u (run it as root)",
+                 (unsigned)self, (unsigned)uid);
+        return GS_EPERM;
+    }
+    unlink(path); /* a stale file of a lease whose grant never reached the ledger */
+    gs_region_t *region = NULL;
+    int result = gs_region_create(path, rcfg, 0600, &region);
+    if (result != 0) {
+        snprintf(err, errlen, "cannot create the lease region %s: %s", path, gs_strerror(result));
+        return result;
+    }
+    if (self == 0 && chown(path, uid, gid) != 0) {
+        result = -errno;
+        snprintf(err, errlen, "cannot give the lease region %s to uid %u: %s", path, (unsigned)uid,
+                 gs_strerror(result));
+        gs__regions_remove(path, region);
+        return result;
+    }
+    *out = region;
+    return 0;
+}
+
+void gs__regions_remove(const char *path, gs_region_t *region)
+{
+    gs_region_close(region);
+    if (path[0] != '\0')
+        unlink(path);
+}
