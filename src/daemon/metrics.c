@@ -48,9 +48,9 @@ static void gpu_labels(FILE *f, const gs__daemon_t *d, const gs__gpu_t *gpu)
     snprintf(index, sizeof(index), "%u", gpu->index);
     fputc('{', f);
     put_label(f, "gpu", index, 1);
-    put_label(f, "UUID", gpu->uuid, 0);
-    put_label(f, "modelName", gpu->name, 0);
-    put_label(f, "Hostname", d->hostname, 0);
+    put_label(f, "uuid", gpu->uuid, 0);
+    put_label(f, "model_name", gpu->name, 0);
+    put_label(f, "hostname", d->hostname, 0);
     fputc('}', f);
 }
 
@@ -122,7 +122,7 @@ static void render_gpus(FILE *f, const gs__daemon_t *d)
                "Device memory promised to leases (sum of their limits).", mem_leased);
     gpu_family(f, d, "gpushare_gpu_compute_leased_percent", "gauge",
                "Compute guaranteed to leases, in percent of the GPU.", compute_leased);
-    gpu_family(f, d, "gpushare_gpu_logical_total", "gauge",
+    gpu_family(f, d, "gpushare_gpu_logical_capacity", "gauge",
                "Logical GPUs the GPU offers (its overprovision factor).", logical_total);
     gpu_family(f, d, "gpushare_gpu_logical_free", "gauge",
                "Logical GPUs a --gpus lease could still get on the GPU.", logical_free);
@@ -141,7 +141,7 @@ static void lease_labels(FILE *f, const gs__daemon_t *d, const gs__lease_t *leas
         char index[16];
         snprintf(index, sizeof(index), "%u", gpu->index);
         put_label(f, "gpu", index, 0);
-        put_label(f, "UUID", gpu->uuid, 0);
+        put_label(f, "uuid", gpu->uuid, 0);
     }
     fputc('}', f);
 }
@@ -222,7 +222,7 @@ static void render_node(FILE *f, const gs__daemon_t *d)
     put_label(f, "driver", gs__inventory_driver(d->inv), 0);
     put_label(f, "simulated", gs__inventory_simulated(d->inv) ? "true" : "false", 0);
     put_label(f, "placement", gs__policy_name(d->policy), 0);
-    put_label(f, "Hostname", d->hostname, 0);
+    put_label(f, "hostname", d->hostname, 0);
     fputs("} 1\n", f);
     family(f, "gpushare_leases", "gauge", "Live leases on the node.");
     fprintf(f, "gpushare_leases %u\n", d->n_leases);

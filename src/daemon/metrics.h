@@ -5,7 +5,8 @@
  * blocks or races the loop. Series (docs/api.md, "Metrics"): per GPU with dcgm-exporter's names
  * where one exists (DCGM_FI_DEV_FB_USED/FREE in MiB, DCGM_FI_DEV_GPU_UTIL) and gpushare_gpu_*;
  * per lease gpushare_lease_* labelled with lease id and user (never the command); node counters
- * gpushare_*_total. */
+ * gpushare_*_total. Labels are snake_case (gpu, uuid, model_name, hostname) rather than
+ * dcgm-exporter's UUID / modelName / Hostname, which promtool's lint rejects. */
 #ifndef GS_DAEMON_METRICS_H
 #define GS_DAEMON_METRICS_H
 
