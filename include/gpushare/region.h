@@ -106,6 +106,11 @@ uint64_t gs_region_used(const gs_region_t *region, unsigned dev);
 /* Compute share in percent (0 = none). */
 uint32_t gs_region_compute_share(const gs_region_t *region);
 
+/* Lock-free upper bound of the process records in use: 0 guarantees that no process is
+ * attached (a process that died while attaching may keep it above the truth; never below).
+ * Reaping, snapshots and process lists skip the process table while it is 0. */
+uint32_t gs_region_attached(const gs_region_t *region);
+
 /* Copies the counters under the lock. Returns 0 or GS_ETIMEDOUT. */
 int gs_region_snapshot(gs_region_t *region, gs_region_stats_t *stats);
 

@@ -22,6 +22,7 @@
 #include "ledger.h"
 #include "model.h"
 #include "queue.h"
+#include "regions.h"
 
 struct gs__conn;
 struct gs__metrics;
@@ -72,6 +73,7 @@ typedef struct gs__daemon {
     int need_schedule; /* capacity came back: try the queue at the end of the iteration */
     gs__counters_t counters;
     int64_t started_ms;
+    gs__regions_owner_t self; /* the daemon's uid and gid */
     char hostname[64];
     struct gs__metrics *metrics;
 } gs__daemon_t;

@@ -117,8 +117,8 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
     gs__regions_path(&d->cfg, lease->rec.id, lease->rec.region, sizeof(lease->rec.region));
     gs_region_config_t rcfg;
     region_config(lease, &rcfg);
-    int result = gs__regions_create(lease->rec.region, &rcfg, cred->uid, cred->gid, &lease->region,
-                                    err, errlen);
+    int result = gs__regions_create(lease->rec.region, &rcfg, cred->uid, cred->gid, d->self,
+                                    &lease->region, err, errlen);
     if (result == 0 && gs__ledger_put(d->ledger, &lease->rec) != 0) {
         snprintf(err, errlen, "cannot record the lease in the ledger");
         result = GS_EIO;
@@ -295,7 +295,7 @@ static int reopen_region(gs__daemon_t *d, gs__lease_t *lease)
     gs_region_config_t rcfg;
     region_config(lease, &rcfg);
     char err[256];
-    result = gs__regions_create(lease->rec.region, &rcfg, lease->rec.uid, lease->rec.gid,
+    result = gs__regions_create(lease->rec.region, &rcfg, lease->rec.uid, lease->rec.gid, d->self,
                                 &lease->region, err, sizeof(err));
     if (result != 0)
         gs_error("lease %llu: %s", (unsigned long long)lease->rec.id, err);

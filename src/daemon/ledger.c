@@ -90,7 +90,10 @@ static int setup(gs__ledger_t *ledger, char *err, size_t errlen)
                  version, SCHEMA_VERSION);
         return GS_EVERSION;
     }
-    if (exec(ledger, "PRAGMA journal_mode=WAL") != 0 ||
+    /* Exclusive: the daemon is the ledger's only user (a second gpushared on the same state
+     * directory fails here), and SQLite keeps the WAL index in memory without file locks. */
+    if (exec(ledger, "PRAGMA locking_mode=EXCLUSIVE") != 0 ||
+        exec(ledger, "PRAGMA journal_mode=WAL") != 0 ||
         exec(ledger, "PRAGMA synchronous=NORMAL") != 0 || exec(ledger, schema) != 0 ||
         exec(ledger, "PRAGMA user_version=1") != 0) {
         snprintf(err, errlen, "cannot set up the ledger: %s", sqlite3_errmsg(ledger->db));

@@ -229,6 +229,7 @@ int main(int argc, char **argv)
     if (d == NULL)
         return 1;
     umask(022);
+    d->self = gs__regions_self();
     gs__queue_init(&d->queue);
     d->started_ms = gs__now_ms();
     if (gethostname(d->hostname, sizeof(d->hostname) - 1) != 0)

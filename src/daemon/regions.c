@@ -43,24 +43,32 @@ void gs__regions_path(const gs__config_t *cfg, uint64_t id, char *buf, size_t le
     snprintf(buf, len, "%s/regions/%llu", cfg->state_dir, (unsigned long long)id);
 }
 
-int gs__regions_create(const char *path, const gs_region_config_t *rcfg, uid_t uid, gid_t gid,
-                       gs_region_t **out, char *err, size_t errlen)
+gs__regions_owner_t gs__regions_self(void)
 {
-    uid_t self = geteuid();
-    if (uid != self && self != 0) {
+    gs__regions_owner_t self = {.uid = geteuid(), .gid = getegid()};
+    return self;
+}
+
+int gs__regions_create(const char *path, const gs_region_config_t *rcfg, uid_t uid, gid_t gid,
+                       gs__regions_owner_t self, gs_region_t **out, char *err, size_t errlen)
+{
+    if (uid != self.uid && self.uid != 0) {
         snprintf(err, errlen,
                  "gpushared runs as uid %u and cannot give a region to uid %u (run it as root)",
-                 (unsigned)self, (unsigned)uid);
+                 (unsigned)self.uid, (unsigned)uid);
         return GS_EPERM;
     }
-    unlink(path); /* a stale file of a lease whose grant never reached the ledger */
     gs_region_t *region = NULL;
     int result = gs_region_create(path, rcfg, 0600, &region);
+    if (result == GS_EEXIST) {
+        unlink(path); /* a stale file of a lease whose grant never reached the ledger */
+        result = gs_region_create(path, rcfg, 0600, &region);
+    }
     if (result != 0) {
         snprintf(err, errlen, "cannot create the lease region %s: %s", path, gs_strerror(result));
         return result;
     }
-    if (self == 0 && chown(path, uid, gid) != 0) {
+    if (self.uid == 0 && (uid != self.uid || gid != self.gid) && chown(path, uid, gid) != 0) {
         result = -errno;
         snprintf(err, errlen, "cannot give the lease region %s to uid %u: %s", path, (unsigned)uid,
                  gs_strerror(result));

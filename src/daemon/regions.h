@@ -18,10 +18,20 @@ int gs__regions_init(const gs__config_t *cfg, char *err, size_t errlen);
 /* Writes the region path of lease id into buf. */
 void gs__regions_path(const gs__config_t *cfg, uint64_t id, char *buf, size_t len);
 
-/* Creates the region at path (replacing a stale file), owned by uid:gid with mode 0600.
- * Returns 0 and *out, or -errno with one line in err (nothing is left behind). */
+/* The daemon's own identity, read once at start: regions of other users need root. */
+typedef struct gs__regions_owner {
+    uid_t uid;
+    gid_t gid;
+} gs__regions_owner_t;
+
+/* Returns the daemon's effective uid and gid. */
+gs__regions_owner_t gs__regions_self(void);
+
+/* Creates the region at path (replacing a stale file), owned by uid:gid with mode 0600; self
+ * is the daemon (gs__regions_self). Returns 0 and *out, or -errno with one line in err
+ * (nothing is left behind). */
 int gs__regions_create(const char *path, const gs_region_config_t *rcfg, uid_t uid, gid_t gid,
-                       gs_region_t **out, char *err, size_t errlen);
+                       gs__regions_owner_t self, gs_region_t **out, char *err, size_t errlen);
 
 /* Closes the region (may be NULL) and unlinks its file. */
 void gs__regions_remove(const char *path, gs_region_t *region);

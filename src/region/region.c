@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #define REGION_MAGIC   "GSREGION"
-#define REGION_VERSION 1u
+#define REGION_VERSION 2u
 #define LOCK_TIMEOUT_S 2
 
 /* Fields marked "lock" change only under the region lock; every field is read with atomic loads
@@ -31,6 +31,8 @@ typedef struct region_layout {
     char magic[8];
     uint32_t version;
     uint32_t compute_share;
+    uint32_t attached; /* upper bound of process records in use (0: none, nothing to scan) */
+    uint32_t reserved;
     uint64_t size;
     pthread_mutex_t lock;
     uint64_t limit[GS_MAX_DEVICES];
@@ -253,6 +255,20 @@ static void unlock_region(region_layout_t *map)
     pthread_mutex_unlock(&map->lock);
 }
 
+/* One record fewer in use; never below zero. */
+static void uncount(region_layout_t *map)
+{
+    uint32_t n = LOAD(&map->attached);
+    while (n > 0 && !__atomic_compare_exchange_n(&map->attached, &n, n - 1, 0, __ATOMIC_ACQ_REL,
+                                                 __ATOMIC_ACQUIRE)) {
+    }
+}
+
+uint32_t gs_region_attached(const gs_region_t *region)
+{
+    return LOAD(&region->map->attached);
+}
+
 int gs_region_attach(gs_region_t *region, int *slot)
 {
     region_layout_t *map = region->map;
@@ -262,6 +278,9 @@ int gs_region_attach(gs_region_t *region, int *slot)
     if (start == 0)
         start = 1; /* never 0: 0 marks a record being filled */
     int first = (int)((unsigned)pid % GS_REGION_MAX_PROCS);
+    /* Counted before the record is claimed: a process dying in between leaves the count too
+     * high (scans still happen), never too low. */
+    __atomic_fetch_add(&map->attached, 1, __ATOMIC_ACQ_REL);
     for (int pass = 0; pass < 2; pass++) {
         for (int k = 0; k < GS_REGION_MAX_PROCS; k++) {
             int i = (first + k) % GS_REGION_MAX_PROCS;
@@ -279,6 +298,7 @@ int gs_region_attach(gs_region_t *region, int *slot)
         }
         gs_region_reap(region); /* full: make room from the dead, then try once more */
     }
+    uncount(map);
     return GS_ENOSPC;
 }
 
@@ -286,6 +306,8 @@ int gs_region_attach(gs_region_t *region, int *slot)
 static uint64_t clear_slot_locked(region_layout_t *map, int slot)
 {
     region_proc_t *proc = &map->procs[slot];
+    if (LOAD(&proc->pid) != 0)
+        uncount(map);
     uint64_t total = 0;
     for (unsigned d = 0; d < GS_MAX_DEVICES; d++) {
         uint64_t held = LOAD(&proc->used[d]);
@@ -313,6 +335,8 @@ int gs_region_reap(gs_region_t *region)
 {
     region_layout_t *map = region->map;
     int reaped = 0;
+    if (LOAD(&map->attached) == 0)
+        return 0; /* no record: do not touch (and fault in) the process table */
     for (int i = 0; i < GS_REGION_MAX_PROCS; i++) {
         region_proc_t *proc = &map->procs[i];
         int32_t pid = LOAD(&proc->pid);
@@ -440,7 +464,7 @@ int gs_region_snapshot(gs_region_t *region, gs_region_stats_t *stats)
         stats->peak[d] = LOAD(&map->peak[d]);
     }
     stats->reclaimed_bytes = LOAD(&map->reclaimed_bytes);
-    for (int i = 0; i < GS_REGION_MAX_PROCS; i++)
+    for (int i = 0; LOAD(&map->attached) != 0 && i < GS_REGION_MAX_PROCS; i++)
         stats->n_procs += LOAD(&map->procs[i].pid) != 0;
     unlock_region(map);
     stats->oom_events = LOAD(&map->oom_events);
@@ -455,7 +479,7 @@ int gs_region_processes(gs_region_t *region, gs_region_process_t *out, int max)
 {
     region_layout_t *map = region->map;
     int n = 0;
-    if (lock_region(map) != 0)
+    if (LOAD(&map->attached) == 0 || lock_region(map) != 0)
         return 0;
     for (int i = 0; i < GS_REGION_MAX_PROCS && n < max; i++) {
         region_proc_t *proc = &map->procs[i];
