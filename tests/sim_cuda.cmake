@@ -48,3 +48,15 @@ endfunction()
 
 gsim_cuda_prog(basic)
 gsim_cuda_test(sim_cuda_basic COMMAND basic DEVICES H100-80GB)
+
+# Acceptance 3: a second process sees the first's memory; SIGKILL returns it.
+gsim_cuda_prog(memhold)
+gsim_cuda_prog(meminfo)
+gsim_cuda_test(sim_cuda_two_procs COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/sim_cuda_two_procs.sh"
+               DEVICES H100-80GB)
+
+# Acceptance 5: time-slicing on one device, parallel devices (timed: run alone).
+gsim_cuda_prog(timing_worker)
+gs_add_unit_test(test_sim_cuda_timing SOURCES test_sim_cuda_timing.c LIBS gsim_core TIMEOUT 60)
+add_dependencies(test_sim_cuda_timing cuda_prog_timing_worker)
+set_tests_properties(test_sim_cuda_timing PROPERTIES RUN_SERIAL ON)
