@@ -2,6 +2,7 @@
  * per-call cost of cuLaunchKernel and of cuMemAlloc+cuMemFree (1 and 8 processes), and cuInit
  * latency percentiles with 1, 16, 64 and 256 processes released together from a barrier.
  *
+ * The lease's region is created before the workers start (as the daemon does) on tmpfs.
  * Method: every case runs in fresh processes, alternately without and with the shim, REPEATS
  * times; a figure is the median over the repeats (per-call costs: total time / calls in one
  * process, median over processes and repeats; cuInit: percentiles over all processes of one
@@ -18,15 +19,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#define REPEATS      5
-#define LAUNCHES     200000
-#define ALLOCS       100000
-#define MAX_WORKERS  256
+#include "gpushare/region.h"
+
+#define REPEATS     5
+#define LAUNCHES    200000
+#define ALLOCS      100000
+#define MAX_WORKERS 256
 
 typedef struct shared {
-    int go;                       /* the barrier: 0 until released */
+    int go; /* the barrier: 0 until released */
     int ready;
-    double value[MAX_WORKERS];    /* one figure per worker */
+    double value[MAX_WORKERS]; /* one figure per worker */
 } shared_t;
 
 static double now_ns(void)
@@ -127,6 +130,20 @@ static double percentile(double *v, int n, double p)
     return v[i];
 }
 
+/* Creates the lease's region up front, as gpushared does when it grants a lease, so that
+ * cuInit measures joining a lease rather than making one. */
+static int make_region(const char *path)
+{
+    gs_region_config_t cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    for (int d = 0; d < GS_MAX_DEVICES; d++)
+        cfg.limit[d] = UINT64_C(64) << 30;
+    gs_region_t *region = NULL;
+    int result = gs_region_create(path, &cfg, 0600, &region);
+    gs_region_close(region);
+    return result;
+}
+
 /* Runs n workers of mode, with or without the shim; fills values[0..n). Returns 0 or -1. */
 static int run_case(const char *self, const char *mode, int n, int with_shim, double *values,
                     const char *dir, int round)
@@ -134,6 +151,8 @@ static int run_case(const char *self, const char *mode, int n, int with_shim, do
     char path[512], region[512], count[16];
     snprintf(path, sizeof(path), "%s/shared", dir);
     snprintf(region, sizeof(region), "%s/lease-%s-%d-%d.region", dir, mode, n, round);
+    if (with_shim && make_region(region) != 0)
+        return -1;
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
     if (fd < 0 || ftruncate(fd, sizeof(shared_t)) != 0)
         return -1;
@@ -218,8 +237,8 @@ static int init_latency(const char *self, const char *dir, int procs)
     for (int s = 0; s < 2; s++)
         for (int k = 0; k < 3; k++)
             m[s][k] = median(p[s][k], REPEATS);
-    printf("%5d %9.1f %9.1f %9.1f   %9.1f %9.1f %9.1f   %+9.1f %+9.1f\n", procs, m[0][0],
-           m[0][1], m[0][2], m[1][0], m[1][1], m[1][2], m[1][0] - m[0][0], m[1][1] - m[0][1]);
+    printf("%5d %9.1f %9.1f %9.1f   %9.1f %9.1f %9.1f   %+9.1f %+9.1f\n", procs, m[0][0], m[0][1],
+           m[0][2], m[1][0], m[1][1], m[1][2], m[1][0] - m[0][0], m[1][1] - m[0][1]);
     return 0;
 }
 

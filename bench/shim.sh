@@ -3,7 +3,8 @@
 set -euo pipefail
 build=${GS_BUILD_DIR:-build}
 build=$(cd "$build" && pwd)
-tmp=$(mktemp -d /tmp/gs-bench-XXXXXX)
+# Regions live on tmpfs, as gpushared keeps them (a region on disk costs page-cache work).
+tmp=$(mktemp -d /dev/shm/gs-bench-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export GPUSIM_STATE=$tmp/node GPUSIM_DEVICES=H100-80GB GPUSIM_TIME_SCALE=1000000
 export LD_LIBRARY_PATH=$build/sim GS_BENCH_SHIM=$build/lib/libgpushare.so GS_BENCH_DIR=$tmp

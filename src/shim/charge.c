@@ -12,22 +12,30 @@
  * charge behind); well under the one second in which a dead process's memory must return. */
 #define REAP_INTERVAL_MS 250
 
+/* The number of CUDA devices this process sees, once the driver can tell (0 before). A lease
+ * usually sees exactly one GPU, and then every allocation is on ordinal 0 without asking. */
+static int visible_devices(void)
+{
+    static int count;
+    int n = __atomic_load_n(&count, __ATOMIC_RELAXED);
+    if (n == 0) {
+        const gs__real_t *real = gs__real();
+        if (real->cuDeviceGetCount == NULL || real->cuDeviceGetCount(&n) != CUDA_SUCCESS)
+            return 0;
+        __atomic_store_n(&count, n, __ATOMIC_RELAXED);
+    }
+    return n;
+}
+
 int gs__current_device(void)
 {
+    if (visible_devices() == 1)
+        return 0;
     const gs__real_t *real = gs__real();
     CUdevice dev = -1;
     if (real->cuCtxGetDevice == NULL || real->cuCtxGetDevice(&dev) != CUDA_SUCCESS)
         return -1;
     return dev;
-}
-
-static CUcontext current_context(void)
-{
-    const gs__real_t *real = gs__real();
-    CUcontext ctx = NULL;
-    if (real->cuCtxGetCurrent != NULL)
-        real->cuCtxGetCurrent(&ctx);
-    return ctx;
 }
 
 /* An application that retries in a loop must not flood its log: one line per refusal, but at
@@ -89,7 +97,6 @@ CUresult gs__charge_begin(int dev, uint64_t bytes, const char *what, gs__charge_
     charge->active = 1;
     charge->dev = (unsigned)dev;
     charge->bytes = bytes;
-    charge->ctx = current_context();
     return CUDA_SUCCESS;
 }
 
@@ -123,8 +130,7 @@ void gs__charge_commit(gs__charge_t *charge, gs__kind_t kind, uint64_t key)
 {
     if (!charge->active)
         return;
-    gs__alloc_t alloc = {
-        .kind = kind, .key = key, .dev = charge->dev, .bytes = charge->bytes, .ctx = charge->ctx};
+    gs__alloc_t alloc = {.kind = kind, .key = key, .dev = charge->dev, .bytes = charge->bytes};
     if (gs__track_insert(&alloc) != 0)
         gs_warn("out of host memory tracking an allocation; its charge stays until exit");
     charge->active = 0;

@@ -237,8 +237,8 @@ static void *route_to_hook(void *handle, const char *name, const char *version, 
         return real_of_hook(hook) != NULL ? hook : NOT_FOUND;
     if (handle == RTLD_NEXT)
         handle = RTLD_DEFAULT;
-    void *found = version != NULL ? real_dlvsym(handle, name, version)
-                                  : gs__real_dlsym(handle, name);
+    void *found =
+        version != NULL ? real_dlvsym(handle, name, version) : gs__real_dlsym(handle, name);
     return found != NULL ? hook : NOT_FOUND;
 }
 
@@ -250,8 +250,7 @@ __attribute__((used)) static void *route_dlsym(void *handle, const char *name)
     return hook != NULL ? route_to_hook(handle, name, NULL, hook) : NULL;
 }
 
-__attribute__((used)) static void *route_dlvsym(void *handle, const char *name,
-                                                const char *version)
+__attribute__((used)) static void *route_dlvsym(void *handle, const char *name, const char *version)
 {
     pthread_once(&libc_once, find_libc_functions);
     void *hook = gs__hook_by_name(name);

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define LIMIT (UINT64_C(1) << 30)
+#define LIMIT    (UINT64_C(1) << 30)
 #define MAX_ROWS 1024
 
 typedef struct row {
