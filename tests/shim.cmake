@@ -33,11 +33,13 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   gs_add_sim_test(shim_families test_shim_families ENV GPUSHARE_MEMORY_LIMIT=1G)
 
   add_library(gs_next_probe SHARED shim/next_probe.c)
-  set_target_properties(gs_next_probe PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  set_target_properties(gs_next_probe PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${GS_TEST_DIR}"
+                        C_VISIBILITY_PRESET default)
   target_link_libraries(gs_next_probe PRIVATE ${CMAKE_DL_LIBS})
   gs_add_cuda_program(test_shim_lookup SOURCES shim/test_shim_lookup.c
-                      LIBS PkgConfig::CMOCKA ${CMAKE_DL_LIBS})
-  add_dependencies(test_shim_lookup gs_next_probe)
+                      LIBS PkgConfig::CMOCKA ${CMAKE_DL_LIBS} gs_next_probe)
+  # The executable's own gs_next_probe must be visible to dlsym like a library's.
+  set_target_properties(test_shim_lookup PROPERTIES ENABLE_EXPORTS ON)
   gs_add_sim_test(shim_lookup test_shim_lookup
                   ENV GPUSHARE_MEMORY_LIMIT=1G LD_LIBRARY_PATH=${GS_TEST_DIR})
 

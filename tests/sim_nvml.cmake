@@ -11,3 +11,9 @@ if(TARGET gsim_nvml)
                    LIBS gsim_nvml test_sim_nvml_proc LABELS gpusim)
   add_dependencies(test_sim_nvml test_sim_nvml_helper)
 endif()
+
+if(TARGET gsim_nvml)
+  gs_add_unit_test(test_sim_mig SOURCES test_sim_mig.c
+                   LIBS gsim_nvml gsim_core test_sim_nvml_proc LABELS gpusim)
+  add_dependencies(test_sim_mig test_sim_nvml_helper)
+endif()

@@ -215,7 +215,7 @@ static void test_kill_at_random_moments(void **state)
     gs_region_t *r = NULL;
     assert_int_equal(gs_region_create_private(&cfg, &r), 0);
     unsigned seed = 12345;
-    for (int round = 0; round < 40; round++) {
+    for (int round = 0; round < 200; round++) {
         int ready[2];
         assert_int_equal(pipe(ready), 0);
         pid_t kid = fork();
@@ -234,7 +234,7 @@ static void test_kill_at_random_moments(void **state)
         assert_int_equal(read(ready[0], &c, 1), 1);
         close(ready[0]);
         close(ready[1]);
-        usleep((useconds_t)(rand_r(&seed) % 3000));
+        usleep((useconds_t)(rand_r(&seed) % 1000));
         kill(kid, SIGKILL);
         waitpid(kid, NULL, 0);
         assert_int_equal(gs_region_reap(r), 1);

@@ -89,8 +89,8 @@ int gs_region_reserve(gs_region_t *region, int slot, unsigned dev, uint64_t byte
  * nonzero. Never fails; returning more than slot holds clamps to what it holds. Thread-safe. */
 void gs_region_release(gs_region_t *region, int slot, unsigned dev, uint64_t bytes, int is_free);
 
-/* Counts one out-of-memory event that the caller decided on its own. */
-void gs_region_count_oom(gs_region_t *region);
+/* Counts one out-of-memory event that slot's process decided on its own. */
+void gs_region_count_oom(gs_region_t *region, int slot);
 
 /* Reclaims the charge of every process that is gone (or a zombie). Returns how many. */
 int gs_region_reap(gs_region_t *region);

@@ -6,12 +6,31 @@
 #include "gpushare/log.h"
 #include "gpushare/quantity.h"
 
+#include <time.h>
+
 /* How often an allocating process checks the lease for members that died (SIGKILL leaves their
  * charge behind); well under the one second in which a dead process's memory must return. */
 #define REAP_INTERVAL_MS 250
 
+/* The number of CUDA devices this process sees, once the driver can tell (0 before). A lease
+ * usually sees exactly one GPU, and then every allocation is on ordinal 0 without asking. */
+static int visible_devices(void)
+{
+    static int count;
+    int n = __atomic_load_n(&count, __ATOMIC_RELAXED);
+    if (n == 0) {
+        const gs__real_t *real = gs__real();
+        if (real->cuDeviceGetCount == NULL || real->cuDeviceGetCount(&n) != CUDA_SUCCESS)
+            return 0;
+        __atomic_store_n(&count, n, __ATOMIC_RELAXED);
+    }
+    return n;
+}
+
 int gs__current_device(void)
 {
+    if (visible_devices() == 1)
+        return 0;
     const gs__real_t *real = gs__real();
     CUdevice dev = -1;
     if (real->cuCtxGetDevice == NULL || real->cuCtxGetDevice(&dev) != CUDA_SUCCESS)
@@ -19,18 +38,31 @@ int gs__current_device(void)
     return dev;
 }
 
-static CUcontext current_context(void)
+/* An application that retries in a loop must not flood its log: one line per refusal, but at
+ * most one a second, with the count of those not printed. */
+static int64_t last_refusal_ns;
+static uint64_t unlogged_refusals;
+
+static int refusal_log_due(uint64_t *skipped)
 {
-    const gs__real_t *real = gs__real();
-    CUcontext ctx = NULL;
-    if (real->cuCtxGetCurrent != NULL)
-        real->cuCtxGetCurrent(&ctx);
-    return ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    int64_t last = __atomic_load_n(&last_refusal_ns, __ATOMIC_RELAXED);
+    if ((last != 0 && now - last < 1000000000) ||
+        !__atomic_compare_exchange_n(&last_refusal_ns, &last, now, 0, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED)) {
+        __atomic_fetch_add(&unlogged_refusals, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    *skipped = __atomic_exchange_n(&unlogged_refusals, 0, __ATOMIC_RELAXED);
+    return 1;
 }
 
 static void log_refusal(const char *what, unsigned dev, uint64_t bytes, int result)
 {
-    if (!gs_log_enabled(GS_LOG_ERROR))
+    uint64_t skipped = 0;
+    if (!gs_log_enabled(GS_LOG_ERROR) || !refusal_log_due(&skipped))
         return;
     char want[32], limit[32], used[32];
     gs_qty_format_human(bytes, want, sizeof(want));
@@ -38,8 +70,8 @@ static void log_refusal(const char *what, unsigned dev, uint64_t bytes, int resu
     gs_qty_format_human(gs_region_used(gs__region(), dev), used, sizeof(used));
     if (result == GS_ELIMIT)
         gs_error("%s of %s on device %u refused: out of memory in this lease (limit %s, %s in "
-                 "use)",
-                 what, want, dev, limit, used);
+                 "use; %llu more refusals in the last second not shown)",
+                 what, want, dev, limit, used, (unsigned long long)skipped);
     else
         gs_error("%s of %s on device %u refused: lease accounting failed: %s", what, want, dev,
                  gs_strerror(result));
@@ -65,7 +97,6 @@ CUresult gs__charge_begin(int dev, uint64_t bytes, const char *what, gs__charge_
     charge->active = 1;
     charge->dev = (unsigned)dev;
     charge->bytes = bytes;
-    charge->ctx = current_context();
     return CUDA_SUCCESS;
 }
 
@@ -99,8 +130,7 @@ void gs__charge_commit(gs__charge_t *charge, gs__kind_t kind, uint64_t key)
 {
     if (!charge->active)
         return;
-    gs__alloc_t alloc = {
-        .kind = kind, .key = key, .dev = charge->dev, .bytes = charge->bytes, .ctx = charge->ctx};
+    gs__alloc_t alloc = {.kind = kind, .key = key, .dev = charge->dev, .bytes = charge->bytes};
     if (gs__track_insert(&alloc) != 0)
         gs_warn("out of host memory tracking an allocation; its charge stays until exit");
     charge->active = 0;

@@ -46,7 +46,7 @@ GS_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ct
 static CUresult after_destroy(CUresult result, CUcontext ctx)
 {
     if (result == CUDA_SUCCESS && gs__accounting() && ctx != NULL)
-        gs__track_drop_context(ctx);
+        gs__track_drop_gone();
     return result;
 }
 

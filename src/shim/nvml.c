@@ -35,7 +35,8 @@ static void load_nvml(void)
 #define GS_NVML_HOOK(fn) real.fn = (__typeof__(real.fn))gs__real_dlsym(lib, #fn);
 #include "nvml.def"
 #undef GS_NVML_HOOK
-    real.nvmlDeviceGetUUID = (__typeof__(real.nvmlDeviceGetUUID))gs__real_dlsym(lib, "nvmlDeviceGetUUID");
+    real.nvmlDeviceGetUUID =
+        (__typeof__(real.nvmlDeviceGetUUID))gs__real_dlsym(lib, "nvmlDeviceGetUUID");
     real.nvmlDeviceGetIndex =
         (__typeof__(real.nvmlDeviceGetIndex))gs__real_dlsym(lib, "nvmlDeviceGetIndex");
 }
@@ -49,8 +50,8 @@ static int cuda_ordinal(nvmlDevice_t device)
     unsigned int index = 0;
     int have_uuid = real.nvmlDeviceGetUUID != NULL &&
                     real.nvmlDeviceGetUUID(device, uuid, sizeof(uuid)) == NVML_SUCCESS;
-    int have_index = real.nvmlDeviceGetIndex != NULL &&
-                     real.nvmlDeviceGetIndex(device, &index) == NVML_SUCCESS;
+    int have_index =
+        real.nvmlDeviceGetIndex != NULL && real.nvmlDeviceGetIndex(device, &index) == NVML_SUCCESS;
     const char *visible = getenv("CUDA_VISIBLE_DEVICES");
     if (visible == NULL)
         return have_index && index < GS_MAX_DEVICES ? (int)index : -1;

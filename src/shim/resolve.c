@@ -45,6 +45,36 @@ const gs__real_t *gs__real(void)
     return &real;
 }
 
+/* String helpers of our own: dlsym runs while a sanitizer runtime is still setting up its
+ * interceptors of strcmp and friends, so this file must not call them. */
+static int same_string(const char *a, const char *b)
+{
+    while (*a != '\0' && *a == *b) {
+        a++;
+        b++;
+    }
+    return *a == *b;
+}
+
+static int starts_with(const char *s, const char *prefix)
+{
+    while (*prefix != '\0') {
+        if (*s++ != *prefix++)
+            return 0;
+    }
+    return 1;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *base = path;
+    for (const char *p = path; *p != '\0'; p++) {
+        if (*p == '/')
+            base = p + 1;
+    }
+    return base;
+}
+
 /* ---- finding libc's dlsym and dlvsym without calling our own ---- */
 
 typedef struct elf_query {
@@ -99,7 +129,7 @@ static void *lookup_in_object(struct dl_phdr_info *info, const char *name)
         uint32_t ch = chain[index - symoffset];
         const ElfW(Sym) *sym = &symtab[index];
         if ((ch | 1) == (h | 1) && sym->st_shndx != SHN_UNDEF &&
-            strcmp(strtab + sym->st_name, name) == 0)
+            same_string(strtab + sym->st_name, name))
             return (void *)(info->dlpi_addr + sym->st_value);
         if (ch & 1)
             return NULL;
@@ -110,9 +140,7 @@ static int find_in_libc(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     elf_query_t *query = arg;
-    const char *base = strrchr(info->dlpi_name, '/');
-    base = base != NULL ? base + 1 : info->dlpi_name;
-    if (strncmp(base, "libc.so", 7) != 0)
+    if (!starts_with(base_name(info->dlpi_name), "libc.so"))
         return 0;
     query->found = lookup_in_object(info, query->name);
     return query->found != NULL;
@@ -121,8 +149,8 @@ static int find_in_libc(struct dl_phdr_info *info, size_t size, void *arg)
 typedef void *(*dlsym_fn)(void *, const char *);
 typedef void *(*dlvsym_fn)(void *, const char *, const char *);
 
-static dlsym_fn libc_dlsym;
-static dlvsym_fn libc_dlvsym;
+__attribute__((used)) static dlsym_fn libc_dlsym;
+__attribute__((used)) static dlvsym_fn libc_dlvsym;
 static pthread_once_t libc_once = PTHREAD_ONCE_INIT;
 
 static void find_libc_functions(void)
@@ -171,12 +199,12 @@ void *gs__hook_by_name(const char *name)
 {
     if (name == NULL)
         return NULL;
-    if (strncmp(name, "nvml", 4) == 0)
+    if (starts_with(name, "nvml"))
         return gs__nvml_hook_by_name(name);
     if (name[0] != 'c' || name[1] != 'u')
         return NULL;
     for (size_t i = 0; i < N_HOOKS; i++) {
-        if (strcmp(hooks[i].name, name) == 0)
+        if (same_string(hooks[i].name, name))
             return hooks[i].hook;
     }
     return NULL;
@@ -192,66 +220,86 @@ static void *real_of_hook(void *hook)
     return NULL;
 }
 
-/* RTLD_NEXT means "after the object that called dlsym", which glibc works out from the return
- * address; since the call now comes from the shim, redo that search for the original caller:
- * the first object after it in load order that defines name itself. */
-static void *lookup_next(const void *caller, const char *name, const char *version)
-{
-    Dl_info info;
-    struct link_map *self = NULL;
-    if (dladdr1(caller, &info, (void **)&self, RTLD_DL_LINKMAP) == 0 || self == NULL)
-        return NULL;
-    for (struct link_map *l = self->l_next; l != NULL; l = l->l_next) {
-        if (l->l_name == NULL || l->l_name[0] == '\0')
-            continue;
-        void *h = dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD);
-        if (h == NULL)
-            continue;
-        void *p = version != NULL ? real_dlvsym(h, name, version) : gs__real_dlsym(h, name);
-        struct link_map *owner = NULL;
-        int own =
-            p != NULL && dladdr1(p, &info, (void **)&owner, RTLD_DL_LINKMAP) != 0 && owner == l;
-        dlclose(h);
-        if (own)
-            return p;
-    }
-    return NULL;
-}
+/* dlsym and dlvsym. A name the shim interposes gets its hook (when the looked-up object would
+ * have found the driver's function). Every other lookup goes to libc's own dlsym/dlvsym as a
+ * tail jump, so libc sees the application's return address, not the shim's: RTLD_NEXT keeps
+ * its exact meaning ("after the caller, in the caller's scope"), which glibc derives from that
+ * address. The jump needs a few instructions of assembly (x86-64); other architectures fall
+ * back to calling libc from C, where RTLD_NEXT is then relative to the shim. */
+
+#define NOT_FOUND ((void *)1) /* route_*: the lookup must return NULL */
 
 /* The hook for name when the lookup would have found the driver's function. */
 static void *route_to_hook(void *handle, const char *name, const char *version, void *hook)
 {
     gs__ensure_init();
-    if ((handle == RTLD_NEXT || handle == RTLD_DEFAULT) && strncmp(name, "nvml", 4) != 0)
-        return real_of_hook(hook) != NULL ? hook : NULL;
+    if ((handle == RTLD_NEXT || handle == RTLD_DEFAULT) && !starts_with(name, "nvml"))
+        return real_of_hook(hook) != NULL ? hook : NOT_FOUND;
     if (handle == RTLD_NEXT)
         handle = RTLD_DEFAULT;
     void *found =
         version != NULL ? real_dlvsym(handle, name, version) : gs__real_dlsym(handle, name);
-    return found != NULL ? hook : NULL;
+    return found != NULL ? hook : NOT_FOUND;
 }
 
+/* Returns the hook to answer with, NOT_FOUND, or NULL to let libc answer. */
+__attribute__((used)) static void *route_dlsym(void *handle, const char *name)
+{
+    pthread_once(&libc_once, find_libc_functions);
+    void *hook = gs__hook_by_name(name);
+    return hook != NULL ? route_to_hook(handle, name, NULL, hook) : NULL;
+}
+
+__attribute__((used)) static void *route_dlvsym(void *handle, const char *name, const char *version)
+{
+    pthread_once(&libc_once, find_libc_functions);
+    void *hook = gs__hook_by_name(name);
+    return hook != NULL ? route_to_hook(handle, name, version, hook) : NULL;
+}
+
+#if defined(__x86_64__)
+/* dlsym(handle, name) / dlvsym(handle, name, version): save the arguments, ask route_*, then
+ * either return its answer or restore the arguments and jump to libc's function. */
+#define GS_DL_TRAMPOLINE(fn, route, libc_fn)                                                       \
+    __asm__(".text\n"                                                                              \
+            ".globl " #fn "\n"                                                                     \
+            ".type " #fn ", @function\n" #fn ":\n"                                                 \
+            "    endbr64\n"                                                                        \
+            "    push %rdi\n"                                                                      \
+            "    push %rsi\n"                                                                      \
+            "    push %rdx\n"                                                                      \
+            "    call " #route "\n"                                                                \
+            "    pop %rdx\n"                                                                       \
+            "    pop %rsi\n"                                                                       \
+            "    pop %rdi\n"                                                                       \
+            "    test %rax, %rax\n"                                                                \
+            "    jz 1f\n"                                                                          \
+            "    cmp $1, %rax\n"                                                                   \
+            "    jne 2f\n"                                                                         \
+            "    xor %eax, %eax\n"                                                                 \
+            "2:  ret\n"                                                                            \
+            "1:  jmp *" #libc_fn "(%rip)\n"                                                        \
+            ".size " #fn ", .-" #fn "\n")
+
+GS_DL_TRAMPOLINE(dlsym, route_dlsym, libc_dlsym);
+GS_DL_TRAMPOLINE(dlvsym, route_dlvsym, libc_dlvsym);
+#else
 GS_EXPORT void *dlsym(void *handle, const char *name)
 {
-    const void *caller = __builtin_return_address(0);
-    void *hook = gs__hook_by_name(name);
-    if (hook != NULL)
-        return route_to_hook(handle, name, NULL, hook);
-    if (handle == RTLD_NEXT)
-        return lookup_next(caller, name, NULL);
-    return gs__real_dlsym(handle, name);
+    void *answer = route_dlsym(handle, name);
+    if (answer != NULL)
+        return answer == NOT_FOUND ? NULL : answer;
+    return libc_dlsym != NULL ? libc_dlsym(handle, name) : NULL;
 }
 
 GS_EXPORT void *dlvsym(void *handle, const char *name, const char *version)
 {
-    const void *caller = __builtin_return_address(0);
-    void *hook = gs__hook_by_name(name);
-    if (hook != NULL)
-        return route_to_hook(handle, name, version, hook);
-    if (handle == RTLD_NEXT)
-        return lookup_next(caller, name, version);
-    return real_dlvsym(handle, name, version);
+    void *answer = route_dlvsym(handle, name, version);
+    if (answer != NULL)
+        return answer == NOT_FOUND ? NULL : answer;
+    return libc_dlvsym != NULL ? libc_dlvsym(handle, name, version) : NULL;
 }
+#endif
 
 /* cuGetProcAddress: the driver picks the versioned function for (symbol, cudaVersion, flags);
  * if the shim interposes exactly that function, the caller gets the hook instead. */

@@ -72,7 +72,6 @@ typedef struct gs__alloc {
     uint64_t key;      /* pointer or handle value */
     unsigned dev;      /* CUDA ordinal charged */
     uint64_t bytes;    /* exactly what was charged */
-    CUcontext ctx;     /* owning context (its destruction frees it), or NULL */
     uint32_t maps;     /* VMM: live mappings of the handle */
     uint32_t released; /* VMM: cuMemRelease was called */
     uint64_t parent;   /* MAP: the mapped handle; GRAPH: the plan (owned by the entry) */
@@ -90,8 +89,9 @@ int gs__track_remove(gs__kind_t kind, uint64_t key, gs__alloc_t *out);
 int gs__track_update(gs__kind_t kind, uint64_t key, int (*fn)(gs__alloc_t *entry, void *arg),
                      void *arg, gs__alloc_t *removed);
 
-/* Removes every allocation of ctx and returns its charge to the region; returns the count. */
-int gs__track_drop_context(CUcontext ctx);
+/* After the driver destroyed a context (and with it the memory allocated in it), drops every
+ * allocation the driver no longer knows and returns its charge; returns the count. */
+int gs__track_drop_gone(void);
 
 /* ---- reserve-then-commit ---- */
 

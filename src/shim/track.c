@@ -62,13 +62,16 @@ static size_t find(const stripe_t *s, gs__kind_t kind, uint64_t key, uint64_t h)
     }
 }
 
-static void place(stripe_t *s, const gs__alloc_t *alloc)
+/* Puts alloc in its slot: the entry with the same key, or the first empty one of its probe run.
+ * Call with the stripe locked and room to spare. */
+static void place(stripe_t *s, const gs__alloc_t *alloc, uint64_t h)
 {
-    size_t i = home_of(s, hash_key(alloc->kind, alloc->key));
-    while (s->slots[i].kind != 0)
+    size_t i = home_of(s, h);
+    while (s->slots[i].kind != 0 &&
+           !(s->slots[i].kind == alloc->kind && s->slots[i].key == alloc->key))
         i = (i + 1) & (s->cap - 1);
+    s->count += s->slots[i].kind == 0;
     s->slots[i] = *alloc;
-    s->count++;
 }
 
 static int grow(stripe_t *s)
@@ -84,7 +87,7 @@ static int grow(stripe_t *s)
     s->count = 0;
     for (size_t i = 0; i < old_cap; i++) {
         if (old[i].kind != 0)
-            place(s, &old[i]);
+            place(s, &old[i], hash_key(old[i].kind, old[i].key));
     }
     free(old);
     return 0;
@@ -115,13 +118,8 @@ int gs__track_insert(const gs__alloc_t *alloc)
     pthread_mutex_lock(&s->lock);
     if ((s->count + 1) * 4 > s->cap * 3)
         result = grow(s);
-    if (result == 0) {
-        size_t i = find(s, alloc->kind, alloc->key, h);
-        if (i != SIZE_MAX)
-            s->slots[i] = *alloc; /* the driver reused a handle we thought live */
-        else
-            place(s, alloc);
-    }
+    if (result == 0)
+        place(s, alloc, h); /* a key already present (a reused handle) is replaced */
     pthread_mutex_unlock(&s->lock);
     return result;
 }
@@ -159,24 +157,67 @@ int gs__track_update(gs__kind_t kind, uint64_t key, int (*fn)(gs__alloc_t *entry
     return result;
 }
 
-int gs__track_drop_context(CUcontext ctx)
+/* Asks the driver whether an allocation still exists (without any lock held). Entries that
+ * carry no charge of their own are kept. */
+static int still_exists(const gs__alloc_t *e)
 {
+    const gs__real_t *real = gs__real();
+    unsigned int memory_type;
+    CUDA_ARRAY_DESCRIPTOR desc;
+    CUDA_ARRAY_MEMORY_REQUIREMENTS req;
+    CUmemAllocationProp prop;
+    switch (e->kind) {
+    case GS_KIND_LINEAR:
+        return real->cuPointerGetAttribute == NULL ||
+               real->cuPointerGetAttribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                           (CUdeviceptr)e->key) == CUDA_SUCCESS;
+    case GS_KIND_ARRAY:
+        return real->cuArrayGetDescriptor_v2 == NULL ||
+               real->cuArrayGetDescriptor_v2(&desc, (CUarray)(uintptr_t)e->key) == CUDA_SUCCESS;
+    case GS_KIND_MIPMAP:
+        return real->cuMipmappedArrayGetMemoryRequirements == NULL ||
+               real->cuMipmappedArrayGetMemoryRequirements(
+                   &req, (CUmipmappedArray)(uintptr_t)e->key, (CUdevice)e->dev) == CUDA_SUCCESS;
+    case GS_KIND_VMM:
+        return real->cuMemGetAllocationPropertiesFromHandle == NULL ||
+               real->cuMemGetAllocationPropertiesFromHandle(
+                   &prop, (CUmemGenericAllocationHandle)e->key) == CUDA_SUCCESS;
+    default:
+        return 1;
+    }
+}
+
+/* Copies the charged entries of stripe k into a new array (*n of them); NULL when none. */
+static gs__alloc_t *copy_charged(int k, size_t *n)
+{
+    stripe_t *s = &stripes[k];
+    pthread_mutex_lock(&s->lock);
+    gs__alloc_t *copy = s->count > 0 ? malloc(s->count * sizeof(*copy)) : NULL;
+    *n = 0;
+    for (size_t i = 0; copy != NULL && i < s->cap; i++) {
+        if (s->slots[i].kind != 0 && s->slots[i].bytes != 0)
+            copy[(*n)++] = s->slots[i];
+    }
+    pthread_mutex_unlock(&s->lock);
+    return copy;
+}
+
+int gs__track_drop_gone(void)
+{
+    pthread_once(&stripes_once, init_stripes);
     int dropped = 0;
     for (int k = 0; k < STRIPES; k++) {
-        stripe_t *s = &stripes[k];
-        pthread_once(&stripes_once, init_stripes);
-        pthread_mutex_lock(&s->lock);
-        for (size_t i = 0; i < s->cap;) {
-            gs__alloc_t e = s->slots[i];
-            if (e.kind != 0 && e.ctx == ctx) {
-                erase(s, i); /* a later entry may now sit at i: look at i again */
-                gs__uncharge(&e);
+        size_t n;
+        gs__alloc_t *copy = copy_charged(k, &n);
+        for (size_t i = 0; i < n; i++) {
+            gs__alloc_t gone;
+            if (!still_exists(&copy[i]) &&
+                gs__track_remove(copy[i].kind, copy[i].key, &gone) == 0) {
+                gs__uncharge(&gone);
                 dropped++;
-            } else {
-                i++;
             }
         }
-        pthread_mutex_unlock(&s->lock);
+        free(copy);
     }
     return dropped;
 }

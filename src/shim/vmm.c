@@ -16,7 +16,6 @@ GS_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, siz
         result = gs__charge_begin(prop->location.id, size, "cuMemCreate", &charge);
         if (result != CUDA_SUCCESS)
             return result;
-        charge.ctx = NULL; /* physical allocations outlive contexts */
     }
     result = real->cuMemCreate(handle, size, prop, flags);
     if (result != CUDA_SUCCESS)

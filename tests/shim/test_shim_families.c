@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MIB (UINT64_C(1) << 20)
+#define MIB   (UINT64_C(1) << 20)
 #define LIMIT (UINT64_C(1) << 30)
 
 #define CU(call) assert_int_equal((call), CUDA_SUCCESS)
@@ -175,15 +175,18 @@ static void fill_with_arrays(const CUDA_ARRAY3D_DESCRIPTOR *desc)
 static void test_arrays(void **state)
 {
     (void)state;
-    CUDA_ARRAY3D_DESCRIPTOR desc2d = {.Width = 8192, .Height = 6000, .Depth = 0,
-                                      .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CUDA_ARRAY3D_DESCRIPTOR desc2d = {
+        .Width = 8192, .Height = 6000, .Depth = 0, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
     fill_with_arrays(&desc2d);
-    CUDA_ARRAY3D_DESCRIPTOR desc3d = {.Width = 512, .Height = 512, .Depth = 200,
-                                      .Format = CU_AD_FORMAT_UNSIGNED_INT8, .NumChannels = 4};
+    CUDA_ARRAY3D_DESCRIPTOR desc3d = {.Width = 512,
+                                      .Height = 512,
+                                      .Depth = 200,
+                                      .Format = CU_AD_FORMAT_UNSIGNED_INT8,
+                                      .NumChannels = 4};
     fill_with_arrays(&desc3d);
     /* The 2D constructor too. */
-    CUDA_ARRAY_DESCRIPTOR d = {.Width = 16384, .Height = 16384, .Format = CU_AD_FORMAT_FLOAT,
-                               .NumChannels = 1};
+    CUDA_ARRAY_DESCRIPTOR d = {
+        .Width = 16384, .Height = 16384, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
     CUarray a, b;
     CU(cuArrayCreate(&a, &d));
     CUDA_ARRAY_MEMORY_REQUIREMENTS req;
@@ -200,8 +203,8 @@ static void test_arrays(void **state)
 static void test_mipmapped(void **state)
 {
     (void)state;
-    CUDA_ARRAY3D_DESCRIPTOR desc = {.Width = 4096, .Height = 4096, .Depth = 0,
-                                    .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CUDA_ARRAY3D_DESCRIPTOR desc = {
+        .Width = 4096, .Height = 4096, .Depth = 0, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
     CUmipmappedArray arrays[32];
     int n = 0;
     size_t expected_free = LIMIT;

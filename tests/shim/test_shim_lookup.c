@@ -19,18 +19,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define LIMIT (UINT64_C(1) << 30)
+#define LIMIT    (UINT64_C(1) << 30)
 #define MAX_ROWS 1024
 
 typedef struct row {
-    char symbol[96];
+    char symbol[512];
     int version;
     unsigned long long flags;
 } row_t;
 
 static row_t rows[MAX_ROWS];
 static int n_rows;
-static char driver_names[MAX_ROWS][96]; /* what the bare driver returned, "-" for not found */
+static char driver_names[MAX_ROWS][128]; /* what the bare driver returned, "-" for not found */
 static char *self_path;
 
 int gs_next_probe(void);
@@ -126,7 +126,7 @@ static int read_driver_names(void)
     close(fds[1]);
     FILE *f = fdopen(fds[0], "r");
     int i = 0;
-    char line[128];
+    char line[120];
     while (i < n_rows && fgets(line, sizeof(line), f) != NULL) {
         line[strcspn(line, "\n")] = '\0';
         snprintf(driver_names[i++], sizeof(driver_names[0]), "%s", line);
@@ -230,19 +230,20 @@ static void test_dlsym_routes(void **state)
     dlclose(driver);
 }
 
+/* libgs_next_probe.so is linked in at start-up, after this executable; both define
+ * gs_next_probe. glibc's RTLD_NEXT searches the caller's scope after the caller: from here it
+ * must find the library's definition, from inside the library nothing. A shim that answered
+ * RTLD_NEXT relative to itself would give the library its own definition back. */
 static void test_rtld_next_is_relative_to_the_caller(void **state)
 {
     (void)state;
-    void *lib = dlopen("libgs_next_probe.so", RTLD_NOW | RTLD_GLOBAL);
-    assert_non_null(lib);
     int (*next)(void) = (int (*)(void))dlsym(RTLD_NEXT, "gs_next_probe");
     assert_non_null(next);
-    assert_int_equal(next(), 2); /* the library's, not this executable's own */
+    assert_int_equal(next(), 2);
     assert_int_equal(gs_next_probe(), 1);
-    void *(*from_lib)(void) =
-        (void *(*)(void))dlsym(lib, "gs_next_probe_lookup_from_library");
-    assert_non_null(from_lib);
-    assert_null(from_lib()); /* nothing after the library defines it */
+    assert_null(gs_next_probe_lookup_from_library());
+    /* RTLD_NEXT for an interposed name gives the hook. */
+    assert_string_equal(object_of(dlsym(RTLD_NEXT, "cuMemFree_v2")), "libgpushare.so");
 }
 
 int main(int argc, char **argv)

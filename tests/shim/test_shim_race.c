@@ -12,11 +12,11 @@
 
 #include "gpushare/region.h"
 
-#define MIB       (UINT64_C(1) << 20)
-#define LIMIT     (UINT64_C(2) << 30)
-#define PROCS     64
-#define HELD_MAX  8
-#define SECONDS   3
+#define MIB      (UINT64_C(1) << 20)
+#define LIMIT    (UINT64_C(2) << 30)
+#define PROCS    64
+#define HELD_MAX 8
+#define SECONDS  3
 
 static double now_s(void)
 {

@@ -1,0 +1,62 @@
+# Tests of gpusim's CUDA driver (build/sim/libcuda.so.1). The driver-API programs in cuda_progs/
+# are built exactly as a user builds them (cuda.h, linked against NVIDIA's stub libcuda.so) and run
+# with LD_LIBRARY_PATH=build/sim, each with a private GPUSIM_STATE (sim_cuda_run.sh).
+if(NOT TARGET gsim_cuda)
+  return()
+endif()
+
+get_filename_component(GSIM_CUDA_ROOT "${CUDA_INCLUDE_DIR}" DIRECTORY)
+set(CUDA_STUB_DIR "${GSIM_CUDA_ROOT}/lib64/stubs" CACHE PATH "NVIDIA's stub libcuda.so")
+set(GSIM_CUDA_PROGS "${GS_TEST_DIR}/cuda_progs")
+set(GSIM_CUDA_RUN "${CMAKE_CURRENT_SOURCE_DIR}/sim_cuda_run.sh")
+
+# gsim_cuda_prog(NAME [SOURCES extra.c...]): builds cuda_progs/NAME.c like a user program.
+function(gsim_cuda_prog name)
+  cmake_parse_arguments(P "" "" "SOURCES" ${ARGN})
+  add_executable(cuda_prog_${name} "${CMAKE_CURRENT_SOURCE_DIR}/cuda_progs/${name}.c" ${P_SOURCES})
+  target_include_directories(cuda_prog_${name} PRIVATE "${CUDA_INCLUDE_DIR}")
+  target_link_options(cuda_prog_${name} PRIVATE "-L${CUDA_STUB_DIR}")
+  target_link_libraries(cuda_prog_${name} PRIVATE -lcuda Threads::Threads)
+  set_target_properties(cuda_prog_${name} PROPERTIES OUTPUT_NAME ${name}
+                        RUNTIME_OUTPUT_DIRECTORY "${GSIM_CUDA_PROGS}" SKIP_BUILD_RPATH ON)
+  add_dependencies(cuda_prog_${name} gsim_cuda)
+endfunction()
+
+# gsim_cuda_test(NAME COMMAND prog args... [DEVICES spec] [TIMEOUT s] [SERIAL])
+# Runs a command (a cuda_progs program by name, or a script) under sim_cuda_run.sh.
+function(gsim_cuda_test name)
+  cmake_parse_arguments(T "SERIAL" "DEVICES;TIMEOUT" "COMMAND" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 60)
+  endif()
+  list(GET T_COMMAND 0 first)
+  list(REMOVE_AT T_COMMAND 0)
+  if(TARGET cuda_prog_${first})
+    set(first "$<TARGET_FILE:cuda_prog_${first}>")
+  endif()
+  add_test(NAME ${name} COMMAND bash "${GSIM_CUDA_RUN}" ${first} ${T_COMMAND})
+  set(env ${GS_TEST_ENV} "GSIM_CUDA_PROGS=${GSIM_CUDA_PROGS}")
+  if(T_DEVICES)
+    list(APPEND env "GPUSIM_DEVICES=${T_DEVICES}")
+  endif()
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT} ENVIRONMENT "${env}"
+                       LABELS "integration;gpusim")
+  if(T_SERIAL)
+    set_tests_properties(${name} PROPERTIES RUN_SERIAL ON)
+  endif()
+endfunction()
+
+gsim_cuda_prog(basic)
+gsim_cuda_test(sim_cuda_basic COMMAND basic DEVICES H100-80GB)
+
+# Acceptance 3: a second process sees the first's memory; SIGKILL returns it.
+gsim_cuda_prog(memhold)
+gsim_cuda_prog(meminfo)
+gsim_cuda_test(sim_cuda_two_procs COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/sim_cuda_two_procs.sh"
+               DEVICES H100-80GB)
+
+# Acceptance 5: time-slicing on one device, parallel devices (timed: run alone).
+gsim_cuda_prog(timing_worker)
+gs_add_unit_test(test_sim_cuda_timing SOURCES test_sim_cuda_timing.c LIBS gsim_core TIMEOUT 60)
+add_dependencies(test_sim_cuda_timing cuda_prog_timing_worker)
+set_tests_properties(test_sim_cuda_timing PROPERTIES RUN_SERIAL ON)
