@@ -50,6 +50,7 @@ static void test_full_file(void **state)
                        "[daemon]\n"
                        "socket = /tmp/x.sock\n"
                        "state_dir = /tmp/state ; inline comment\n"
+                       "region_dir = /run/gs/regions\n"
                        "metrics_listen = 127.0.0.1:0\n"
                        "nvml_library = /opt/sim/libnvidia-ml.so.1\n"
                        "shim = /opt/lib/libgpushare.so\n"
@@ -66,6 +67,7 @@ static void test_full_file(void **state)
     assert_int_equal(parse(&cfg, text, err), 0);
     assert_string_equal(cfg.socket, "/tmp/x.sock");
     assert_string_equal(cfg.state_dir, "/tmp/state");
+    assert_string_equal(cfg.region_dir, "/run/gs/regions");
     assert_string_equal(cfg.metrics_listen, "127.0.0.1:0");
     assert_string_equal(cfg.nvml_library, "/opt/sim/libnvidia-ml.so.1");
     assert_string_equal(cfg.shim, "/opt/lib/libgpushare.so");
@@ -102,7 +104,7 @@ static void test_errors_name_file_and_line(void **state)
     (void)state;
     expect_error("[daemon]\nbogus = 1\n",
                  "test.conf:2: unknown key \"bogus\" in [daemon] (socket, state_dir, "
-                 "metrics_listen, nvml_library, shim, idle_timeout)");
+                 "region_dir, metrics_listen, nvml_library, shim, idle_timeout)");
     expect_error("[gpu:all]\nmode = fast\n",
                  "test.conf:2: mode \"fast\" must be shared, mps, mig or exclusive");
     expect_error("[gpu:all]\n\noverprovision = 0\n",

@@ -98,6 +98,8 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
         return set_path(ctx, cfg->socket, sizeof(cfg->socket), key, value);
     if (strcmp(key, "state_dir") == 0)
         return set_path(ctx, cfg->state_dir, sizeof(cfg->state_dir), key, value);
+    if (strcmp(key, "region_dir") == 0)
+        return set_path(ctx, cfg->region_dir, sizeof(cfg->region_dir), key, value);
     if (strcmp(key, "nvml_library") == 0)
         return set_path(ctx, cfg->nvml_library, sizeof(cfg->nvml_library), key, value);
     if (strcmp(key, "shim") == 0)
@@ -122,7 +124,7 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
         return 1;
     }
     return bad(ctx,
-               "unknown key \"%s\" in [daemon] (socket, state_dir, metrics_listen, "
+               "unknown key \"%s\" in [daemon] (socket, state_dir, region_dir, metrics_listen, "
                "nvml_library, shim, idle_timeout)",
                key);
 }
@@ -229,7 +231,7 @@ static int begin_section(parse_ctx_t *ctx, const char *section)
 static unsigned key_bit(const char *key)
 {
     static const char *const keys[] = {
-        "socket",       "state_dir", "metrics_listen", "nvml_library",  "shim",
+        "socket",       "state_dir", "metrics_listen", "nvml_library",  "shim",   "region_dir",
         "idle_timeout", "mode",      "placement",      "overprovision", "reserve"};
     for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (strcmp(key, keys[i]) == 0)

@@ -56,7 +56,8 @@ typedef struct gs__config {
     char path[GS__PATH_MAX]; /* the file read, "" when none */
     char socket[GS__PATH_MAX];
     char state_dir[GS__PATH_MAX];
-    char metrics_listen[64]; /* "ADDR:PORT"; port 0 = off */
+    char region_dir[GS__PATH_MAX]; /* lease regions; "" = state_dir/regions */
+    char metrics_listen[64];       /* "ADDR:PORT"; port 0 = off */
     char nvml_library[GS__PATH_MAX];
     char shim[GS__PATH_MAX];  /* LD_PRELOAD for leases, "" = the client decides */
     unsigned idle_timeout_ms; /* a connection with no lease that sends nothing is closed */

@@ -28,19 +28,46 @@ static int make_dir(const char *path, mode_t mode, char *err, size_t errlen)
     return 0;
 }
 
+/* Creates the parents of path that are missing (mode 0755), like mkdir -p. */
+static void make_parents(const char *path)
+{
+    char dir[GS__PATH_MAX + 16];
+    snprintf(dir, sizeof(dir), "%s", path);
+    for (char *p = dir + 1; *p != '\0'; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        mkdir(dir, 0755);
+        *p = '/';
+    }
+}
+
+/* The directory of the regions. */
+static void region_dir(const gs__config_t *cfg, char *buf, size_t len)
+{
+    if (cfg->region_dir[0] != '\0')
+        snprintf(buf, len, "%s", cfg->region_dir);
+    else
+        snprintf(buf, len, "%s/regions", cfg->state_dir);
+}
+
 int gs__regions_init(const gs__config_t *cfg, char *err, size_t errlen)
 {
     char path[GS__PATH_MAX + 16];
+    make_parents(cfg->state_dir);
     int result = make_dir(cfg->state_dir, 0755, err, errlen);
     if (result != 0)
         return result;
-    snprintf(path, sizeof(path), "%s/regions", cfg->state_dir);
+    region_dir(cfg, path, sizeof(path));
+    make_parents(path);
     return make_dir(path, 0711, err, errlen);
 }
 
 void gs__regions_path(const gs__config_t *cfg, uint64_t id, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s/regions/%llu", cfg->state_dir, (unsigned long long)id);
+    char dir[GS__PATH_MAX + 16];
+    region_dir(cfg, dir, sizeof(dir));
+    snprintf(buf, len, "%s/%llu", dir, (unsigned long long)id);
 }
 
 gs__regions_owner_t gs__regions_self(void)

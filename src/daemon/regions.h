@@ -1,6 +1,7 @@
-/* The lease regions' directory: state_dir/regions/<lease id>, each file owned by the lease's
- * user with mode 0600 (the directory is 0711: users reach their own region by name but cannot
- * list the others). */
+/* The lease regions' directory: region_dir (default state_dir/regions)/<lease id>, each file
+ * owned by the lease's user with mode 0600 (the directory is 0711: users reach their own region
+ * by name but cannot list the others). Regions never outlive a reboot (no process does), so
+ * region_dir may be on tmpfs (/run/gpushare/regions), which spares the disk a file per lease. */
 #ifndef GS_DAEMON_REGIONS_H
 #define GS_DAEMON_REGIONS_H
 
@@ -11,8 +12,8 @@
 #include "config.h"
 #include "gpushare/region.h"
 
-/* Creates state_dir (0755) and state_dir/regions (0711) when missing and sets their modes.
- * Returns 0 or -errno with one line in err. */
+/* Creates state_dir (0755) and the region directory (0711), with missing parents (0755), and
+ * sets their modes. Returns 0 or -errno with one line in err. */
 int gs__regions_init(const gs__config_t *cfg, char *err, size_t errlen);
 
 /* Writes the region path of lease id into buf. */
