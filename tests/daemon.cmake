@@ -20,3 +20,18 @@ if(TARGET gsim_nvml AND TARGET gpushare_shim)
   endforeach()
   set_tests_properties(daemon_permissions PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+
+# The demo's CUDA job (scripts/demo.sh, make run) and the daemon tests with real CUDA jobs: a
+# driver-API program built like a user's (NVIDIA's cuda.h and stub libcuda), run on gpusim's
+# libcuda.so.1 through the shim.
+if(TARGET gsim_cuda AND TARGET gpushare_shim)
+  add_executable(gs-demo-job demo_job.c)
+  target_include_directories(gs-demo-job PRIVATE "${CUDA_INCLUDE_DIR}")
+  target_link_directories(gs-demo-job PRIVATE "${CUDA_INCLUDE_DIR}/../lib64/stubs")
+  target_link_libraries(gs-demo-job PRIVATE cuda)
+  set_target_properties(gs-demo-job PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  add_dependencies(gs-demo-job gsim_cuda gpushare_shim)
+  gs_add_script_test(daemon_cuda_jobs SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/cuda_jobs.sh"
+                     TIMEOUT 90 LABELS daemon)
+  gs_add_script_test(demo SCRIPT "${CMAKE_SOURCE_DIR}/scripts/demo.sh" TIMEOUT 60 LABELS daemon)
+endif()

@@ -123,10 +123,14 @@ static void print_lease_row(const json_t *lease)
         snprintf(compute, sizeof(compute), "%llu%%", (unsigned long long)share);
     const char *command = gs__cli_str(lease, "command");
     int ending = strcmp(gs__cli_str(lease, "state"), "ending") == 0;
-    printf("     %5llu  %-10.10s %-24s %7s  %.*s%s%s\n",
+    uint64_t ooms = gs__cli_uint(lease, "oom_events");
+    char oom[48] = "";
+    if (ooms > 0)
+        snprintf(oom, sizeof(oom), " [%llu refused: over the limit]", (unsigned long long)ooms);
+    printf("     %5llu  %-10.10s %-24s %7s  %.*s%s%s%s\n",
            (unsigned long long)gs__cli_uint(lease, "id"), gs__cli_str(lease, "user"), both, compute,
            COMMAND_WIDTH, command, strlen(command) > COMMAND_WIDTH ? "..." : "",
-           ending ? " (ending)" : "");
+           ending ? " (ending)" : "", oom);
 }
 
 static void print_gpu(const json_t *gpu)
