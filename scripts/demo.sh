@@ -42,9 +42,11 @@ export LD_LIBRARY_PATH=$build/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$build/bin:$PATH
 export PATH=$build/tests:$PATH
 job=gs-demo-job
-# Under ASan (make asan runs this as a test) the uninstrumented job needs the runtime first.
+# Under ASan (make asan runs this as a test) the instrumented shim needs the ASan runtime loaded
+# first in the jobs; gpushare run keeps an existing LD_PRELOAD after the shim.
+job_preload=
 if [[ -n ${GS_SANITIZE:-} ]]; then
-  export LD_PRELOAD=$(gcc -print-file-name=libasan.so)
+  job_preload=$(gcc -print-file-name=libasan.so)
   export ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0:detect_leaks=0
 fi
 
@@ -80,7 +82,7 @@ EOF
 run_job() {
   local name=$1
   shift
-  gpushare run "$@" >"$work/$name.out" 2>&1 &
+  LD_PRELOAD=$job_preload gpushare run "$@" >"$work/$name.out" 2>&1 &
   jobs+=($!)
 }
 run_job inference --gpu-memory 20G -- "$job" inference 16 6
@@ -92,7 +94,7 @@ sleep 2.5
 section "gpushare status (while they run)"
 gpushare status
 section "metrics: http://$metrics/metrics (a few series)"
-curl -fsS "http://$metrics/metrics" | grep -E '^(gpushare_lease_memory_used_bytes|gpushare_gpu_memory_leased_bytes|DCGM_FI_DEV_FB_USED)' | sed 's/^/  /' || true
+curl -fsS --max-time 5 "http://$metrics/metrics" | grep -E '^(gpushare_lease_memory_used_bytes|gpushare_gpu_memory_leased_bytes|DCGM_FI_DEV_FB_USED)' | sed 's/^/  /' || true
 
 names=(inference notebook batch greedy)
 statuses=()

@@ -186,6 +186,25 @@ static void test_load_file(void **state)
     assert_string_equal(err, expected);
 }
 
+/* The documented example in packaging/ must stay a valid configuration. */
+static void test_packaged_example(void **state)
+{
+    (void)state;
+    const char *source = getenv("GS_SOURCE_DIR");
+    if (source == NULL)
+        skip();
+    char path[1024], err[GS__CONFIG_ERRMAX];
+    snprintf(path, sizeof(path), "%s/packaging/gpushare.conf.example", source);
+    gs__config_t cfg;
+    gs__config_defaults(&cfg);
+    assert_int_equal(gs__config_load(&cfg, path, err, sizeof(err)), 0);
+    assert_string_equal(cfg.socket, "/run/gpushare/gpushared.sock");
+    assert_string_equal(cfg.region_dir, "/run/gpushare/regions");
+    gs__gpu_settings_t s = gs__config_gpu(&cfg, 0, NULL);
+    assert_int_equal(s.mode, GS__MODE_SHARED);
+    assert_int_equal(s.reserve, 512 * MIB);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_errors_name_file_and_line),
         cmocka_unit_test(test_listen_parser),
         cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_packaged_example),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
