@@ -17,3 +17,16 @@ if(TARGET gsim_nvml)
                    LIBS gsim_nvml gsim_core test_sim_nvml_proc LABELS gpusim)
   add_dependencies(test_sim_mig test_sim_nvml_helper)
 endif()
+
+if(TARGET gsim_mps_control)
+  gs_add_unit_test(test_sim_mps SOURCES test_sim_mps.c
+                   LIBS gsim_core test_sim_nvml_proc LABELS gpusim)
+  add_dependencies(test_sim_mps test_sim_nvml_helper gsim_mps_control)
+endif()
+
+if(TARGET gsim_mps_control)
+  gs_add_unit_test(test_sim_mps_overlap SOURCES test_sim_mps_overlap.c
+                   LIBS test_sim_nvml_proc LABELS gpusim)
+  add_dependencies(test_sim_mps_overlap test_sim_nvml_helper gsim_mps_control)
+  set_tests_properties(test_sim_mps_overlap PROPERTIES RUN_SERIAL TRUE)
+endif()

@@ -5,7 +5,7 @@
  *   visible                 -> "visible N dev:gi:total:used ..."
  *   charge ORD BYTES        -> "ok" | "oom" | "error"   (BYTES may end in K, M or G)
  *   uncharge ORD BYTES      -> "ok"
- *   run ORD N US            -> "done ELAPSED_US"  (N back-to-back kernels of US each)
+ *   run ORD N US            -> "done ELAPSED_US"  (N kernels of US each, one queued ahead)
  *   busy ORD MS             -> "ok"  (queues one kernel of MS and returns at once)
  *   mps                     -> "mps ACTIVE PCT LIMIT0 LIMIT1"
  * It prints "ready PID" once set up and exits at end of input. */
@@ -114,11 +114,15 @@ static void cmd_run(helper_t *h, int ord, long n, long us)
         printf("error\n");
         return;
     }
-    int64_t t0 = gsim_now_ns(), ready = t0;
+    /* Like a stream the host keeps one kernel ahead of: launch kernel i, then wait for kernel
+     * i - 1, so the host's wake-up latency does not leave the device idle between kernels. */
+    int64_t t0 = gsim_now_ns(), ready = t0, previous = t0;
     for (long i = 0; i < n; i++) {
-        ready = launch(h, ord, ready, kernel_ns(us));
-        gsim_sleep_until(ready); /* synchronize, as a stream does between dependent kernels */
+        int64_t end = launch(h, ord, ready, kernel_ns(us));
+        gsim_sleep_until(previous);
+        previous = ready = end;
     }
+    gsim_sleep_until(ready);
     printf("done %lld\n", (long long)((gsim_now_ns() - t0) / 1000));
 }
 

@@ -27,6 +27,19 @@ int helper_reply(helper_proc_t *p, char *reply, size_t len);
 void helper_stop(helper_proc_t *p);
 void helper_kill(helper_proc_t *p);
 
+/* Runs argv (argv[0] a path) with input on its stdin (NULL: empty) and its stdout captured
+ * into out (NUL-terminated, truncated to len). Returns its exit status, or -1. */
+int run_program(const char *const argv[], const char *input, char *out, size_t len);
+
+/* Returns 1 while pid is a live process (a zombie counts as gone), else 0. */
+int process_alive(pid_t pid);
+
+/* Waits up to ms milliseconds for pid to be gone. Returns 0 when gone, -1 on timeout. */
+int wait_gone(pid_t pid, int ms);
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+double now_ms(void);
+
 /* Path of a file built into the build tree ($GS_BUILD_DIR/rel), in a static buffer. */
 const char *build_path(const char *rel);
 
