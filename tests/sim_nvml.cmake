@@ -30,3 +30,8 @@ if(TARGET gsim_mps_control)
   add_dependencies(test_sim_mps_overlap test_sim_nvml_helper gsim_mps_control)
   set_tests_properties(test_sim_mps_overlap PROPERTIES RUN_SERIAL TRUE)
 endif()
+
+if(TARGET gsim_smi)
+  gs_add_script_test(sim_smi SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/sim_smi.sh" LABELS gpusim
+                     TIMEOUT 60)
+endif()

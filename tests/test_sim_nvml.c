@@ -180,6 +180,13 @@ static void test_process_memory(void **state)
     assert_int_equal(infos[0].usedGpuMemory, 3 * GIB);
     assert_int_equal(infos[0].gpuInstanceId, 0xFFFFFFFFu);
     assert_int_equal(infos[0].computeInstanceId, 0xFFFFFFFFu);
+    char name[64];
+    assert_int_equal(nvmlSystemGetProcessName(infos[0].pid, name, sizeof(name)), NVML_SUCCESS);
+    assert_string_equal(name, "test_sim_nvml_h"); /* its comm: 15 characters */
+    assert_int_equal(nvmlSystemGetProcessName(infos[0].pid, name, 5), NVML_SUCCESS);
+    assert_string_equal(name, "test");
+    assert_int_equal(nvmlSystemGetProcessName(0x7ffffff0, name, sizeof(name)),
+                     NVML_ERROR_NOT_FOUND);
     count = 0;
     assert_int_equal(list_processes(h1, NULL, &count), NVML_SUCCESS);
     assert_int_equal(count, 0);

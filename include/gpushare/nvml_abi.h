@@ -352,6 +352,8 @@ GS_NVML_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int 
 GS_NVML_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length);
 GS_NVML_API nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion);
 GS_NVML_API nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion);
+GS_NVML_API nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name,
+                                                  unsigned int length);
 
 /* ---- functions: devices ---- */
 
