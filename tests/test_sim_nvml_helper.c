@@ -2,7 +2,8 @@
  * the simulated driver does (a process slot, CUDA_VISIBLE_DEVICES domains, memory charges,
  * kernel intervals on the domain's timeline at the MPS active thread percentage, the MPS pinned
  * memory limit as OOM), driven by one command per line on stdin, one reply line each on stdout:
- *   visible                 -> "visible N dev:gi:total:used ..."
+ *   visible                 -> "visible N TOTAL ..."  (bytes of each visible device)
+ *   ctx ORD                 -> "ok"  (context creation: nothing to do here)
  *   charge ORD BYTES        -> "ok" | "oom" | "error"   (BYTES may end in K, M or G)
  *   uncharge ORD BYTES      -> "ok"
  *   run ORD N US            -> "done ELAPSED_US"  (N kernels of US each, one queued ahead)
@@ -49,8 +50,7 @@ static void cmd_visible(helper_t *h)
     for (int i = 0; i < h->n_domains; i++) {
         uint64_t total = 0, used = 0;
         gsim_mem_info(h->node, h->domains[i], &total, &used);
-        printf(" %d:%d:%llu:%llu", h->domains[i].dev, h->domains[i].gi, (unsigned long long)total,
-               (unsigned long long)used);
+        printf(" %llu", (unsigned long long)total);
     }
     printf("\n");
 }
@@ -132,6 +132,8 @@ static void dispatch(helper_t *h, char *line)
     int n = sscanf(line, "%31s %31s %31s %31s", cmd, a, b, c);
     if (n >= 1 && strcmp(cmd, "visible") == 0) {
         cmd_visible(h);
+    } else if (n == 2 && strcmp(cmd, "ctx") == 0) {
+        printf("%s\n", atoi(a) >= 0 && atoi(a) < h->n_domains ? "ok" : "error");
     } else if (n == 3 && strcmp(cmd, "charge") == 0) {
         printf("%s\n", cmd_charge(h, atoi(a), parse_bytes(b)));
     } else if (n == 3 && strcmp(cmd, "uncharge") == 0) {

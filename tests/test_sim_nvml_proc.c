@@ -36,6 +36,27 @@ static void apply_env(const char *const *env)
     }
 }
 
+static const char *helper_path(void)
+{
+    const char *env = getenv("GSIM_TEST_HELPER");
+    return env != NULL && *env != '\0' ? env : build_path("tests/test_sim_nvml_helper");
+}
+
+int helper_is_cuda(void)
+{
+    const char *env = getenv("GSIM_TEST_HELPER");
+    return env != NULL && *env != '\0';
+}
+
+const char *helper_comm(void)
+{
+    static char comm[16];
+    const char *path = helper_path();
+    const char *base = strrchr(path, '/');
+    snprintf(comm, sizeof(comm), "%s", base != NULL ? base + 1 : path);
+    return comm;
+}
+
 int helper_start(helper_proc_t *p, const char *const *env)
 {
     int to_child[2], from_child[2];
@@ -46,7 +67,7 @@ int helper_start(helper_proc_t *p, const char *const *env)
         close(to_child[1]);
         return -1;
     }
-    const char *exe = build_path("tests/test_sim_nvml_helper");
+    const char *exe = helper_path();
     pid_t pid = fork();
     if (pid == 0) {
         dup2(to_child[0], 0);

@@ -12,6 +12,12 @@ typedef struct helper_proc {
     FILE *out; /* its stdout */
 } helper_proc_t;
 
+/* The stand-in CUDA process is $GSIM_TEST_HELPER when set (the driver-API client, run against
+ * gpusim's libcuda), else the core helper test_sim_nvml_helper. helper_is_cuda says which;
+ * helper_comm gives its process name as the kernel reports it (15 characters at most). */
+int helper_is_cuda(void);
+const char *helper_comm(void);
+
 /* Starts the helper with extra environment entries ("NAME=value", or "NAME" to unset; the list
  * ends with NULL; env may be NULL) and waits for its "ready" line. Returns 0 or -1. */
 int helper_start(helper_proc_t *p, const char *const *env);
