@@ -16,7 +16,8 @@ cleanup() {
 trap cleanup EXIT
 
 export GPUSIM_STATE=$tmp GPUSIM_DEVICES="A100-40GB,H100-80GB"
-unset CUDA_VISIBLE_DEVICES CUDA_MPS_PIPE_DIRECTORY
+export CUDA_MPS_PIPE_DIRECTORY=$tmp/no-mps # no MPS daemon, whatever runs elsewhere
+unset CUDA_VISIBLE_DEVICES
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # expect_line OUTPUT LINE: OUTPUT has LINE exactly.

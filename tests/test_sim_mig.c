@@ -537,7 +537,9 @@ int main(void)
     setenv("GPUSIM_STATE", dir, 1);
     setenv("GPUSIM_DEVICES", "A100-40GB,T4-16GB", 1);
     unsetenv("CUDA_VISIBLE_DEVICES");
-    unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+    char no_mps[512]; /* a pipe directory without daemon: no MPS, whatever runs elsewhere */
+    snprintf(no_mps, sizeof(no_mps), "%s/no-mps", dir);
+    setenv("CUDA_MPS_PIPE_DIRECTORY", no_mps, 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_mig_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_profiles, setup, teardown),
