@@ -6,7 +6,7 @@
  *   ctx ORD                 -> "ok"  (context creation: nothing to do here)
  *   charge ORD BYTES        -> "ok" | "oom" | "error"   (BYTES may end in K, M or G)
  *   uncharge ORD BYTES      -> "ok"
- *   run ORD N US            -> "done ELAPSED_US"  (N kernels of US each, one queued ahead)
+ *   run ORD N US            -> "done ELAPSED_US"  (N kernels of US each, 8 queued ahead)
  *   busy ORD MS             -> "ok"  (queues one kernel of MS and returns at once)
  *   mps                     -> "mps ACTIVE PCT LIMIT0 LIMIT1"
  * It prints "ready PID" once set up and exits at end of input. */
@@ -19,6 +19,7 @@
 #include "node.h"
 
 #define MAX_DOMAINS 16
+#define QUEUE_DEPTH 8 /* kernels a stream holds before the host waits */
 
 typedef struct helper {
     gsim_node_t *node;
@@ -114,13 +115,15 @@ static void cmd_run(helper_t *h, int ord, long n, long us)
         printf("error\n");
         return;
     }
-    /* Like a stream the host keeps one kernel ahead of: launch kernel i, then wait for kernel
-     * i - 1, so the host's wake-up latency does not leave the device idle between kernels. */
-    int64_t t0 = gsim_now_ns(), ready = t0, previous = t0;
+    /* Like a stream the host keeps QUEUE_DEPTH kernels ahead of: launch kernel i, then wait for
+     * kernel i - QUEUE_DEPTH + 1, so the host's wake-up latency (up to the queued time) does not
+     * leave the device idle between kernels. */
+    int64_t t0 = gsim_now_ns(), ready = t0, ends[QUEUE_DEPTH];
     for (long i = 0; i < n; i++) {
-        int64_t end = launch(h, ord, ready, kernel_ns(us));
-        gsim_sleep_until(previous);
-        previous = ready = end;
+        ready = launch(h, ord, ready, kernel_ns(us));
+        ends[i % QUEUE_DEPTH] = ready;
+        if (i + 1 >= QUEUE_DEPTH)
+            gsim_sleep_until(ends[(i + 1) % QUEUE_DEPTH]);
     }
     gsim_sleep_until(ready);
     printf("done %lld\n", (long long)((gsim_now_ns() - t0) / 1000));
