@@ -60,3 +60,29 @@ gsim_cuda_prog(timing_worker)
 gs_add_unit_test(test_sim_cuda_timing SOURCES test_sim_cuda_timing.c LIBS gsim_core TIMEOUT 60)
 add_dependencies(test_sim_cuda_timing cuda_prog_timing_worker)
 set_tests_properties(test_sim_cuda_timing PROPERTIES RUN_SERIAL ON)
+
+# Acceptance 4: replay of the CUDA runtime's cuGetProcAddress lookups against an oracle built from
+# cuda.h (the macro expansion of each name, legacy and per-thread) and cudaTypedefs.h.
+set(GSIM_TSV "${GS_SHARED_DIR}/cuda/cudart13-getprocaddress-lookups.tsv")
+set(GSIM_TSV_NAMES "${CMAKE_CURRENT_BINARY_DIR}/sim_cuda_tsv_names.h")
+add_custom_command(
+  OUTPUT "${GSIM_TSV_NAMES}"
+  COMMAND ${CMAKE_COMMAND} -DTSV=${GSIM_TSV} -DOUT=${GSIM_TSV_NAMES}
+          -P "${CMAKE_CURRENT_SOURCE_DIR}/data/sim_cuda_tsv_names.cmake"
+  DEPENDS "${GSIM_TSV}" "${CMAKE_CURRENT_SOURCE_DIR}/data/sim_cuda_tsv_names.cmake"
+  COMMENT "Listing the functions of the cudart lookup table")
+foreach(flavour legacy ptds)
+  add_library(sim_cuda_oracle_${flavour} OBJECT sim_cuda_oracle.c "${GSIM_TSV_NAMES}")
+  target_include_directories(sim_cuda_oracle_${flavour} PRIVATE "${CUDA_INCLUDE_DIR}"
+                             "${CMAKE_CURRENT_BINARY_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
+  target_compile_definitions(sim_cuda_oracle_${flavour} PRIVATE ORACLE_TABLE=oracle_${flavour})
+endforeach()
+target_compile_definitions(sim_cuda_oracle_ptds PRIVATE CUDA_API_PER_THREAD_DEFAULT_STREAM)
+gs_add_unit_test(test_sim_cuda_procaddr
+                 SOURCES test_sim_cuda_procaddr.c $<TARGET_OBJECTS:sim_cuda_oracle_legacy>
+                         $<TARGET_OBJECTS:sim_cuda_oracle_ptds>
+                 LIBS ${CMAKE_DL_LIBS})
+target_include_directories(test_sim_cuda_procaddr PRIVATE "${CUDA_INCLUDE_DIR}")
+add_dependencies(test_sim_cuda_procaddr gsim_cuda)
+gs_add_script_test(sim_cuda_exports SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/sim_cuda_exports.sh"
+                   TIMEOUT 30)

@@ -2,6 +2,7 @@
  * selects from. GSIM_CU_EXPORT(base name, exported symbol, CUDA version that introduced this
  * ABI, per-thread suffix: empty, _ptds or _ptsz). procaddr.c checks at compile time that each
  * symbol has the type of cudaTypedefs.h's PFN_<base>_v<version><suffix>. Keep sorted by base. */
+/* clang-format off */
 GSIM_CU_EXPORT(cuArray3DCreate, cuArray3DCreate, 2000, )
 GSIM_CU_EXPORT(cuArray3DCreate, cuArray3DCreate_v2, 3020, )
 GSIM_CU_EXPORT(cuArray3DGetDescriptor, cuArray3DGetDescriptor, 2000, )
@@ -177,8 +178,7 @@ GSIM_CU_EXPORT(cuMemFreeHost, cuMemFreeHost, 2000, )
 GSIM_CU_EXPORT(cuMemGetAccess, cuMemGetAccess, 10020, )
 GSIM_CU_EXPORT(cuMemGetAddressRange, cuMemGetAddressRange_v2, 3020, )
 GSIM_CU_EXPORT(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity, 10020, )
-GSIM_CU_EXPORT(cuMemGetAllocationPropertiesFromHandle, cuMemGetAllocationPropertiesFromHandle,
-               10020, )
+GSIM_CU_EXPORT(cuMemGetAllocationPropertiesFromHandle, cuMemGetAllocationPropertiesFromHandle, 10020, )
 GSIM_CU_EXPORT(cuMemGetDefaultMemPool, cuMemGetDefaultMemPool, 13000, )
 GSIM_CU_EXPORT(cuMemGetInfo, cuMemGetInfo_v2, 3020, )
 GSIM_CU_EXPORT(cuMemGetMemPool, cuMemGetMemPool, 13000, )
@@ -281,8 +281,7 @@ GSIM_CU_EXPORT(cuMemsetD8Async, cuMemsetD8Async_ptsz, 7000, _ptsz)
 GSIM_CU_EXPORT(cuMipmappedArrayCreate, cuMipmappedArrayCreate, 5000, )
 GSIM_CU_EXPORT(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy, 5000, )
 GSIM_CU_EXPORT(cuMipmappedArrayGetLevel, cuMipmappedArrayGetLevel, 5000, )
-GSIM_CU_EXPORT(cuMipmappedArrayGetMemoryRequirements, cuMipmappedArrayGetMemoryRequirements,
-               11060, )
+GSIM_CU_EXPORT(cuMipmappedArrayGetMemoryRequirements, cuMipmappedArrayGetMemoryRequirements, 11060, )
 GSIM_CU_EXPORT(cuModuleEnumerateFunctions, cuModuleEnumerateFunctions, 12040, )
 GSIM_CU_EXPORT(cuModuleGetFunction, cuModuleGetFunction, 2000, )
 GSIM_CU_EXPORT(cuModuleGetFunctionCount, cuModuleGetFunctionCount, 12040, )
@@ -293,15 +292,11 @@ GSIM_CU_EXPORT(cuModuleLoadData, cuModuleLoadData, 2000, )
 GSIM_CU_EXPORT(cuModuleLoadDataEx, cuModuleLoadDataEx, 2010, )
 GSIM_CU_EXPORT(cuModuleLoadFatBinary, cuModuleLoadFatBinary, 2000, )
 GSIM_CU_EXPORT(cuModuleUnload, cuModuleUnload, 2000, )
-GSIM_CU_EXPORT(cuOccupancyAvailableDynamicSMemPerBlock, cuOccupancyAvailableDynamicSMemPerBlock,
-               10020, )
-GSIM_CU_EXPORT(cuOccupancyMaxActiveBlocksPerMultiprocessor,
-               cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050, )
-GSIM_CU_EXPORT(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
-               cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000, )
+GSIM_CU_EXPORT(cuOccupancyAvailableDynamicSMemPerBlock, cuOccupancyAvailableDynamicSMemPerBlock, 10020, )
+GSIM_CU_EXPORT(cuOccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050, )
+GSIM_CU_EXPORT(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, 7000, )
 GSIM_CU_EXPORT(cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSize, 6050, )
-GSIM_CU_EXPORT(cuOccupancyMaxPotentialBlockSizeWithFlags, cuOccupancyMaxPotentialBlockSizeWithFlags,
-               7000, )
+GSIM_CU_EXPORT(cuOccupancyMaxPotentialBlockSizeWithFlags, cuOccupancyMaxPotentialBlockSizeWithFlags, 7000, )
 GSIM_CU_EXPORT(cuPointerGetAttribute, cuPointerGetAttribute, 4000, )
 GSIM_CU_EXPORT(cuPointerGetAttributes, cuPointerGetAttributes, 7000, )
 GSIM_CU_EXPORT(cuPointerSetAttribute, cuPointerSetAttribute, 6000, )
@@ -333,3 +328,4 @@ GSIM_CU_EXPORT(cuStreamSynchronize, cuStreamSynchronize, 2000, )
 GSIM_CU_EXPORT(cuStreamSynchronize, cuStreamSynchronize_ptsz, 7000, _ptsz)
 GSIM_CU_EXPORT(cuStreamWaitEvent, cuStreamWaitEvent, 3020, )
 GSIM_CU_EXPORT(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, 7000, _ptsz)
+/* clang-format on */
