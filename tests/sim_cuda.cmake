@@ -86,3 +86,16 @@ target_include_directories(test_sim_cuda_procaddr PRIVATE "${CUDA_INCLUDE_DIR}")
 add_dependencies(test_sim_cuda_procaddr gsim_cuda)
 gs_add_script_test(sim_cuda_exports SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/sim_cuda_exports.sh"
                    TIMEOUT 30)
+
+# Every allocation family: exact charges, data round trips, frees.
+gsim_cuda_prog(alloc_families)
+gsim_cuda_test(sim_cuda_alloc_families COMMAND alloc_families DEVICES H100-80GB)
+
+# Bad input: documented errors, no crash.
+gsim_cuda_prog(errors)
+gsim_cuda_test(sim_cuda_errors COMMAND errors DEVICES H100-80GB)
+
+# Exhaustion of physical memory, exactly at the model's size.
+gsim_cuda_prog(oom)
+gsim_cuda_test(sim_cuda_oom_h100 COMMAND oom 80 DEVICES H100-80GB)
+gsim_cuda_test(sim_cuda_oom_a100 COMMAND oom 40 DEVICES A100-40GB)
