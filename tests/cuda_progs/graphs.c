@@ -65,7 +65,10 @@ int main(void)
     CUgraphNode deps[2] = {rec_end, set};
     CHECK(cuGraphAddHostNode(&host, g, deps, 2, &hp));
     CHECK(cuGraphAddEmptyNode(&empty, g, &host, 1));
-    CHECK_RESULT(cuGraphAddEmptyNode(&empty, g, deps, 3), CUDA_ERROR_INVALID_VALUE);
+    CUgraphNode bad[2] = {host, (CUgraphNode)(uintptr_t)0x1234};
+    CHECK_RESULT(cuGraphAddEmptyNode(&empty, g, bad, 2), CUDA_ERROR_INVALID_VALUE);
+    bad[1] = host; /* the same dependency twice */
+    CHECK_RESULT(cuGraphAddEmptyNode(&empty, g, bad, 2), CUDA_ERROR_INVALID_VALUE);
 
     size_t n = 0;
     CHECK(cuGraphGetNodes(g, NULL, &n));
