@@ -129,3 +129,14 @@ target_compile_definitions(test_sim_cuda_image PRIVATE __CUDA_API_VERSION_INTERN
 gs_add_fuzz_target(fuzz_sim_image SOURCES fuzz/fuzz_sim_image.c LIBS gsim_cuda_image
                    CORPUS "${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/sim_image")
 target_compile_definitions(fuzz_sim_image PRIVATE __CUDA_API_VERSION_INTERNAL)
+
+# cuInit: GPUSIM_DEVICES, CUDA_VISIBLE_DEVICES, fork.
+gsim_cuda_prog(init_result)
+gsim_cuda_test(sim_cuda_init COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/sim_cuda_init.sh")
+
+# Charging with the MPS pinned device memory limit (charge.c against a mock node).
+gs_add_unit_test(test_sim_cuda_charge SOURCES test_sim_cuda_charge.c
+                 "${CMAKE_SOURCE_DIR}/sim/cuda/charge.c" LIBS Threads::Threads)
+target_compile_definitions(test_sim_cuda_charge PRIVATE __CUDA_API_VERSION_INTERNAL)
+target_include_directories(test_sim_cuda_charge PRIVATE "${CMAKE_SOURCE_DIR}/sim/cuda"
+                           "${CMAKE_SOURCE_DIR}/sim" "${CUDA_INCLUDE_DIR}")
