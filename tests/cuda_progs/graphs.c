@@ -106,6 +106,35 @@ int main(void)
     CHECK_EQ(host_out[4000], 0xee);
     CHECK_EQ(host_out[4095], 0xee);
 
+    /* Changing a node's parameters affects later instantiations only. */
+    CUDA_MEMSET_NODE_PARAMS got;
+    CHECK(cuGraphMemsetNodeGetParams(set, &got));
+    CHECK_EQ(got.value, 0xee);
+    got.value = 0x11;
+    CHECK(cuGraphMemsetNodeSetParams(set, &got));
+    CUDA_HOST_NODE_PARAMS hgot;
+    CHECK(cuGraphHostNodeGetParams(host, &hgot));
+    CHECK_TRUE(hgot.fn == on_host);
+    CUevent ev = NULL;
+    CHECK(cuGraphEventRecordNodeGetEvent(rec_end, &ev));
+    CHECK_TRUE(ev == e1);
+    CHECK_RESULT(cuGraphMemsetNodeGetParams(host, &got), CUDA_ERROR_INVALID_VALUE);
+    CUDA_MEMCPY3D cgot;
+    CHECK(cuGraphMemcpyNodeGetParams(copy_in, &cgot));
+    CHECK_TRUE(cgot.srcHost == host_in);
+    CUgraphExec exec_new;
+    CHECK(cuGraphInstantiateWithFlags(&exec_new, g, 0));
+    CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemcpyDtoH(host_out, buf, 4096));
+    CHECK_EQ(host_out[4000], 0xee);
+    CHECK(cuGraphLaunch(exec_new, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemcpyDtoH(host_out, buf, 4096));
+    CHECK_EQ(host_out[4000], 0x11);
+    CHECK(cuGraphExecDestroy(exec_new));
+    host_calls -= 2;
+
     /* Destroying a node removes it and its edges; instantiated graphs keep their copy. */
     CHECK(cuGraphDestroyNode(set));
     CHECK(cuGraphGetNodes(g, NULL, &n));
