@@ -172,6 +172,8 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
     ctx->refcount = 1;
     result = push_ctx(ctx);
     if (result != CUDA_SUCCESS) {
+        pthread_cond_destroy(&ctx->cond);
+        pthread_mutex_destroy(&ctx->mu);
         gsim_cu_obj_free(ctx);
         return result;
     }
@@ -246,6 +248,8 @@ GSIM_CU_API CUresult cuCtxAttach(CUcontext *pctx, unsigned int flags)
         return result;
     if (pctx == NULL || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (ctx->primary)
+        return CUDA_ERROR_INVALID_CONTEXT; /* primary contexts count retains instead */
     pthread_mutex_lock(&ctx->mu);
     ctx->refcount++;
     pthread_mutex_unlock(&ctx->mu);

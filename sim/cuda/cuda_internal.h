@@ -4,6 +4,11 @@
  * declares every exported name (current, legacy and per-thread-stream variants) and the compiler
  * checks each definition against NVIDIA's prototype. Nothing here re-declares a CUDA type.
  *
+ * The exported cu* functions keep the contract NVIDIA documents in cuda.h (arguments, results,
+ * error codes): each returns CUDA_SUCCESS or a documented error, never crashes on a bad handle,
+ * pointer or size, never exits, holds no lock while it sleeps, and is thread-safe. Where gpusim
+ * deviates (what is simulated and what not), docs/gpusim.md says so.
+ *
  * Naming: cross-module functions are gsim_cu_<module>_*; everything else is static.
  * Threading: every function here is thread-safe unless it says "with ctx->mu held".
  * Handles: CUDA handles are pointers to objects that live in per-kind arenas (handles.c), so any

@@ -8,6 +8,7 @@
 
 static const char image[] = "gpusim-module 1\n"
                             "# the kernels of this test\n"
+                            "kernel gate 200ms\n"
                             "kernel scale 20ms\n"
                             "kernel tiny 5us\n";
 
@@ -66,17 +67,18 @@ static void round_trip(size_t n)
 static void launch_and_sync(void)
 {
     CUmodule mod;
-    CUfunction scale;
+    CUfunction scale, gate;
     CHECK(cuModuleLoadData(&mod, image));
     CHECK(cuModuleGetFunction(&scale, mod, "scale"));
+    CHECK(cuModuleGetFunction(&gate, mod, "gate"));
     CUstream s;
     CUevent start, stop;
     CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CHECK(cuEventCreate(&start, CU_EVENT_DEFAULT));
     CHECK(cuEventCreate(&stop, CU_EVENT_DEFAULT));
     void *args[] = {NULL};
-    /* The first kernel keeps the device busy, so the timed ones run back to back. */
-    CHECK(cuLaunchKernel(scale, 64, 1, 1, 256, 1, 1, 0, s, args, NULL));
+    /* The first kernel keeps the stream busy for 200 ms, so the timed ones run back to back. */
+    CHECK(cuLaunchKernel(gate, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
     CHECK(cuEventRecord(start, s));
     for (int i = 0; i < 3; i++)
         CHECK(cuLaunchKernel(scale, 64, 1, 1, 256, 1, 1, 0, s, args, NULL));

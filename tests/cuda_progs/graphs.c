@@ -22,8 +22,10 @@ int main(void)
     CHECK(cuCtxCreate(&ctx, NULL, 0, 0));
     CUmodule m;
     CUfunction k;
-    CHECK(cuModuleLoadData(&m, "gpusim-module 1\nkernel k 40ms\n"));
+    CUfunction gate;
+    CHECK(cuModuleLoadData(&m, "gpusim-module 1\nkernel k 40ms\nkernel gate 2s\n"));
     CHECK(cuModuleGetFunction(&k, m, "k"));
+    CHECK(cuModuleGetFunction(&gate, m, "gate"));
     CUdeviceptr buf;
     CHECK(cuMemAlloc(&buf, 4096));
     unsigned char host_in[4096], host_out[4096];
@@ -95,6 +97,8 @@ int main(void)
     CUstream s;
     CHECK(cuStreamCreate(&s, 0));
     CHECK(cuGraphLaunch(exec, s));
+    /* 200 ms of wall time on the stream: the second launch's kernels then run back to back. */
+    CHECK(cuLaunchKernel(gate, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
     CHECK(cuGraphLaunch(exec_v1, s));
     CHECK(cuStreamSynchronize(s));
     CHECK_EQ(host_calls, 2);

@@ -22,10 +22,11 @@ static float time_kernel(CUfunction f, unsigned n)
     CHECK(cuEventCreate(&e0, 0));
     CHECK(cuEventCreate(&e1, 0));
     CHECK(cuEventCreate(&e2, 0));
-    /* A 200 ms lead kernel keeps the device busy, so the measured ones start back to back. */
+    /* A lead kernel keeps the stream busy for 200 ms of wall time, so the measured ones run back
+     * to back even if this process is descheduled meanwhile. */
     CUmodule lead_mod;
     CUfunction lead;
-    CHECK(cuModuleLoadData(&lead_mod, "gpusim-module 1\nkernel lead 200ms\n"));
+    CHECK(cuModuleLoadData(&lead_mod, "gpusim-module 1\nkernel lead 2s\n"));
     CHECK(cuModuleGetFunction(&lead, lead_mod, "lead"));
     CHECK(cuLaunchKernel(lead, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
     CHECK(cuEventRecord(e0, s));
