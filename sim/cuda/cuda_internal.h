@@ -506,6 +506,11 @@ CUresult gsim_cu_launch_on(const gsim_cu_launch_t *launch, gsim_cu_stream_t *s);
  * CUDA_SUCCESS or CUDA_ERROR_INVALID_VALUE. */
 CUresult gsim_cu_copy3d(const CUDA_MEMCPY3D_PEER *p);
 
+/* Copies n bytes; with host_side (one side is an unvalidated host pointer) through the kernel, so
+ * a bad host pointer returns CUDA_ERROR_INVALID_VALUE instead of faulting (hostcopy.c). Overlapping
+ * ranges are copied as memmove does. */
+CUresult gsim_cu_copy_bytes(void *dst, const void *src, size_t n, int host_side);
+
 /* Copies a CUDA_MEMCPY3D description immediately (graph memcpy nodes). */
 CUresult gsim_cu_copy3d_plain(const CUDA_MEMCPY3D *c);
 

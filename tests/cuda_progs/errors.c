@@ -109,6 +109,27 @@ static void memory(void)
     CHECK_RESULT(cuMemsetD8(p, 0, 65), CUDA_ERROR_INVALID_VALUE);
     CHECK_RESULT(cuMemsetD2D8(p, 8, 0, 16, 2), CUDA_ERROR_INVALID_VALUE); /* pitch < width */
     CHECK(cuMemcpyHtoD(p, buf, 0));
+    /* Bad host pointers fail the copy instead of crashing the process. */
+    static const char read_only[64] = "constant";
+    CHECK_RESULT(cuMemcpyHtoD(p, GARBAGE, 8), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RESULT(cuMemcpyDtoH(GARBAGE, p, 8), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RESULT(cuMemcpyDtoH((void *)read_only, p, 8), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RESULT(cuMemcpy((CUdeviceptr)GARBAGE, (CUdeviceptr)buf, 8), CUDA_ERROR_INVALID_VALUE);
+    CUDA_MEMCPY2D c2;
+    memset(&c2, 0, sizeof(c2));
+    c2.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c2.srcHost = GARBAGE;
+    c2.srcPitch = 16;
+    c2.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c2.dstDevice = p;
+    c2.dstPitch = 16;
+    c2.WidthInBytes = 16;
+    c2.Height = 4;
+    CHECK_RESULT(cuMemcpy2D(&c2), CUDA_ERROR_INVALID_VALUE);
+    c2.srcHost = buf;
+    CHECK(cuMemcpy2D(&c2));
+    c2.Height = 5; /* one row past the allocation */
+    CHECK_RESULT(cuMemcpy2D(&c2), CUDA_ERROR_INVALID_VALUE);
     size_t pitch;
     CHECK_RESULT(cuMemAllocPitch(&q, &pitch, 100, 10, 3), CUDA_ERROR_INVALID_VALUE);
     CHECK_RESULT(cuMemAllocManaged(&q, 64, 0), CUDA_ERROR_INVALID_VALUE);
