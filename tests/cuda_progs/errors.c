@@ -97,7 +97,9 @@ static void memory(void)
     CHECK_RESULT(cuMemAlloc(&p, 0), CUDA_ERROR_INVALID_VALUE);
     CHECK_RESULT(cuMemAlloc(NULL, 16), CUDA_ERROR_INVALID_VALUE);
     CHECK_RESULT(cuMemFree((CUdeviceptr)GARBAGE), CUDA_ERROR_INVALID_VALUE);
-    CHECK_RESULT(cuMemFree(0), CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuMemFree(0)); /* free(NULL) semantics */
+    CHECK(cuMemFreeHost(NULL));
+    CHECK_RESULT(cuMemHostUnregister(NULL), CUDA_ERROR_INVALID_VALUE);
     CHECK(cuMemAlloc(&p, 64));
     CHECK_RESULT(cuMemFree(p + 8), CUDA_ERROR_INVALID_VALUE); /* not the start */
     CHECK_RESULT(cuMemcpyHtoD((CUdeviceptr)GARBAGE, buf, 8), CUDA_ERROR_INVALID_VALUE);
