@@ -179,6 +179,22 @@ struct CUctx_st {
     unsigned char peer[GSIM_MAX_DEVICES];
 };
 
+/* Returns nonzero when flags are valid context flags (one scheduling mode, known bits). */
+int gsim_cu_ctx_flags_valid(unsigned int flags);
+
+/* Initialises a context object's lock and condition variable (once per object). */
+void gsim_cu_ctx_init_sync(CUcontext ctx);
+
+/* Makes ctx a fresh, active context on ordinal (streams idle, default limits). */
+void gsim_cu_ctx_start(CUcontext ctx, int ordinal, unsigned int flags, int is_primary);
+
+/* Sets a context's limits and cache configuration to their defaults. */
+void gsim_cu_ctx_default_limits(CUcontext ctx);
+
+/* Destroys everything ctx owns (memory, streams, events, modules, arrays): what cuCtxDestroy and
+ * a primary context's last release or reset do. The context object itself stays. */
+void gsim_cu_ctx_release_resources(CUcontext ctx);
+
 /* Returns the calling thread's current context, checking that the driver is initialised and
  * the context alive: CUDA_SUCCESS, CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_INVALID_CONTEXT (no
  * current context) or CUDA_ERROR_CONTEXT_IS_DESTROYED. */
