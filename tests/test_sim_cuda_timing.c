@@ -17,7 +17,7 @@
 #include "node.h"
 
 #define KERNELS   100
-#define SCALE     2.0
+#define SCALE     1.0
 #define KERNEL_NS INT64_C(1000000)
 
 typedef struct worker {
@@ -108,7 +108,7 @@ static void test_one_device_time_sliced(void **state)
     report("one device", sim_ms, w);
     assert_true(sim_ms >= 200.0);
     assert_true(w[0].elapsed_ms >= 100.0 && w[1].elapsed_ms >= 100.0);
-    /* 200 kernels of 1 ms at scale 2: exactly 100 ms of wall busy time on device 0. */
+    /* 200 kernels of 1 ms: exactly 200 ms of busy time on device 0. */
     int64_t wall = (int64_t)(2 * KERNELS * KERNEL_NS / SCALE);
     assert_int_equal(busy_total(0) - busy0, wall);
 }
@@ -139,7 +139,7 @@ static int setup(void **state)
     setenv("LD_LIBRARY_PATH", libs, 1);
     setenv("GPUSIM_STATE", state_dir, 1);
     setenv("GPUSIM_DEVICES", "H100-80GB*2", 1);
-    setenv("GPUSIM_TIME_SCALE", "2", 1);
+    setenv("GPUSIM_TIME_SCALE", "1", 1);
     unsetenv("CUDA_VISIBLE_DEVICES");
     return 0;
 }

@@ -61,6 +61,7 @@ CALL(c_driver, return nvmlSystemGetDriverVersion(text, sizeof(text)))
 CALL(c_nvml_version, return nvmlSystemGetNVMLVersion(text, sizeof(text)))
 CALL(c_cuda_version, return nvmlSystemGetCudaDriverVersion(&i1))
 CALL(c_cuda_version2, return nvmlSystemGetCudaDriverVersion_v2(&i1))
+CALL(c_proc_name, return nvmlSystemGetProcessName(1, text, sizeof(text)))
 CALL(c_count2, return nvmlDeviceGetCount_v2(&u1))
 CALL(c_by_index2, return nvmlDeviceGetHandleByIndex_v2(0, &dev_out))
 CALL(c_by_uuid, return nvmlDeviceGetHandleByUUID("GPU-x", &dev_out))
@@ -120,6 +121,7 @@ static const api_case_t cases[] = {
     ROW(nvmlSystemGetNVMLVersion, c_nvml_version, NO_HANDLE),
     ROW(nvmlSystemGetCudaDriverVersion, c_cuda_version, NO_HANDLE),
     ROW(nvmlSystemGetCudaDriverVersion_v2, c_cuda_version2, NO_HANDLE),
+    ROW(nvmlSystemGetProcessName, c_proc_name, NO_HANDLE),
     ROW(nvmlDeviceGetCount_v2, c_count2, NO_HANDLE),
     ROW(nvmlDeviceGetHandleByIndex_v2, c_by_index2, NO_HANDLE),
     ROW(nvmlDeviceGetHandleByUUID, c_by_uuid, NO_HANDLE),

@@ -2,10 +2,11 @@
  * the simulated driver does (a process slot, CUDA_VISIBLE_DEVICES domains, memory charges,
  * kernel intervals on the domain's timeline at the MPS active thread percentage, the MPS pinned
  * memory limit as OOM), driven by one command per line on stdin, one reply line each on stdout:
- *   visible                 -> "visible N dev:gi:total:used ..."
+ *   visible                 -> "visible N TOTAL ..."  (bytes of each visible device)
+ *   ctx ORD                 -> "ok"  (context creation: nothing to do here)
  *   charge ORD BYTES        -> "ok" | "oom" | "error"   (BYTES may end in K, M or G)
  *   uncharge ORD BYTES      -> "ok"
- *   run ORD N US            -> "done ELAPSED_US"  (N back-to-back kernels of US each)
+ *   run ORD N US            -> "done ELAPSED_US"  (N kernels of US each, 8 queued ahead)
  *   busy ORD MS             -> "ok"  (queues one kernel of MS and returns at once)
  *   mps                     -> "mps ACTIVE PCT LIMIT0 LIMIT1"
  * It prints "ready PID" once set up and exits at end of input. */
@@ -18,6 +19,7 @@
 #include "node.h"
 
 #define MAX_DOMAINS 16
+#define QUEUE_DEPTH 8 /* kernels a stream holds before the host waits */
 
 typedef struct helper {
     gsim_node_t *node;
@@ -49,8 +51,7 @@ static void cmd_visible(helper_t *h)
     for (int i = 0; i < h->n_domains; i++) {
         uint64_t total = 0, used = 0;
         gsim_mem_info(h->node, h->domains[i], &total, &used);
-        printf(" %d:%d:%llu:%llu", h->domains[i].dev, h->domains[i].gi, (unsigned long long)total,
-               (unsigned long long)used);
+        printf(" %llu", (unsigned long long)total);
     }
     printf("\n");
 }
@@ -114,11 +115,17 @@ static void cmd_run(helper_t *h, int ord, long n, long us)
         printf("error\n");
         return;
     }
-    int64_t t0 = gsim_now_ns(), ready = t0;
+    /* Like a stream the host keeps QUEUE_DEPTH kernels ahead of: launch kernel i, then wait for
+     * kernel i - QUEUE_DEPTH + 1, so the host's wake-up latency (up to the queued time) does not
+     * leave the device idle between kernels. */
+    int64_t t0 = gsim_now_ns(), ready = t0, ends[QUEUE_DEPTH];
     for (long i = 0; i < n; i++) {
         ready = launch(h, ord, ready, kernel_ns(us));
-        gsim_sleep_until(ready); /* synchronize, as a stream does between dependent kernels */
+        ends[i % QUEUE_DEPTH] = ready;
+        if (i + 1 >= QUEUE_DEPTH)
+            gsim_sleep_until(ends[(i + 1) % QUEUE_DEPTH]);
     }
+    gsim_sleep_until(ready);
     printf("done %lld\n", (long long)((gsim_now_ns() - t0) / 1000));
 }
 
@@ -128,6 +135,8 @@ static void dispatch(helper_t *h, char *line)
     int n = sscanf(line, "%31s %31s %31s %31s", cmd, a, b, c);
     if (n >= 1 && strcmp(cmd, "visible") == 0) {
         cmd_visible(h);
+    } else if (n == 2 && strcmp(cmd, "ctx") == 0) {
+        printf("%s\n", atoi(a) >= 0 && atoi(a) < h->n_domains ? "ok" : "error");
     } else if (n == 3 && strcmp(cmd, "charge") == 0) {
         printf("%s\n", cmd_charge(h, atoi(a), parse_bytes(b)));
     } else if (n == 3 && strcmp(cmd, "uncharge") == 0) {

@@ -1,7 +1,9 @@
 /* Test support: runs test_sim_nvml_helper (a stand-in CUDA process) and talks to it. */
 #include "test_sim_nvml_proc.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -34,17 +36,38 @@ static void apply_env(const char *const *env)
     }
 }
 
+static const char *helper_path(void)
+{
+    const char *env = getenv("GSIM_TEST_HELPER");
+    return env != NULL && *env != '\0' ? env : build_path("tests/test_sim_nvml_helper");
+}
+
+int helper_is_cuda(void)
+{
+    const char *env = getenv("GSIM_TEST_HELPER");
+    return env != NULL && *env != '\0';
+}
+
+const char *helper_comm(void)
+{
+    static char comm[16];
+    const char *path = helper_path();
+    const char *base = strrchr(path, '/');
+    snprintf(comm, sizeof(comm), "%s", base != NULL ? base + 1 : path);
+    return comm;
+}
+
 int helper_start(helper_proc_t *p, const char *const *env)
 {
     int to_child[2], from_child[2];
-    if (pipe(to_child) != 0)
+    if (pipe2(to_child, O_CLOEXEC) != 0)
         return -1;
-    if (pipe(from_child) != 0) {
+    if (pipe2(from_child, O_CLOEXEC) != 0) {
         close(to_child[0]);
         close(to_child[1]);
         return -1;
     }
-    const char *exe = build_path("tests/test_sim_nvml_helper");
+    const char *exe = helper_path();
     pid_t pid = fork();
     if (pid == 0) {
         dup2(to_child[0], 0);
@@ -136,4 +159,77 @@ void remove_tree(const char *path)
     }
     if (pid > 0)
         waitpid(pid, NULL, 0);
+}
+
+int run_program(const char *const argv[], const char *input, char *out, size_t len)
+{
+    int in[2], outp[2];
+    if (pipe2(in, O_CLOEXEC) != 0)
+        return -1;
+    if (pipe2(outp, O_CLOEXEC) != 0) {
+        close(in[0]);
+        close(in[1]);
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(in[0], 0);
+        dup2(outp[1], 1);
+        close(in[0]);
+        close(in[1]);
+        close(outp[0]);
+        close(outp[1]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(in[0]);
+    close(outp[1]);
+    if (input != NULL && write(in[1], input, strlen(input)) < 0)
+        input = NULL;
+    close(in[1]);
+    size_t used = 0;
+    ssize_t n;
+    while (len > 0 && (n = read(outp[0], out + used, len - 1 - used)) > 0)
+        used += (size_t)n;
+    if (len > 0)
+        out[used] = '\0';
+    close(outp[0]);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int process_alive(pid_t pid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')');
+    return paren != NULL && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+}
+
+double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int wait_gone(pid_t pid, int ms)
+{
+    double deadline = now_ms() + ms;
+    while (process_alive(pid)) {
+        if (now_ms() > deadline)
+            return -1;
+        waitpid(pid, NULL, WNOHANG); /* our own child: reap it */
+        struct timespec ts = {.tv_nsec = 5000000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
 }

@@ -12,6 +12,12 @@ typedef struct helper_proc {
     FILE *out; /* its stdout */
 } helper_proc_t;
 
+/* The stand-in CUDA process is $GSIM_TEST_HELPER when set (the driver-API client, run against
+ * gpusim's libcuda), else the core helper test_sim_nvml_helper. helper_is_cuda says which;
+ * helper_comm gives its process name as the kernel reports it (15 characters at most). */
+int helper_is_cuda(void);
+const char *helper_comm(void);
+
 /* Starts the helper with extra environment entries ("NAME=value", or "NAME" to unset; the list
  * ends with NULL; env may be NULL) and waits for its "ready" line. Returns 0 or -1. */
 int helper_start(helper_proc_t *p, const char *const *env);
@@ -26,6 +32,19 @@ int helper_reply(helper_proc_t *p, char *reply, size_t len);
 /* Ends the helper: stop closes its input and waits; kill sends SIGKILL and waits. */
 void helper_stop(helper_proc_t *p);
 void helper_kill(helper_proc_t *p);
+
+/* Runs argv (argv[0] a path) with input on its stdin (NULL: empty) and its stdout captured
+ * into out (NUL-terminated, truncated to len). Returns its exit status, or -1. */
+int run_program(const char *const argv[], const char *input, char *out, size_t len);
+
+/* Returns 1 while pid is a live process (a zombie counts as gone), else 0. */
+int process_alive(pid_t pid);
+
+/* Waits up to ms milliseconds for pid to be gone. Returns 0 when gone, -1 on timeout. */
+int wait_gone(pid_t pid, int ms);
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+double now_ms(void);
 
 /* Path of a file built into the build tree ($GS_BUILD_DIR/rel), in a static buffer. */
 const char *build_path(const char *rel);

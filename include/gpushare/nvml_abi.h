@@ -342,106 +342,174 @@ typedef struct nvmlComputeInstanceInfo_st {
     nvmlComputeInstancePlacement_t placement;
 } nvmlComputeInstanceInfo_t;
 
+/* ---- functions ----
+ * Common contract, as NVIDIA documents it: every function returns NVML_SUCCESS or an error code;
+ * NVML_ERROR_UNINITIALIZED before nvmlInit (and after the last nvmlShutdown), except
+ * nvmlErrorString; NVML_ERROR_INVALID_ARGUMENT for a NULL output pointer or a handle that is not
+ * one the library gave out (or whose instance is gone). Outputs go into caller-owned memory and
+ * are written on success (counts also when a buffer is too small); nothing needs freeing. All
+ * functions are thread-safe.
+ * Strings: NVML_ERROR_INSUFFICIENT_SIZE when length cannot hold the text and its NUL.
+ * Arrays with a count in/out: NVML_ERROR_INSUFFICIENT_SIZE and the needed count when too small. */
+
 /* ---- functions: initialisation and system ---- */
 
+/* Initialises NVML (reference counted: each init needs a shutdown). */
 GS_NVML_API nvmlReturn_t nvmlInit_v2(void);
+/* nvmlInit_v2 with NVML_INIT_FLAG_* flags. */
 GS_NVML_API nvmlReturn_t nvmlInitWithFlags(unsigned int flags);
+/* Drops one reference; NVML_ERROR_UNINITIALIZED when there is none. */
 GS_NVML_API nvmlReturn_t nvmlShutdown(void);
+/* Returns a static description of result (never NULL); needs no initialisation. */
 GS_NVML_API const char *nvmlErrorString(nvmlReturn_t result);
+/* The driver version string, e.g. "580.65.06". */
 GS_NVML_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length);
+/* The NVML version string. */
 GS_NVML_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length);
+/* The CUDA driver version (1000 * major + 10 * minor). */
 GS_NVML_API nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion);
+/* Same as nvmlSystemGetCudaDriverVersion. */
 GS_NVML_API nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion);
+/* The name of a process (truncated to length); NVML_ERROR_NOT_FOUND for an unknown pid. */
+GS_NVML_API nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name,
+                                                  unsigned int length);
 
 /* ---- functions: devices ---- */
 
+/* The number of GPUs (every GPU: CUDA_VISIBLE_DEVICES does not apply). */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount);
+/* The handle of GPU index; NVML_ERROR_INVALID_ARGUMENT when index >= the count. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device);
+/* The GPU ("GPU-...") or MIG device ("MIG-...") of a UUID; NVML_ERROR_NOT_FOUND. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device);
+/* The GPU at a PCI bus id ("00000000:18:00.0" or "0000:18:00.0"); NVML_ERROR_NOT_FOUND. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId,
                                                           nvmlDevice_t *device);
+/* The product name (a MIG device's ends in "MIG <profile>"). */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length);
+/* The UUID: "GPU-..." or, for a MIG device, "MIG-...". */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length);
+/* The GPU's index, or a MIG device's index under its GPU. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index);
+/* PCI location and ids (a MIG device reports its GPU's). */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci);
+/* SMs, slices and memory of a GPU or MIG device. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device,
                                                     nvmlDeviceAttributes_t *attributes);
+/* Total, free and used device memory in bytes. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory);
+/* As nvmlDeviceGetMemoryInfo with reserved; memory->version must be nvmlMemory_v2
+ * (else NVML_ERROR_ARGUMENT_VERSION_MISMATCH). */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory);
+/* GPU and memory utilization over the last sample period; NVML_ERROR_NOT_SUPPORTED with MIG. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
                                                        nvmlUtilization_t *utilization);
+/* The processes with a compute context on the device (count in/out). */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
                                                                  unsigned int *infoCount,
                                                                  nvmlProcessInfo_t *infos);
+/* Per-process samples newer than lastSeenTimeStamp (count in/out; utilization may be NULL to
+ * size); NVML_ERROR_NOT_FOUND when there is none. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetProcessUtilization(
     nvmlDevice_t device, nvmlProcessUtilizationSample_t *utilization,
     unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp);
+/* The compute mode. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mode);
+/* Sets the compute mode; NVML_ERROR_NOT_SUPPORTED for EXCLUSIVE_THREAD. */
 GS_NVML_API nvmlReturn_t nvmlDeviceSetComputeMode(nvmlDevice_t device, nvmlComputeMode_t mode);
 
 /* ---- functions: Multi-Instance GPU ---- */
 
+/* Current and pending MIG mode; NVML_ERROR_NOT_SUPPORTED on GPUs without MIG. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
                                               unsigned int *pendingMode);
+/* Enables or disables MIG; NVML_ERROR_IN_USE (also in *activationStatus) when busy. */
 GS_NVML_API nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
                                               nvmlReturn_t *activationStatus);
+/* A GPU instance profile (profile = NVML_GPU_INSTANCE_PROFILE_*); NVML_ERROR_NOT_SUPPORTED
+ * when MIG is off or the GPU has no such profile. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device,
                                                              unsigned int profile,
                                                              nvmlGpuInstanceProfileInfo_t *info);
+/* As above into a versioned struct (info->version: nvmlGpuInstanceProfileInfo_v2 or _v3). */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(
     nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_v2_t *info);
+/* Every placement of a profile id (placements may be NULL to count). */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
     nvmlDevice_t device, unsigned int profileId, nvmlGpuInstancePlacement_t *placements,
     unsigned int *count);
+/* How many more instances of a profile id can be created now. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice_t device,
                                                                    unsigned int profileId,
                                                                    unsigned int *count);
+/* Creates a GPU instance of a profile id; NVML_ERROR_INSUFFICIENT_RESOURCES when it does not fit.
+ */
 GS_NVML_API nvmlReturn_t nvmlDeviceCreateGpuInstance(nvmlDevice_t device, unsigned int profileId,
                                                      nvmlGpuInstance_t *gpuInstance);
+/* Creates a GPU instance at a placement (NVML_ERROR_INVALID_ARGUMENT when not the profile's). */
 GS_NVML_API nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
     nvmlDevice_t device, unsigned int profileId, const nvmlGpuInstancePlacement_t *placement,
     nvmlGpuInstance_t *gpuInstance);
+/* Destroys a GPU instance; NVML_ERROR_IN_USE while it has compute instances or processes. */
 GS_NVML_API nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance);
+/* The GPU instances of a profile id (the array must hold the profile's instance count). */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profileId,
                                                    nvmlGpuInstance_t *gpuInstances,
                                                    unsigned int *count);
+/* The GPU instance of an id; NVML_ERROR_NOT_FOUND. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id,
                                                       nvmlGpuInstance_t *gpuInstance);
+/* Parent device, id, profile id and placement of a GPU instance. */
 GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance,
                                                 nvmlGpuInstanceInfo_t *info);
+/* A compute instance profile of a GPU instance (profile = NVML_COMPUTE_INSTANCE_PROFILE_*). */
 GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
     nvmlGpuInstance_t gpuInstance, unsigned int profile, unsigned int engProfile,
     nvmlComputeInstanceProfileInfo_t *info);
+/* As above into a versioned struct (nvmlComputeInstanceProfileInfo_v2 or _v3). */
 GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfoV(
     nvmlGpuInstance_t gpuInstance, unsigned int profile, unsigned int engProfile,
     nvmlComputeInstanceProfileInfo_v2_t *info);
+/* How many more compute instances of a profile the GPU instance can hold. */
 GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(
     nvmlGpuInstance_t gpuInstance, unsigned int profileId, unsigned int *count);
+/* Creates a compute instance; NVML_ERROR_INSUFFICIENT_RESOURCES when it does not fit. */
 GS_NVML_API nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(
     nvmlGpuInstance_t gpuInstance, unsigned int profileId, nvmlComputeInstance_t *computeInstance);
+/* Destroys a compute instance; NVML_ERROR_IN_USE while processes use it. */
 GS_NVML_API nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeInstance);
+/* The compute instances of a profile (the array must hold its instance count). */
 GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpuInstance,
                                                             unsigned int profileId,
                                                             nvmlComputeInstance_t *computeInstances,
                                                             unsigned int *count);
+/* The compute instance of an id; NVML_ERROR_NOT_FOUND. */
 GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(
     nvmlGpuInstance_t gpuInstance, unsigned int id, nvmlComputeInstance_t *computeInstance);
+/* Parent device and GPU instance, id, profile id and placement of a compute instance. */
 GS_NVML_API nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t computeInstance,
                                                        nvmlComputeInstanceInfo_t *info);
+/* Whether a handle is a MIG device's. */
 GS_NVML_API nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device,
                                                      unsigned int *isMigDevice);
+/* A MIG device's GPU instance id; NVML_ERROR_NOT_SUPPORTED for a GPU handle. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id);
+/* A MIG device's compute instance id; NVML_ERROR_NOT_SUPPORTED for a GPU handle. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id);
+/* The most MIG devices the GPU can have (0 when MIG is off). */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count);
+/* The MIG device at index; NVML_ERROR_NOT_FOUND when none is there. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device,
                                                              unsigned int index,
                                                              nvmlDevice_t *migDevice);
+/* The GPU a MIG device belongs to. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice,
                                                                       nvmlDevice_t *device);
 
 /* Legacy entry points, declared (as in NVIDIA's header) only when the unversioned names are not
  * mapped to the current versions. */
 #ifdef NVML_NO_UNVERSIONED_FUNC_DEFS
+/* Legacy versions of nvmlInit_v2, nvmlDeviceGetCount_v2 and nvmlDeviceGetHandleByIndex_v2. */
 GS_NVML_API nvmlReturn_t nvmlInit(void);
 GS_NVML_API nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount);
 GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device);

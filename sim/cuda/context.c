@@ -1,4 +1,4 @@
-/* Contexts: created and primary contexts, the per-thread context stack, context queries. */
+/* Contexts: their lifecycle, the per-thread context stack, and created contexts. */
 #include "cuda_internal.h"
 
 #include <string.h>
@@ -17,12 +17,9 @@ typedef struct ctx_ref {
 static _Thread_local ctx_ref_t ctx_stack[CTX_STACK_MAX];
 static _Thread_local int ctx_depth;
 
-static pthread_mutex_t primary_mu = PTHREAD_MUTEX_INITIALIZER;
-static CUcontext primary[GSIM_MAX_DEVICES];
-static unsigned int primary_flags[GSIM_MAX_DEVICES];
 static _Atomic unsigned long long next_ctx_id = 1;
 
-static int sched_flags_valid(unsigned int flags)
+int gsim_cu_ctx_flags_valid(unsigned int flags)
 {
     unsigned int sched = flags & CU_CTX_SCHED_MASK;
     return (flags & ~CTX_FLAGS_ALLOWED) == 0 &&
@@ -30,7 +27,7 @@ static int sched_flags_valid(unsigned int flags)
             sched == CU_CTX_SCHED_YIELD || sched == CU_CTX_SCHED_BLOCKING_SYNC);
 }
 
-static void set_default_limits(CUcontext ctx)
+void gsim_cu_ctx_default_limits(CUcontext ctx)
 {
     memset(ctx->limits, 0, sizeof(ctx->limits));
     ctx->limits[CU_LIMIT_STACK_SIZE] = 1024;
@@ -45,7 +42,7 @@ static void set_default_limits(CUcontext ctx)
 }
 
 /* Initialises the context's lock and condition variable (once per context object). */
-static void ctx_init_sync(CUcontext ctx)
+void gsim_cu_ctx_init_sync(CUcontext ctx)
 {
     pthread_mutex_init(&ctx->mu, NULL);
     pthread_condattr_t attr;
@@ -56,7 +53,7 @@ static void ctx_init_sync(CUcontext ctx)
 }
 
 /* Makes ctx a fresh, active context on ordinal. */
-static void ctx_start(CUcontext ctx, int ordinal, unsigned int flags, int is_primary)
+void gsim_cu_ctx_start(CUcontext ctx, int ordinal, unsigned int flags, int is_primary)
 {
     const gsim_cu_device_t *dev = gsim_cu_device(ordinal);
     ctx->ordinal = ordinal;
@@ -68,12 +65,12 @@ static void ctx_start(CUcontext ctx, int ordinal, unsigned int flags, int is_pri
     ctx->pending_callbacks = 0;
     gsim_cu_stream_init_legacy(ctx);
     memset(ctx->peer, 0, sizeof(ctx->peer));
-    set_default_limits(ctx);
+    gsim_cu_ctx_default_limits(ctx);
     atomic_store(&ctx->active, 1);
 }
 
 /* Destroys everything the context owns: what cuCtxDestroy and a primary reset do. */
-static void ctx_release_resources(CUcontext ctx)
+void gsim_cu_ctx_release_resources(CUcontext ctx)
 {
     gsim_cu_stream_destroy_all(ctx);
     gsim_cu_event_destroy_all(ctx);
@@ -157,7 +154,7 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
     if (result != CUDA_SUCCESS)
         return result;
     GSIM_CU_CHECK_PTR(pctx);
-    if (!sched_flags_valid(flags))
+    if (!gsim_cu_ctx_flags_valid(flags))
         return CUDA_ERROR_INVALID_VALUE;
     if (gsim_cu_device(dev) == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
@@ -167,11 +164,13 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
     CUcontext ctx = gsim_cu_obj_new(GSIM_CU_CTX);
     if (ctx == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    ctx_init_sync(ctx);
-    ctx_start(ctx, dev, flags, 0);
+    gsim_cu_ctx_init_sync(ctx);
+    gsim_cu_ctx_start(ctx, dev, flags, 0);
     ctx->refcount = 1;
     result = push_ctx(ctx);
     if (result != CUDA_SUCCESS) {
+        pthread_cond_destroy(&ctx->cond);
+        pthread_mutex_destroy(&ctx->mu);
         gsim_cu_obj_free(ctx);
         return result;
     }
@@ -188,7 +187,7 @@ static CUresult ctx_destroy(CUcontext ctx)
         return CUDA_ERROR_INVALID_CONTEXT;
     pop_if_current(ctx);
     atomic_store(&ctx->active, 0);
-    ctx_release_resources(ctx);
+    gsim_cu_ctx_release_resources(ctx);
     pthread_cond_destroy(&ctx->cond);
     pthread_mutex_destroy(&ctx->mu);
     gsim_cu_obj_free(ctx);
@@ -246,6 +245,8 @@ GSIM_CU_API CUresult cuCtxAttach(CUcontext *pctx, unsigned int flags)
         return result;
     if (pctx == NULL || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (ctx->primary)
+        return CUDA_ERROR_INVALID_CONTEXT; /* primary contexts count retains instead */
     pthread_mutex_lock(&ctx->mu);
     ctx->refcount++;
     pthread_mutex_unlock(&ctx->mu);
@@ -341,377 +342,4 @@ GSIM_CU_API CUresult cuCtxGetCurrent(CUcontext *pctx)
     if (ctx_depth > 0 && ref_alive(ctx_stack[ctx_depth - 1]))
         *pctx = ctx_stack[ctx_depth - 1].ctx;
     return CUDA_SUCCESS;
-}
-
-/* ---- queries on the current (or a given) context ---- */
-
-GSIM_CU_API CUresult cuCtxGetDevice(CUdevice *device)
-{
-    CUcontext ctx;
-    CUresult result = gsim_cu_ctx_current(&ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    GSIM_CU_CHECK_PTR(device);
-    *device = ctx->ordinal;
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
-{
-    CUresult result = gsim_cu_ctx_resolve(ctx, &ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    GSIM_CU_CHECK_PTR(device);
-    *device = ctx->ordinal;
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuCtxSynchronize(void)
-{
-    CUcontext ctx;
-    CUresult result = gsim_cu_ctx_current(&ctx);
-    if (result == CUDA_SUCCESS)
-        gsim_cu_ctx_sync(ctx);
-    return result;
-}
-
-GSIM_CU_API CUresult cuCtxSynchronize_v2(CUcontext ctx)
-{
-    CUresult result = gsim_cu_ctx_resolve(ctx, &ctx);
-    if (result == CUDA_SUCCESS)
-        gsim_cu_ctx_sync(ctx);
-    return result;
-}
-
-GSIM_CU_API CUresult cuCtxGetFlags(unsigned int *flags)
-{
-    CUcontext ctx;
-    CUresult result = gsim_cu_ctx_current(&ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    GSIM_CU_CHECK_PTR(flags);
-    *flags = ctx->flags;
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuCtxSetFlags(unsigned int flags)
-{
-    CUcontext ctx;
-    CUresult result = gsim_cu_ctx_current(&ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (!sched_flags_valid(flags))
-        return CUDA_ERROR_INVALID_VALUE;
-    ctx->flags = flags;
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
-{
-    CUresult result = gsim_cu_ctx_resolve(ctx, &ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    GSIM_CU_CHECK_PTR(ctxId);
-    *ctxId = ctx->id;
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
-{
-    CUresult result = gsim_cu_ctx_resolve(ctx, &ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    GSIM_CU_CHECK_PTR(version);
-    *version = 3020;
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
-{
-    CUcontext ctx;
-    CUresult result = gsim_cu_ctx_current(&ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (pvalue == NULL || (unsigned)limit >= CU_LIMIT_MAX)
-        return CUDA_ERROR_INVALID_VALUE;
-    *pvalue = ctx->limits[limit];
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuCtxSetLimit(CUlimit limit, size_t value)
-{
-    CUcontext ctx;
-    CUresult result = gsim_cu_ctx_current(&ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if ((unsigned)limit >= CU_LIMIT_MAX)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (limit == CU_LIMIT_SHMEM_SIZE || limit == CU_LIMIT_CIG_ENABLED)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value > 128)
-        return CUDA_ERROR_INVALID_VALUE;
-    ctx->limits[limit] = value;
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
-{
-    CUcontext ctx;
-    CUresult result = gsim_cu_ctx_current(&ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    GSIM_CU_CHECK_PTR(pconfig);
-    *pconfig = ctx->cache_config;
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuCtxSetCacheConfig(CUfunc_cache config)
-{
-    CUcontext ctx;
-    CUresult result = gsim_cu_ctx_current(&ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL)
-        return CUDA_ERROR_INVALID_VALUE;
-    ctx->cache_config = config;
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuCtxGetSharedMemConfig(CUsharedconfig *pConfig)
-{
-    CUcontext ctx;
-    CUresult result = gsim_cu_ctx_current(&ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    GSIM_CU_CHECK_PTR(pConfig);
-    *pConfig = ctx->shmem_config;
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuCtxSetSharedMemConfig(CUsharedconfig config)
-{
-    CUcontext ctx;
-    CUresult result = gsim_cu_ctx_current(&ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if ((unsigned)config > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE)
-        return CUDA_ERROR_INVALID_VALUE;
-    ctx->shmem_config = config;
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
-{
-    CUcontext ctx;
-    CUresult result = gsim_cu_ctx_current(&ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (leastPriority != NULL)
-        *leastPriority = 0;
-    if (greatestPriority != NULL)
-        *greatestPriority = -5;
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuCtxResetPersistingL2Cache(void)
-{
-    CUcontext ctx;
-    return gsim_cu_ctx_current(&ctx);
-}
-
-GSIM_CU_API CUresult cuCtxGetExecAffinity(CUexecAffinityParam *pExecAffinity,
-                                          CUexecAffinityType type)
-{
-    CUcontext ctx;
-    CUresult result = gsim_cu_ctx_current(&ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (pExecAffinity == NULL || type != CU_EXEC_AFFINITY_TYPE_SM_COUNT)
-        return CUDA_ERROR_INVALID_VALUE;
-    pExecAffinity->type = type;
-    pExecAffinity->param.smCount.val = gsim_cu_device(ctx->ordinal)->sms;
-    return CUDA_SUCCESS;
-}
-
-/* ---- peer access ---- */
-
-static CUresult peer_args(CUcontext peerContext, unsigned int flags, CUcontext *ctx)
-{
-    CUresult result = gsim_cu_ctx_current(ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (flags != 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (gsim_cu_ctx_check(peerContext) != CUDA_SUCCESS)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    if (peerContext->ordinal == (*ctx)->ordinal)
-        return CUDA_ERROR_INVALID_DEVICE;
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
-{
-    CUcontext ctx;
-    CUresult result = peer_args(peerContext, Flags, &ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    pthread_mutex_lock(&ctx->mu);
-    if (ctx->peer[peerContext->ordinal])
-        result = CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
-    ctx->peer[peerContext->ordinal] = 1;
-    pthread_mutex_unlock(&ctx->mu);
-    return result;
-}
-
-GSIM_CU_API CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
-{
-    CUcontext ctx;
-    CUresult result = peer_args(peerContext, 0, &ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
-    pthread_mutex_lock(&ctx->mu);
-    if (!ctx->peer[peerContext->ordinal])
-        result = CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
-    ctx->peer[peerContext->ordinal] = 0;
-    pthread_mutex_unlock(&ctx->mu);
-    return result;
-}
-
-/* ---- primary contexts ---- */
-
-static CUresult primary_args(CUdevice dev)
-{
-    CUresult result = gsim_cu_initialized();
-    if (result != CUDA_SUCCESS)
-        return result;
-    return gsim_cu_device(dev) != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
-}
-
-GSIM_CU_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
-{
-    CUresult result = primary_args(dev);
-    if (result != CUDA_SUCCESS)
-        return result;
-    GSIM_CU_CHECK_PTR(pctx);
-    result = gsim_cu_mps_connect();
-    if (result != CUDA_SUCCESS)
-        return result;
-    pthread_mutex_lock(&primary_mu);
-    CUcontext ctx = primary[dev];
-    if (ctx == NULL) {
-        ctx = gsim_cu_obj_new(GSIM_CU_CTX);
-        if (ctx != NULL)
-            ctx_init_sync(ctx);
-        primary[dev] = ctx;
-    }
-    if (ctx == NULL) {
-        result = CUDA_ERROR_OUT_OF_MEMORY;
-    } else {
-        if (ctx->refcount == 0)
-            ctx_start(ctx, dev, primary_flags[dev], 1);
-        ctx->refcount++;
-        *pctx = ctx;
-    }
-    pthread_mutex_unlock(&primary_mu);
-    return result;
-}
-
-static CUresult primary_release(CUdevice dev)
-{
-    CUresult result = primary_args(dev);
-    if (result != CUDA_SUCCESS)
-        return result;
-    pthread_mutex_lock(&primary_mu);
-    CUcontext ctx = primary[dev];
-    if (ctx == NULL || ctx->refcount == 0) {
-        result = CUDA_ERROR_INVALID_CONTEXT;
-    } else if (--ctx->refcount == 0) {
-        atomic_store(&ctx->active, 0);
-        ctx_release_resources(ctx);
-    }
-    pthread_mutex_unlock(&primary_mu);
-    return result;
-}
-
-GSIM_CU_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
-{
-    return primary_release(dev);
-}
-
-GSIM_CU_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
-{
-    return primary_release(dev);
-}
-
-static CUresult primary_set_flags(CUdevice dev, unsigned int flags, int fail_if_active)
-{
-    CUresult result = primary_args(dev);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (!sched_flags_valid(flags))
-        return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&primary_mu);
-    CUcontext ctx = primary[dev];
-    int active = ctx != NULL && ctx->refcount > 0;
-    if (active && fail_if_active) {
-        result = CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE;
-    } else {
-        primary_flags[dev] = flags;
-        if (active)
-            ctx->flags = flags;
-    }
-    pthread_mutex_unlock(&primary_mu);
-    return result;
-}
-
-GSIM_CU_API CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
-{
-    return primary_set_flags(dev, flags, 1);
-}
-
-GSIM_CU_API CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
-{
-    return primary_set_flags(dev, flags, 0);
-}
-
-GSIM_CU_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
-{
-    CUresult result = primary_args(dev);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (flags == NULL || active == NULL)
-        return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&primary_mu);
-    *flags = primary_flags[dev];
-    *active = primary[dev] != NULL && primary[dev]->refcount > 0;
-    pthread_mutex_unlock(&primary_mu);
-    return CUDA_SUCCESS;
-}
-
-static CUresult primary_reset(CUdevice dev)
-{
-    CUresult result = primary_args(dev);
-    if (result != CUDA_SUCCESS)
-        return result;
-    pthread_mutex_lock(&primary_mu);
-    CUcontext ctx = primary[dev];
-    if (ctx != NULL && ctx->refcount > 0) {
-        ctx_release_resources(ctx);
-        set_default_limits(ctx);
-    }
-    primary_flags[dev] = 0;
-    if (ctx != NULL)
-        ctx->flags = 0;
-    pthread_mutex_unlock(&primary_mu);
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuDevicePrimaryCtxReset(CUdevice dev)
-{
-    return primary_reset(dev);
-}
-
-GSIM_CU_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
-{
-    return primary_reset(dev);
 }

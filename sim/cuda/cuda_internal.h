@@ -4,6 +4,11 @@
  * declares every exported name (current, legacy and per-thread-stream variants) and the compiler
  * checks each definition against NVIDIA's prototype. Nothing here re-declares a CUDA type.
  *
+ * The exported cu* functions keep the contract NVIDIA documents in cuda.h (arguments, results,
+ * error codes): each returns CUDA_SUCCESS or a documented error, never crashes on a bad handle,
+ * pointer or size, never exits, holds no lock while it sleeps, and is thread-safe. Where gpusim
+ * deviates (what is simulated and what not), docs/gpusim.md says so.
+ *
  * Naming: cross-module functions are gsim_cu_<module>_*; everything else is static.
  * Threading: every function here is thread-safe unless it says "with ctx->mu held".
  * Handles: CUDA handles are pointers to objects that live in per-kind arenas (handles.c), so any
@@ -173,6 +178,22 @@ struct CUctx_st {
     CUsharedconfig shmem_config;
     unsigned char peer[GSIM_MAX_DEVICES];
 };
+
+/* Returns nonzero when flags are valid context flags (one scheduling mode, known bits). */
+int gsim_cu_ctx_flags_valid(unsigned int flags);
+
+/* Initialises a context object's lock and condition variable (once per object). */
+void gsim_cu_ctx_init_sync(CUcontext ctx);
+
+/* Makes ctx a fresh, active context on ordinal (streams idle, default limits). */
+void gsim_cu_ctx_start(CUcontext ctx, int ordinal, unsigned int flags, int is_primary);
+
+/* Sets a context's limits and cache configuration to their defaults. */
+void gsim_cu_ctx_default_limits(CUcontext ctx);
+
+/* Destroys everything ctx owns (memory, streams, events, modules, arrays): what cuCtxDestroy and
+ * a primary context's last release or reset do. The context object itself stays. */
+void gsim_cu_ctx_release_resources(CUcontext ctx);
 
 /* Returns the calling thread's current context, checking that the driver is initialised and
  * the context alive: CUDA_SUCCESS, CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_INVALID_CONTEXT (no
@@ -500,6 +521,11 @@ CUresult gsim_cu_launch_on(const gsim_cu_launch_t *launch, gsim_cu_stream_t *s);
 /* Copies a CUDA_MEMCPY3D_PEER description immediately (all memory is host memory). Returns
  * CUDA_SUCCESS or CUDA_ERROR_INVALID_VALUE. */
 CUresult gsim_cu_copy3d(const CUDA_MEMCPY3D_PEER *p);
+
+/* Copies n bytes; with host_side (one side is an unvalidated host pointer) through the kernel, so
+ * a bad host pointer returns CUDA_ERROR_INVALID_VALUE instead of faulting (hostcopy.c). Overlapping
+ * ranges are copied as memmove does. */
+CUresult gsim_cu_copy_bytes(void *dst, const void *src, size_t n, int host_side);
 
 /* Copies a CUDA_MEMCPY3D description immediately (graph memcpy nodes). */
 CUresult gsim_cu_copy3d_plain(const CUDA_MEMCPY3D *c);

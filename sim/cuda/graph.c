@@ -1,56 +1,12 @@
 /* Graphs: building (kernel, memcpy, memset, host, empty, event and memory nodes), instantiation
  * and launch. Nodes are kept in creation order, which is a topological order since a node's
  * dependencies must exist when it is added; a launch runs them in that order on the stream. */
-#include "cuda_internal.h"
+#include "graph_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define INSTANTIATE_FLAGS                                                                          \
-    (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |        \
-     CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
-
-/* What a node does: the part copied into an executable graph. */
-typedef struct node_op {
-    CUgraphNodeType type;
-    CUcontext ctx;
-    union {
-        CUDA_KERNEL_NODE_PARAMS_v2 kernel;
-        CUDA_MEMCPY3D copy;
-        CUDA_MEMSET_NODE_PARAMS memset;
-        CUDA_HOST_NODE_PARAMS host;
-        CUevent event;
-        CUdeviceptr free_ptr;
-    } u;
-    gsim_cu_graph_alloc_t *alloc; /* MEM_ALLOC nodes */
-    CUDA_MEM_ALLOC_NODE_PARAMS alloc_params;
-} node_op_t;
-
-struct CUgraphNode_st {
-    gsim_cu_obj_t obj;
-    CUgraph graph;
-    CUgraphNode *deps;
-    size_t n_deps;
-    node_op_t op;
-};
-
-struct CUgraph_st {
-    gsim_cu_obj_t obj;
-    pthread_mutex_t mu;
-    CUgraphNode *nodes;
-    size_t n_nodes, cap_nodes;
-};
-
-struct CUgraphExec_st {
-    gsim_cu_obj_t obj;
-    cuuint64_t flags;
-    node_op_t *ops;
-    size_t n_ops;
-};
-
-_Static_assert(sizeof(struct CUgraphNode_st) <= GSIM_CU_OBJ_SLOT, "graph node fits a slot");
-
-static CUresult graph_arg(CUgraph g)
+CUresult gsim_cu_graph_arg(CUgraph g)
 {
     CUresult result = gsim_cu_initialized();
     if (result != CUDA_SUCCESS)
@@ -58,7 +14,7 @@ static CUresult graph_arg(CUgraph g)
     return gsim_cu_obj_valid(g, GSIM_CU_GRAPH) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-static CUresult node_arg(CUgraphNode n)
+CUresult gsim_cu_graph_node_arg(CUgraphNode n)
 {
     CUresult result = gsim_cu_initialized();
     if (result != CUDA_SUCCESS)
@@ -91,7 +47,7 @@ static void node_free(CUgraphNode n)
 
 GSIM_CU_API CUresult cuGraphDestroy(CUgraph hGraph)
 {
-    CUresult result = graph_arg(hGraph);
+    CUresult result = gsim_cu_graph_arg(hGraph);
     if (result != CUDA_SUCCESS)
         return result;
     for (size_t i = 0; i < hGraph->n_nodes; i++)
@@ -122,7 +78,7 @@ static CUresult check_deps_locked(CUgraph g, const CUgraphNode *deps, size_t n)
 static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n_deps,
                          const node_op_t *op)
 {
-    CUresult result = graph_arg(g);
+    CUresult result = gsim_cu_graph_arg(g);
     if (result != CUDA_SUCCESS)
         return result;
     GSIM_CU_CHECK_PTR(out);
@@ -161,7 +117,7 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, s
 
 /* ---- kernel nodes ---- */
 
-static CUresult kernel_op(const CUDA_KERNEL_NODE_PARAMS_v2 *p, node_op_t *op)
+CUresult gsim_cu_graph_kernel_op(const CUDA_KERNEL_NODE_PARAMS_v2 *p, node_op_t *op)
 {
     CUcontext ctx;
     CUresult result = gsim_cu_ctx_resolve(p->ctx, &ctx);
@@ -184,7 +140,7 @@ static CUresult kernel_op(const CUDA_KERNEL_NODE_PARAMS_v2 *p, node_op_t *op)
     return CUDA_SUCCESS;
 }
 
-static CUDA_KERNEL_NODE_PARAMS_v2 kernel_v2(const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+CUDA_KERNEL_NODE_PARAMS_v2 gsim_cu_graph_kernel_v2(const CUDA_KERNEL_NODE_PARAMS_v1 *p)
 {
     return (CUDA_KERNEL_NODE_PARAMS_v2){.func = p->func,
                                         .gridDimX = p->gridDimX,
@@ -203,12 +159,12 @@ GSIM_CU_API CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph h
                                              size_t numDependencies,
                                              const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
-    CUresult result = graph_arg(hGraph);
+    CUresult result = gsim_cu_graph_arg(hGraph);
     if (result != CUDA_SUCCESS)
         return result;
     GSIM_CU_CHECK_PTR(nodeParams);
     node_op_t op;
-    result = kernel_op(nodeParams, &op);
+    result = gsim_cu_graph_kernel_op(nodeParams, &op);
     if (result != CUDA_SUCCESS)
         return result;
     return add_node(phGraphNode, hGraph, dependencies, numDependencies, &op);
@@ -220,75 +176,8 @@ GSIM_CU_API CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGra
 {
     if (nodeParams == NULL)
         return gsim_cu_first_error(gsim_cu_initialized(), CUDA_ERROR_INVALID_VALUE);
-    CUDA_KERNEL_NODE_PARAMS_v2 p = kernel_v2(nodeParams);
+    CUDA_KERNEL_NODE_PARAMS_v2 p = gsim_cu_graph_kernel_v2(nodeParams);
     return cuGraphAddKernelNode_v2(phGraphNode, hGraph, dependencies, numDependencies, &p);
-}
-
-static CUresult kernel_node(CUgraphNode hNode, CUgraphNode *out)
-{
-    CUresult result = node_arg(hNode);
-    if (result == CUDA_SUCCESS && hNode->op.type != CU_GRAPH_NODE_TYPE_KERNEL)
-        result = CUDA_ERROR_INVALID_VALUE;
-    *out = hNode;
-    return result;
-}
-
-GSIM_CU_API CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
-                                                   CUDA_KERNEL_NODE_PARAMS *nodeParams)
-{
-    CUgraphNode n;
-    CUresult result = kernel_node(hNode, &n);
-    if (result != CUDA_SUCCESS)
-        return result;
-    GSIM_CU_CHECK_PTR(nodeParams);
-    *nodeParams = n->op.u.kernel;
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode,
-                                                CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
-{
-    CUgraphNode n;
-    CUresult result = kernel_node(hNode, &n);
-    if (result != CUDA_SUCCESS)
-        return result;
-    GSIM_CU_CHECK_PTR(nodeParams);
-    const CUDA_KERNEL_NODE_PARAMS_v2 *p = &n->op.u.kernel;
-    *nodeParams = (CUDA_KERNEL_NODE_PARAMS_v1){.func = p->func,
-                                               .gridDimX = p->gridDimX,
-                                               .gridDimY = p->gridDimY,
-                                               .gridDimZ = p->gridDimZ,
-                                               .blockDimX = p->blockDimX,
-                                               .blockDimY = p->blockDimY,
-                                               .blockDimZ = p->blockDimZ,
-                                               .sharedMemBytes = p->sharedMemBytes,
-                                               .kernelParams = p->kernelParams,
-                                               .extra = p->extra};
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
-                                                   const CUDA_KERNEL_NODE_PARAMS *nodeParams)
-{
-    CUgraphNode n;
-    CUresult result = kernel_node(hNode, &n);
-    if (result != CUDA_SUCCESS)
-        return result;
-    GSIM_CU_CHECK_PTR(nodeParams);
-    node_op_t op;
-    result = kernel_op(nodeParams, &op);
-    if (result == CUDA_SUCCESS)
-        n->op = op;
-    return result;
-}
-
-GSIM_CU_API CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode,
-                                                const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams)
-{
-    if (nodeParams == NULL)
-        return gsim_cu_first_error(gsim_cu_initialized(), CUDA_ERROR_INVALID_VALUE);
-    CUDA_KERNEL_NODE_PARAMS_v2 p = kernel_v2(nodeParams);
-    return cuGraphKernelNodeSetParams_v2(hNode, &p);
 }
 
 /* ---- memcpy, memset, host, empty and event nodes ---- */
@@ -372,7 +261,7 @@ GSIM_CU_API CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hG
                                             const CUgraphNode *dependencies, size_t numDependencies,
                                             CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
 {
-    CUresult result = graph_arg(hGraph);
+    CUresult result = gsim_cu_graph_arg(hGraph);
     if (result != CUDA_SUCCESS)
         return result;
     if (phGraphNode == NULL || nodeParams == NULL || nodeParams->bytesize == 0 ||
@@ -399,23 +288,11 @@ GSIM_CU_API CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hG
     return CUDA_SUCCESS;
 }
 
-GSIM_CU_API CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
-                                                  CUDA_MEM_ALLOC_NODE_PARAMS *params_out)
-{
-    CUresult result = node_arg(hNode);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (params_out == NULL || hNode->op.type != CU_GRAPH_NODE_TYPE_MEM_ALLOC)
-        return CUDA_ERROR_INVALID_VALUE;
-    *params_out = hNode->op.alloc_params;
-    return CUDA_SUCCESS;
-}
-
 GSIM_CU_API CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                            const CUgraphNode *dependencies, size_t numDependencies,
                                            CUdeviceptr dptr)
 {
-    CUresult result = graph_arg(hGraph);
+    CUresult result = gsim_cu_graph_arg(hGraph);
     if (result != CUDA_SUCCESS)
         return result;
     gsim_cu_alloc_t a;
@@ -426,22 +303,11 @@ GSIM_CU_API CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGr
     return add_node(phGraphNode, hGraph, dependencies, numDependencies, &op);
 }
 
-GSIM_CU_API CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out)
-{
-    CUresult result = node_arg(hNode);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (dptr_out == NULL || hNode->op.type != CU_GRAPH_NODE_TYPE_MEM_FREE)
-        return CUDA_ERROR_INVALID_VALUE;
-    *dptr_out = hNode->op.u.free_ptr;
-    return CUDA_SUCCESS;
-}
-
 /* ---- graph queries ---- */
 
 GSIM_CU_API CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
 {
-    CUresult result = node_arg(hNode);
+    CUresult result = gsim_cu_graph_node_arg(hNode);
     if (result != CUDA_SUCCESS)
         return result;
     GSIM_CU_CHECK_PTR(type);
@@ -452,7 +318,7 @@ GSIM_CU_API CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type
 /* Lists nodes (all, or roots only) as cuGraphGetNodes documents: NULL nodes → count only. */
 static CUresult list_nodes(CUgraph g, CUgraphNode *nodes, size_t *num, int roots_only)
 {
-    CUresult result = graph_arg(g);
+    CUresult result = gsim_cu_graph_arg(g);
     if (result != CUDA_SUCCESS)
         return result;
     GSIM_CU_CHECK_PTR(num);
@@ -500,7 +366,7 @@ static void forget_edges_locked(CUgraph g, CUgraphNode node)
 
 GSIM_CU_API CUresult cuGraphDestroyNode(CUgraphNode hNode)
 {
-    CUresult result = node_arg(hNode);
+    CUresult result = gsim_cu_graph_node_arg(hNode);
     if (result != CUDA_SUCCESS)
         return result;
     CUgraph g = hNode->graph;
@@ -518,214 +384,10 @@ GSIM_CU_API CUresult cuGraphDestroyNode(CUgraphNode hNode)
     return CUDA_SUCCESS;
 }
 
-/* ---- instantiation and launch ---- */
-
-static CUresult instantiate(CUgraphExec *phGraphExec, CUgraph hGraph, cuuint64_t flags)
+CUresult gsim_cu_graph_node_of_type(CUgraphNode n, CUgraphNodeType type)
 {
-    CUresult result = graph_arg(hGraph);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (phGraphExec == NULL || (flags & ~(cuuint64_t)INSTANTIATE_FLAGS) != 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    CUgraphExec exec = gsim_cu_obj_new(GSIM_CU_GRAPH_EXEC);
-    if (exec == NULL)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    exec->flags = flags;
-    pthread_mutex_lock(&hGraph->mu);
-    exec->ops = hGraph->n_nodes > 0 ? calloc(hGraph->n_nodes, sizeof(*exec->ops)) : NULL;
-    if (hGraph->n_nodes > 0 && exec->ops == NULL) {
-        result = CUDA_ERROR_OUT_OF_MEMORY;
-    } else {
-        for (size_t i = 0; i < hGraph->n_nodes; i++) {
-            exec->ops[i] = hGraph->nodes[i]->op;
-            if (exec->ops[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
-                gsim_cu_graph_alloc_ref(exec->ops[i].alloc);
-        }
-        exec->n_ops = hGraph->n_nodes;
-    }
-    pthread_mutex_unlock(&hGraph->mu);
-    if (result != CUDA_SUCCESS) {
-        gsim_cu_obj_free(exec);
-        return result;
-    }
-    *phGraphExec = exec;
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                        CUgraphNode *phErrorNode, char *logBuffer,
-                                        size_t bufferSize)
-{
-    (void)phErrorNode;
-    if (logBuffer != NULL && bufferSize > 0)
-        logBuffer[0] = '\0';
-    return instantiate(phGraphExec, hGraph, 0);
-}
-
-GSIM_CU_API CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                           CUgraphNode *phErrorNode, char *logBuffer,
-                                           size_t bufferSize)
-{
-    return cuGraphInstantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
-}
-
-GSIM_CU_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                                 unsigned long long flags)
-{
-    return instantiate(phGraphExec, hGraph, flags);
-}
-
-static CUresult instantiate_params(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                   CUDA_GRAPH_INSTANTIATE_PARAMS *p)
-{
-    if (p == NULL)
-        return gsim_cu_first_error(gsim_cu_initialized(), CUDA_ERROR_INVALID_VALUE);
-    CUresult result = instantiate(phGraphExec, hGraph, p->flags);
-    p->hErrNode_out = NULL;
-    p->result_out =
-        result == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+    CUresult result = gsim_cu_graph_node_arg(n);
+    if (result == CUDA_SUCCESS && n->op.type != type)
+        result = CUDA_ERROR_INVALID_VALUE;
     return result;
-}
-
-GSIM_CU_API CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                                  CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
-{
-    return instantiate_params(phGraphExec, hGraph, instantiateParams);
-}
-
-GSIM_CU_API CUresult cuGraphInstantiateWithParams_ptsz(
-    CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
-{
-    return instantiate_params(phGraphExec, hGraph, instantiateParams);
-}
-
-static CUresult exec_arg(CUgraphExec e)
-{
-    CUresult result = gsim_cu_initialized();
-    if (result != CUDA_SUCCESS)
-        return result;
-    return gsim_cu_obj_valid(e, GSIM_CU_GRAPH_EXEC) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-GSIM_CU_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
-{
-    CUresult result = exec_arg(hGraphExec);
-    if (result != CUDA_SUCCESS)
-        return result;
-    for (size_t i = 0; i < hGraphExec->n_ops; i++) {
-        if (hGraphExec->ops[i].type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
-            gsim_cu_graph_alloc_unref(hGraphExec->ops[i].alloc);
-    }
-    free(hGraphExec->ops);
-    gsim_cu_obj_free(hGraphExec);
-    return CUDA_SUCCESS;
-}
-
-GSIM_CU_API CUresult cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags)
-{
-    CUresult result = exec_arg(hGraphExec);
-    if (result != CUDA_SUCCESS)
-        return result;
-    GSIM_CU_CHECK_PTR(flags);
-    *flags = hGraphExec->flags;
-    return CUDA_SUCCESS;
-}
-
-/* Before anything runs: every allocation node must be free (or freed now with auto-free). */
-static CUresult prepare_allocs(CUgraphExec e)
-{
-    for (size_t i = 0; i < e->n_ops; i++) {
-        const node_op_t *op = &e->ops[i];
-        if (op->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC || !gsim_cu_graph_alloc_allocated(op->alloc))
-            continue;
-        if (!(e->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH))
-            return CUDA_ERROR_INVALID_VALUE;
-        gsim_cu_graph_mem_free((uintptr_t)gsim_cu_graph_alloc_ptr(op->alloc));
-    }
-    return CUDA_SUCCESS;
-}
-
-static CUresult run_op(const node_op_t *op, gsim_cu_stream_t *s)
-{
-    switch (op->type) {
-    case CU_GRAPH_NODE_TYPE_KERNEL: {
-        const CUDA_KERNEL_NODE_PARAMS_v2 *p = &op->u.kernel;
-        gsim_cu_launch_t l = {.f = p->func,
-                              .grid = {p->gridDimX, p->gridDimY, p->gridDimZ},
-                              .block = {p->blockDimX, p->blockDimY, p->blockDimZ},
-                              .shared_mem = p->sharedMemBytes,
-                              .params = p->kernelParams,
-                              .extra = p->extra};
-        return gsim_cu_launch_on(&l, s);
-    }
-    case CU_GRAPH_NODE_TYPE_MEMCPY:
-        return gsim_cu_copy3d_plain(&op->u.copy);
-    case CU_GRAPH_NODE_TYPE_MEMSET: {
-        const CUDA_MEMSET_NODE_PARAMS *m = &op->u.memset;
-        return gsim_cu_memset2d(m->dst, m->pitch, m->value, m->elementSize, m->width, m->height);
-    }
-    case CU_GRAPH_NODE_TYPE_HOST: {
-        gsim_cu_host_call_t call = {.host_fn = op->u.host.fn, .user = op->u.host.userData};
-        return gsim_cu_stream_host_call(s, &call);
-    }
-    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
-        return gsim_cu_event_record_on(op->u.event, s);
-    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: {
-        int64_t t;
-        CUresult result = gsim_cu_event_time(op->u.event, &t);
-        if (result == CUDA_SUCCESS)
-            gsim_cu_stream_wait_until(s, t);
-        return result;
-    }
-    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
-        return gsim_cu_graph_alloc_allocate(op->alloc);
-    case CU_GRAPH_NODE_TYPE_MEM_FREE:
-        return gsim_cu_graph_mem_free((uintptr_t)op->u.free_ptr);
-    default:
-        return CUDA_SUCCESS;
-    }
-}
-
-static CUresult graph_launch(CUgraphExec hGraphExec, CUstream hStream, int per_thread)
-{
-    CUresult result = exec_arg(hGraphExec);
-    if (result != CUDA_SUCCESS)
-        return result;
-    gsim_cu_stream_t *s;
-    result = gsim_cu_stream_resolve(hStream, per_thread, &s);
-    if (result != CUDA_SUCCESS)
-        return result;
-    result = prepare_allocs(hGraphExec);
-    for (size_t i = 0; result == CUDA_SUCCESS && i < hGraphExec->n_ops; i++)
-        result = run_op(&hGraphExec->ops[i], s);
-    return result;
-}
-
-GSIM_CU_API CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
-{
-    return graph_launch(hGraphExec, hStream, 0);
-}
-
-GSIM_CU_API CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
-{
-    return graph_launch(hGraphExec, hStream, 1);
-}
-
-static CUresult graph_upload(CUgraphExec hGraphExec, CUstream hStream, int per_thread)
-{
-    CUresult result = exec_arg(hGraphExec);
-    if (result != CUDA_SUCCESS)
-        return result;
-    gsim_cu_stream_t *s;
-    return gsim_cu_stream_resolve(hStream, per_thread, &s);
-}
-
-GSIM_CU_API CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
-{
-    return graph_upload(hGraphExec, hStream, 0);
-}
-
-GSIM_CU_API CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
-{
-    return graph_upload(hGraphExec, hStream, 1);
 }

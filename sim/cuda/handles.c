@@ -7,6 +7,11 @@
 /* Slots per kind. The arena is address space reserved without swap, touched as used. */
 #define ARENA_SLOTS (1u << 18)
 
+/* Under LeakSanitizer, objects in the arenas hold the only pointers to some heap blocks: the used
+ * part of each arena is registered as a root region, one chunk of slots at a time. */
+#define ROOT_CHUNK_SLOTS 64u
+extern void __lsan_register_root_region(const void *p, size_t size) __attribute__((weak));
+
 typedef struct free_slot {
     gsim_cu_obj_t obj;
     struct free_slot *next;
@@ -40,6 +45,9 @@ static void *take_slot(arena_t *a)
     }
     size_t used = atomic_load(&a->used);
     if (used < ARENA_SLOTS) {
+        if (used % ROOT_CHUNK_SLOTS == 0 && __lsan_register_root_region != NULL)
+            __lsan_register_root_region(base + used * GSIM_CU_OBJ_SLOT,
+                                        ROOT_CHUNK_SLOTS * GSIM_CU_OBJ_SLOT);
         atomic_store(&a->used, used + 1);
         return base + used * GSIM_CU_OBJ_SLOT;
     }

@@ -63,8 +63,8 @@ GSIM_CU_API CUresult cuMemFreeHost(void *p)
 {
     CUcontext ctx;
     CUresult result = gsim_cu_ctx_current(&ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
+    if (result != CUDA_SUCCESS || p == NULL)
+        return result; /* like free(NULL), as NVIDIA's driver does */
     gsim_cu_alloc_t a;
     if (gsim_cu_table_find((uintptr_t)p, &a) != 0 || a.base != (uintptr_t)p ||
         a.kind != GSIM_CU_MEM_HOST)

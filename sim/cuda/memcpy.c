@@ -3,8 +3,6 @@
  * work, as the real driver orders them. */
 #include "cuda_internal.h"
 
-#include <string.h>
-
 /* How a copy is ordered: on which stream, and whether the caller waits for earlier work. */
 typedef struct order {
     CUstream stream;
@@ -48,6 +46,13 @@ static CUresult unified_side(CUdeviceptr p, size_t n, void **out)
     return CUDA_SUCCESS;
 }
 
+/* Whether a unified pointer is host memory gpusim does not know (so it is not validated). */
+static int unknown_host(CUdeviceptr p)
+{
+    gsim_cu_alloc_t a;
+    return gsim_cu_table_find((uintptr_t)p, &a) != 0;
+}
+
 static CUresult copy_linear(CUdeviceptr dst, CUdeviceptr src, size_t n, int dst_dev, int src_dev,
                             order_t o)
 {
@@ -58,9 +63,10 @@ static CUresult copy_linear(CUdeviceptr dst, CUdeviceptr src, size_t n, int dst_
     result = dst_dev ? device_side(dst, n, &d) : unified_side(dst, n, &d);
     if (result == CUDA_SUCCESS)
         result = src_dev ? device_side(src, n, &s) : unified_side(src, n, &s);
-    if (result == CUDA_SUCCESS)
-        memmove(d, s, n);
-    return result;
+    if (result != CUDA_SUCCESS)
+        return result;
+    int host_side = (!dst_dev && unknown_host(dst)) || (!src_dev && unknown_host(src));
+    return gsim_cu_copy_bytes(d, s, n, host_side);
 }
 
 static CUresult copy_htod(CUdeviceptr dst, const void *src, size_t n, order_t o)
@@ -280,9 +286,9 @@ static CUresult copy_array(const array_copy_t *c, order_t o)
     result = resolve_dst(c, &d);
     if (result == CUDA_SUCCESS)
         result = resolve_src(c, &s);
-    if (result == CUDA_SUCCESS && c->n > 0)
-        memmove(d, s, c->n);
-    return result;
+    if (result != CUDA_SUCCESS)
+        return result;
+    return gsim_cu_copy_bytes(d, s, c->n, c->dst_host != NULL || c->src_host != NULL);
 }
 
 static CUresult htoa(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t n, order_t o)

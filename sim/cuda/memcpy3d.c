@@ -2,12 +2,11 @@
  * memory and arrays, every row bounds-checked before any byte moves. */
 #include "cuda_internal.h"
 
-#include <string.h>
-
 /* One side of a 3D copy, resolved to host addresses. */
 typedef struct side {
     unsigned char *base; /* address of (0, 0, 0) of the side's layout */
     size_t pitch, height;
+    int host; /* application host memory gpusim cannot validate */
 } side_t;
 
 typedef struct extent {
@@ -48,6 +47,7 @@ static CUresult linear_side(unsigned char *base, int is_device, size_t pitch, si
     out->base = base;
     out->pitch = pitch;
     out->height = height != 0 ? height : e->y + e->rows;
+    out->host = !is_device;
     size_t start, end;
     if (base == NULL || span(out, e, &start, &end) != 0 || end > UINTPTR_MAX - (uintptr_t)base)
         return CUDA_ERROR_INVALID_VALUE;
@@ -112,7 +112,9 @@ CUresult gsim_cu_copy3d(const CUDA_MEMCPY3D_PEER *p)
             const unsigned char *from =
                 s.base + ((se.z + z) * s.height + se.y + y) * s.pitch + se.x;
             unsigned char *to = d.base + ((de.z + z) * d.height + de.y + y) * d.pitch + de.x;
-            memmove(to, from, p->WidthInBytes);
+            result = gsim_cu_copy_bytes(to, from, p->WidthInBytes, s.host || d.host);
+            if (result != CUDA_SUCCESS)
+                return result;
         }
     }
     return CUDA_SUCCESS;

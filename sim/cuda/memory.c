@@ -152,8 +152,8 @@ GSIM_CU_API CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     CUcontext ctx;
     CUresult result = gsim_cu_ctx_current(&ctx);
-    if (result != CUDA_SUCCESS)
-        return result;
+    if (result != CUDA_SUCCESS || dptr == 0)
+        return result; /* like free(NULL), as NVIDIA's driver does */
     gsim_cu_alloc_t a;
     if (gsim_cu_table_find((uintptr_t)dptr, &a) != 0 || a.base != (uintptr_t)dptr)
         return CUDA_ERROR_INVALID_VALUE;

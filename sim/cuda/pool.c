@@ -553,7 +553,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hStream, int per_thread)
 {
     gsim_cu_stream_t *s;
     CUresult result = gsim_cu_stream_resolve(hStream, per_thread, &s);
-    if (result != CUDA_SUCCESS)
+    if (result != CUDA_SUCCESS || dptr == 0)
         return result;
     gsim_cu_alloc_t a;
     if (gsim_cu_table_find((uintptr_t)dptr, &a) != 0 || a.base != (uintptr_t)dptr)

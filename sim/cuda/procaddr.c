@@ -2,6 +2,8 @@
  * the table of exports.h, as NVIDIA's driver does it for the CUDA runtime. */
 #include "cuda_internal.h"
 
+#include <cudaProfiler.h>
+#include <cudaProfilerTypedefs.h>
 #include <cudaTypedefs.h>
 #include <string.h>
 

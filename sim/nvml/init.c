@@ -109,7 +109,7 @@ GS_NVML_API const char *nvmlErrorString(nvmlReturn_t result)
         return "The requested vgpu operation is not available on target device, because ECC is "
                "enabled";
     case NVML_ERROR_INSUFFICIENT_RESOURCES:
-        return "Ran out of critical resources, other than memory";
+        return "Insufficient Resources";
     case NVML_ERROR_FREQ_NOT_SUPPORTED:
         return "Requested frequency is not supported";
     case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:

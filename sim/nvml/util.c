@@ -279,3 +279,28 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetProcessUtilization(
     *processSamplesCount = n;
     return gsim_nvml_end(&t, result);
 }
+
+GS_NVML_API nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
+{
+    nvml_target_t t;
+    nvmlReturn_t result = gsim_nvml_begin_node(&t);
+    if (result == NVML_SUCCESS && (name == NULL || length == 0))
+        result = NVML_ERROR_INVALID_ARGUMENT;
+    if (result != NVML_SUCCESS)
+        return gsim_nvml_end(&t, result);
+    /* The name a CUDA process registered with (its comm), as the driver knows its clients. */
+    gsim_node_reap_locked(t.node);
+    result = NVML_ERROR_NOT_FOUND;
+    for (int i = 0; i < GSIM_MAX_PROCS && result == NVML_ERROR_NOT_FOUND; i++) {
+        const gsim_proc_t *proc = &t.node->procs[i];
+        if (proc->pid != 0 && (unsigned)proc->pid == pid) {
+            size_t n = strnlen(proc->name, sizeof(proc->name));
+            if (n >= length)
+                n = length - 1; /* NVIDIA truncates to the buffer */
+            memcpy(name, proc->name, n);
+            name[n] = '\0';
+            result = NVML_SUCCESS;
+        }
+    }
+    return gsim_nvml_end(&t, result);
+}

@@ -2,11 +2,14 @@
  * kernel, synchronize and free, with the driver API exactly as an application uses it. */
 #include <string.h>
 
+#include <cudaProfiler.h>
+
 #include "check.h"
 
 static const char image[] = "gpusim-module 1\n"
                             "# the kernels of this test\n"
-                            "kernel scale 2ms\n"
+                            "kernel gate 200ms\n"
+                            "kernel scale 20ms\n"
                             "kernel tiny 5us\n";
 
 static void check_device(CUdevice dev)
@@ -64,16 +67,19 @@ static void round_trip(size_t n)
 static void launch_and_sync(void)
 {
     CUmodule mod;
-    CUfunction scale;
+    CUfunction scale, gate;
     CHECK(cuModuleLoadData(&mod, image));
     CHECK(cuModuleGetFunction(&scale, mod, "scale"));
+    CHECK(cuModuleGetFunction(&gate, mod, "gate"));
     CUstream s;
     CUevent start, stop;
     CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CHECK(cuEventCreate(&start, CU_EVENT_DEFAULT));
     CHECK(cuEventCreate(&stop, CU_EVENT_DEFAULT));
-    CHECK(cuEventRecord(start, s));
     void *args[] = {NULL};
+    /* The first kernel keeps the stream busy for 200 ms, so the timed ones run back to back. */
+    CHECK(cuLaunchKernel(gate, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+    CHECK(cuEventRecord(start, s));
     for (int i = 0; i < 3; i++)
         CHECK(cuLaunchKernel(scale, 64, 1, 1, 256, 1, 1, 0, s, args, NULL));
     CHECK(cuEventRecord(stop, s));
@@ -81,7 +87,7 @@ static void launch_and_sync(void)
     CHECK(cuStreamQuery(s));
     float ms = 0;
     CHECK(cuEventElapsedTime(&ms, start, stop));
-    CHECK_TRUE(ms >= 5.99f && ms < 6.5f);
+    CHECK_TRUE(ms > 59.999f && ms < 60.001f);
     CHECK(cuCtxSynchronize());
     CHECK(cuEventDestroy(start));
     CHECK(cuEventDestroy(stop));
@@ -107,9 +113,11 @@ int main(void)
     CHECK(cuMemGetInfo(&free0, &total));
     CHECK_EQ(total, 80 * GIB);
     CHECK_EQ(free0, 80 * GIB);
+    CHECK(cuProfilerStart());
     round_trip(1);
     round_trip(3 * MIB + 17);
     launch_and_sync();
+    CHECK(cuProfilerStop());
     size_t free1 = 0;
     CHECK(cuMemGetInfo(&free1, &total));
     CHECK_EQ(free1, free0);
