@@ -35,11 +35,7 @@ static gs__waiter_t *find_waiter(const gs__daemon_t *d, const gs__conn_t *conn)
 
 int gs__api_conn_busy(const gs__daemon_t *d, const gs__conn_t *conn)
 {
-    for (const gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next) {
-        if (lease->conn == conn)
-            return 1;
-    }
-    return find_waiter(d, conn) != NULL;
+    return gs__conn_leases(conn) > 0 || find_waiter(d, conn) != NULL;
 }
 
 static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *req,
@@ -95,6 +91,17 @@ static void enqueue(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t 
             req->command);
 }
 
+/* A user (root excepted) holds at most this many leases: each maps a region in the daemon. */
+#define GS__LEASES_PER_USER 1024
+
+static unsigned leases_of(const gs__daemon_t *d, uid_t uid)
+{
+    unsigned n = 0;
+    for (const gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next)
+        n += lease->rec.uid == uid;
+    return n;
+}
+
 static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *req)
 {
     const gs__cred_t *cred = gs__conn_cred(conn);
@@ -107,6 +114,12 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_req
     if (find_waiter(d, conn) != NULL) {
         gs__conn_send(conn, gs__api_error("acquire", "bad_request",
                                           "this connection already waits for a lease"));
+        return;
+    }
+    if (cred->uid != 0 && leases_of(d, cred->uid) >= GS__LEASES_PER_USER) {
+        snprintf(why, sizeof(why), "user %s already holds %d leases, the most one user may hold",
+                 cred->user, GS__LEASES_PER_USER);
+        gs__conn_send(conn, gs__api_error("acquire", "too_many", why));
         return;
     }
     if (gs__place_possible(d->gpus, d->n_gpus, req, why, sizeof(why)) != 0) {

@@ -55,6 +55,16 @@ static void unlink_lease(gs__daemon_t *d, gs__lease_t *lease)
     d->n_leases--;
 }
 
+/* Ties the lease to its holder's connection (NULL: none), keeping the connection's count. */
+static void set_conn(gs__lease_t *lease, struct gs__conn *conn)
+{
+    if (lease->conn != NULL)
+        gs__conn_count_lease(lease->conn, -1);
+    lease->conn = conn;
+    if (conn != NULL)
+        gs__conn_count_lease(conn, +1);
+}
+
 static void take(gs__daemon_t *d, const gs__alloc_t *alloc)
 {
     for (unsigned i = 0; i < alloc->n; i++)
@@ -112,7 +122,7 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
         return GS_ENOMEM;
     }
     lease->alloc = *alloc;
-    lease->conn = conn;
+    set_conn(lease, conn);
     fill_record(d, lease, cred, req);
     gs__regions_path(&d->cfg, lease->rec.id, lease->rec.region, sizeof(lease->rec.region));
     gs_region_config_t rcfg;
@@ -172,7 +182,7 @@ static void set_state(gs__daemon_t *d, gs__lease_t *lease, gs__lease_state_t sta
 
 int gs__lease_let_go(gs__daemon_t *d, gs__lease_t *lease, const char *why)
 {
-    lease->conn = NULL;
+    set_conn(lease, NULL);
     unsigned procs = live_processes(lease);
     if (procs == 0) {
         gs__lease_end(d, lease, why);
@@ -235,7 +245,7 @@ void gs__leases_reap(gs__daemon_t *d)
             gs__now_ms() - lease->revoked_ms > REVOKE_GRACE_MS) {
             gs_warn("lease %llu: its holder did not stop within %d s of the release",
                     (unsigned long long)lease->rec.id, REVOKE_GRACE_MS / 1000);
-            lease->conn = NULL;
+            set_conn(lease, NULL);
         }
         if (lease->conn != NULL) {
             if (lease->region != NULL)

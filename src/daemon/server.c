@@ -7,6 +7,7 @@
 #include "gpushare/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,6 +42,7 @@ struct gs__conn {
     int dead;    /* gone: free at the end of the iteration */
     int pending; /* in the list of connections with output to write */
     int watching_out;
+    unsigned leases; /* leases held through this connection */
     struct gs__conn *next_pending;
 };
 
@@ -53,6 +55,7 @@ typedef struct server {
     gs__conn_t *conns;
     gs__conn_t *pending; /* connections with output, written after the commit */
     unsigned n_conns;
+    int spare_fd; /* kept open to refuse connections cleanly when out of descriptors */
 } server_t;
 
 /* Tags for epoll: the two special descriptors; connections are their own pointers. */
@@ -103,6 +106,19 @@ void gs__conn_send(gs__conn_t *conn, json_t *msg)
         }
     }
     free(text);
+}
+
+void gs__conn_count_lease(gs__conn_t *conn, int delta)
+{
+    if (delta < 0 && conn->leases > 0)
+        conn->leases--;
+    else if (delta > 0)
+        conn->leases++;
+}
+
+unsigned gs__conn_leases(const gs__conn_t *conn)
+{
+    return conn->leases;
 }
 
 void gs__conn_close(gs__conn_t *conn)
@@ -158,10 +174,27 @@ static void accept_one(server_t *s, int fd)
     gs_debug("connection from pid %d (user %s)", (int)uc.pid, conn->cred.user);
 }
 
+/* Out of file descriptors, a pending connection would wake the (level-triggered) loop forever:
+ * give up the spare descriptor, take the connection and close it at once. */
+static void refuse_one(server_t *s)
+{
+    if (s->spare_fd >= 0)
+        close(s->spare_fd);
+    int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd >= 0)
+        close(fd);
+    s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    gs_warn("out of file descriptors (%u connections): refused a connection", s->n_conns);
+}
+
 static void accept_all(server_t *s)
 {
     for (int i = 0; i < 64; i++) {
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+            refuse_one(s);
+            return;
+        }
         if (fd < 0) {
             if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
                 gs_warn("accept: %s", gs_strerror(-errno));
@@ -461,7 +494,8 @@ static int open_signals(void)
 
 int gs__server_run(gs__daemon_t *d, char *err, size_t errlen)
 {
-    server_t s = {.d = d, .epfd = -1, .listen_fd = -1, .signal_fd = -1};
+    server_t s = {.d = d, .epfd = -1, .listen_fd = -1, .signal_fd = -1, .spare_fd = -1};
+    s.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     int result = 0;
     s.listen_fd = open_socket(d->cfg.socket, err, errlen);
     if (s.listen_fd < 0) {
@@ -488,6 +522,8 @@ out:
     }
     if (s.signal_fd >= 0)
         close(s.signal_fd);
+    if (s.spare_fd >= 0)
+        close(s.spare_fd);
     if (s.epfd >= 0)
         close(s.epfd);
     return result;

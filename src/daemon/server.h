@@ -22,6 +22,11 @@ const gs__cred_t *gs__conn_cred(const gs__conn_t *conn);
  * connection are dropped. */
 void gs__conn_send(gs__conn_t *conn, json_t *msg);
 
+/* Counts the leases held through the connection (delta +1 or -1), and reads the count: a
+ * connection holding a lease is never idle. */
+void gs__conn_count_lease(gs__conn_t *conn, int delta);
+unsigned gs__conn_leases(const gs__conn_t *conn);
+
 /* Closes the connection once its pending output is written. */
 void gs__conn_close(gs__conn_t *conn);
 
