@@ -37,11 +37,11 @@ static const char *const schema =
     " updated_at INTEGER NOT NULL)";
 
 static const char *const sql[ST_COUNT] = {
-    [ST_PUT] = "INSERT OR REPLACE INTO leases (id, uid, gid, user, command, client_pid, "
-               "client_start, request, parts, compute_share, region, state, granted_at, "
-               "updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)",
-    [ST_STATE] = "UPDATE leases SET state = ?2, updated_at = strftime('%s','now') * 1000 "
-                 "WHERE id = ?1",
+    [ST_PUT] = ("INSERT OR REPLACE INTO leases (id, uid, gid, user, command, client_pid, "
+                "client_start, request, parts, compute_share, region, state, granted_at, "
+                "updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)"),
+    [ST_STATE] = ("UPDATE leases SET state = ?2, updated_at = strftime('%s','now') * 1000 "
+                  "WHERE id = ?1"),
     [ST_DELETE] = "DELETE FROM leases WHERE id = ?1",
 };
 

@@ -34,6 +34,11 @@ expect_fail 1 'gpushare: only root may ask for a priority above 0' \
 expect_fail 2 'gpushare release: "abc" is not a lease ID (see gpushare leases)' gs release abc
 expect_fail 1 'gpushare: no lease 999' gs release 999
 expect_fail 2 'gpushare: unknown command "frobnicate" (see gpushare --help)' gs frobnicate
+expect_fail 1 'gpushare: the shim /nonexistent/libgpushare.so is missing (set GPUSHARE_SHIM or shim = in gpushare.conf): refusing to run without the lease'"'"'s limits' \
+  env GPUSHARE_SHIM=/nonexistent/libgpushare.so "${GS[@]}" run --gpu-memory 1G -- true
+wait_eq 2 0 lease_count
+expect_fail 1 "gpushare: cannot connect to gpushared at $WORK/none.sock: No such file or directory (is gpushared running?)" \
+  gs status --socket "$WORK/none.sock"
 pass "bad CLI values: one line each, exit 2 (usage) or 1"
 
 # Bad lines on the socket: an error reply each, and the connection stays usable.
