@@ -100,7 +100,8 @@ static int run_op(region_layout_t *map, int slot, unsigned dev, int64_t delta)
     for (;;) {
         help(map, dev, g);
         uint64_t used = low64(g);
-        if (delta > 0 && limit != 0 && ((uint64_t)delta > limit || used > limit - (uint64_t)delta)) {
+        if (delta > 0 && limit != 0 &&
+            ((uint64_t)delta > limit || used > limit - (uint64_t)delta)) {
             disarm(proc);
             return GS_ELIMIT;
         }
