@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "gpushare/region.h"
+#include "gpushare/spinlock.h"
 
 #define REGION_MAGIC   "GSREGION"
 #define REGION_VERSION 3u
@@ -64,7 +65,7 @@ typedef struct region_layout {
 
 struct gs_region {
     region_layout_t *map;
-    pthread_mutex_t ops; /* one operation at a time per process: a record has one pending slot */
+    gs_spinlock_t ops; /* one operation at a time per process: a record has one pending slot */
 };
 
 #define LOAD(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
