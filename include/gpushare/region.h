@@ -117,6 +117,10 @@ int gs_region_snapshot(gs_region_t *region, gs_region_stats_t *stats);
 /* Copies up to max live process records into out; returns how many were copied. */
 int gs_region_processes(gs_region_t *region, gs_region_process_t *out, int max);
 
+/* In a forked child: frees the handle's process-local lock, which a thread of the parent may
+ * have held at the fork. The child must then attach its own record. */
+void gs_region_after_fork(gs_region_t *region);
+
 /* Reads /proc/PID/stat: sets *start_time and returns 1 when pid is alive and not a zombie, 0
  * when it is gone. Thread-safe. */
 int gs_proc_alive(pid_t pid, uint64_t *start_time);

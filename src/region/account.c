@@ -100,7 +100,8 @@ static int run_op(region_layout_t *map, int slot, unsigned dev, int64_t delta)
     for (;;) {
         help(map, dev, g);
         uint64_t used = low64(g);
-        if (delta > 0 && limit != 0 && ((uint64_t)delta > limit || used > limit - (uint64_t)delta)) {
+        if (delta > 0 && limit != 0 &&
+            ((uint64_t)delta > limit || used > limit - (uint64_t)delta)) {
             disarm(proc);
             return GS_ELIMIT;
         }
@@ -123,16 +124,16 @@ int gs_region_reserve(gs_region_t *region, int slot, unsigned dev, uint64_t byte
     region_layout_t *map = region->map;
     if (slot < 0 || slot >= GS_REGION_MAX_PROCS || dev >= GS_MAX_DEVICES)
         return GS_EINVAL;
-    pthread_mutex_lock(&region->ops);
+    gs_spin_lock(&region->ops);
     /* No device holds 8 EiB: such a request is simply more than the lease has. */
     int result = bytes > (uint64_t)INT64_MAX ? GS_ELIMIT : run_op(map, slot, dev, (int64_t)bytes);
-    pthread_mutex_unlock(&region->ops);
+    gs_spin_unlock(&region->ops);
     /* At the limit, charge held by dead processes may be what is missing. */
     if (result == GS_ELIMIT && bytes <= (uint64_t)INT64_MAX &&
         gs_region_reap_if_due(region, 50) > 0) {
-        pthread_mutex_lock(&region->ops);
+        gs_spin_lock(&region->ops);
         result = run_op(map, slot, dev, (int64_t)bytes);
-        pthread_mutex_unlock(&region->ops);
+        gs_spin_unlock(&region->ops);
     }
     region_proc_t *proc = &map->procs[slot];
     if (result == 0)
@@ -148,14 +149,14 @@ void gs_region_release(gs_region_t *region, int slot, unsigned dev, uint64_t byt
     if (slot < 0 || slot >= GS_REGION_MAX_PROCS || dev >= GS_MAX_DEVICES)
         return;
     region_proc_t *proc = &map->procs[slot];
-    pthread_mutex_lock(&region->ops);
+    gs_spin_lock(&region->ops);
     uint64_t held = low64(peek128(&proc->used[dev]));
     uint64_t take = bytes < held ? bytes : held;
     if (take > 0)
         run_op(map, slot, dev, -(int64_t)take);
     if (is_free)
         STORE(&proc->frees, LOAD(&proc->frees) + 1);
-    pthread_mutex_unlock(&region->ops);
+    gs_spin_unlock(&region->ops);
 }
 
 void gs_region_count_oom(gs_region_t *region, int slot)

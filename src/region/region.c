@@ -72,7 +72,7 @@ static int wrap(region_layout_t *map, gs_region_t **out)
         return GS_ENOMEM;
     }
     region->map = map;
-    pthread_mutex_init(&region->ops, NULL);
+    gs_spin_reset(&region->ops);
     *out = region;
     return 0;
 }
@@ -177,7 +177,6 @@ void gs_region_close(gs_region_t *region)
     if (region == NULL)
         return;
     munmap(region->map, sizeof(*region->map));
-    pthread_mutex_destroy(&region->ops);
     free(region);
 }
 
@@ -221,10 +220,10 @@ void gs_region_detach(gs_region_t *region, int slot)
 {
     if (slot < 0 || slot >= GS_REGION_MAX_PROCS)
         return;
-    pthread_mutex_lock(&region->ops);
+    gs_spin_lock(&region->ops);
     gs__region_drain(region->map, slot);
     gs__region_free_slot(region->map, slot);
-    pthread_mutex_unlock(&region->ops);
+    gs_spin_unlock(&region->ops);
 }
 
 /* Returns nonzero when the process recorded as pid (started at recorded) is gone (or a zombie, or
@@ -352,4 +351,10 @@ int gs_region_processes(gs_region_t *region, gs_region_process_t *out, int max)
         n++;
     }
     return n;
+}
+
+void gs_region_after_fork(gs_region_t *region)
+{
+    if (region != NULL)
+        gs_spin_reset(&region->ops);
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "gpushare/region.h"
+#include "gpushare/spinlock.h"
 
 #define REGION_MAGIC   "GSREGION"
 #define REGION_VERSION 4u
@@ -27,20 +28,20 @@ typedef unsigned __int128 u128;
 
 /* An operation a process has in flight (a seqlock: seq 0 while it is being rewritten). */
 typedef struct region_pending {
-    uint64_t seq;    /* the operation's sequence number, 0 = none */
+    uint64_t seq; /* the operation's sequence number, 0 = none */
     uint32_t dev;
     uint32_t pad;
-    int64_t delta;   /* bytes added (allocation) or removed (free) */
+    int64_t delta; /* bytes added (allocation) or removed (free) */
 } region_pending_t;
 
 typedef struct region_proc {
     u128 used[GS_MAX_DEVICES]; /* low: bytes held; high: seq of the last op applied */
     region_pending_t pending;
-    uint64_t seq;              /* last sequence number used by this slot (kept across owners) */
-    int32_t pid;               /* 0 = free; claimed by CAS */
-    int32_t reaper;            /* pid of the process reclaiming this dead slot, 0 = none */
-    uint64_t start_time;       /* 0 while the owner is still filling the record */
-    uint64_t allocs;           /* written by the owner */
+    uint64_t seq;        /* last sequence number used by this slot (kept across owners) */
+    int32_t pid;         /* 0 = free; claimed by CAS */
+    int32_t reaper;      /* pid of the process reclaiming this dead slot, 0 = none */
+    uint64_t start_time; /* 0 while the owner is still filling the record */
+    uint64_t allocs;     /* written by the owner */
     uint64_t frees;
     uint64_t ooms;
 } __attribute__((aligned(64))) region_proc_t;
@@ -66,7 +67,7 @@ typedef struct region_layout {
 
 struct gs_region {
     region_layout_t *map;
-    pthread_mutex_t ops; /* one operation at a time per process: a record has one pending slot */
+    gs_spinlock_t ops; /* one operation at a time per process: a record has one pending slot */
 };
 
 #define LOAD(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)

@@ -128,6 +128,8 @@ static void *load_driver(void)
 
 static void after_fork_in_child(void)
 {
+    gs_region_after_fork(state.region);
+    gs__track_after_fork();
     state.reattach = state.accounting;
 }
 

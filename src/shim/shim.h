@@ -89,6 +89,9 @@ int gs__track_remove(gs__kind_t kind, uint64_t key, gs__alloc_t *out);
 int gs__track_update(gs__kind_t kind, uint64_t key, int (*fn)(gs__alloc_t *entry, void *arg),
                      void *arg, gs__alloc_t *removed);
 
+/* In a forked child: frees the table's locks (their holders do not exist in the child). */
+void gs__track_after_fork(void);
+
 /* After the driver destroyed a context (and with it the memory allocated in it), drops every
  * allocation the driver no longer knows and returns its charge; returns the count. */
 int gs__track_drop_gone(void);

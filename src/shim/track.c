@@ -7,25 +7,19 @@
 #include <string.h>
 
 #include "gpushare/error.h"
+#include "gpushare/spinlock.h"
 
 #define STRIPES     64
 #define INITIAL_CAP 64
 
 typedef struct stripe {
-    pthread_mutex_t lock;
+    gs_spinlock_t lock;
     size_t cap; /* power of two, 0 before the first insert */
     size_t count;
     gs__alloc_t *slots; /* kind 0 = empty */
 } stripe_t;
 
-static stripe_t stripes[STRIPES];
-static pthread_once_t stripes_once = PTHREAD_ONCE_INIT;
-
-static void init_stripes(void)
-{
-    for (int i = 0; i < STRIPES; i++)
-        pthread_mutex_init(&stripes[i].lock, NULL);
-}
+static stripe_t stripes[STRIPES]; /* zero-initialised: empty and unlocked */
 
 static uint64_t hash_key(gs__kind_t kind, uint64_t key)
 {
@@ -39,7 +33,6 @@ static uint64_t hash_key(gs__kind_t kind, uint64_t key)
 
 static stripe_t *stripe_of(uint64_t h)
 {
-    pthread_once(&stripes_once, init_stripes);
     return &stripes[h % STRIPES];
 }
 
@@ -115,12 +108,12 @@ int gs__track_insert(const gs__alloc_t *alloc)
     uint64_t h = hash_key(alloc->kind, alloc->key);
     stripe_t *s = stripe_of(h);
     int result = 0;
-    pthread_mutex_lock(&s->lock);
+    gs_spin_lock(&s->lock);
     if ((s->count + 1) * 4 > s->cap * 3)
         result = grow(s);
     if (result == 0)
         place(s, alloc, h); /* a key already present (a reused handle) is replaced */
-    pthread_mutex_unlock(&s->lock);
+    gs_spin_unlock(&s->lock);
     return result;
 }
 
@@ -128,13 +121,13 @@ int gs__track_remove(gs__kind_t kind, uint64_t key, gs__alloc_t *out)
 {
     uint64_t h = hash_key(kind, key);
     stripe_t *s = stripe_of(h);
-    pthread_mutex_lock(&s->lock);
+    gs_spin_lock(&s->lock);
     size_t i = find(s, kind, key, h);
     if (i != SIZE_MAX) {
         *out = s->slots[i];
         erase(s, i);
     }
-    pthread_mutex_unlock(&s->lock);
+    gs_spin_unlock(&s->lock);
     return i != SIZE_MAX ? 0 : GS_ENOENT;
 }
 
@@ -144,7 +137,7 @@ int gs__track_update(gs__kind_t kind, uint64_t key, int (*fn)(gs__alloc_t *entry
     uint64_t h = hash_key(kind, key);
     stripe_t *s = stripe_of(h);
     int result = GS_ENOENT;
-    pthread_mutex_lock(&s->lock);
+    gs_spin_lock(&s->lock);
     size_t i = find(s, kind, key, h);
     if (i != SIZE_MAX) {
         result = fn(&s->slots[i], arg) ? 1 : 0;
@@ -153,7 +146,7 @@ int gs__track_update(gs__kind_t kind, uint64_t key, int (*fn)(gs__alloc_t *entry
             erase(s, i);
         }
     }
-    pthread_mutex_unlock(&s->lock);
+    gs_spin_unlock(&s->lock);
     return result;
 }
 
@@ -191,20 +184,19 @@ static int still_exists(const gs__alloc_t *e)
 static gs__alloc_t *copy_charged(int k, size_t *n)
 {
     stripe_t *s = &stripes[k];
-    pthread_mutex_lock(&s->lock);
+    gs_spin_lock(&s->lock);
     gs__alloc_t *copy = s->count > 0 ? malloc(s->count * sizeof(*copy)) : NULL;
     *n = 0;
     for (size_t i = 0; copy != NULL && i < s->cap; i++) {
         if (s->slots[i].kind != 0 && s->slots[i].bytes != 0)
             copy[(*n)++] = s->slots[i];
     }
-    pthread_mutex_unlock(&s->lock);
+    gs_spin_unlock(&s->lock);
     return copy;
 }
 
 int gs__track_drop_gone(void)
 {
-    pthread_once(&stripes_once, init_stripes);
     int dropped = 0;
     for (int k = 0; k < STRIPES; k++) {
         size_t n;
@@ -220,4 +212,10 @@ int gs__track_drop_gone(void)
         free(copy);
     }
     return dropped;
+}
+
+void gs__track_after_fork(void)
+{
+    for (int k = 0; k < STRIPES; k++)
+        gs_spin_reset(&stripes[k].lock);
 }
