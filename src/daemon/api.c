@@ -56,8 +56,9 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
     if (d->cfg.shim[0] != '\0')
         json_object_set_new(reply, "preload", json_string(d->cfg.shim));
     gs__conn_send(conn, reply);
-    char what[128];
-    gs__view_describe(d, lease, what, sizeof(what));
+    char what[128] = "";
+    if (gs_log_enabled(GS_LOG_INFO))
+        gs__view_describe(d, lease, what, sizeof(what));
     gs_info("lease %llu granted to user %s (pid %d): %s, command \"%s\"",
             (unsigned long long)lease->rec.id, cred->user, (int)cred->pid, what, req->command);
 }

@@ -1,4 +1,4 @@
-/* The lease lifecycle: grant, let go, revoke, reap, restore; lease JSON and environment. */
+/* The lease lifecycle: grant, let go, revoke, reap, restore; the live use of a lease. */
 #include "daemon.h"
 #include "regions.h"
 #include "server.h"
@@ -148,7 +148,8 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
 void gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
 {
     char what[256] = "";
-    gs__view_describe(d, lease, what, sizeof(what));
+    if (gs_log_enabled(GS_LOG_INFO))
+        gs__view_describe(d, lease, what, sizeof(what));
     give(d, &lease->alloc);
     gs__regions_remove(lease->rec.region, lease->region);
     gs__ledger_delete(d->ledger, lease->rec.id);
