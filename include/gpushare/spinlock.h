@@ -9,7 +9,10 @@ typedef struct gs_spinlock {
     int locked;
 } gs_spinlock_t;
 
-#define GS_SPINLOCK_INIT {0}
+#define GS_SPINLOCK_INIT                                                                           \
+    {                                                                                              \
+        0                                                                                          \
+    }
 
 static inline void gs_spin_pause(void)
 {

@@ -6,6 +6,7 @@
 #include "gpushare/log.h"
 #include "gpushare/quantity.h"
 
+#include <stdio.h>
 #include <time.h>
 
 /* How often an allocating process checks the lease for members that died (SIGKILL leaves their
@@ -68,10 +69,14 @@ static void log_refusal(const char *what, unsigned dev, uint64_t bytes, int resu
     gs_qty_format_human(bytes, want, sizeof(want));
     gs_qty_format_human(gs__limit(dev), limit, sizeof(limit));
     gs_qty_format_human(gs_region_used(gs__region(), dev), used, sizeof(used));
+    char more[64] = "";
+    if (skipped > 0)
+        snprintf(more, sizeof(more), "; %llu more refused in the last second",
+                 (unsigned long long)skipped);
     if (result == GS_ELIMIT)
         gs_error("%s of %s on device %u refused: out of memory in this lease (limit %s, %s in "
-                 "use; %llu more refusals in the last second not shown)",
-                 what, want, dev, limit, used, (unsigned long long)skipped);
+                 "use%s)",
+                 what, want, dev, limit, used, more);
     else
         gs_error("%s of %s on device %u refused: lease accounting failed: %s", what, want, dev,
                  gs_strerror(result));
