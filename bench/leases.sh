@@ -34,8 +34,8 @@ bench/leases.sh: gpushared lease grant+release on gpusim (2 simulated H100-80GB)
 method: $clients client threads in one process, each with one connection, loop {acquire a 1 MiB
   --gpu-memory lease with wait=false; release it} $pairs times, all starting together; 3 runs,
   median run by throughput. A pair is one grant and one release (2 operations). Latency is a
-  pair's round trips measured in the client. Each grant creates the lease's region file and a
-  ledger row, each release removes both; the daemon's log level is warn (info logs 2 lines per
+  pair's round trips measured in the client. Each grant writes a ledger row and gives the lease
+  a region (a recycled one of the same user, or a new file), each release deletes the row; the daemon's log level is warn (info logs 2 lines per
   pair). "daemon CPU" is the daemon's user+system time per pair (/proc/PID/stat): what the
   daemon costs independently of other load. Machine: $(nproc) CPUs, load average
   $(cut -d' ' -f1-3 /proc/loadavg) before the run (the figures depend on other work on it).

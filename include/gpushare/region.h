@@ -55,6 +55,12 @@ typedef struct gs_region_process {
 int gs_region_create(const char *path, const gs_region_config_t *cfg, mode_t mode,
                      gs_region_t **out);
 
+/* Makes a region whose lease has ended ready for a new lease with cfg: counters to zero, the new
+ * limits, share and id. Only a region nobody is attached to can be recycled. Returns 0, or
+ * GS_EBUSY when a process is (or may be) attached or charge remains. Not thread-safe against
+ * users of the region (there must be none). */
+int gs_region_recycle(gs_region_t *region, const gs_region_config_t *cfg);
+
 /* Opens an existing region, checking magic, version and size. Returns 0 and *out, GS_ENOENT,
  * GS_EVERSION for a file that is not a compatible region, or -errno. */
 int gs_region_open(const char *path, gs_region_t **out);

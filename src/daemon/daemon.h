@@ -74,6 +74,7 @@ typedef struct gs__daemon {
     gs__counters_t counters;
     int64_t started_ms;
     gs__regions_owner_t self; /* the daemon's uid and gid */
+    gs__region_pool_t region_pool;
     char hostname[64];
     struct gs__metrics *metrics;
 } gs__daemon_t;

@@ -124,11 +124,11 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
     lease->alloc = *alloc;
     set_conn(lease, conn);
     fill_record(d, lease, cred, req);
-    gs__regions_path(&d->cfg, lease->rec.id, lease->rec.region, sizeof(lease->rec.region));
     gs_region_config_t rcfg;
     region_config(lease, &rcfg);
-    int result = gs__regions_create(lease->rec.region, &rcfg, cred->uid, cred->gid, d->self,
-                                    &lease->region, err, errlen);
+    int result = gs__regions_take(&d->region_pool, &d->cfg, lease->rec.id, &rcfg, cred->uid,
+                                  cred->gid, d->self, lease->rec.region, sizeof(lease->rec.region),
+                                  &lease->region, err, errlen);
     if (result == 0 && gs__ledger_put(d->ledger, &lease->rec) != 0) {
         snprintf(err, errlen, "cannot record the lease in the ledger");
         result = GS_EIO;
@@ -151,7 +151,8 @@ void gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
     if (gs_log_enabled(GS_LOG_INFO))
         gs__view_describe(d, lease, what, sizeof(what));
     give(d, &lease->alloc);
-    gs__regions_remove(lease->rec.region, lease->region);
+    gs__regions_give_back(&d->region_pool, lease->rec.region, lease->region, lease->rec.uid,
+                          lease->rec.gid);
     gs__ledger_delete(d->ledger, lease->rec.id);
     unlink_lease(d, lease);
     gs_info("lease %llu ended (%s): user %s, %s, held %.1f s", (unsigned long long)lease->rec.id,
@@ -265,6 +266,7 @@ void gs__leases_reap(gs__daemon_t *d)
 
 void gs__leases_free(gs__daemon_t *d)
 {
+    gs__regions_pool_clear(&d->region_pool);
     while (d->leases != NULL) {
         gs__lease_t *lease = d->leases;
         unlink_lease(d, lease);
@@ -337,9 +339,24 @@ static int restore_one(void *arg, const gs__lease_record_t *rec)
     return 0;
 }
 
+/* Whether path is the region of a live lease. */
+static int region_in_use(void *arg, const char *path)
+{
+    const gs__daemon_t *d = arg;
+    for (const gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next) {
+        if (strcmp(lease->rec.region, path) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 int gs__leases_restore(gs__daemon_t *d)
 {
     int result = gs__ledger_load(d->ledger, restore_one, d);
+    /* Idle regions of a daemon that was killed are nobody's: remove them. */
+    int stale = gs__regions_sweep(&d->cfg, region_in_use, d);
+    if (stale > 0)
+        gs_info("removed %d region files no lease uses", stale);
     for (unsigned g = 0; g < d->n_gpus; g++) {
         if (d->gpus[g].mem_leased > gs__gpu_leasable(&d->gpus[g]))
             gs_warn("GPU %u: restored leases hold more memory than it can lease now (was the "

@@ -20,7 +20,14 @@ struct gs__ledger {
     sqlite3_stmt *stmt[ST_COUNT];
     int in_txn;
     uint64_t next_id;
+    unsigned commits_since_checkpoint;
 };
+
+/* A checkpoint copies the WAL into the database and syncs both to disk: milliseconds on a disk.
+ * SQLite would do it inside whichever commit crosses 1000 pages, stalling the requests waiting
+ * behind that commit; gpushared does it when it is idle instead, or after this many commits
+ * when it never is (bounding the WAL's size). */
+#define CHECKPOINT_FORCE_COMMITS 50000
 
 static const char *const schema =
     "CREATE TABLE IF NOT EXISTS leases ("
@@ -94,7 +101,8 @@ static int setup(gs__ledger_t *ledger, char *err, size_t errlen)
      * directory fails here), and SQLite keeps the WAL index in memory without file locks. */
     if (exec(ledger, "PRAGMA locking_mode=EXCLUSIVE") != 0 ||
         exec(ledger, "PRAGMA journal_mode=WAL") != 0 ||
-        exec(ledger, "PRAGMA synchronous=NORMAL") != 0 || exec(ledger, schema) != 0 ||
+        exec(ledger, "PRAGMA synchronous=NORMAL") != 0 ||
+        exec(ledger, "PRAGMA wal_autocheckpoint=0") != 0 || exec(ledger, schema) != 0 ||
         exec(ledger, "PRAGMA user_version=1") != 0) {
         snprintf(err, errlen, "cannot set up the ledger: %s", sqlite3_errmsg(ledger->db));
         return GS_EIO;
@@ -170,7 +178,21 @@ int gs__ledger_commit(gs__ledger_t *ledger)
     if (!ledger->in_txn)
         return 0;
     ledger->in_txn = 0;
-    return exec(ledger, "COMMIT");
+    ledger->commits_since_checkpoint++;
+    int result = exec(ledger, "COMMIT");
+    if (ledger->commits_since_checkpoint >= CHECKPOINT_FORCE_COMMITS)
+        gs__ledger_checkpoint(ledger);
+    return result;
+}
+
+void gs__ledger_checkpoint(gs__ledger_t *ledger)
+{
+    if (ledger->in_txn || ledger->commits_since_checkpoint == 0)
+        return;
+    if (sqlite3_wal_checkpoint_v2(ledger->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) !=
+        SQLITE_OK)
+        gs_warn("ledger checkpoint: %s", sqlite3_errmsg(ledger->db));
+    ledger->commits_since_checkpoint = 0;
 }
 
 /* Runs a prepared statement that returns no rows, and resets it. */

@@ -70,6 +70,10 @@ int gs__ledger_delete(gs__ledger_t *ledger, uint64_t id);
 /* Makes every write since the last commit durable (see above). Returns 0 or GS_EIO. */
 int gs__ledger_commit(gs__ledger_t *ledger);
 
+/* Moves the write-ahead log into the database file (call when idle). Never fails: a failed
+ * checkpoint is logged and retried next time; the data is safe in the log meanwhile. */
+void gs__ledger_checkpoint(gs__ledger_t *ledger);
+
 /* Calls fn for every stored lease, in id order; stops at the first nonzero return, which it
  * returns. Rows that cannot be decoded are logged and skipped. */
 int gs__ledger_load(gs__ledger_t *ledger, int (*fn)(void *arg, const gs__lease_record_t *rec),

@@ -3,8 +3,10 @@
 
 #include "gpushare/error.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -111,4 +113,70 @@ void gs__regions_remove(const char *path, gs_region_t *region)
     gs_region_close(region);
     if (path[0] != '\0')
         unlink(path);
+}
+
+int gs__regions_take(gs__region_pool_t *pool, const gs__config_t *cfg, uint64_t id,
+                     const gs_region_config_t *rcfg, uid_t uid, gid_t gid, gs__regions_owner_t self,
+                     char *path, size_t pathlen, gs_region_t **out, char *err, size_t errlen)
+{
+    for (unsigned i = 0; i < pool->n;) {
+        if (pool->idle[i].uid != uid || pool->idle[i].gid != gid) {
+            i++;
+            continue;
+        }
+        gs_region_t *region = pool->idle[i].region;
+        snprintf(path, pathlen, "%s", pool->idle[i].path);
+        pool->idle[i] = pool->idle[--pool->n];
+        if (gs_region_recycle(region, rcfg) == 0) {
+            *out = region;
+            return 0;
+        }
+        gs__regions_remove(path, region); /* something still holds it: never reuse it */
+    }
+    gs__regions_path(cfg, id, path, pathlen);
+    return gs__regions_create(path, rcfg, uid, gid, self, out, err, errlen);
+}
+
+void gs__regions_give_back(gs__region_pool_t *pool, const char *path, gs_region_t *region,
+                           uid_t uid, gid_t gid)
+{
+    if (region == NULL || pool->n == GS__REGION_POOL_MAX || gs_region_attached(region) != 0 ||
+        strlen(path) >= sizeof(pool->idle[0].path)) {
+        gs__regions_remove(path, region);
+        return;
+    }
+    snprintf(pool->idle[pool->n].path, sizeof(pool->idle[0].path), "%s", path);
+    pool->idle[pool->n].region = region;
+    pool->idle[pool->n].uid = uid;
+    pool->idle[pool->n].gid = gid;
+    pool->n++;
+}
+
+void gs__regions_pool_clear(gs__region_pool_t *pool)
+{
+    while (pool->n > 0) {
+        pool->n--;
+        gs__regions_remove(pool->idle[pool->n].path, pool->idle[pool->n].region);
+    }
+}
+
+int gs__regions_sweep(const gs__config_t *cfg, int (*in_use)(void *arg, const char *path),
+                      void *arg)
+{
+    char dir[GS__PATH_MAX + 16], path[2 * GS__PATH_MAX + 32];
+    region_dir(cfg, dir, sizeof(dir));
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return 0;
+    int removed = 0;
+    struct dirent *entry;
+    while ((entry = readdir(d)) != NULL) {
+        if (entry->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, entry->d_name);
+        if (!in_use(arg, path) && unlink(path) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
 }

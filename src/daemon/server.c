@@ -403,6 +403,8 @@ static void loop(server_t *s)
         }
         for (int i = 0; i < n; i++)
             dispatch(s, &events[i]);
+        if (n == 0)
+            gs__ledger_checkpoint(s->d->ledger); /* idle: a good moment for the disk work */
         now = gs__now_ms();
         if (now >= next_tick) {
             tick(s, now, &next_reap, &next_refresh);

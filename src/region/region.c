@@ -86,19 +86,58 @@ static int map_file(int fd, region_layout_t **map)
     return 0;
 }
 
+/* Opens an unnamed file in path's directory (O_TMPFILE) to be linked in once complete; falls
+ * back to a named temporary (tmp holds its name) where the filesystem lacks O_TMPFILE. */
+static int open_unnamed(const char *path, mode_t mode, char *tmp, size_t len)
+{
+    char dir[4200];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash != NULL)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof(dir), ".");
+    tmp[0] = '\0';
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+        return fd >= 0 ? fd : -errno;
+    int n = snprintf(tmp, len, "%s.XXXXXX", path);
+    if (n < 0 || (size_t)n >= len)
+        return GS_ERANGE;
+    fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fchmod(fd, mode) != 0) {
+        int result = -errno;
+        close(fd);
+        unlink(tmp);
+        return result;
+    }
+    return fd;
+}
+
+/* Gives the finished file its name; fails with GS_EEXIST when another process won. */
+static int publish(int fd, const char *tmp, const char *path)
+{
+    if (tmp[0] != '\0')
+        return link(tmp, path) == 0 ? 0 : -errno;
+    char self[64];
+    snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+    return linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
+}
+
 int gs_region_create(const char *path, const gs_region_config_t *cfg, mode_t mode,
                      gs_region_t **out)
 {
     char tmp[4200];
-    int n = snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
-    if (n < 0 || (size_t)n >= sizeof(tmp))
-        return GS_ERANGE;
-    int fd = mkostemp(tmp, O_CLOEXEC);
+    int fd = open_unnamed(path, mode, tmp, sizeof(tmp));
     if (fd < 0)
-        return -errno;
+        return fd;
     region_layout_t *map = NULL;
     int result = 0;
-    if (fchmod(fd, mode) != 0 || ftruncate(fd, sizeof(region_layout_t)) != 0) {
+    if (ftruncate(fd, sizeof(region_layout_t)) != 0) {
         result = -errno;
         goto out;
     }
@@ -106,17 +145,42 @@ int gs_region_create(const char *path, const gs_region_config_t *cfg, mode_t mod
     if (result != 0)
         goto out;
     init_layout(map, cfg);
-    /* link() publishes the finished file atomically and fails if another process won. */
-    if (link(tmp, path) != 0)
-        result = -errno;
+    /* Linking publishes the finished file atomically and fails if another process won. */
+    result = publish(fd, tmp, path);
 out:
-    unlink(tmp);
+    if (tmp[0] != '\0')
+        unlink(tmp);
     close(fd);
     if (result == 0)
         return wrap(map, out);
     if (map != NULL)
         munmap(map, sizeof(*map));
     return result;
+}
+
+int gs_region_recycle(gs_region_t *region, const gs_region_config_t *cfg)
+{
+    region_layout_t *map = region->map;
+    if (LOAD(&map->attached) != 0)
+        return GS_EBUSY;
+    for (int i = 0; i < GS_REGION_MAX_PROCS; i++) {
+        if (LOAD(&map->procs[i].pid) != 0)
+            return GS_EBUSY;
+    }
+    for (unsigned d = 0; d < GS_MAX_DEVICES; d++) {
+        if (low64(load128(&map->device[d])) != 0)
+            return GS_EBUSY;
+        STORE(&map->peak[d], 0);
+        map->limit[d] = cfg->limit[d];
+    }
+    STORE(&map->retired_allocs, 0);
+    STORE(&map->retired_frees, 0);
+    STORE(&map->retired_ooms, 0);
+    STORE(&map->reclaimed_bytes, 0);
+    STORE(&map->last_reap_ns, 0);
+    map->compute_share = cfg->compute_share;
+    snprintf(map->lease_id, sizeof(map->lease_id), "%s", cfg->lease_id);
+    return 0;
 }
 
 int gs_region_open(const char *path, gs_region_t **out)
