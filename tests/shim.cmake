@@ -49,6 +49,9 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   gs_add_cuda_program(test_shim_kill SOURCES shim/test_shim_kill.c LIBS gs_region)
   gs_add_sim_test(shim_kill test_shim_kill TIMEOUT 120 SERIAL)
 
+  add_executable(make_region shim/make_region.c)
+  target_link_libraries(make_region PRIVATE gs_region)
+  set_target_properties(make_region PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
   gs_add_script_test(shim_fail_closed SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/shim/fail_closed.sh"
                      TIMEOUT 60)
 endif()

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,14 +264,184 @@ static void test_proc_alive(void **state)
     assert_int_equal(gs_proc_alive(kid, &start), 0);
 }
 
+/* Many threads of one process reap the same dead processes at once: each dead record is
+ * reclaimed exactly once, and the live one is never touched. */
+typedef struct reap_arg {
+    gs_region_t *region;
+    int reaped;
+} reap_arg_t;
+
+static void *reap_thread(void *p)
+{
+    reap_arg_t *arg = p;
+    for (int i = 0; i < 50; i++)
+        arg->reaped += gs_region_reap(arg->region);
+    return NULL;
+}
+
+static void test_concurrent_reapers(void **state)
+{
+    (void)state;
+    gs_region_config_t cfg = config_with_limit(GIB);
+    char path[256];
+    for (int round = 0; round < 30; round++) {
+        gs_region_t *r = NULL, *other = NULL;
+        int mine;
+        snprintf(path, sizeof(path), "%s/reapers-%d", dir, round);
+        assert_int_equal(gs_region_create(path, &cfg, 0600, &r), 0);
+        assert_int_equal(gs_region_open(path, &other), 0);
+        assert_int_equal(gs_region_attach(r, &mine), 0);
+        assert_int_equal(gs_region_reserve(r, mine, 0, 500), 0);
+        enum { KIDS = 8 };
+        pid_t kids[KIDS];
+        int ready[2];
+        assert_int_equal(pipe(ready), 0);
+        for (int i = 0; i < KIDS; i++) {
+            kids[i] = fork();
+            if (kids[i] == 0) {
+                gs_region_after_fork(r);
+                int slot;
+                if (gs_region_attach(r, &slot) != 0 || gs_region_reserve(r, slot, 0, 1000) != 0 ||
+                    write(ready[1], "x", 1) != 1)
+                    _exit(1);
+                pause();
+                _exit(0);
+            }
+        }
+        for (int i = 0; i < KIDS; i++) {
+            char c;
+            assert_int_equal(read(ready[0], &c, 1), 1);
+        }
+        close(ready[0]);
+        close(ready[1]);
+        for (int i = 0; i < KIDS; i++) {
+            kill(kids[i], SIGKILL);
+            waitpid(kids[i], NULL, 0);
+        }
+        /* Two threads share a handle (as a process's threads do); a third has its own. */
+        reap_arg_t args[3];
+        pthread_t threads[3];
+        for (int t = 0; t < 3; t++) {
+            args[t].reaped = 0;
+            args[t].region = t < 2 ? r : other;
+            pthread_create(&threads[t], NULL, reap_thread, &args[t]);
+        }
+        int total = 0;
+        for (int t = 0; t < 3; t++) {
+            pthread_join(threads[t], NULL);
+            total += args[t].reaped;
+        }
+        assert_int_equal(total, KIDS);
+        assert_int_equal(gs_region_used(r, 0), 500);
+        gs_region_stats_t stats;
+        assert_int_equal(gs_region_snapshot(r, &stats), 0);
+        assert_int_equal(stats.n_procs, 1);
+        assert_int_equal(stats.reclaimed_bytes, KIDS * 1000);
+        gs_region_release(r, mine, 0, 500, 1);
+        assert_int_equal(gs_region_used(r, 0), 0);
+        gs_region_close(other);
+        gs_region_close(r);
+    }
+}
+
+static void *idle_thread(void *p)
+{
+    (void)p;
+    pause();
+    return NULL;
+}
+
+/* A process whose main thread has exited while another thread runs is alive: its record and
+ * charge stay until the whole process is gone. */
+static void test_zombie_leader_is_alive(void **state)
+{
+    (void)state;
+    gs_region_config_t cfg = config_with_limit(GIB);
+    gs_region_t *r = NULL;
+    assert_int_equal(gs_region_create_private(&cfg, &r), 0);
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+        int slot;
+        pthread_t t;
+        if (gs_region_attach(r, &slot) != 0 || gs_region_reserve(r, slot, 0, 4096) != 0 ||
+            pthread_create(&t, NULL, idle_thread, NULL) != 0 || write(ready[1], "x", 1) != 1)
+            _exit(1);
+        pthread_exit(NULL);
+    }
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    usleep(100000); /* the main thread is a zombie by now */
+    uint64_t start = 0;
+    assert_int_equal(gs_proc_alive(kid, &start), 1);
+    assert_int_equal(gs_region_reap(r), 0);
+    assert_int_equal(gs_region_used(r, 0), 4096);
+    kill(kid, SIGKILL);
+    waitpid(kid, NULL, 0);
+    assert_int_equal(gs_region_reap(r), 1);
+    assert_int_equal(gs_region_used(r, 0), 0);
+    close(ready[0]);
+    close(ready[1]);
+    gs_region_close(r);
+}
+
+/* Only the record a handle attached is its to charge. */
+static void test_foreign_slot_refused(void **state)
+{
+    (void)state;
+    gs_region_config_t cfg = config_with_limit(GIB);
+    gs_region_t *r = NULL;
+    int slot;
+    assert_int_equal(gs_region_create_private(&cfg, &r), 0);
+    assert_int_equal(gs_region_attach(r, &slot), 0);
+    assert_int_equal(gs_region_reserve(r, (slot + 1) % GS_REGION_MAX_PROCS, 0, 1), GS_EINVAL);
+    gs_region_detach(r, slot);
+    assert_int_equal(gs_region_reserve(r, slot, 0, 1), GS_EINVAL); /* after the exit-time detach */
+    assert_int_equal(gs_region_used(r, 0), 0);
+    gs_region_close(r);
+}
+
+/* A region whose lease ended is recycled only when nobody is in it. */
+static void test_recycle(void **state)
+{
+    (void)state;
+    gs_region_config_t cfg = config_with_limit(GIB);
+    gs_region_t *r = NULL;
+    int slot;
+    assert_int_equal(gs_region_create_private(&cfg, &r), 0);
+    assert_int_equal(gs_region_attach(r, &slot), 0);
+    assert_int_equal(gs_region_reserve(r, slot, 0, 100), 0);
+    gs_region_config_t next = config_with_limit(2 * GIB);
+    snprintf(next.lease_id, sizeof(next.lease_id), "lease-next");
+    assert_int_equal(gs_region_recycle(r, &next), GS_EBUSY);
+    assert_int_equal(gs_region_limit(r, 0), GIB); /* untouched by the refusal */
+    gs_region_detach(r, slot);
+    assert_int_equal(gs_region_recycle(r, &next), 0);
+    assert_int_equal(gs_region_limit(r, 0), 2 * GIB);
+    assert_string_equal(gs_region_lease_id(r), "lease-next");
+    gs_region_stats_t stats;
+    assert_int_equal(gs_region_snapshot(r, &stats), 0);
+    assert_int_equal(stats.alloc_count, 0);
+    assert_int_equal(stats.peak[0], 0);
+    gs_region_close(r);
+}
+
 int main(void)
 {
     if (mkdtemp(dir) == NULL)
         return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_create_open_validate),     cmocka_unit_test(test_reserve_exact_limit),
-        cmocka_unit_test(test_concurrent_create_agrees), cmocka_unit_test(test_race_never_exceeds),
-        cmocka_unit_test(test_kill_at_random_moments),   cmocka_unit_test(test_proc_alive),
+        cmocka_unit_test(test_create_open_validate),
+        cmocka_unit_test(test_reserve_exact_limit),
+        cmocka_unit_test(test_concurrent_create_agrees),
+        cmocka_unit_test(test_race_never_exceeds),
+        cmocka_unit_test(test_kill_at_random_moments),
+        cmocka_unit_test(test_proc_alive),
+        cmocka_unit_test(test_concurrent_reapers),
+        cmocka_unit_test(test_zombie_leader_is_alive),
+        cmocka_unit_test(test_foreign_slot_refused),
+        cmocka_unit_test(test_recycle),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];

@@ -2,11 +2,15 @@
  *
  * Every process of a lease maps the same region. Admission is reserve-then-commit: a process
  * reserves bytes against the lease's per-device limit before it asks the driver for memory, and
- * returns them if the driver fails or when it frees. The reservation is a few instructions under
- * the region's robust process-shared mutex, never held across a driver call. A process that
- * dies at any instruction leaves nothing locked (the next locker repairs the counters from the
- * per-process records) and its charge is reclaimed by whoever notices first (the daemon, or any
- * process of the lease), using pid + start time so a reused pid is not confused. */
+ * returns them if the driver fails or when it frees. A reservation is one compare-and-swap on
+ * the device's 128-bit word (use + the operation's tag), lock-free across processes, so no
+ * interleaving can pass the limit and a process that dies at any instruction holds nothing
+ * others wait for; its charge is reclaimed exactly by whoever notices first (the daemon, or any
+ * process of the lease), judged by pid + start time so a reused pid is not confused. The
+ * protocol is described in src/region/region_internal.h.
+ *
+ * Processes are identified through /proc: all members of a lease and whoever reaps them must
+ * share one pid namespace. */
 #ifndef GPUSHARE_REGION_H
 #define GPUSHARE_REGION_H
 
@@ -77,18 +81,20 @@ int gs_region_create_private(const gs_region_config_t *cfg, gs_region_t **out);
 /* Unmaps the region. Does not detach processes (their records stay until they exit). */
 void gs_region_close(gs_region_t *region);
 
-/* Registers the calling process (pid + start time) and returns its record index in *slot. A
- * process already registered gets its existing record. Lock-free; O(1) unless the table is
- * crowded. Returns 0, or GS_ENOSPC when GS_REGION_MAX_PROCS processes are live. */
+/* Registers the calling process (pid + start time) in a free record and returns its index in
+ * *slot; the handle remembers it (one record per handle and process: reserve and release accept
+ * only that slot). Lock-free; O(1) unless the table is crowded. Returns 0, or GS_ENOSPC when
+ * GS_REGION_MAX_PROCS processes are live. */
 int gs_region_attach(gs_region_t *region, int *slot);
 
-/* Gives back everything slot holds and frees the record (a process leaving cleanly). */
+/* Gives back everything slot (this handle's own record) holds and frees the record (a process
+ * leaving cleanly). Other slots are ignored. */
 void gs_region_detach(gs_region_t *region, int slot);
 
-/* Reserves bytes on device dev for slot. Returns 0, or GS_ELIMIT when used + bytes would exceed
- * the device's limit (after reclaiming dead processes, at most every 50 ms; the OOM counter is
- * bumped), GS_EINVAL for a bad slot or device, GS_ETIMEDOUT when the region lock stayed busy for 2
- * s (a stopped process holds it). A device without a limit always succeeds. Thread-safe. */
+/* Reserves bytes on device dev for slot (this handle's attached record). Returns 0, or
+ * GS_ELIMIT when used + bytes would exceed the device's limit (after reclaiming dead processes,
+ * at most every 50 ms; the OOM counter is bumped), GS_EINVAL for a bad or foreign slot or
+ * device. A device without a limit always succeeds. Thread-safe; lock-free across processes. */
 int gs_region_reserve(gs_region_t *region, int slot, unsigned dev, uint64_t bytes);
 
 /* Returns bytes reserved by slot on dev (a rollback or a free). Counts a free when is_free is
@@ -98,7 +104,9 @@ void gs_region_release(gs_region_t *region, int slot, unsigned dev, uint64_t byt
 /* Counts one out-of-memory event that slot's process decided on its own. */
 void gs_region_count_oom(gs_region_t *region, int slot);
 
-/* Reclaims the charge of every process that is gone (or a zombie). Returns how many. */
+/* Reclaims the charge of every process that is gone (or a zombie). Returns how many. One pass
+ * at a time per handle (a concurrent call from another thread returns 0); any number of
+ * processes may reap the same region at once. */
 int gs_region_reap(gs_region_t *region);
 
 /* Like gs_region_reap but at most once per interval_ms across all processes of the region
@@ -117,7 +125,7 @@ uint32_t gs_region_compute_share(const gs_region_t *region);
  * Reaping, snapshots and process lists skip the process table while it is 0. */
 uint32_t gs_region_attached(const gs_region_t *region);
 
-/* Copies the counters under the lock. Returns 0 or GS_ETIMEDOUT. */
+/* Copies the counters (each read atomically; the set is not one instant). Returns 0. */
 int gs_region_snapshot(gs_region_t *region, gs_region_stats_t *stats);
 
 /* Copies up to max live process records into out; returns how many were copied. */
@@ -126,6 +134,9 @@ int gs_region_processes(gs_region_t *region, gs_region_process_t *out, int max);
 /* In a forked child: frees the handle's process-local lock, which a thread of the parent may
  * have held at the fork. The child must then attach its own record. */
 void gs_region_after_fork(gs_region_t *region);
+
+/* Returns the lease id the region was made (or recycled) for. */
+const char *gs_region_lease_id(const gs_region_t *region);
 
 /* Reads /proc/PID/stat: sets *start_time and returns 1 when pid is alive and not a zombie, 0
  * when it is gone. Thread-safe. */

@@ -35,6 +35,13 @@ static inline void gs_spin_lock(gs_spinlock_t *lock)
     }
 }
 
+/* Takes the lock if it is free; returns nonzero when taken. */
+static inline int gs_spin_trylock(gs_spinlock_t *lock)
+{
+    return !__atomic_load_n(&lock->locked, __ATOMIC_RELAXED) &&
+           !__atomic_exchange_n(&lock->locked, 1, __ATOMIC_ACQUIRE);
+}
+
 static inline void gs_spin_unlock(gs_spinlock_t *lock)
 {
     __atomic_store_n(&lock->locked, 0, __ATOMIC_RELEASE);

@@ -42,8 +42,8 @@ static int read_pending(region_proc_t *proc, uint64_t seq, unsigned *dev, int64_
 static u128 peek128(const u128 *p)
 {
     const uint64_t *half = (const uint64_t *)p;
-    uint64_t low = __atomic_load_n(&half[0], __ATOMIC_RELAXED);
-    uint64_t high = __atomic_load_n(&half[1], __ATOMIC_RELAXED);
+    uint64_t low = __atomic_load_n(&half[0], __ATOMIC_ACQUIRE);
+    uint64_t high = __atomic_load_n(&half[1], __ATOMIC_ACQUIRE);
     return make128(low, high);
 }
 
@@ -91,7 +91,11 @@ static void raise_peak(region_layout_t *map, unsigned dev, uint64_t used)
 static int run_op(region_layout_t *map, int slot, unsigned dev, int64_t delta)
 {
     region_proc_t *proc = &map->procs[slot];
+    /* 2^48 operations per slot (a million a second for nine years) before the sequence would
+     * wrap; 0 is never used, it means "no operation". */
     uint64_t seq = (proc->seq + 1) & SEQ_MASK;
+    if (seq == 0)
+        seq = 1;
     STORE(&proc->seq, seq);
     u128 mine = peek128(&proc->used[dev]);
     arm(proc, seq, dev, delta);
@@ -125,19 +129,22 @@ int gs_region_reserve(gs_region_t *region, int slot, unsigned dev, uint64_t byte
     if (slot < 0 || slot >= GS_REGION_MAX_PROCS || dev >= GS_MAX_DEVICES)
         return GS_EINVAL;
     gs_spin_lock(&region->ops);
-    /* No device holds 8 EiB: such a request is simply more than the lease has. */
-    int result = bytes > (uint64_t)INT64_MAX ? GS_ELIMIT : run_op(map, slot, dev, (int64_t)bytes);
+    /* Only the record this process attached (a thread racing the exit-time detach finds it
+     * gone). No device holds 8 EiB: such a request is simply more than the lease has. */
+    int result = slot != region->owned_slot    ? GS_EINVAL
+                 : bytes > (uint64_t)INT64_MAX ? GS_ELIMIT
+                                               : run_op(map, slot, dev, (int64_t)bytes);
     gs_spin_unlock(&region->ops);
     /* At the limit, charge held by dead processes may be what is missing. */
     if (result == GS_ELIMIT && bytes <= (uint64_t)INT64_MAX &&
         gs_region_reap_if_due(region, 50) > 0) {
         gs_spin_lock(&region->ops);
-        result = run_op(map, slot, dev, (int64_t)bytes);
+        result = slot == region->owned_slot ? run_op(map, slot, dev, (int64_t)bytes) : GS_EINVAL;
         gs_spin_unlock(&region->ops);
     }
     region_proc_t *proc = &map->procs[slot];
     if (result == 0)
-        STORE(&proc->allocs, LOAD(&proc->allocs) + 1);
+        ADD(&proc->allocs, 1);
     else if (result == GS_ELIMIT)
         ADD(&proc->ooms, 1);
     return result;
@@ -150,12 +157,12 @@ void gs_region_release(gs_region_t *region, int slot, unsigned dev, uint64_t byt
         return;
     region_proc_t *proc = &map->procs[slot];
     gs_spin_lock(&region->ops);
-    uint64_t held = low64(peek128(&proc->used[dev]));
+    uint64_t held = slot == region->owned_slot ? low64(peek128(&proc->used[dev])) : 0;
     uint64_t take = bytes < held ? bytes : held;
     if (take > 0)
         run_op(map, slot, dev, -(int64_t)take);
     if (is_free)
-        STORE(&proc->frees, LOAD(&proc->frees) + 1);
+        ADD(&proc->frees, 1);
     gs_spin_unlock(&region->ops);
 }
 
@@ -181,7 +188,7 @@ uint64_t gs__region_drain(region_layout_t *map, int slot)
     return total;
 }
 
-void gs__region_free_slot(region_layout_t *map, int slot)
+void gs__region_free_slot(region_layout_t *map, int slot, uint64_t reaper)
 {
     region_proc_t *proc = &map->procs[slot];
     ADD(&map->retired_allocs, LOAD(&proc->allocs));
@@ -191,7 +198,11 @@ void gs__region_free_slot(region_layout_t *map, int slot)
     STORE(&proc->frees, 0);
     STORE(&proc->ooms, 0);
     STORE(&proc->start_time, 0);
-    STORE(&proc->reaper, 0);
+    /* The record is free once pid is 0; only then is the claim given up, so no second reaper
+     * can take a slot that is half freed. (A new owner may attach first: it ignores reaper.) */
     STORE(&proc->pid, 0);
+    if (reaper != 0)
+        __atomic_compare_exchange_n(&proc->reaper, &reaper, 0, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
     region_uncount(map);
 }

@@ -23,6 +23,24 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* A zombie thread-group leader whose other threads still run is a live process: its status
+ * counts more than one thread. */
+static int zombie_has_threads(pid_t pid)
+{
+    char path[64], buf[2048];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *threads = strstr(buf, "\nThreads:");
+    return threads != NULL && strtol(threads + 9, NULL, 10) > 1;
+}
+
 int gs_proc_alive(pid_t pid, uint64_t *start_time)
 {
     char path[64], buf[1024];
@@ -40,7 +58,7 @@ int gs_proc_alive(pid_t pid, uint64_t *start_time)
     if (p == NULL || p[1] != ' ')
         return 1;
     p += 2;
-    if (*p == 'Z' || *p == 'X')
+    if (*p == 'X' || (*p == 'Z' && !zombie_has_threads(pid)))
         return 0;
     for (int field = 3; field < 22 && p != NULL; field++) {
         p = strchr(p, ' ');
@@ -73,6 +91,8 @@ static int wrap(region_layout_t *map, gs_region_t **out)
     }
     region->map = map;
     gs_spin_reset(&region->ops);
+    gs_spin_reset(&region->reap);
+    region->owned_slot = -1;
     *out = region;
     return 0;
 }
@@ -161,8 +181,6 @@ out:
 int gs_region_recycle(gs_region_t *region, const gs_region_config_t *cfg)
 {
     region_layout_t *map = region->map;
-    if (LOAD(&map->attached) != 0)
-        return GS_EBUSY;
     for (int i = 0; i < GS_REGION_MAX_PROCS; i++) {
         if (LOAD(&map->procs[i].pid) != 0)
             return GS_EBUSY;
@@ -170,6 +188,10 @@ int gs_region_recycle(gs_region_t *region, const gs_region_config_t *cfg)
     for (unsigned d = 0; d < GS_MAX_DEVICES; d++) {
         if (low64(load128(&map->device[d])) != 0)
             return GS_EBUSY;
+    }
+    /* No record is in use: a count left high by a process that died while attaching is reset. */
+    STORE(&map->attached, 0);
+    for (unsigned d = 0; d < GS_MAX_DEVICES; d++) {
         STORE(&map->peak[d], 0);
         map->limit[d] = cfg->limit[d];
     }
@@ -267,10 +289,14 @@ int gs_region_attach(gs_region_t *region, int *slot)
                 continue;
             /* used[] is already 0 bytes (the record was drained before it was freed); its
              * applied sequence numbers stay, as the slot's sequence carries on. */
+            ADD(&proc->generation, 1);
             STORE(&proc->allocs, 0);
             STORE(&proc->frees, 0);
             STORE(&proc->ooms, 0);
             STORE(&proc->start_time, start);
+            gs_spin_lock(&region->ops);
+            region->owned_slot = i;
+            gs_spin_unlock(&region->ops);
             *slot = i;
             return 0;
         }
@@ -285,8 +311,11 @@ void gs_region_detach(gs_region_t *region, int slot)
     if (slot < 0 || slot >= GS_REGION_MAX_PROCS)
         return;
     gs_spin_lock(&region->ops);
-    gs__region_drain(region->map, slot);
-    gs__region_free_slot(region->map, slot);
+    if (region->owned_slot == slot) {
+        region->owned_slot = -1;
+        gs__region_drain(region->map, slot);
+        gs__region_free_slot(region->map, slot, 0);
+    }
     gs_spin_unlock(&region->ops);
 }
 
@@ -301,40 +330,73 @@ static int record_is_dead(int32_t pid, uint64_t recorded)
     return recorded > 1 && actual != 0 && actual != recorded;
 }
 
-/* Takes the right to reclaim a dead slot: free, or held by a reaper that died itself. */
-static int claim_for_reaping(region_proc_t *proc)
+/* This process's reaper token: its pid and (the low half of) its start time, so a reaper that
+ * died cannot be mistaken for a later process that got its pid. Never 0. */
+static uint64_t my_token(void)
 {
-    int32_t me = (int32_t)getpid();
-    int32_t holder = LOAD(&proc->reaper);
-    uint64_t ignored;
-    if (holder != 0 && holder != me && gs_proc_alive(holder, &ignored))
+    uint64_t start = 0;
+    pid_t pid = getpid();
+    gs_proc_alive(pid, &start);
+    return ((uint64_t)(uint32_t)pid << 32) | (start & 0xffffffffu) | 1u;
+}
+
+static int token_alive(uint64_t token)
+{
+    uint64_t start = 0;
+    if (!gs_proc_alive((pid_t)(token >> 32), &start))
+        return 0;
+    return ((start & 0xffffffffu) | 1u) == (token & 0xffffffffu);
+}
+
+/* Takes the right to reclaim a dead slot: unclaimed, or claimed by a reaper that died itself.
+ * Within a process the reap lock ensures only one thread ever holds a token's claims. */
+static int claim_for_reaping(region_proc_t *proc, uint64_t me)
+{
+    uint64_t holder = LOAD(&proc->reaper);
+    if (holder == me || (holder != 0 && token_alive(holder)))
         return 0;
     return __atomic_compare_exchange_n(&proc->reaper, &holder, me, 0, __ATOMIC_ACQ_REL,
                                        __ATOMIC_ACQUIRE);
 }
 
+/* Reclaims slot i if it still holds the identity judged dead; gives the claim up otherwise. */
+static int reclaim(region_layout_t *map, int i, int32_t pid, uint64_t start, uint64_t gen,
+                   uint64_t me)
+{
+    region_proc_t *proc = &map->procs[i];
+    if (LOAD(&proc->pid) == pid && LOAD(&proc->start_time) == start &&
+        LOAD(&proc->generation) == gen) {
+        uint64_t bytes = gs__region_drain(map, i);
+        ADD(&map->reclaimed_bytes, bytes);
+        gs__region_free_slot(map, i, me);
+        return 1;
+    }
+    __atomic_compare_exchange_n(&proc->reaper, &me, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    return 0;
+}
+
 int gs_region_reap(gs_region_t *region)
 {
     region_layout_t *map = region->map;
+    if (!gs_spin_trylock(&region->reap))
+        return 0; /* another thread of this process is reaping */
     int reaped = 0;
+    uint64_t me = 0;
     for (int i = 0; LOAD(&map->attached) != 0 && i < GS_REGION_MAX_PROCS; i++) {
         region_proc_t *proc = &map->procs[i];
         int32_t pid = LOAD(&proc->pid);
-        if (pid == 0 || pid == (int32_t)getpid())
+        if (pid == 0 || i == region->owned_slot)
             continue;
-        uint64_t recorded = LOAD(&proc->start_time);
-        if (!record_is_dead(pid, recorded) || !claim_for_reaping(proc))
+        uint64_t gen = LOAD(&proc->generation);
+        uint64_t start = LOAD(&proc->start_time);
+        if (!record_is_dead(pid, start))
             continue;
-        /* The judgement ran unlocked: reclaim only the identity we judged. */
-        if (LOAD(&proc->pid) == pid && LOAD(&proc->start_time) == recorded) {
-            uint64_t bytes = gs__region_drain(map, i);
-            ADD(&map->reclaimed_bytes, bytes);
-            gs__region_free_slot(map, i);
-            reaped++;
-        } else {
-            STORE(&proc->reaper, 0);
-        }
+        if (me == 0)
+            me = my_token();
+        if (claim_for_reaping(proc, me))
+            reaped += reclaim(map, i, pid, start, gen, me);
     }
+    gs_spin_unlock(&region->reap);
     return reaped;
 }
 
@@ -343,7 +405,8 @@ int gs_region_reap_if_due(gs_region_t *region, unsigned interval_ms)
     region_layout_t *map = region->map;
     int64_t now = now_ns();
     int64_t last = LOAD(&map->last_reap_ns);
-    if (now - last < (int64_t)interval_ms * 1000000)
+    /* A stamp from the future (another boot or time namespace) counts as long ago. */
+    if (last <= now && now - last < (int64_t)interval_ms * 1000000)
         return 0;
     if (!__atomic_compare_exchange_n(&map->last_reap_ns, &last, now, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_ACQUIRE))
@@ -419,6 +482,14 @@ int gs_region_processes(gs_region_t *region, gs_region_process_t *out, int max)
 
 void gs_region_after_fork(gs_region_t *region)
 {
-    if (region != NULL)
+    if (region != NULL) {
         gs_spin_reset(&region->ops);
+        gs_spin_reset(&region->reap);
+        region->owned_slot = -1; /* the parent's record */
+    }
+}
+
+const char *gs_region_lease_id(const gs_region_t *region)
+{
+    return region->map->lease_id;
 }

@@ -19,7 +19,7 @@
 #include "gpushare/spinlock.h"
 
 #define REGION_MAGIC   "GSREGION"
-#define REGION_VERSION 4u
+#define REGION_VERSION 5u
 
 typedef unsigned __int128 u128;
 
@@ -37,9 +37,11 @@ typedef struct region_pending {
 typedef struct region_proc {
     u128 used[GS_MAX_DEVICES]; /* low: bytes held; high: seq of the last op applied */
     region_pending_t pending;
-    uint64_t seq;        /* last sequence number used by this slot (kept across owners) */
-    int32_t pid;         /* 0 = free; claimed by CAS */
-    int32_t reaper;      /* pid of the process reclaiming this dead slot, 0 = none */
+    uint64_t seq; /* last sequence number used by this slot (kept across owners) */
+    int32_t pid;  /* 0 = free; claimed by CAS */
+    int32_t pad;
+    uint64_t generation; /* bumped by every attach: tells one owner of the slot from the next */
+    uint64_t reaper;     /* token of the process reclaiming this dead slot, 0 = none */
     uint64_t start_time; /* 0 while the owner is still filling the record */
     uint64_t allocs;     /* written by the owner */
     uint64_t frees;
@@ -67,7 +69,9 @@ typedef struct region_layout {
 
 struct gs_region {
     region_layout_t *map;
-    gs_spinlock_t ops; /* one operation at a time per process: a record has one pending slot */
+    gs_spinlock_t ops;  /* one operation at a time per process: a record has one pending slot */
+    gs_spinlock_t reap; /* one reaping pass at a time per process */
+    int owned_slot;     /* the record this process attached (under ops), -1 = none */
 };
 
 #define LOAD(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
@@ -114,7 +118,8 @@ static inline void region_uncount(region_layout_t *map)
  * Lock-free. (account.c) */
 uint64_t gs__region_drain(region_layout_t *map, int slot);
 
-/* Frees slot's record after gs__region_drain, folding its counters into the retired ones. */
-void gs__region_free_slot(region_layout_t *map, int slot);
+/* Frees slot's record after gs__region_drain, folding its counters into the retired ones, then
+ * gives up reaper's claim on it (0: the owner leaving). */
+void gs__region_free_slot(region_layout_t *map, int slot, uint64_t reaper);
 
 #endif

@@ -135,8 +135,13 @@ void gs__charge_commit(gs__charge_t *charge, gs__kind_t kind, uint64_t key)
 {
     if (!charge->active)
         return;
-    gs__alloc_t alloc = {.kind = kind, .key = key, .dev = charge->dev, .bytes = charge->bytes};
-    if (gs__track_insert(&alloc) != 0)
+    gs__alloc_t alloc = {
+        .kind = kind, .key = key, .dev = charge->dev, .bytes = charge->bytes, .refs = 1};
+    gs__alloc_t replaced;
+    int result = gs__track_insert(&alloc, &replaced);
+    if (result == 1)
+        gs__uncharge(&replaced); /* the driver reused the key: that allocation is gone */
+    else if (result != 0)
         gs_warn("out of host memory tracking an allocation; its charge stays until exit");
     charge->active = 0;
 }
@@ -157,6 +162,6 @@ CUresult gs__free_tracked(gs__kind_t kind, uint64_t key, CUresult (*free_fn)(voi
     if (result == CUDA_SUCCESS)
         gs__uncharge(&alloc);
     else
-        gs__track_insert(&alloc); /* still allocated: keep its charge */
+        gs__track_insert(&alloc, NULL); /* still allocated: keep its charge */
     return result;
 }

@@ -1,8 +1,10 @@
 /* Graph memory nodes: an instantiated graph's allocation nodes are charged when it is launched
  * (refused with CUDA_ERROR_OUT_OF_MEMORY, launching nothing, when they do not fit). Allocations
  * freed by a free node of the same graph are returned after the launch; the others stay charged
- * until cuMemFree/cuMemFreeAsync, or until the next launch of a graph instantiated with
- * CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH. Child graphs are not searched. */
+ * until cuMemFree/cuMemFreeAsync. A node whose previous allocation is still live keeps that
+ * charge (a graph instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH reallocates
+ * it in place; any other graph cannot be launched again before it is freed). Child graphs are
+ * not searched. */
 #include "shim.h"
 
 #include <stdlib.h>
@@ -28,20 +30,11 @@ static void mark_freed(graph_plan_t *plan, CUdeviceptr dptr)
     }
 }
 
-/* Reads the graph's memory nodes into a new plan; NULL when it has none (or on failure). */
-static graph_plan_t *make_plan(CUgraph graph, unsigned long long flags)
+/* Adds the graph's allocation and free nodes to plan; returns how many frees were seen. */
+static size_t read_nodes(graph_plan_t *plan, const CUgraphNode *nodes, size_t count,
+                         CUdeviceptr *freed)
 {
     const gs__real_t *real = gs__real();
-    size_t count = 0;
-    if (real->cuGraphGetNodes == NULL || real->cuGraphNodeGetType == NULL ||
-        real->cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || count == 0)
-        return NULL;
-    CUgraphNode *nodes = calloc(count, sizeof(*nodes));
-    graph_plan_t *plan = calloc(1, sizeof(*plan) + count * sizeof(graph_alloc_t));
-    if (nodes == NULL || plan == NULL || real->cuGraphGetNodes(graph, nodes, &count) != 0)
-        goto fail;
-    plan->flags = flags;
-    CUdeviceptr freed[64];
     size_t n_freed = 0;
     for (size_t i = 0; i < count; i++) {
         CUgraphNodeType type;
@@ -56,18 +49,40 @@ static graph_plan_t *make_plan(CUgraph graph, unsigned long long flags)
                                 .bytes = params.bytesize,
                                 .dev = on_device ? params.poolProps.location.id : GS_MAX_DEVICES};
         } else if (type == CU_GRAPH_NODE_TYPE_MEM_FREE && real->cuGraphMemFreeNodeGetParams &&
-                   n_freed < 64 &&
                    real->cuGraphMemFreeNodeGetParams(nodes[i], &freed[n_freed]) == 0) {
             n_freed++;
         }
     }
+    return n_freed;
+}
+
+/* Reads the graph's memory nodes into a new plan; NULL when it has none (or on failure). */
+static graph_plan_t *make_plan(CUgraph graph, unsigned long long flags)
+{
+    const gs__real_t *real = gs__real();
+    size_t count = 0;
+    if (real->cuGraphGetNodes == NULL || real->cuGraphNodeGetType == NULL ||
+        real->cuGraphGetNodes(graph, NULL, &count) != CUDA_SUCCESS || count == 0)
+        return NULL;
+    CUgraphNode *nodes = calloc(count, sizeof(*nodes));
+    CUdeviceptr *freed = calloc(count, sizeof(*freed));
+    graph_plan_t *plan = calloc(1, sizeof(*plan) + count * sizeof(graph_alloc_t));
+    if (nodes == NULL || freed == NULL || plan == NULL ||
+        real->cuGraphGetNodes(graph, nodes, &count) != CUDA_SUCCESS)
+        goto fail;
+    plan->flags = flags;
+    size_t n_freed = read_nodes(plan, nodes, count, freed);
     for (size_t i = 0; i < n_freed; i++)
         mark_freed(plan, freed[i]);
     free(nodes);
+    free(freed);
     if (plan->n > 0)
         return plan;
+    free(plan);
+    return NULL;
 fail:
     free(nodes);
+    free(freed);
     free(plan);
     return NULL;
 }
@@ -82,8 +97,12 @@ static CUresult after_instantiate(CUresult result, CUgraphExec *exec, CUgraph gr
         gs__alloc_t entry = {.kind = GS_KIND_GRAPH,
                              .key = (uint64_t)(uintptr_t)*exec,
                              .parent = (uint64_t)(uintptr_t)plan};
-        if (gs__track_insert(&entry) != 0)
+        gs__alloc_t replaced;
+        int inserted = gs__track_insert(&entry, &replaced);
+        if (inserted < 0)
             free(plan);
+        else if (inserted == 1)
+            free((void *)(uintptr_t)replaced.parent); /* the driver reused a destroyed exec */
     }
     return result;
 }
@@ -158,15 +177,18 @@ static graph_plan_t *plan_of(CUgraphExec exec)
     return plan;
 }
 
-/* Auto-free-on-launch graphs free what the previous launch left allocated. */
-static void auto_free_previous(const graph_plan_t *plan)
+static int still_charged(gs__alloc_t *entry, void *arg)
 {
-    gs__alloc_t alloc;
-    for (size_t i = 0; i < plan->n; i++) {
-        if (!plan->allocs[i].freed_inside &&
-            gs__track_remove(GS_KIND_LINEAR, (uint64_t)plan->allocs[i].dptr, &alloc) == 0)
-            gs__uncharge(&alloc);
-    }
+    (void)entry;
+    (void)arg;
+    return 0;
+}
+
+/* Whether a previous launch's allocation at dptr is still live (and charged). */
+static int live_allocation(CUdeviceptr dptr)
+{
+    gs__alloc_t unused;
+    return gs__track_update(GS_KIND_LINEAR, (uint64_t)dptr, still_charged, NULL, &unused) == 0;
 }
 
 static CUresult launch_with_plan(CUgraphExec exec, CUstream stream,
@@ -175,16 +197,16 @@ static CUresult launch_with_plan(CUgraphExec exec, CUstream stream,
     graph_plan_t *plan = plan_of(exec);
     if (plan == NULL)
         return launch(exec, stream);
-    if (plan->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
-        auto_free_previous(plan);
     gs__charge_t *held = calloc(plan->n, sizeof(*held));
     if (held == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult result = CUDA_SUCCESS;
     size_t taken = 0;
-    for (; taken < plan->n && result == CUDA_SUCCESS; taken++)
-        result = gs__charge_begin(plan->allocs[taken].dev, plan->allocs[taken].bytes,
-                                  "graph memory node", &held[taken]);
+    for (; taken < plan->n && result == CUDA_SUCCESS; taken++) {
+        if (!live_allocation(plan->allocs[taken].dptr))
+            result = gs__charge_begin(plan->allocs[taken].dev, plan->allocs[taken].bytes,
+                                      "graph memory node", &held[taken]);
+    }
     if (result == CUDA_SUCCESS)
         result = launch(exec, stream);
     for (size_t i = 0; i < taken; i++) {

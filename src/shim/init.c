@@ -99,6 +99,13 @@ static CUresult open_region(void)
                                "no such region and no GPUSHARE_MEMORY_LIMIT to create it");
         if (result != 0)
             return fail_closed("GPUSHARE_REGION", path, gs_strerror(result));
+        /* A region is recycled for its user's next lease: a process of an ended lease must not
+         * join the next one. */
+        const char *lease = getenv("GPUSHARE_LEASE_ID");
+        const char *owner = gs_region_lease_id(state.region);
+        if (lease != NULL && *lease != '\0' && *owner != '\0' && strcmp(lease, owner) != 0)
+            return fail_closed("GPUSHARE_LEASE_ID", lease,
+                               "the region now belongs to another lease (this one has ended)");
         check_region_limits();
     } else if (state.has_limits) {
         result = gs_region_create_private(&cfg, &state.region);

@@ -130,23 +130,73 @@ GS_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStrea
     return gs__free_tracked(GS_KIND_LINEAR, (uint64_t)dptr, call_free_async, &args);
 }
 
+/* Remembers which device pool's memory is on (GS_MAX_DEVICES: not a device, not charged). */
+static void note_pool(CUmemoryPool pool, const CUmemLocation *location)
+{
+    if (!gs__accounting() || pool == NULL || location == NULL)
+        return;
+    int on_device = location->type == CU_MEM_LOCATION_TYPE_DEVICE && location->id >= 0;
+    gs__alloc_t entry = {.kind = GS_KIND_POOL,
+                         .key = (uint64_t)(uintptr_t)pool,
+                         .dev = on_device ? (unsigned)location->id : GS_MAX_DEVICES};
+    gs__track_insert(&entry, NULL);
+}
+
+#define REAL_OR_FAIL(fn)                                                                           \
+    do {                                                                                           \
+        CUresult init_result = gs__ensure_init();                                                  \
+        if (init_result != CUDA_SUCCESS)                                                           \
+            return init_result;                                                                    \
+        if (gs__real()->fn == NULL)                                                                \
+            return CUDA_ERROR_NOT_SUPPORTED;                                                       \
+    } while (0)
+
 GS_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 {
-    CUresult result = gs__ensure_init();
-    if (result != CUDA_SUCCESS)
-        return result;
-    const gs__real_t *real = gs__real();
-    if (real->cuMemPoolCreate == NULL)
-        return CUDA_ERROR_NOT_SUPPORTED;
-    result = real->cuMemPoolCreate(pool, poolProps);
-    if (result == CUDA_SUCCESS && gs__accounting() && poolProps != NULL) {
-        /* Pools of host memory are not the GPU's: an out-of-table device means "not charged". */
-        int on_device =
-            poolProps->location.type == CU_MEM_LOCATION_TYPE_DEVICE && poolProps->location.id >= 0;
-        gs__alloc_t entry = {.kind = GS_KIND_POOL,
-                             .key = (uint64_t)(uintptr_t)*pool,
-                             .dev = on_device ? (unsigned)poolProps->location.id : GS_MAX_DEVICES};
-        gs__track_insert(&entry);
-    }
+    REAL_OR_FAIL(cuMemPoolCreate);
+    CUresult result = gs__real()->cuMemPoolCreate(pool, poolProps);
+    if (result == CUDA_SUCCESS && poolProps != NULL)
+        note_pool(*pool, &poolProps->location);
+    return result;
+}
+
+/* Device pools handed out by the driver: their allocations are charged to that device. */
+GS_EXPORT CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+{
+    REAL_OR_FAIL(cuDeviceGetDefaultMemPool);
+    CUresult result = gs__real()->cuDeviceGetDefaultMemPool(pool_out, dev);
+    CUmemLocation where = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev};
+    if (result == CUDA_SUCCESS)
+        note_pool(*pool_out, &where);
+    return result;
+}
+
+GS_EXPORT CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    REAL_OR_FAIL(cuDeviceGetMemPool);
+    CUresult result = gs__real()->cuDeviceGetMemPool(pool, dev);
+    CUmemLocation where = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev};
+    if (result == CUDA_SUCCESS)
+        note_pool(*pool, &where);
+    return result;
+}
+
+GS_EXPORT CUresult CUDAAPI cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location,
+                                                  CUmemAllocationType type)
+{
+    REAL_OR_FAIL(cuMemGetDefaultMemPool);
+    CUresult result = gs__real()->cuMemGetDefaultMemPool(pool_out, location, type);
+    if (result == CUDA_SUCCESS)
+        note_pool(*pool_out, location);
+    return result;
+}
+
+GS_EXPORT CUresult CUDAAPI cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location,
+                                           CUmemAllocationType type)
+{
+    REAL_OR_FAIL(cuMemGetMemPool);
+    CUresult result = gs__real()->cuMemGetMemPool(pool, location, type);
+    if (result == CUDA_SUCCESS)
+        note_pool(*pool, location);
     return result;
 }

@@ -136,11 +136,13 @@ static void *lookup_in_object(struct dl_phdr_info *info, const char *name)
     }
 }
 
+/* glibc 2.34 moved dlsym and dlvsym into libc.so.6; before, they are in libdl.so.2. */
 static int find_in_libc(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     elf_query_t *query = arg;
-    if (!starts_with(base_name(info->dlpi_name), "libc.so"))
+    const char *base = base_name(info->dlpi_name);
+    if (!starts_with(base, "libc.so") && !starts_with(base, "libdl.so"))
         return 0;
     query->found = lookup_in_object(info, query->name);
     return query->found != NULL;
@@ -227,59 +229,68 @@ static void *real_of_hook(void *hook)
  * address. The jump needs a few instructions of assembly (x86-64); other architectures fall
  * back to calling libc from C, where RTLD_NEXT is then relative to the shim. */
 
-#define NOT_FOUND ((void *)1) /* route_*: the lookup must return NULL */
-
-/* The hook for name when the lookup would have found the driver's function. */
+/* The hook for name when the lookup would have found the driver's function, else NULL (libc
+ * then answers, setting dlerror as usual). */
 static void *route_to_hook(void *handle, const char *name, const char *version, void *hook)
 {
     gs__ensure_init();
     if ((handle == RTLD_NEXT || handle == RTLD_DEFAULT) && !starts_with(name, "nvml"))
-        return real_of_hook(hook) != NULL ? hook : NOT_FOUND;
+        return real_of_hook(hook) != NULL ? hook : NULL;
     if (handle == RTLD_NEXT)
         handle = RTLD_DEFAULT;
     void *found =
         version != NULL ? real_dlvsym(handle, name, version) : gs__real_dlsym(handle, name);
-    return found != NULL ? hook : NOT_FOUND;
+    return found != NULL ? hook : NULL;
 }
 
-/* Returns the hook to answer with, NOT_FOUND, or NULL to let libc answer. */
+/* Returns the hook to answer with, or NULL to let libc answer. */
 __attribute__((used)) static void *route_dlsym(void *handle, const char *name)
 {
     pthread_once(&libc_once, find_libc_functions);
-    void *hook = gs__hook_by_name(name);
+    void *hook = name != NULL ? gs__hook_by_name(name) : NULL;
     return hook != NULL ? route_to_hook(handle, name, NULL, hook) : NULL;
 }
 
 __attribute__((used)) static void *route_dlvsym(void *handle, const char *name, const char *version)
 {
     pthread_once(&libc_once, find_libc_functions);
-    void *hook = gs__hook_by_name(name);
+    void *hook = name != NULL ? gs__hook_by_name(name) : NULL;
     return hook != NULL ? route_to_hook(handle, name, version, hook) : NULL;
 }
 
 #if defined(__x86_64__)
 /* dlsym(handle, name) / dlvsym(handle, name, version): save the arguments, ask route_*, then
- * either return its answer or restore the arguments and jump to libc's function. */
+ * either return its answer or restore the arguments and jump to libc's function (returning
+ * NULL if libc's could not be found). The CFI lets debuggers and unwinders walk through. */
 #define GS_DL_TRAMPOLINE(fn, route, libc_fn)                                                       \
-    __asm__(".text\n"                                                                              \
+    __asm__(".pushsection .text\n"                                                                 \
             ".globl " #fn "\n"                                                                     \
             ".type " #fn ", @function\n" #fn ":\n"                                                 \
+            "    .cfi_startproc\n"                                                                 \
             "    endbr64\n"                                                                        \
             "    push %rdi\n"                                                                      \
+            "    .cfi_adjust_cfa_offset 8\n"                                                       \
             "    push %rsi\n"                                                                      \
+            "    .cfi_adjust_cfa_offset 8\n"                                                       \
             "    push %rdx\n"                                                                      \
+            "    .cfi_adjust_cfa_offset 8\n"                                                       \
             "    call " #route "\n"                                                                \
             "    pop %rdx\n"                                                                       \
+            "    .cfi_adjust_cfa_offset -8\n"                                                      \
             "    pop %rsi\n"                                                                       \
+            "    .cfi_adjust_cfa_offset -8\n"                                                      \
             "    pop %rdi\n"                                                                       \
+            "    .cfi_adjust_cfa_offset -8\n"                                                      \
+            "    test %rax, %rax\n"                                                                \
+            "    jnz 1f\n"                                                                         \
+            "    mov " #libc_fn "(%rip), %rax\n"                                                   \
             "    test %rax, %rax\n"                                                                \
             "    jz 1f\n"                                                                          \
-            "    cmp $1, %rax\n"                                                                   \
-            "    jne 2f\n"                                                                         \
-            "    xor %eax, %eax\n"                                                                 \
-            "2:  ret\n"                                                                            \
-            "1:  jmp *" #libc_fn "(%rip)\n"                                                        \
-            ".size " #fn ", .-" #fn "\n")
+            "    jmp *%rax\n"                                                                      \
+            "1:  ret\n"                                                                            \
+            "    .cfi_endproc\n"                                                                   \
+            ".size " #fn ", .-" #fn "\n"                                                           \
+            ".popsection\n")
 
 GS_DL_TRAMPOLINE(dlsym, route_dlsym, libc_dlsym);
 GS_DL_TRAMPOLINE(dlvsym, route_dlvsym, libc_dlvsym);
@@ -288,7 +299,7 @@ GS_EXPORT void *dlsym(void *handle, const char *name)
 {
     void *answer = route_dlsym(handle, name);
     if (answer != NULL)
-        return answer == NOT_FOUND ? NULL : answer;
+        return answer;
     return libc_dlsym != NULL ? libc_dlsym(handle, name) : NULL;
 }
 
@@ -296,7 +307,7 @@ GS_EXPORT void *dlvsym(void *handle, const char *name, const char *version)
 {
     void *answer = route_dlvsym(handle, name, version);
     if (answer != NULL)
-        return answer == NOT_FOUND ? NULL : answer;
+        return answer;
     return libc_dlvsym != NULL ? libc_dlvsym(handle, name, version) : NULL;
 }
 #endif

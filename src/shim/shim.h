@@ -69,17 +69,20 @@ typedef enum gs__kind {
 
 typedef struct gs__alloc {
     gs__kind_t kind;
-    uint64_t key;      /* pointer or handle value */
-    unsigned dev;      /* CUDA ordinal charged */
-    uint64_t bytes;    /* exactly what was charged */
-    uint32_t maps;     /* VMM: live mappings of the handle */
-    uint32_t released; /* VMM: cuMemRelease was called */
-    uint64_t parent;   /* MAP: the mapped handle; GRAPH: the plan (owned by the entry) */
-    uint64_t span;     /* MAP: bytes mapped at key */
+    uint64_t key;    /* pointer or handle value */
+    unsigned dev;    /* CUDA ordinal charged */
+    uint64_t bytes;  /* exactly what was charged */
+    uint32_t maps;   /* VMM: live mappings of the handle */
+    uint32_t refs;   /* VMM: references (1 at creation, +1 per retain, -1 per release) */
+    uint64_t parent; /* MAP: the mapped handle; GRAPH: the plan (owned by the entry) */
+    uint64_t span;   /* MAP: bytes mapped at key */
+    uint64_t serial; /* set by gs__track_insert: tells an entry from a later one of that key */
 } gs__alloc_t;
 
-/* Records a live allocation. Returns 0 or GS_ENOMEM. Thread-safe. */
-int gs__track_insert(const gs__alloc_t *alloc);
+/* Records a live allocation. When an entry of the same key was still recorded (the driver
+ * reused the pointer or handle, so that allocation is gone), it is replaced and copied to
+ * *replaced (may be NULL) and 1 is returned; otherwise 0, or GS_ENOMEM. Thread-safe. */
+int gs__track_insert(const gs__alloc_t *alloc, gs__alloc_t *replaced);
 
 /* Removes the allocation (kind, key) into *out. Returns 0 or GS_ENOENT. Thread-safe. */
 int gs__track_remove(gs__kind_t kind, uint64_t key, gs__alloc_t *out);
@@ -89,7 +92,8 @@ int gs__track_remove(gs__kind_t kind, uint64_t key, gs__alloc_t *out);
 int gs__track_update(gs__kind_t kind, uint64_t key, int (*fn)(gs__alloc_t *entry, void *arg),
                      void *arg, gs__alloc_t *removed);
 
-/* In a forked child: frees the table's locks (their holders do not exist in the child). */
+/* In a forked child: empties the table (the parent's allocations are not the child's) and frees
+ * its locks (their holders do not exist in the child). */
 void gs__track_after_fork(void);
 
 /* After the driver destroyed a context (and with it the memory allocated in it), drops every

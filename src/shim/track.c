@@ -56,15 +56,20 @@ static size_t find(const stripe_t *s, gs__kind_t kind, uint64_t key, uint64_t h)
 }
 
 /* Puts alloc in its slot: the entry with the same key, or the first empty one of its probe run.
- * Call with the stripe locked and room to spare. */
-static void place(stripe_t *s, const gs__alloc_t *alloc, uint64_t h)
+ * Returns 1 and copies the entry it replaced to *replaced (when not NULL), else 0. Call with the
+ * stripe locked and room to spare. */
+static int place(stripe_t *s, const gs__alloc_t *alloc, uint64_t h, gs__alloc_t *replaced)
 {
     size_t i = home_of(s, h);
     while (s->slots[i].kind != 0 &&
            !(s->slots[i].kind == alloc->kind && s->slots[i].key == alloc->key))
         i = (i + 1) & (s->cap - 1);
-    s->count += s->slots[i].kind == 0;
+    int found = s->slots[i].kind != 0;
+    if (found && replaced != NULL)
+        *replaced = s->slots[i];
+    s->count += !found;
     s->slots[i] = *alloc;
+    return found;
 }
 
 static int grow(stripe_t *s)
@@ -80,7 +85,7 @@ static int grow(stripe_t *s)
     s->count = 0;
     for (size_t i = 0; i < old_cap; i++) {
         if (old[i].kind != 0)
-            place(s, &old[i], hash_key(old[i].kind, old[i].key));
+            place(s, &old[i], hash_key(old[i].kind, old[i].key), NULL);
     }
     free(old);
     return 0;
@@ -103,16 +108,20 @@ static void erase(stripe_t *s, size_t i)
     s->count--;
 }
 
-int gs__track_insert(const gs__alloc_t *alloc)
+static uint64_t next_serial;
+
+int gs__track_insert(const gs__alloc_t *alloc, gs__alloc_t *replaced)
 {
     uint64_t h = hash_key(alloc->kind, alloc->key);
     stripe_t *s = stripe_of(h);
+    gs__alloc_t entry = *alloc;
+    entry.serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
     int result = 0;
     gs_spin_lock(&s->lock);
     if ((s->count + 1) * 4 > s->cap * 3)
         result = grow(s);
     if (result == 0)
-        place(s, alloc, h); /* a key already present (a reused handle) is replaced */
+        result = place(s, &entry, h, replaced);
     gs_spin_unlock(&s->lock);
     return result;
 }
@@ -129,6 +138,22 @@ int gs__track_remove(gs__kind_t kind, uint64_t key, gs__alloc_t *out)
     }
     gs_spin_unlock(&s->lock);
     return i != SIZE_MAX ? 0 : GS_ENOENT;
+}
+
+/* Removes (kind, key) into *out only if it is still the entry with serial. */
+static int remove_if_serial(gs__kind_t kind, uint64_t key, uint64_t serial, gs__alloc_t *out)
+{
+    uint64_t h = hash_key(kind, key);
+    stripe_t *s = stripe_of(h);
+    gs_spin_lock(&s->lock);
+    size_t i = find(s, kind, key, h);
+    int found = i != SIZE_MAX && s->slots[i].serial == serial;
+    if (found) {
+        *out = s->slots[i];
+        erase(s, i);
+    }
+    gs_spin_unlock(&s->lock);
+    return found ? 0 : GS_ENOENT;
 }
 
 int gs__track_update(gs__kind_t kind, uint64_t key, int (*fn)(gs__alloc_t *entry, void *arg),
@@ -158,7 +183,6 @@ static int still_exists(const gs__alloc_t *e)
     unsigned int memory_type;
     CUDA_ARRAY_DESCRIPTOR desc;
     CUDA_ARRAY_MEMORY_REQUIREMENTS req;
-    CUmemAllocationProp prop;
     switch (e->kind) {
     case GS_KIND_LINEAR:
         return real->cuPointerGetAttribute == NULL ||
@@ -171,11 +195,9 @@ static int still_exists(const gs__alloc_t *e)
         return real->cuMipmappedArrayGetMemoryRequirements == NULL ||
                real->cuMipmappedArrayGetMemoryRequirements(
                    &req, (CUmipmappedArray)(uintptr_t)e->key, (CUdevice)e->dev) == CUDA_SUCCESS;
-    case GS_KIND_VMM:
-        return real->cuMemGetAllocationPropertiesFromHandle == NULL ||
-               real->cuMemGetAllocationPropertiesFromHandle(
-                   &prop, (CUmemGenericAllocationHandle)e->key) == CUDA_SUCCESS;
     default:
+        /* Physical (VMM) allocations belong to the process, not to a context: they end with
+         * their last release and unmap, which vmm.c follows. */
         return 1;
     }
 }
@@ -204,7 +226,7 @@ int gs__track_drop_gone(void)
         for (size_t i = 0; i < n; i++) {
             gs__alloc_t gone;
             if (!still_exists(&copy[i]) &&
-                gs__track_remove(copy[i].kind, copy[i].key, &gone) == 0) {
+                remove_if_serial(copy[i].kind, copy[i].key, copy[i].serial, &gone) == 0) {
                 gs__uncharge(&gone);
                 dropped++;
             }
@@ -216,6 +238,11 @@ int gs__track_drop_gone(void)
 
 void gs__track_after_fork(void)
 {
-    for (int k = 0; k < STRIPES; k++)
+    for (int k = 0; k < STRIPES; k++) {
         gs_spin_reset(&stripes[k].lock);
+        free(stripes[k].slots);
+        stripes[k].slots = NULL;
+        stripes[k].cap = 0;
+        stripes[k].count = 0;
+    }
 }

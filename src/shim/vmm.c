@@ -1,5 +1,6 @@
 /* Virtual memory management: cuMemCreate charges the physical allocation; the charge returns
- * when the handle is released and its last mapping is gone, as the driver frees it. */
+ * when its last reference (creation and each cuMemRetainAllocationHandle, each ended by a
+ * cuMemRelease) and its last mapping are gone, as the driver frees it. */
 #include "shim.h"
 
 GS_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
@@ -32,19 +33,28 @@ static int add_mapping(gs__alloc_t *entry, void *arg)
     return 0;
 }
 
+/* Ends one mapping; the entry goes (returned for uncharging) when nothing else holds it. */
 static int drop_mapping(gs__alloc_t *entry, void *arg)
 {
     (void)arg;
     if (entry->maps > 0)
         entry->maps--;
-    return entry->maps == 0 && entry->released;
+    return entry->maps == 0 && entry->refs == 0;
 }
 
-static int mark_released(gs__alloc_t *entry, void *arg)
+static int add_reference(gs__alloc_t *entry, void *arg)
 {
     (void)arg;
-    entry->released = 1;
-    return entry->maps == 0;
+    entry->refs++;
+    return 0;
+}
+
+static int drop_reference(gs__alloc_t *entry, void *arg)
+{
+    (void)arg;
+    if (entry->refs > 0)
+        entry->refs--;
+    return entry->maps == 0 && entry->refs == 0;
 }
 
 GS_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
@@ -62,7 +72,10 @@ GS_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
         gs__track_update(GS_KIND_VMM, (uint64_t)handle, add_mapping, NULL, &unused) == 0) {
         gs__alloc_t map = {
             .kind = GS_KIND_MAP, .key = (uint64_t)ptr, .parent = (uint64_t)handle, .span = size};
-        gs__track_insert(&map);
+        gs__alloc_t gone;
+        if (gs__track_insert(&map, NULL) < 0 &&
+            gs__track_update(GS_KIND_VMM, (uint64_t)handle, drop_mapping, NULL, &gone) == 1)
+            gs__uncharge(&gone); /* cannot follow this mapping: do not wait for its unmap */
     }
     return result;
 }
@@ -100,7 +113,23 @@ GS_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
     result = real->cuMemRelease(handle);
     gs__alloc_t entry;
     if (result == CUDA_SUCCESS && gs__accounting() &&
-        gs__track_update(GS_KIND_VMM, (uint64_t)handle, mark_released, NULL, &entry) == 1)
+        gs__track_update(GS_KIND_VMM, (uint64_t)handle, drop_reference, NULL, &entry) == 1)
         gs__uncharge(&entry);
+    return result;
+}
+
+GS_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle,
+                                                       void *addr)
+{
+    CUresult result = gs__ensure_init();
+    if (result != CUDA_SUCCESS)
+        return result;
+    const gs__real_t *real = gs__real();
+    if (real->cuMemRetainAllocationHandle == NULL)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    result = real->cuMemRetainAllocationHandle(handle, addr);
+    gs__alloc_t unused;
+    if (result == CUDA_SUCCESS && gs__accounting())
+        gs__track_update(GS_KIND_VMM, (uint64_t)*handle, add_reference, NULL, &unused);
     return result;
 }

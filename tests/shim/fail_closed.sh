@@ -34,6 +34,10 @@ junk=$(mktemp)
 echo "not a region" > "$junk"
 expect_refusal GPUSHARE_REGION="$junk" GPUSHARE_MEMORY_LIMIT=1G "GPUSHARE_REGION=\"$junk\""
 rm -f "$junk"
+# A region recycled for another lease refuses a process of the lease that ended.
+regdir=$(mktemp -d)
+"$GS_BUILD_DIR/tests/make_region" "$regdir/r" 1G 7
+expect_refusal GPUSHARE_REGION="$regdir/r" GPUSHARE_LEASE_ID=6 'GPUSHARE_LEASE_ID="6"'
 
 check_view() { # VAR=VALUE... -- expected output line 2
   local want=${*: -1} out
@@ -48,6 +52,9 @@ check_view GPUSHARE_MEMORY_LIMIT=4G "total=4294967296 free=4294967296"
 check_view GPUSHARE_MEMORY_LIMIT=0=512M,1=2G "total=536870912 free=536870912"
 # A limit beyond the device: total never exceeds the physical 80 GiB of an H100-80GB.
 check_view GPUSHARE_MEMORY_LIMIT=100G "total=85899345920 free=85899345920"
+# The lease's own process joins it.
+check_view GPUSHARE_REGION="$regdir/r" GPUSHARE_LEASE_ID=7 "total=1073741824 free=1073741824"
+rm -rf "$regdir"
 # No lease at all: the driver's own figures.
 check_view GPUSHARE_LOG=error "total=85899345920 free=85899345920"
 exit $failures

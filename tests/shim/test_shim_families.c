@@ -290,6 +290,95 @@ static void test_context_destroy_returns_memory(void **state)
     assert_int_equal(free_now(), LIMIT);
 }
 
+/* Released while mapped, the memory is still in use: destroying an unrelated context must not
+ * make the shim forget it; a retained handle holds it past the unmap until its own release. */
+static void test_vmm_references(void **state)
+{
+    (void)state;
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof(prop));
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    CUmemGenericAllocationHandle h, again;
+    CUdeviceptr va, p;
+    CU(cuMemCreate(&h, LIMIT, &prop, 0));
+    CU(cuMemAddressReserve(&va, LIMIT, 0, 0, 0));
+    CU(cuMemMap(va, LIMIT, 0, h, 0));
+    CU(cuMemRelease(h));
+    CUcontext other;
+    CU(cuCtxCreate(&other, NULL, 0, 0));
+    CU(cuCtxDestroy(other));
+    CU(cuCtxSetCurrent(ctx));
+    assert_int_equal(free_now(), 0);
+    assert_int_equal(cuMemAlloc(&p, 1), CUDA_ERROR_OUT_OF_MEMORY);
+    CU(cuMemRetainAllocationHandle(&again, (void *)va));
+    assert_true(again == h);
+    CU(cuMemUnmap(va, LIMIT));
+    assert_int_equal(free_now(), 0); /* the retained reference still holds it */
+    CU(cuMemRelease(again));
+    assert_int_equal(free_now(), LIMIT);
+    CU(cuMemAddressFree(va, LIMIT));
+}
+
+/* A graph with many allocations all freed inside it costs nothing after each launch. */
+static void test_graph_many_free_nodes(void **state)
+{
+    (void)state;
+    enum { PAIRS = 70 };
+    CUgraph graph;
+    CU(cuGraphCreate(&graph, 0));
+    CUgraphNode prev = NULL;
+    for (int i = 0; i < PAIRS; i++) {
+        CUDA_MEM_ALLOC_NODE_PARAMS params;
+        memset(&params, 0, sizeof(params));
+        params.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        params.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        params.poolProps.location.id = 0;
+        params.bytesize = 2 * MIB;
+        CUgraphNode alloc_node, free_node;
+        CU(cuGraphAddMemAllocNode(&alloc_node, graph, prev ? &prev : NULL, prev ? 1 : 0, &params));
+        CU(cuGraphAddMemFreeNode(&free_node, graph, &alloc_node, 1, params.dptr));
+        prev = free_node;
+    }
+    CUgraphExec exec;
+    CU(cuGraphInstantiate(&exec, graph, 0));
+    for (int launch = 0; launch < 3; launch++) {
+        CU(cuGraphLaunch(exec, NULL));
+        CU(cuCtxSynchronize());
+        assert_int_equal(free_now(), LIMIT);
+    }
+    CU(cuGraphExecDestroy(exec));
+    CU(cuGraphDestroy(graph));
+}
+
+/* Relaunching an auto-free graph reallocates its memory in place: charged once, not twice. */
+static void test_graph_auto_free_relaunch(void **state)
+{
+    (void)state;
+    CUgraph graph;
+    CU(cuGraphCreate(&graph, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS params;
+    memset(&params, 0, sizeof(params));
+    params.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    params.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    params.poolProps.location.id = 0;
+    params.bytesize = LIMIT / 2;
+    CUgraphNode node;
+    CU(cuGraphAddMemAllocNode(&node, graph, NULL, 0, &params));
+    CUgraphExec exec;
+    CU(cuGraphInstantiateWithFlags(&exec, graph, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH));
+    for (int launch = 0; launch < 3; launch++) {
+        CU(cuGraphLaunch(exec, NULL));
+        CU(cuCtxSynchronize());
+        assert_int_equal(free_now(), LIMIT / 2);
+    }
+    CU(cuMemFree(params.dptr));
+    assert_int_equal(free_now(), LIMIT);
+    CU(cuGraphExecDestroy(exec));
+    CU(cuGraphDestroy(graph));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -303,6 +392,9 @@ int main(void)
         cmocka_unit_test(test_mipmapped),
         cmocka_unit_test(test_graph_memory),
         cmocka_unit_test(test_context_destroy_returns_memory),
+        cmocka_unit_test(test_vmm_references),
+        cmocka_unit_test(test_graph_many_free_nodes),
+        cmocka_unit_test(test_graph_auto_free_relaunch),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
