@@ -65,9 +65,14 @@ int gsim_parse_devices(const char *spec, const gsim_model_t **out, char *err, si
 typedef struct gsim_interval {
     int64_t start_ns; /* CLOCK_MONOTONIC, wall time */
     int64_t end_ns;
+    int64_t busy_ns; /* work inside [start, end): all of it, except for history entries that
+                      * merged a process's kernels across short idle gaps */
     int32_t pid;
     uint32_t pct; /* share of the device's SMs the work may use (100 = whole device) */
 } gsim_interval_t;
+
+/* The busy time of iv within [from, to): its work, spread evenly over its span. */
+int64_t gsim_interval_busy_within(const gsim_interval_t *iv, int64_t from, int64_t to);
 
 /* Kernel work on one execution domain (a whole GPU or one MIG GPU instance). Work of different
  * processes overlaps only while the sum of their pct stays <= 100: time-slicing is pct 100, MPS
@@ -133,7 +138,7 @@ typedef struct gsim_proc {
 } gsim_proc_t;
 
 #define GSIM_MAGIC   UINT64_C(0x31657461745f6d73) /* "sm_state1" */
-#define GSIM_VERSION 1u
+#define GSIM_VERSION 2u
 
 typedef struct gsim_node {
     uint64_t magic;

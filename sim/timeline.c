@@ -22,12 +22,33 @@ void gsim_sleep_until(int64_t deadline_ns)
         ;
 }
 
+/* A process's kernels separated by less than this idle time share one history entry (its busy
+ * time stays exact), so the history spans seconds of back-to-back launches, not just its last
+ * GSIM_HISTORY kernels. */
+#define MERGE_GAP_NS INT64_C(2000000)
+
+int64_t gsim_interval_busy_within(const gsim_interval_t *iv, int64_t from, int64_t to)
+{
+    int64_t a = iv->start_ns > from ? iv->start_ns : from;
+    int64_t b = iv->end_ns < to ? iv->end_ns : to;
+    int64_t span = iv->end_ns - iv->start_ns;
+    if (b <= a || span <= 0)
+        return 0;
+    if (iv->busy_ns >= span)
+        return b - a;
+    return (int64_t)((__int128)iv->busy_ns * (b - a) / span);
+}
+
 static void push_history(gsim_timeline_t *tl, const gsim_interval_t *iv)
 {
     if (tl->history_count > 0) {
         gsim_interval_t *last = &tl->history[(tl->history_next + GSIM_HISTORY - 1) % GSIM_HISTORY];
-        if (last->pid == iv->pid && last->pct == iv->pct && iv->start_ns <= last->end_ns &&
-            iv->start_ns >= last->start_ns) {
+        if (last->pid == iv->pid && last->pct == iv->pct && iv->start_ns >= last->start_ns &&
+            iv->start_ns <= last->end_ns + MERGE_GAP_NS) {
+            int64_t overlap = 0;
+            if (last->end_ns > iv->start_ns)
+                overlap = (iv->end_ns < last->end_ns ? iv->end_ns : last->end_ns) - iv->start_ns;
+            last->busy_ns += iv->busy_ns - (overlap < iv->busy_ns ? overlap : iv->busy_ns);
             if (iv->end_ns > last->end_ns)
                 last->end_ns = iv->end_ns;
             return;
@@ -115,6 +136,7 @@ int gsim_timeline_reserve(gsim_timeline_t *tl, int32_t pid, uint32_t pct, int64_
         gsim_interval_t *r = &tl->reserved[i];
         if (r->pid == pid && r->pct == pct && r->end_ns == t) {
             r->end_ns = t + dur_ns;
+            r->busy_ns += dur_ns;
             return 0;
         }
     }
@@ -127,8 +149,8 @@ int gsim_timeline_reserve(gsim_timeline_t *tl, int32_t pid, uint32_t pct, int64_
         *start_ns = earliest;
         return -EAGAIN;
     }
-    tl->reserved[tl->n_reserved++] =
-        (gsim_interval_t){.start_ns = t, .end_ns = t + dur_ns, .pid = pid, .pct = pct};
+    tl->reserved[tl->n_reserved++] = (gsim_interval_t){
+        .start_ns = t, .end_ns = t + dur_ns, .busy_ns = dur_ns, .pid = pid, .pct = pct};
     return 0;
 }
 
@@ -138,7 +160,8 @@ static int compare_start(const void *a, const void *b)
     return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
 }
 
-int64_t gsim_timeline_busy_ns(gsim_timeline_t *tl, int32_t pid, int64_t from_ns, int64_t to_ns)
+/* The union of the spans of the intervals (of pid, or all when pid is 0) within [from, to). */
+static int64_t union_within(gsim_timeline_t *tl, int32_t pid, int64_t from_ns, int64_t to_ns)
 {
     gsim_interval_t clipped[GSIM_HISTORY + GSIM_MAX_RESERVATIONS];
     size_t n = 0;
@@ -162,6 +185,21 @@ int64_t gsim_timeline_busy_ns(gsim_timeline_t *tl, int32_t pid, int64_t from_ns,
             covered_to = clipped[i].end_ns;
     }
     return busy;
+}
+
+int64_t gsim_timeline_busy_ns(gsim_timeline_t *tl, int32_t pid, int64_t from, int64_t to)
+{
+    /* Spans may hold short idle gaps (merged history), and work of several processes may
+     * overlap (MPS): the busy time is the smaller of the spans' union and the work's sum. */
+    int64_t work = 0;
+    for (uint32_t i = 0; i < tl->history_count + tl->n_reserved; i++) {
+        const gsim_interval_t *iv =
+            i < tl->history_count ? &tl->history[i] : &tl->reserved[i - tl->history_count];
+        if (pid == 0 || iv->pid == pid)
+            work += gsim_interval_busy_within(iv, from, to);
+    }
+    int64_t spans = union_within(tl, pid, from, to);
+    return work < spans ? work : spans;
 }
 
 void gsim_timeline_forget(gsim_timeline_t *tl, int32_t pid)

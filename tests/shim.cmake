@@ -46,6 +46,14 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   gs_add_cuda_program(test_shim_race SOURCES shim/test_shim_race.c LIBS gs_region)
   gs_add_sim_test(shim_race test_shim_race TIMEOUT 120 SERIAL)
 
+  gs_add_cuda_program(test_shim_compute SOURCES shim/test_shim_compute.c)
+  add_test(NAME shim_compute_share COMMAND bash "${GS_RUN_SIM}" --shim GPUSHARE_MEMORY_LIMIT=1G
+           GPUSHARE_COMPUTE_SHARE=30 -- "${GS_TEST_DIR}/test_shim_compute" 20 40)
+  add_test(NAME shim_compute_unlimited COMMAND bash "${GS_RUN_SIM}" --shim
+           GPUSHARE_MEMORY_LIMIT=1G -- "${GS_TEST_DIR}/test_shim_compute" 60 100)
+  set_tests_properties(shim_compute_share shim_compute_unlimited PROPERTIES TIMEOUT 60
+                       ENVIRONMENT "${GS_TEST_ENV}" LABELS "shim" RUN_SERIAL TRUE)
+
   gs_add_cuda_program(test_shim_kill SOURCES shim/test_shim_kill.c LIBS gs_region)
   gs_add_sim_test(shim_kill test_shim_kill TIMEOUT 120 SERIAL)
 

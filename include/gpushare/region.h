@@ -135,6 +135,16 @@ int gs_region_processes(gs_region_t *region, gs_region_process_t *out, int max);
  * have held at the fork. The child must then attach its own record. */
 void gs_region_after_fork(gs_region_t *region);
 
+/* Compute shares: the pause every process of the lease makes before each kernel launch, set by
+ * one process of the lease (the controller) from the lease's measured utilization. Lock-free;
+ * the pause is 0 until a controller sets it. */
+uint64_t gs_region_throttle(const gs_region_t *region);
+void gs_region_set_throttle(gs_region_t *region, uint64_t ns);
+
+/* Makes the calling process the lease's compute controller if there is none or the previous one
+ * is gone. Returns nonzero when the caller is the controller. Thread-safe. */
+int gs_region_claim_controller(gs_region_t *region);
+
 /* Returns the lease id the region was made (or recycled) for. */
 const char *gs_region_lease_id(const gs_region_t *region);
 

@@ -212,10 +212,8 @@ static void add_share(const gsim_interval_t *iv, void *arg)
     share_sum_t *s = arg;
     if (iv->pid != s->pid)
         return;
-    int64_t a = iv->start_ns > s->from ? iv->start_ns : s->from;
-    int64_t b = iv->end_ns < s->to ? iv->end_ns : s->to;
-    if (b > a)
-        s->weighted_ns += (b - a) * (int64_t)(iv->pct == 0 ? 100 : iv->pct) / 100;
+    s->weighted_ns += gsim_interval_busy_within(iv, s->from, s->to) *
+                      (int64_t)(iv->pct == 0 ? 100 : iv->pct) / 100;
 }
 
 /* CLOCK_REALTIME microseconds of the monotonic instant t, as NVML's CPU timestamps. The offset

@@ -19,7 +19,7 @@
 #include "gpushare/spinlock.h"
 
 #define REGION_MAGIC   "GSREGION"
-#define REGION_VERSION 5u
+#define REGION_VERSION 6u
 
 typedef unsigned __int128 u128;
 
@@ -64,6 +64,8 @@ typedef struct region_layout {
     uint64_t retired_ooms;
     uint64_t reclaimed_bytes;
     int64_t last_reap_ns __attribute__((aligned(64)));
+    uint64_t controller;  /* token of the process that sets throttle_ns, 0 = none */
+    uint64_t throttle_ns; /* pause before each kernel launch of the lease (compute share) */
     region_proc_t procs[GS_REGION_MAX_PROCS];
 } region_layout_t;
 

@@ -194,6 +194,7 @@ static int live_allocation(CUdeviceptr dptr)
 static CUresult launch_with_plan(CUgraphExec exec, CUstream stream,
                                  __typeof__(&cuGraphLaunch) launch)
 {
+    gs__compute_before_launch(); /* a graph is a batch of kernels */
     graph_plan_t *plan = plan_of(exec);
     if (plan == NULL)
         return launch(exec, stream);

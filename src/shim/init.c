@@ -158,6 +158,8 @@ static void initialize(void)
             result = CUDA_ERROR_NO_DEVICE;
     }
     state.init_result = result;
+    if (result == CUDA_SUCCESS && state.region != NULL)
+        gs__compute_init(gs_region_compute_share(state.region));
     pthread_atfork(NULL, NULL, after_fork_in_child);
     if (result == CUDA_SUCCESS && state.accounting)
         gs_info("lease active: limit %llu bytes on device 0, region slot %d",

@@ -1,6 +1,7 @@
 /* Kernel launches. They are interposed so that every way of reaching them (symbol, dlsym,
- * cuGetProcAddress) lands in the shim: a lease whose configuration is bad launches nothing.
- * The path is one predictable branch and a tail call into the driver. */
+ * cuGetProcAddress) lands in the shim: a lease whose configuration is bad launches nothing, and
+ * a lease with a compute share pauses before each launch as its controller decides (compute.c).
+ * Without a share the path is two predictable branches and a call into the driver. */
 #include "shim.h"
 
 #define FORWARD(fn, ...)                                                                           \
@@ -8,6 +9,7 @@
         CUresult init_result = gs__ensure_init();                                                  \
         if (__builtin_expect(init_result != CUDA_SUCCESS, 0))                                      \
             return init_result;                                                                    \
+        gs__compute_before_launch();                                                               \
         __typeof__(gs__real()->fn) real_fn = gs__real()->fn;                                       \
         return real_fn != NULL ? real_fn(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED;                  \
     } while (0)

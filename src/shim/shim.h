@@ -133,6 +133,11 @@ void gs__uncharge(const gs__alloc_t *alloc);
  * free_fn(arg), and on success returns the charge; unknown keys pass straight through. */
 CUresult gs__free_tracked(gs__kind_t kind, uint64_t key, CUresult (*free_fn)(void *arg), void *arg);
 
+/* Compute shares (compute.c): enables them for share percent (1..99) once the region is open;
+ * before each kernel launch, makes the lease's pause and starts the controller if needed. */
+void gs__compute_init(uint32_t share);
+void gs__compute_before_launch(void);
+
 /* The current context's CUDA ordinal, or -1 without a current context. */
 int gs__current_device(void);
 
