@@ -20,10 +20,10 @@
 #include "gpushare/log.h"
 #include "gpushare/nvml_abi.h"
 
-#define PERIOD_MS     1200                  /* longer than NVML's (and gpusim's) 1 s window */
-#define PROBE_NS      INT64_C(1000000)      /* first pause when the share is exceeded */
-#define MAX_PAUSE_NS  INT64_C(2000000000)
-#define MAX_SAMPLES   256
+#define PERIOD_MS    1200             /* longer than NVML's (and gpusim's) 1 s window */
+#define PROBE_NS     INT64_C(1000000) /* first pause when the share is exceeded */
+#define MAX_PAUSE_NS INT64_C(2000000000)
+#define MAX_SAMPLES  256
 
 typedef struct nvml_api {
     __typeof__(&nvmlInit_v2) init;
@@ -32,7 +32,7 @@ typedef struct nvml_api {
     __typeof__(&nvmlDeviceGetProcessUtilization) process_utilization;
 } nvml_api_t;
 
-static int compute_active;   /* set once at start-up, read on every launch */
+static int compute_active; /* set once at start-up, read on every launch */
 static uint32_t compute_share;
 static pid_t controller_pid; /* the process whose controller thread runs (0 = none yet) */
 
@@ -50,8 +50,7 @@ static int load_nvml(nvml_api_t *api)
         return -1;
     api->init = (__typeof__(api->init))gs__real_dlsym(lib, "nvmlInit_v2");
     api->by_uuid = (__typeof__(api->by_uuid))gs__real_dlsym(lib, "nvmlDeviceGetHandleByUUID");
-    api->by_index =
-        (__typeof__(api->by_index))gs__real_dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
+    api->by_index = (__typeof__(api->by_index))gs__real_dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
     api->process_utilization = (__typeof__(api->process_utilization))gs__real_dlsym(
         lib, "nvmlDeviceGetProcessUtilization");
     if (api->init == NULL || api->by_uuid == NULL || api->by_index == NULL ||
