@@ -44,3 +44,5 @@ if(count LESS 50)
 endif()
 file(WRITE "${OUT}.tmp" "${out}")
 execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp" "${OUT}")
+# Newer than its inputs even when unchanged, so the rule does not run again at every build.
+execute_process(COMMAND ${CMAKE_COMMAND} -E touch_nocreate "${OUT}")
