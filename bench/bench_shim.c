@@ -84,7 +84,9 @@ static double run_launch(void)
 }
 
 /* Worker: ns per cuMemAlloc(4 KiB) + cuMemFree pair, after the barrier. */
-static double run_alloc(shared_t *sh)
+/* Worker: ns per cuMemAlloc(4 KiB) + cuMemFree pair, after the barrier; also the CPU time per
+ * pair (with more processes than CPUs, wall time also counts waiting for a CPU). */
+static double run_alloc(shared_t *sh, int index)
 {
     CUdeviceptr p;
     if (context_up() != 0)
@@ -94,12 +96,15 @@ static double run_alloc(shared_t *sh)
         cuMemFree(p);
     }
     wait_barrier(sh);
+    double c0 = thread_cpu_ns();
     double t0 = now_ns();
     for (int i = 0; i < ALLOCS; i++) {
         if (cuMemAlloc(&p, 4096) != 0 || cuMemFree(p) != 0)
             return -1;
     }
-    return (now_ns() - t0) / ALLOCS;
+    double wall = (now_ns() - t0) / ALLOCS;
+    sh->cpu[index] = (thread_cpu_ns() - c0) / ALLOCS;
+    return wall;
 }
 
 /* Worker: cuInit latency in ns, released with the others from the barrier; also the CPU time
@@ -122,7 +127,7 @@ static int worker(const char *mode, const char *path, int index)
     if (fd < 0 || sh == MAP_FAILED)
         return 1;
     double v = strcmp(mode, "launch") == 0  ? run_launch()
-               : strcmp(mode, "alloc") == 0 ? run_alloc(sh)
+               : strcmp(mode, "alloc") == 0 ? run_alloc(sh, index)
                                             : run_init(sh, index);
     sh->value[index] = v;
     return v < 0 ? 1 : 0;
@@ -216,21 +221,31 @@ static double median(double *v, int n)
 static int per_call(const char *self, const char *dir, const char *mode, int procs,
                     const char *label)
 {
-    double without[REPEATS * 8], with[REPEATS * 8], vals[8];
+    double without[REPEATS * 8], with[REPEATS * 8], cpu_without[REPEATS * 8], cpu_with[REPEATS * 8],
+        vals[8], cpu[8];
     int n = 0;
     for (int r = 0; r < REPEATS; r++) {
-        if (run_case(self, mode, procs, 0, vals, NULL, dir, r) != 0)
+        if (run_case(self, mode, procs, 0, vals, cpu, dir, r) != 0)
             return -1;
-        for (int i = 0; i < procs; i++)
+        for (int i = 0; i < procs; i++) {
             without[n + i] = vals[i];
-        if (run_case(self, mode, procs, 1, vals, NULL, dir, r) != 0)
+            cpu_without[n + i] = cpu[i];
+        }
+        if (run_case(self, mode, procs, 1, vals, cpu, dir, r) != 0)
             return -1;
-        for (int i = 0; i < procs; i++)
+        for (int i = 0; i < procs; i++) {
             with[n + i] = vals[i];
+            cpu_with[n + i] = cpu[i];
+        }
         n += procs;
     }
     double a = median(without, n), b = median(with, n);
-    printf("%-34s %10.1f %10.1f %+10.1f\n", label, a, b, b - a);
+    printf("%-34s %10.1f %10.1f %+10.1f", label, a, b, b - a);
+    if (strcmp(mode, "alloc") == 0) {
+        double ca = median(cpu_without, n), cb = median(cpu_with, n);
+        printf("   CPU %7.1f %7.1f %+7.1f", ca, cb, cb - ca);
+    }
+    printf("\n");
     return 0;
 }
 
@@ -269,7 +284,8 @@ int main(int argc, char **argv)
     const char *dir = getenv("GS_BENCH_DIR");
     printf("libgpushare.so on gpusim, side by side; median of %d runs in fresh processes\n",
            REPEATS);
-    printf("%-34s %10s %10s %10s\n", "per call (ns)", "bare", "shim", "added");
+    printf("%-34s %10s %10s %10s   %s\n", "per call (ns): wall time", "bare", "shim", "added",
+           "and CPU time (bare, shim, added)");
     if (per_call(argv[0], dir, "launch", 1, "cuLaunchKernel, 1 process") != 0 ||
         per_call(argv[0], dir, "alloc", 1, "cuMemAlloc+cuMemFree, 1 process") != 0 ||
         per_call(argv[0], dir, "alloc", 8, "cuMemAlloc+cuMemFree, 8 processes") != 0)
