@@ -80,57 +80,6 @@ static void clear_caches(gs_place_engine_t *e)
         memset(e->frag, 0, e->nodes_seen * sizeof(e->frag[0]));
 }
 
-int gs_place_engine_new(gs_place_cluster_t *cluster, gs_place_policy_t policy,
-                        const gs_place_workload_t *workload, uint64_t seed, gs_place_engine_t **out)
-{
-    if ((int)policy < 0 || policy >= GS_PLACE_POLICY_COUNT ||
-        (workload != NULL && !workload->finished))
-        return GS_EINVAL;
-    gs_place_engine_t *e = calloc(1, sizeof(*e));
-    if (e == NULL)
-        return GS_ENOMEM;
-    e->cluster = cluster;
-    e->policy = policy;
-    e->ops = gs__policies[policy];
-    gs__rng_seed(&e->rng, seed ^ UINT64_C(0x5eed0f9a3c1b2d47));
-    int result = GS_ENOMEM;
-    e->slots = malloc(GS__CACHE_SLOTS * sizeof(e->slots[0]));
-    if (e->slots == NULL)
-        goto out;
-    memset(e->slots, 0xff, GS__CACHE_SLOTS * sizeof(e->slots[0]));
-    if (e->ops->uses_workload) {
-        if (workload != NULL)
-            result = set_shapes(e, workload->shapes, workload->count);
-        else
-            result = gs_place_workload_new(&e->observed);
-        if (result != 0)
-            goto out;
-    }
-    *out = e;
-    return 0;
-out:
-    gs_place_engine_free(e);
-    return result;
-}
-
-void gs_place_engine_free(gs_place_engine_t *engine)
-{
-    if (engine == NULL)
-        return;
-    for (size_t i = 0; i < engine->ncaches; i++) {
-        free(engine->caches[i].version);
-        free(engine->caches[i].score);
-    }
-    free(engine->caches);
-    free(engine->slots);
-    free(engine->frag);
-    free(engine->ties);
-    free(engine->rank);
-    free(engine->shapes);
-    gs_place_workload_free(engine->observed);
-    free(engine);
-}
-
 /* Grows the per-node arrays to the cluster's size (nodes may be added at any time). */
 static int track_nodes(gs_place_engine_t *e)
 {
@@ -168,6 +117,59 @@ static int track_nodes(gs_place_engine_t *e)
     }
     e->nodes_seen = n;
     return 0;
+}
+
+int gs_place_engine_new(gs_place_cluster_t *cluster, gs_place_policy_t policy,
+                        const gs_place_workload_t *workload, uint64_t seed, gs_place_engine_t **out)
+{
+    if ((int)policy < 0 || policy >= GS_PLACE_POLICY_COUNT ||
+        (workload != NULL && !workload->finished))
+        return GS_EINVAL;
+    gs_place_engine_t *e = calloc(1, sizeof(*e));
+    if (e == NULL)
+        return GS_ENOMEM;
+    e->cluster = cluster;
+    e->policy = policy;
+    e->ops = gs__policies[policy];
+    gs__rng_seed(&e->rng, seed ^ UINT64_C(0x5eed0f9a3c1b2d47));
+    int result = GS_ENOMEM;
+    e->slots = malloc(GS__CACHE_SLOTS * sizeof(e->slots[0]));
+    if (e->slots == NULL)
+        goto out;
+    memset(e->slots, 0xff, GS__CACHE_SLOTS * sizeof(e->slots[0]));
+    if (e->ops->uses_workload) {
+        if (workload != NULL)
+            result = set_shapes(e, workload->shapes, workload->count);
+        else
+            result = gs_place_workload_new(&e->observed);
+        if (result != 0)
+            goto out;
+    }
+    if ((result = track_nodes(e)) != 0)
+        goto out;
+    *out = e;
+    return 0;
+out:
+    gs_place_engine_free(e);
+    return result;
+}
+
+void gs_place_engine_free(gs_place_engine_t *engine)
+{
+    if (engine == NULL)
+        return;
+    for (size_t i = 0; i < engine->ncaches; i++) {
+        free(engine->caches[i].version);
+        free(engine->caches[i].score);
+    }
+    free(engine->caches);
+    free(engine->slots);
+    free(engine->frag);
+    free(engine->ties);
+    free(engine->rank);
+    free(engine->shapes);
+    gs_place_workload_free(engine->observed);
+    free(engine);
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)
