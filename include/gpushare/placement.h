@@ -191,10 +191,10 @@ int gs_place_workload_shape(const gs_place_workload_t *workload, size_t i, gs_pl
 
 typedef struct gs_place_engine gs_place_engine_t;
 
-/* Creates an engine for policy on cluster. FGD and gpushare need a finished target workload
- * (copied; without one they plan for the requests seen so far). seed drives every random choice
- * (ties between equally good nodes, the Random policy), so equal seeds give equal decisions.
- * Returns 0, GS_EINVAL or GS_ENOMEM. The cluster must outlive the engine. */
+/* Creates an engine for policy on cluster. FGD and gpushare plan for a finished target workload
+ * (copied); without one they plan for the requests seen so far. seed drives every random choice:
+ * the fixed order in which equally good nodes are preferred, and the Random policy. Equal seeds
+ * give equal decisions. Returns 0, GS_EINVAL or GS_ENOMEM. The cluster must outlive the engine. */
 int gs_place_engine_new(gs_place_cluster_t *cluster, gs_place_policy_t policy,
                         const gs_place_workload_t *workload, uint64_t seed,
                         gs_place_engine_t **out);
@@ -296,7 +296,7 @@ typedef struct gs_place_replay_opts {
     gs_place_policy_t policy;
     uint64_t seed;   /* shuffles the pods and drives the policy's random choices */
     double tune;     /* grow (or shrink) the workload to tune x cluster GPU capacity; 0 = as is */
-    double coverage; /* target workload coverage for FGD/gpushare; 0 means 0.95 */
+    double coverage; /* target workload coverage; 0 = the policy's own (FGD 0.95, gpushare 1) */
 } gs_place_replay_opts_t;
 
 typedef struct gs_place_replay_result {
