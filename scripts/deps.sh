@@ -13,7 +13,7 @@ packages=(
   libinih-dev                               # gpushare.conf
   libmicrohttpd-dev                         # Prometheus /metrics
   prometheus                                # promtool, to validate /metrics in tests
-  curl                                      # tests read /metrics
+  curl jq                                   # tests read /metrics and the JSON API
   procps psmisc                             # ps, pkill, killall in tests
 )
 

@@ -135,8 +135,7 @@ static void test_percent(void **state)
     assert_int_equal(gs_qty_parse_percent("0", 0, &pct, err, sizeof(err)), GS_ERANGE);
     assert_int_equal(gs_qty_parse_percent("101", 0, &pct, err, sizeof(err)), GS_ERANGE);
     assert_non_null(strstr(err, "\"101\""));
-    assert_int_equal(gs_qty_parse_percent("99999999999999", 0, &pct, err, sizeof(err)),
-                     GS_ERANGE);
+    assert_int_equal(gs_qty_parse_percent("99999999999999", 0, &pct, err, sizeof(err)), GS_ERANGE);
     assert_int_equal(gs_qty_parse_percent("-5", 0, &pct, err, sizeof(err)), GS_ERANGE);
     assert_int_equal(gs_qty_parse_percent("30.5", 0, &pct, err, sizeof(err)), GS_EINVAL);
     assert_int_equal(gs_qty_parse_percent("30%%", 0, &pct, err, sizeof(err)), GS_EINVAL);
@@ -188,9 +187,9 @@ static void test_device_list(void **state)
 static void test_format_round_trip(void **state)
 {
     (void)state;
-    const uint64_t values[] = {1, 1023, 1024, 4 * GIB, 1536 * MIB, 4097, UINT64_MAX,
-                               UINT64_C(15) << 60};
-    const char *expected[] = {"1", "1023", "1K", "4G", "1536M", "4097", "18446744073709551615",
+    const uint64_t values[] = {1,          1023, 1024,       4 * GIB,
+                               1536 * MIB, 4097, UINT64_MAX, UINT64_C(15) << 60};
+    const char *expected[] = {"1",  "1023", "1K", "4G", "1536M", "4097", "18446744073709551615",
                               "15E"};
     for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
         char buf[32];
@@ -212,9 +211,9 @@ static void test_format_round_trip(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bytes_units),   cmocka_unit_test(test_bytes_errors),
-        cmocka_unit_test(test_fraction),      cmocka_unit_test(test_percent),
-        cmocka_unit_test(test_device_list),   cmocka_unit_test(test_format_round_trip),
+        cmocka_unit_test(test_bytes_units), cmocka_unit_test(test_bytes_errors),
+        cmocka_unit_test(test_fraction),    cmocka_unit_test(test_percent),
+        cmocka_unit_test(test_device_list), cmocka_unit_test(test_format_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

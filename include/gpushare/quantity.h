@@ -17,9 +17,9 @@
 /* A memory amount per device: either one value for all devices, explicit values for some, or
  * both ("4G" sets all; "0=4G,1=2G" sets devices 0 and 1 only). */
 typedef struct gs_device_bytes {
-    int has_all;        /* nonzero when all_devices applies to devices without an entry */
+    int has_all; /* nonzero when all_devices applies to devices without an entry */
     uint64_t all_devices;
-    uint32_t present;   /* bit d set when per_device[d] was given */
+    uint32_t present; /* bit d set when per_device[d] was given */
     uint64_t per_device[GS_MAX_DEVICES];
 } gs_device_bytes_t;
 
@@ -28,8 +28,7 @@ typedef struct gs_device_bytes {
  * "4096", "512M", "1.5G", "4Gi", "4GiB". The result must be a whole number of bytes that fits
  * in 64 bits. Returns 0 and sets *bytes, or GS_EINVAL/GS_ERANGE with a message quoting the input
  * in err (when err is not NULL); *bytes is untouched on error. Thread-safe. */
-int gs_qty_parse_bytes(const char *text, unsigned flags, uint64_t *bytes, char *err,
-                       size_t errlen);
+int gs_qty_parse_bytes(const char *text, unsigned flags, uint64_t *bytes, char *err, size_t errlen);
 
 /* Parses a GPU fraction 0 < F <= 1 ("0.25", "1", ".5") into thousandths (250, 1000, 500).
  * At most three significant decimals ("0.3333" is an error: gpushare allocates in 0.001 GPU).
@@ -45,8 +44,8 @@ int gs_qty_parse_percent(const char *text, unsigned flags, uint32_t *percent, ch
  * "0=4G,1=2G" of device index (0..GS_MAX_DEVICES-1, each at most once) and size. Sizes follow
  * gs_qty_parse_bytes with flags. Returns 0 and fills *out, or GS_EINVAL/GS_ERANGE with a message
  * in err (*out untouched). Thread-safe. */
-int gs_qty_parse_device_bytes(const char *text, unsigned flags, gs_device_bytes_t *out,
-                              char *err, size_t errlen);
+int gs_qty_parse_device_bytes(const char *text, unsigned flags, gs_device_bytes_t *out, char *err,
+                              size_t errlen);
 
 /* Returns the limit for device dev from a parsed per-device amount, or 0 when none applies. */
 uint64_t gs_device_bytes_get(const gs_device_bytes_t *amounts, unsigned dev);

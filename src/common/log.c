@@ -42,8 +42,8 @@ void gs_log(enum gs_log_level level, const char *fmt, ...)
     int saved_errno = errno;
     char line[1024];
     int lvl = (int)level < 0 || (int)level > 3 ? 0 : (int)level;
-    int n = snprintf(line, sizeof(line), "%s[%d]: %s: ", log_program, (int)getpid(),
-                     level_names[lvl]);
+    int n =
+        snprintf(line, sizeof(line), "%s[%d]: %s: ", log_program, (int)getpid(), level_names[lvl]);
     if (n < 0 || (size_t)n >= sizeof(line) - 1)
         n = 0;
     va_list ap;

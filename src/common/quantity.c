@@ -10,10 +10,10 @@
 #define MAX_DECIMALS 18
 
 typedef struct decimal {
-    uint64_t whole;     /* digits before the point */
-    uint64_t frac;      /* digits after the point, as an integer */
-    unsigned decimals;  /* number of digits after the point */
-    const char *rest;   /* first character after the number */
+    uint64_t whole;    /* digits before the point */
+    uint64_t frac;     /* digits after the point, as an integer */
+    unsigned decimals; /* number of digits after the point */
+    const char *rest;  /* first character after the number */
 } decimal_t;
 
 static int fail(int code, char *err, size_t errlen, const char *fmt, ...)
@@ -101,8 +101,7 @@ static int parse_unit(const char *s, int *shift)
     return GS_EINVAL;
 }
 
-int gs_qty_parse_bytes(const char *text, unsigned flags, uint64_t *bytes, char *err,
-                       size_t errlen)
+int gs_qty_parse_bytes(const char *text, unsigned flags, uint64_t *bytes, char *err, size_t errlen)
 {
     if (text == NULL || *text == '\0')
         return fail(GS_EINVAL, err, errlen, "invalid memory size \"\": empty");
@@ -114,8 +113,7 @@ int gs_qty_parse_bytes(const char *text, unsigned flags, uint64_t *bytes, char *
         return fail(GS_ERANGE, err, errlen, "invalid memory size \"%s\": too large", text);
     if (result != 0)
         return fail(GS_EINVAL, err, errlen,
-                    "invalid memory size \"%s\": expected a number such as 4G, 512M or 4096",
-                    text);
+                    "invalid memory size \"%s\": expected a number such as 4G, 512M or 4096", text);
     int shift;
     if (parse_unit(d.rest, &shift) != 0)
         return fail(GS_EINVAL, err, errlen,
@@ -131,8 +129,7 @@ int gs_qty_parse_bytes(const char *text, unsigned flags, uint64_t *bytes, char *
     if (total > UINT64_MAX)
         return fail(GS_ERANGE, err, errlen, "invalid memory size \"%s\": too large", text);
     if (total == 0 && !(flags & GS_QTY_ALLOW_ZERO))
-        return fail(GS_EINVAL, err, errlen, "invalid memory size \"%s\": must be above zero",
-                    text);
+        return fail(GS_EINVAL, err, errlen, "invalid memory size \"%s\": must be above zero", text);
     *bytes = (uint64_t)total;
     return 0;
 }
@@ -221,8 +218,7 @@ static int parse_device_item(const char *whole, const char *item, size_t len, un
         dev = dev * 10 + (unsigned)(*p - '0');
     if (p == buf || *p != '\0')
         return fail(GS_EINVAL, err, errlen,
-                    "invalid device memory list \"%s\": \"%s\" is not a device index", whole,
-                    buf);
+                    "invalid device memory list \"%s\": \"%s\" is not a device index", whole, buf);
     if (dev >= GS_MAX_DEVICES)
         return fail(GS_ERANGE, err, errlen,
                     "invalid device memory list \"%s\": device %u is above %d", whole, dev,
@@ -238,8 +234,8 @@ static int parse_device_item(const char *whole, const char *item, size_t len, un
     return 0;
 }
 
-int gs_qty_parse_device_bytes(const char *text, unsigned flags, gs_device_bytes_t *out,
-                              char *err, size_t errlen)
+int gs_qty_parse_device_bytes(const char *text, unsigned flags, gs_device_bytes_t *out, char *err,
+                              size_t errlen)
 {
     gs_device_bytes_t parsed;
     memset(&parsed, 0, sizeof(parsed));

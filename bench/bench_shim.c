@@ -1,0 +1,291 @@
+/* Benchmark of libgpushare.so's cost on gpusim, side by side with the bare driver in one run:
+ * per-call cost of cuLaunchKernel and of cuMemAlloc+cuMemFree (1 and 8 processes), and cuInit
+ * latency percentiles with 1, 16, 64 and 256 processes released together from a barrier.
+ *
+ * The lease's region is created before the workers start (as the daemon does) on tmpfs.
+ * Method: every case runs in fresh processes, alternately without and with the shim, REPEATS
+ * times; a figure is the median over the repeats (per-call costs: total time / calls in one
+ * process, median over processes and repeats; cuInit: percentiles over all processes of one
+ * repeat, then the median of each percentile over repeats). Timings use CLOCK_MONOTONIC. */
+#include <cuda.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpushare/region.h"
+
+#define REPEATS     5
+#define LAUNCHES    200000
+#define ALLOCS      100000
+#define MAX_WORKERS 256
+
+typedef struct shared {
+    int go; /* the barrier: 0 until released */
+    int ready;
+    double value[MAX_WORKERS]; /* one figure per worker */
+    double cpu[MAX_WORKERS];   /* cuInit: CPU time the worker thread spent in it */
+} shared_t;
+
+static double thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int context_up(void)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    return cuInit(0) == 0 && cuDeviceGet(&dev, 0) == 0 &&
+                   cuDevicePrimaryCtxRetain(&ctx, dev) == 0 && cuCtxSetCurrent(ctx) == 0
+               ? 0
+               : -1;
+}
+
+static void wait_barrier(shared_t *sh)
+{
+    __atomic_fetch_add(&sh->ready, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&sh->go, __ATOMIC_ACQUIRE) == 0)
+        syscall(SYS_futex, &sh->go, FUTEX_WAIT, 0, NULL, NULL, 0);
+}
+
+/* Worker: ns per cuLaunchKernel of a zero-cost kernel. */
+static double run_launch(void)
+{
+    static const char image[] = "gpusim-module 1\nkernel noop 0us\n";
+    CUmodule module;
+    CUfunction fn;
+    if (context_up() != 0 || cuModuleLoadData(&module, image) != 0 ||
+        cuModuleGetFunction(&fn, module, "noop") != 0)
+        return -1;
+    for (int i = 0; i < 1000; i++)
+        cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+    double t0 = now_ns();
+    for (int i = 0; i < LAUNCHES; i++)
+        cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+    double t1 = now_ns();
+    cuCtxSynchronize();
+    return (t1 - t0) / LAUNCHES;
+}
+
+/* Worker: ns per cuMemAlloc(4 KiB) + cuMemFree pair, after the barrier. */
+static double run_alloc(shared_t *sh)
+{
+    CUdeviceptr p;
+    if (context_up() != 0)
+        return -1;
+    for (int i = 0; i < 1000; i++) {
+        cuMemAlloc(&p, 4096);
+        cuMemFree(p);
+    }
+    wait_barrier(sh);
+    double t0 = now_ns();
+    for (int i = 0; i < ALLOCS; i++) {
+        if (cuMemAlloc(&p, 4096) != 0 || cuMemFree(p) != 0)
+            return -1;
+    }
+    return (now_ns() - t0) / ALLOCS;
+}
+
+/* Worker: cuInit latency in ns, released with the others from the barrier; also the CPU time
+ * its thread spent in cuInit (which waiting for a CPU does not inflate). */
+static double run_init(shared_t *sh, int index)
+{
+    wait_barrier(sh);
+    double c0 = thread_cpu_ns();
+    double t0 = now_ns();
+    CUresult result = cuInit(0);
+    double t1 = now_ns();
+    sh->cpu[index] = thread_cpu_ns() - c0;
+    return result == CUDA_SUCCESS ? t1 - t0 : -1;
+}
+
+static int worker(const char *mode, const char *path, int index)
+{
+    int fd = open(path, O_RDWR);
+    shared_t *sh = mmap(NULL, sizeof(shared_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (fd < 0 || sh == MAP_FAILED)
+        return 1;
+    double v = strcmp(mode, "launch") == 0  ? run_launch()
+               : strcmp(mode, "alloc") == 0 ? run_alloc(sh)
+                                            : run_init(sh, index);
+    sh->value[index] = v;
+    return v < 0 ? 1 : 0;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double percentile(double *v, int n, double p)
+{
+    qsort(v, (size_t)n, sizeof(double), compare_double);
+    int i = (int)(p * (n - 1) + 0.5);
+    return v[i];
+}
+
+/* Creates the lease's region up front, as gpushared does when it grants a lease, so that
+ * cuInit measures joining a lease rather than making one. */
+static int make_region(const char *path)
+{
+    gs_region_config_t cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    for (int d = 0; d < GS_MAX_DEVICES; d++)
+        cfg.limit[d] = UINT64_C(64) << 30;
+    gs_region_t *region = NULL;
+    int result = gs_region_create(path, &cfg, 0600, &region);
+    gs_region_close(region);
+    return result;
+}
+
+/* Runs n workers of mode, with or without the shim; fills values[0..n) (and cpu[0..n) when
+ * cpu is not NULL). Returns 0 or -1. */
+static int run_case(const char *self, const char *mode, int n, int with_shim, double *values,
+                    double *cpu, const char *dir, int round)
+{
+    char path[512], region[512], count[16];
+    snprintf(path, sizeof(path), "%s/shared", dir);
+    snprintf(region, sizeof(region), "%s/lease-%s-%d-%d.region", dir, mode, n, round);
+    if (with_shim && make_region(region) != 0)
+        return -1;
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || ftruncate(fd, sizeof(shared_t)) != 0)
+        return -1;
+    shared_t *sh = mmap(NULL, sizeof(shared_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    pid_t pids[MAX_WORKERS];
+    for (int i = 0; i < n; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0) {
+            if (with_shim) {
+                setenv("LD_PRELOAD", getenv("GS_BENCH_SHIM"), 1);
+                setenv("GPUSHARE_REGION", region, 1);
+                setenv("GPUSHARE_MEMORY_LIMIT", "64G", 1);
+            } else {
+                unsetenv("LD_PRELOAD");
+            }
+            snprintf(count, sizeof(count), "%d", i);
+            execl(self, self, "--worker", mode, path, count, (char *)NULL);
+            _exit(127);
+        }
+    }
+    if (strcmp(mode, "launch") != 0) {
+        while (__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE) < n)
+            usleep(1000);
+        usleep(20000);
+        __atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
+        syscall(SYS_futex, &sh->go, FUTEX_WAKE, MAX_WORKERS, NULL, NULL, 0);
+    }
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        int status;
+        waitpid(pids[i], &status, 0);
+        bad |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+        values[i] = sh->value[i];
+        if (cpu != NULL)
+            cpu[i] = sh->cpu[i];
+    }
+    munmap(sh, sizeof(*sh));
+    unlink(region);
+    return bad ? -1 : 0;
+}
+
+static double median(double *v, int n)
+{
+    return percentile(v, n, 0.5);
+}
+
+/* Per-call cost: median over processes and repeats, without and with the shim. */
+static int per_call(const char *self, const char *dir, const char *mode, int procs,
+                    const char *label)
+{
+    double without[REPEATS * 8], with[REPEATS * 8], vals[8];
+    int n = 0;
+    for (int r = 0; r < REPEATS; r++) {
+        if (run_case(self, mode, procs, 0, vals, NULL, dir, r) != 0)
+            return -1;
+        for (int i = 0; i < procs; i++)
+            without[n + i] = vals[i];
+        if (run_case(self, mode, procs, 1, vals, NULL, dir, r) != 0)
+            return -1;
+        for (int i = 0; i < procs; i++)
+            with[n + i] = vals[i];
+        n += procs;
+    }
+    double a = median(without, n), b = median(with, n);
+    printf("%-34s %10.1f %10.1f %+10.1f\n", label, a, b, b - a);
+    return 0;
+}
+
+static int init_latency(const char *self, const char *dir, int procs, double *cpu_added)
+{
+    static double vals[MAX_WORKERS], cpu[MAX_WORKERS];
+    double p[2][3][REPEATS], c[2][REPEATS];
+    for (int r = 0; r < REPEATS; r++) {
+        for (int shim = 0; shim < 2; shim++) {
+            if (run_case(self, "init", procs, shim, vals, cpu, dir, r) != 0)
+                return -1;
+            p[shim][0][r] = percentile(vals, procs, 0.50) / 1000;
+            p[shim][1][r] = percentile(vals, procs, 0.99) / 1000;
+            p[shim][2][r] = percentile(vals, procs, 1.00) / 1000;
+            c[shim][r] = percentile(cpu, procs, 0.50) / 1000;
+        }
+    }
+    double m[2][3];
+    for (int s = 0; s < 2; s++)
+        for (int k = 0; k < 3; k++)
+            m[s][k] = median(p[s][k], REPEATS);
+    printf("%5d %9.1f %9.1f %9.1f   %9.1f %9.1f %9.1f   %+9.1f %+9.1f\n", procs, m[0][0], m[0][1],
+           m[0][2], m[1][0], m[1][1], m[1][2], m[1][0] - m[0][0], m[1][1] - m[0][1]);
+    *cpu_added = median(c[1], REPEATS) - median(c[0], REPEATS);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 5 && strcmp(argv[1], "--worker") == 0)
+        return worker(argv[2], argv[3], atoi(argv[4]));
+    if (getenv("GS_BENCH_SHIM") == NULL || getenv("GS_BENCH_DIR") == NULL) {
+        fprintf(stderr, "bench_shim: run through bench/shim.sh\n");
+        return 2;
+    }
+    const char *dir = getenv("GS_BENCH_DIR");
+    printf("libgpushare.so on gpusim, side by side; median of %d runs in fresh processes\n",
+           REPEATS);
+    printf("%-34s %10s %10s %10s\n", "per call (ns)", "bare", "shim", "added");
+    if (per_call(argv[0], dir, "launch", 1, "cuLaunchKernel, 1 process") != 0 ||
+        per_call(argv[0], dir, "alloc", 1, "cuMemAlloc+cuMemFree, 1 process") != 0 ||
+        per_call(argv[0], dir, "alloc", 8, "cuMemAlloc+cuMemFree, 8 processes") != 0)
+        return 1;
+    printf("\ncuInit latency (us), processes released together from a barrier\n");
+    printf("%5s %9s %9s %9s   %9s %9s %9s   %9s %9s\n", "procs", "bare p50", "p99", "max",
+           "shim p50", "p99", "max", "added p50", "p99");
+    const int counts[] = {1, 16, 64, 256};
+    double cpu_added[4];
+    for (int i = 0; i < 4; i++) {
+        if (init_latency(argv[0], dir, counts[i], &cpu_added[i]) != 0)
+            return 1;
+    }
+    printf("\nCPU time the shim adds to one process's cuInit (median over processes, then over "
+           "runs;\nwaiting for a CPU does not count, so this is the shim's own work):\n");
+    for (int i = 0; i < 4; i++)
+        printf("  %3d processes: %+7.1f us\n", counts[i], cpu_added[i]);
+    return 0;
+}

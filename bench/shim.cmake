@@ -1,0 +1,8 @@
+# The shim's benchmark (bench/shim.sh runs it): a driver-API program like a user's.
+if(TARGET gsim_cuda AND TARGET gpushare_shim)
+  add_executable(bench_shim bench_shim.c)
+  target_include_directories(bench_shim PRIVATE "${CUDA_INCLUDE_DIR}")
+  target_link_directories(bench_shim PRIVATE "${CUDA_INCLUDE_DIR}/../lib64/stubs")
+  target_link_libraries(bench_shim PRIVATE cuda gs_region)
+  set_target_properties(bench_shim PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_BENCH_DIR}")
+endif()

@@ -1,0 +1,135 @@
+/* The client API of gpushared: lease requests, the JSON-lines protocol, and a connection.
+ *
+ * Every part that talks to the daemon (the gpushare CLI, the Slurm plugin, tests, benchmarks)
+ * uses this header; the daemon uses the same request parser, so a request means the same thing
+ * on both sides. The protocol is documented in docs/api.md. Messages are jansson objects. */
+#ifndef GPUSHARE_CLIENT_H
+#define GPUSHARE_CLIENT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpushare/quantity.h"
+
+/* The protocol version spoken by this build (the "version" of hello). */
+#define GS_PROTO_VERSION 1
+
+/* The longest request line the daemon accepts, newline included. */
+#define GS_PROTO_LINE_MAX (64 * 1024)
+
+/* The default socket when neither GPUSHARE_SOCKET nor an explicit path is given. */
+#define GS_DEFAULT_SOCKET "/run/gpushare/gpushared.sock"
+
+/* Room for the command a lease shows in listings (display only, never executed). */
+#define GS_LEASE_COMMAND_MAX 256
+
+/* The most logical GPUs one lease may ask for, and the largest over-provisioning factor. */
+#define GS_LEASE_GPUS_MAX    64
+#define GS_OVERPROVISION_MAX 64
+#define GS_PRIORITY_MIN      (-100)
+#define GS_PRIORITY_MAX      100
+#define GS_LEASE_TIMEOUT_MAX (7u * 24 * 3600 * 1000) /* ms: a week */
+
+/* What a lease is sized by: exactly one of these per request. */
+typedef enum gs_lease_kind {
+    GS_LEASE_NONE = 0,
+    GS_LEASE_GPUS,     /* --gpus N: N whole logical GPUs */
+    GS_LEASE_FRACTION, /* --gpu F: F of one GPU's memory and compute */
+    GS_LEASE_MEMORY,   /* --gpu-memory SIZE [--compute PCT]: bytes on one GPU */
+} gs_lease_kind_t;
+
+/* A lease request as a user states it. */
+typedef struct gs_lease_request {
+    gs_lease_kind_t kind;
+    uint32_t gpus;           /* GS_LEASE_GPUS: 1..GS_LEASE_GPUS_MAX */
+    uint32_t fraction_milli; /* GS_LEASE_FRACTION: 1..1000 (thousandths of a GPU) */
+    uint64_t memory;         /* GS_LEASE_MEMORY: bytes, > 0 */
+    uint32_t compute;        /* GS_LEASE_MEMORY only: guaranteed percent, 0 = not limited */
+    uint32_t compute_max;    /* burst cap in percent, 0 = none; >= the lease's share */
+    int32_t priority;        /* GS_PRIORITY_MIN..GS_PRIORITY_MAX, higher is served first */
+    int wait;                /* nonzero: queue when nothing fits now */
+    uint32_t timeout_ms;     /* how long to stay queued, 0 = no limit */
+    char command[GS_LEASE_COMMAND_MAX]; /* for listings */
+} gs_lease_request_t;
+
+/* The requests of the protocol. */
+typedef enum gs_op {
+    GS_OP_HELLO = 1,
+    GS_OP_ACQUIRE,
+    GS_OP_RELEASE,
+    GS_OP_LIST,
+    GS_OP_STATUS,
+} gs_op_t;
+
+/* One parsed request line. */
+typedef struct gs_request {
+    gs_op_t op;
+    gs_lease_request_t lease; /* GS_OP_ACQUIRE */
+    uint64_t lease_id;        /* GS_OP_RELEASE */
+} gs_request_t;
+
+/* Room for the message of any function below. */
+#define GS_CLIENT_ERR_MAX 256
+
+/* Sets *req to an empty request: kind NONE, wait on, priority 0. */
+void gs_lease_request_init(gs_lease_request_t *req);
+
+/* Checks a request's invariants (one kind, values in range, options that fit the kind).
+ * Returns 0, or GS_EINVAL with a one-line message in err (may be NULL). Thread-safe. */
+int gs_lease_request_check(const gs_lease_request_t *req, char *err, size_t errlen);
+
+/* Returns the protocol name of op ("acquire"), or "?" for an unknown value. Never NULL. */
+const char *gs_op_name(gs_op_t op);
+
+/* Parses one request line (without or with its trailing newline; it need not be
+ * NUL-terminated). Returns 0 with *out filled, GS_EFORMAT when the line is not one JSON object,
+ * GS_EINVAL when a field is missing, unknown, of the wrong type or out of range (acquire
+ * requests are also checked with gs_lease_request_check), or GS_EMSGSIZE when len exceeds
+ * GS_PROTO_LINE_MAX. The message in err names the problem. Thread-safe. */
+int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char *err,
+                           size_t errlen);
+
+/* Builds the JSON object of an acquire request. Returns a new reference (the caller
+ * json_decref's it), or NULL when out of memory. */
+json_t *gs_proto_acquire_json(const gs_lease_request_t *req);
+
+/* Returns the socket path to use: explicit when not NULL, else $GPUSHARE_SOCKET when set and
+ * non-empty, else GS_DEFAULT_SOCKET. The result is explicit, getenv's storage or a literal. */
+const char *gs_client_socket_path(const char *explicit_path);
+
+/* A connection to gpushared. Not thread-safe: one thread per connection. */
+typedef struct gs_client gs_client_t;
+
+/* Connects to the daemon's socket (path as gs_client_socket_path). Returns 0 and *out, or
+ * -errno (GS_ENOENT / GS_ECONNREFUSED when no daemon listens) with a message in err. The
+ * caller owns *out (gs_client_close). */
+int gs_client_connect(const char *path, gs_client_t **out, char *err, size_t errlen);
+
+/* Closes the connection (NULL is fine). Leases held by the connection end with it. */
+void gs_client_close(gs_client_t *client);
+
+/* The socket, for poll(2): readable when a message may be waiting (call gs_client_recv). */
+int gs_client_fd(const gs_client_t *client);
+
+/* Sends one message (compact JSON and a newline). Returns 0 or -errno (GS_EPROTO when msg
+ * cannot be encoded). Blocks until written. */
+int gs_client_send(gs_client_t *client, const json_t *msg);
+
+/* Receives the next message. timeout_ms < 0 waits forever, 0 only takes what is buffered.
+ * Returns 0 and *msg (a new reference), GS_ETIMEDOUT, GS_ECONNREFUSED when the daemon closed
+ * the connection (EOF), GS_EPROTO for a reply that is not a JSON object or longer than
+ * GS_PROTO_LINE_MAX * 64, or -errno. */
+int gs_client_recv(gs_client_t *client, int timeout_ms, json_t **msg);
+
+/* Sends msg and returns the first reply (a message with an "ok" member); asynchronous events
+ * (messages with "event" and no "ok") received meanwhile are dropped. Same returns as
+ * gs_client_send / gs_client_recv; a reply with "ok": false still returns 0 (look at it with
+ * gs_reply_error). */
+int gs_client_call(gs_client_t *client, const json_t *msg, int timeout_ms, json_t **reply);
+
+/* For a reply with "ok": false, returns its error code string ("no_fit") and sets *message to
+ * its message (both owned by reply); returns NULL for a successful reply. */
+const char *gs_reply_error(const json_t *reply, const char **message);
+
+#endif

@@ -1,0 +1,14 @@
+# Turns the shared GPU model and MIG profile CSVs into models_data.h (C string literals), so the
+# simulator carries its tables with it. Run at build time with -DMODELS=.. -DPROFILES=.. -DOUT=..
+function(csv_to_c var file result)
+  file(READ "${file}" text)
+  string(REPLACE "\\" "\\\\" text "${text}")
+  string(REPLACE "\"" "\\\"" text "${text}")
+  string(REPLACE "\n" "\\n\"\n    \"" text "${text}")
+  set(${result} "static const char ${var}[] =\n    \"${text}\";\n" PARENT_SCOPE)
+endfunction()
+csv_to_c(models_csv "${MODELS}" models)
+csv_to_c(mig_profiles_csv "${PROFILES}" profiles)
+file(WRITE "${OUT}.tmp" "/* Generated from shared/gpus by sim/embed_csv.cmake; do not edit. */\n${models}${profiles}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different "${OUT}.tmp" "${OUT}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E touch_nocreate "${OUT}")

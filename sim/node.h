@@ -1,0 +1,323 @@
+/* gpusim's private header: the simulated node (GPU models, shared node state, device timelines).
+ *
+ * gpusim is a stand-in for NVIDIA's driver and knows nothing of gpushare. Every gpusim binary
+ * (libcuda.so.1, libnvidia-ml.so.1, nvidia-cuda-mps-control, nvidia-smi) links this core. All
+ * processes of a "node" share one state file, $GPUSIM_STATE/node (mmap), exactly as processes on
+ * a real node share one GPU: physical memory use, busy time, MIG instances.
+ *
+ * Concurrency: the state is guarded by one robust, process-shared mutex (gsim_node_lock). A
+ * process that dies while holding it leaves it recoverable (EOWNERDEAD → the derived counters are
+ * rebuilt from the per-process records). Liveness of a process is an OFD lock it holds on a byte
+ * of the state file for its slot: the kernel drops it when the process dies, even by SIGKILL, and
+ * pid reuse cannot fool it. */
+#ifndef GSIM_NODE_H
+#define GSIM_NODE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GSIM_MAX_DEVICES      16
+#define GSIM_MAX_PROCS        1024
+#define GSIM_MAX_GI           8   /* GPU instances per device (MIG) */
+#define GSIM_MAX_CI           8   /* compute instances per GPU instance */
+#define GSIM_MAX_PROFILES     8   /* MIG GPU-instance profiles per model */
+#define GSIM_MAX_RESERVATIONS 64  /* future kernel intervals per timeline */
+#define GSIM_HISTORY          128 /* past kernel intervals per timeline (utilization) */
+#define GSIM_NAME_MAX         64
+#define GSIM_UUID_MAX         48 /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" + NUL */
+
+/* ---- GPU models (from the CSVs in shared/gpus, embedded at build time) ---- */
+
+typedef struct gsim_mig_profile {
+    char name[24];    /* "3g.20gb" */
+    uint32_t id;      /* NVML_GPU_INSTANCE_PROFILE_* value as printed by nvidia-smi */
+    uint32_t compute; /* compute slices */
+    uint32_t memory;  /* memory slices */
+    uint32_t max_instances;
+    uint32_t starts_mask; /* bit s set when s is a valid start slot */
+    uint32_t size;        /* memory slots an instance occupies */
+} gsim_mig_profile_t;
+
+typedef struct gsim_model {
+    char name[32]; /* "H100-80GB" */
+    uint64_t memory_mib;
+    uint32_t sms;
+    uint32_t mig_compute_slices; /* 0 = no MIG */
+    uint32_t mig_memory_slices;
+    uint32_t n_profiles;
+    gsim_mig_profile_t profiles[GSIM_MAX_PROFILES];
+} gsim_model_t;
+
+/* Returns the model called name (exact, case-sensitive), or NULL. Thread-safe. */
+const gsim_model_t *gsim_model_find(const char *name);
+
+/* Returns the number of known models and, through *models, the table. Thread-safe. */
+size_t gsim_models(const gsim_model_t **models);
+
+/* Parses a GPUSIM_DEVICES value ("H100-80GB,H100-80GB", "A100-40GB*4", a mix, or NULL/"" for one
+ * H100-80GB) into model pointers. Returns the device count (1..GSIM_MAX_DEVICES), or -EINVAL with
+ * a message naming the bad part in err. Thread-safe. */
+int gsim_parse_devices(const char *spec, const gsim_model_t **out, char *err, size_t errlen);
+
+/* ---- shared node state ---- */
+
+typedef struct gsim_interval {
+    int64_t start_ns; /* CLOCK_MONOTONIC, wall time */
+    int64_t end_ns;
+    int64_t busy_ns; /* work inside [start, end): all of it, except for history entries that
+                      * merged a process's kernels across short idle gaps */
+    int32_t pid;
+    uint32_t pct; /* share of the device's SMs the work may use (100 = whole device) */
+} gsim_interval_t;
+
+/* The busy time of iv within [from, to): its work, spread evenly over its span. */
+int64_t gsim_interval_busy_within(const gsim_interval_t *iv, int64_t from, int64_t to);
+
+/* Kernel work on one execution domain (a whole GPU or one MIG GPU instance). Work of different
+ * processes overlaps only while the sum of their pct stays <= 100: time-slicing is pct 100, MPS
+ * clients run at their active thread percentage. */
+typedef struct gsim_timeline {
+    uint32_t n_reserved;
+    uint32_t history_next;
+    uint32_t history_count;
+    uint32_t pad;
+    gsim_interval_t reserved[GSIM_MAX_RESERVATIONS];
+    gsim_interval_t history[GSIM_HISTORY];
+} gsim_timeline_t;
+
+typedef struct gsim_ci {
+    uint32_t in_use;
+    uint32_t id;
+    uint32_t profile_id; /* NVML_COMPUTE_INSTANCE_PROFILE_* */
+    uint32_t start;
+    uint32_t size; /* compute slices */
+    uint32_t pad;
+} gsim_ci_t;
+
+typedef struct gsim_gi {
+    uint32_t in_use;
+    uint32_t id;            /* NVML GPU instance id */
+    uint32_t profile_index; /* into the model's profiles[] */
+    uint32_t start;         /* first memory slot */
+    uint32_t size;          /* memory slots */
+    uint32_t compute;       /* compute slices */
+    uint32_t sms;
+    uint32_t ci_next_id;
+    uint64_t memory_bytes;
+    uint64_t used_bytes;
+    char uuid[GSIM_UUID_MAX]; /* "MIG-..." */
+    gsim_ci_t ci[GSIM_MAX_CI];
+    gsim_timeline_t timeline;
+} gsim_gi_t;
+
+typedef struct gsim_device {
+    uint32_t model_index;
+    uint32_t sms;
+    uint64_t total_bytes;
+    uint64_t used_bytes;      /* every process's memory on this GPU, MIG instances included */
+    uint64_t busy_ns_total;   /* kernel time ever reserved on this GPU */
+    char name[GSIM_NAME_MAX]; /* "NVIDIA H100-80GB" */
+    char uuid[GSIM_UUID_MAX]; /* "GPU-..." */
+    char pci_bus_id[32];      /* "00000000:18:00.0" */
+    uint32_t compute_mode;    /* NVML/CU compute mode value */
+    uint32_t mig_mode;        /* 0 disabled, 1 enabled */
+    uint32_t gi_next_id;
+    uint32_t pad;
+    gsim_gi_t gi[GSIM_MAX_GI];
+    gsim_timeline_t timeline;
+} gsim_device_t;
+
+typedef struct gsim_proc {
+    int32_t pid;      /* 0 = free slot */
+    uint32_t mps_pct; /* MPS active thread percentage; 0 = not an MPS client */
+    char name[GSIM_NAME_MAX];
+    uint64_t mem[GSIM_MAX_DEVICES]; /* bytes held per GPU */
+    int32_t gi[GSIM_MAX_DEVICES];   /* GPU instance slot the memory is in, -1 = whole GPU */
+    uint64_t busy_ns[GSIM_MAX_DEVICES];
+} gsim_proc_t;
+
+#define GSIM_MAGIC   UINT64_C(0x31657461745f6d73) /* "sm_state1" */
+#define GSIM_VERSION 2u
+
+typedef struct gsim_node {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t n_devices;
+    uint64_t size;    /* sizeof(gsim_node_t) of the writer */
+    char config[256]; /* the GPUSIM_DEVICES it was created with */
+    pthread_mutex_t lock;
+    gsim_device_t dev[GSIM_MAX_DEVICES];
+    gsim_proc_t procs[GSIM_MAX_PROCS];
+} gsim_node_t;
+
+/* An execution and memory domain: a whole GPU (gi = -1) or one MIG GPU instance. */
+typedef struct gsim_domain {
+    int dev;
+    int gi;
+} gsim_domain_t;
+
+/* Opens (creating atomically if needed) the node state named by GPUSIM_STATE (default
+ * /tmp/gpusim-$UID) with the devices of GPUSIM_DEVICES. With register_process nonzero the calling
+ * process takes a process slot (its GPU memory and busy time are recorded there; done by the
+ * driver, not by NVML tools). Idempotent and thread-safe: later calls return the same node.
+ * Returns 0 and *node, or a negative errno with one line printed to stderr naming the cause. */
+int gsim_node_open(int register_process, gsim_node_t **node);
+
+/* Locks / unlocks the node. Lock recovers from a dead owner. Never fails on a valid node. */
+void gsim_node_lock(gsim_node_t *node);
+void gsim_node_unlock(gsim_node_t *node);
+
+/* Returns the calling process's slot (registered by gsim_node_open), or NULL. */
+gsim_proc_t *gsim_node_self(gsim_node_t *node);
+
+/* Reclaims the memory and pending work of processes that are gone. Call with the lock held.
+ * Returns the number of processes reclaimed. */
+int gsim_node_reap_locked(gsim_node_t *node);
+
+/* Charges bytes of physical memory in domain to the calling process. Fails with -ENOMEM when
+ * the GPU (or the MIG instance) does not have them free, after reclaiming dead processes once.
+ * Returns 0 or -ENOMEM/-EINVAL. Takes the lock. */
+int gsim_mem_charge(gsim_node_t *node, gsim_domain_t domain, uint64_t bytes);
+
+/* Returns bytes charged by gsim_mem_charge. Takes the lock. Never fails. */
+void gsim_mem_uncharge(gsim_node_t *node, gsim_domain_t domain, uint64_t bytes);
+
+/* Reads the domain's total and used memory (reclaiming dead processes first). Takes the lock.
+ * Returns 0 or -EINVAL for a domain that does not exist. */
+int gsim_mem_info(gsim_node_t *node, gsim_domain_t domain, uint64_t *total, uint64_t *used);
+
+/* Returns the domain's timeline (whole GPU or MIG instance), or NULL when it does not exist.
+ * Call with the lock held. */
+gsim_timeline_t *gsim_domain_timeline(gsim_node_t *node, gsim_domain_t domain);
+
+/* ---- time ---- */
+
+/* CLOCK_MONOTONIC in nanoseconds: the node's wall clock, common to all processes. */
+int64_t gsim_now_ns(void);
+
+/* GPUSIM_TIME_SCALE (> 0, default 1): simulated time runs this many times faster than wall
+ * time. Read once; thread-safe. */
+double gsim_time_scale(void);
+
+/* Sleeps until the wall clock reaches deadline_ns (returns at once if it has passed). */
+void gsim_sleep_until(int64_t deadline_ns);
+
+/* Reserves dur_ns of wall time for pid's work at pct percent on a timeline, starting no earlier
+ * than ready_ns, at the earliest time that keeps every instant's total pct of other processes plus
+ * pct <= 100. Sets *start_ns and *end_ns. Returns 0, or -EAGAIN when the timeline holds
+ * GSIM_MAX_RESERVATIONS future intervals (the caller unlocks, sleeps until *start_ns, which is
+ * then the earliest end, and retries — like a full GPU push buffer). Call with the lock held. */
+int gsim_timeline_reserve(gsim_timeline_t *timeline, int32_t pid, uint32_t pct, int64_t ready_ns,
+                          int64_t dur_ns, int64_t *start_ns, int64_t *end_ns);
+
+/* Returns the wall time within [from_ns, to_ns) during which some work ran on the timeline
+ * (all processes when pid is 0, else only pid's). Call with the lock held. */
+int64_t gsim_timeline_busy_ns(gsim_timeline_t *timeline, int32_t pid, int64_t from_ns,
+                              int64_t to_ns);
+
+/* Drops every interval of pid (a process that is gone). Call with the lock held. */
+void gsim_timeline_forget(gsim_timeline_t *timeline, int32_t pid);
+
+/* ---- what a CUDA process sees ---- */
+
+/* Fills out[0..max) with the domains CUDA shows this process, in CUDA ordinal order, following
+ * CUDA_VISIBLE_DEVICES as NVIDIA's driver does (indices and GPU-/MIG- UUIDs; enumeration stops at
+ * the first entry that matches nothing). Returns the count (0..max). Takes the lock. */
+int gsim_visible_domains(gsim_node_t *node, gsim_domain_t *out, int max);
+
+/* What the MPS control daemon serving this process (if any) imposes on it. */
+typedef struct gsim_mps_client {
+    int active;          /* nonzero when a live MPS control daemon serves this process */
+    uint32_t thread_pct; /* active thread percentage 1..100 */
+    uint64_t pinned_limit[GSIM_MAX_DEVICES]; /* bytes per CUDA ordinal; 0 = no limit */
+} gsim_mps_client_t;
+
+/* Finds whether CUDA_MPS_PIPE_DIRECTORY (default /tmp/nvidia-mps) has a live MPS control daemon
+ * and, if so, the limits that apply to this process (daemon defaults, lowered by
+ * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / CUDA_MPS_PINNED_DEVICE_MEM_LIMIT). Returns 0 (with
+ * out->active 0 when there is no daemon) or a negative errno for malformed variables. */
+int gsim_mps_client_detect(gsim_node_t *node, gsim_mps_client_t *out);
+
+/* ---- versions the simulated driver reports (libcuda, libnvidia-ml, nvidia-smi) ---- */
+
+#define GSIM_DRIVER_VERSION "580.65.06" /* an R580 driver: the one that ships CUDA 13.0 */
+#define GSIM_CUDA_VERSION   13000       /* 1000 * major + 10 * minor, as cuDriverGetVersion */
+
+/* ---- MIG: GPU instances (GI) and compute instances (CI) ----
+ *
+ * A GI of a model profile occupies `size` memory slots from `start` and `compute` compute slices;
+ * it has profile.memory / mig_memory_slices of the GPU's memory and gsim_mig_slice_sms() SMs per
+ * compute slice. Its id is the one NVIDIA's driver gives that placement (the partition's index in
+ * the GPU's fixed partition tree: 0 = whole GPU, then halves, quarters, eighths). CIs split a GI's
+ * compute slices; their id is their slot. A MIG device is one CI; its UUID ("MIG-...") is the GI's
+ * uuid for CI 0 and derived from it for others, stable while the instance exists. */
+
+/* Returns the model of device dev (0 <= dev < n_devices). */
+const gsim_model_t *gsim_device_model(const gsim_node_t *node, int dev);
+
+/* Returns the SMs of one compute slice of model m (0 when m has no MIG). */
+uint32_t gsim_mig_slice_sms(const gsim_model_t *m);
+
+/* Returns the memory in bytes of a GPU instance of profile p on model m. */
+uint64_t gsim_mig_profile_bytes(const gsim_model_t *m, const gsim_mig_profile_t *p);
+
+/* Enables (nonzero) or disables MIG on dev. Returns 0, -EINVAL (no such device), -ENOTSUP (the
+ * model has no MIG), or -EBUSY (enabling while a live process holds memory or has work on the
+ * GPU; disabling while GPU instances exist). Takes the lock. */
+int gsim_mig_set_mode(gsim_node_t *node, int dev, int enable);
+
+/* Checks whether a GI of model profile pi could be created at memory slot start now. Returns 0,
+ * -EINVAL (start is not a valid placement of the profile) or -ENOSPC (slots taken, compute slices
+ * or the profile's instance limit exhausted). Call with the lock held; MIG must be enabled. */
+int gsim_gi_fits_locked(const gsim_node_t *node, int dev, uint32_t pi, uint32_t start);
+
+/* Returns how many more GIs of model profile pi could be created now, placing each where
+ * gsim_gi_create would. Call with the lock held. */
+uint32_t gsim_gi_remaining_locked(const gsim_node_t *node, int dev, uint32_t pi);
+
+/* Creates a GI of model profile pi at memory slot start, or, when start < 0, at the free
+ * placement that blocks the fewest other placements (ties: the lowest start). Sets *slot (index
+ * in dev->gi[]). Returns 0, -EINVAL (bad device, profile or start), -ENOTSUP (MIG disabled) or
+ * -ENOSPC. Takes the lock. */
+int gsim_gi_create(gsim_node_t *node, int dev, uint32_t pi, int start, int *slot);
+
+/* Destroys GI slot of dev after reclaiming dead processes. Returns 0, -EINVAL (no such GI) or
+ * -EBUSY (compute instances exist, or a live process holds memory or has pending work in it).
+ * Takes the lock. */
+int gsim_gi_destroy(gsim_node_t *node, int dev, int slot);
+
+/* Returns nonzero when a CI of size compute slices exists for a GI of gi_compute slices
+ * (NVIDIA's tables: 1g:{1} 2g:{1,2} 3g:{1,2,3} 4g:{1,2,4} 7g:{1,2,3,4,7}). */
+int gsim_ci_size_allowed(uint32_t gi_compute, uint32_t size);
+
+/* Returns the NVML compute instance profile constant of a CI of size compute slices. */
+uint32_t gsim_ci_profile_of_size(uint32_t size);
+
+/* Returns how many more CIs of size slices GI slot gi could hold (lock held). */
+uint32_t gsim_ci_remaining_locked(const gsim_node_t *node, int dev, int gi, uint32_t size);
+
+/* Creates a CI of size compute slices in GI slot gi at the lowest free aligned start; sets *ci.
+ * Returns 0, -EINVAL (no such GI, or a size the GI does not offer) or -ENOSPC. Takes the lock. */
+int gsim_ci_create(gsim_node_t *node, int dev, int gi, uint32_t size, int *ci);
+
+/* Destroys CI ci of GI slot gi. Returns 0, -EINVAL or -EBUSY (a live process holds memory or
+ * has pending work in the GI). Takes the lock. */
+int gsim_ci_destroy(gsim_node_t *node, int dev, int gi, int ci);
+
+/* Returns the number of MIG devices (CIs) of dev; MIG devices are ordered by GI id, then CI id.
+ * Call with the lock held. */
+int gsim_mig_device_count_locked(const gsim_node_t *node, int dev);
+
+/* Finds MIG device index of dev: sets *gi and *ci (slots). Returns 0 or -ENOENT (lock held). */
+int gsim_mig_device_at_locked(const gsim_node_t *node, int dev, int index, int *gi, int *ci);
+
+/* Writes the UUID of the MIG device of CI ci in gi into out[GSIM_UUID_MAX]. */
+void gsim_mig_uuid(const gsim_gi_t *gi, int ci, char *out);
+
+/* Finds the MIG device whose UUID starts with prefix ("MIG-..."; the prefix must match exactly
+ * one). Sets *dev, *gi, *ci. Returns 0 or -ENOENT. Call with the lock held. */
+int gsim_mig_find_uuid_locked(const gsim_node_t *node, const char *prefix, int *dev, int *gi,
+                              int *ci);
+
+#endif

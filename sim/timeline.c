@@ -1,0 +1,213 @@
+/* Device timelines: when simulated kernels run, who shares the SMs, and how busy a GPU was. */
+#include "node.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int64_t gsim_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void gsim_sleep_until(int64_t deadline_ns)
+{
+    struct timespec ts = {.tv_sec = deadline_ns / 1000000000, .tv_nsec = deadline_ns % 1000000000};
+    if (deadline_ns <= 0)
+        return;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+/* A process's kernels separated by less than this idle time share one history entry (its busy
+ * time stays exact), so the history spans seconds of back-to-back launches, not just its last
+ * GSIM_HISTORY kernels. */
+#define MERGE_GAP_NS INT64_C(2000000)
+
+int64_t gsim_interval_busy_within(const gsim_interval_t *iv, int64_t from, int64_t to)
+{
+    int64_t a = iv->start_ns > from ? iv->start_ns : from;
+    int64_t b = iv->end_ns < to ? iv->end_ns : to;
+    int64_t span = iv->end_ns - iv->start_ns;
+    if (b <= a || span <= 0)
+        return 0;
+    if (iv->busy_ns >= span)
+        return b - a;
+    return (int64_t)((__int128)iv->busy_ns * (b - a) / span);
+}
+
+static void push_history(gsim_timeline_t *tl, const gsim_interval_t *iv)
+{
+    if (tl->history_count > 0) {
+        gsim_interval_t *last = &tl->history[(tl->history_next + GSIM_HISTORY - 1) % GSIM_HISTORY];
+        if (last->pid == iv->pid && last->pct == iv->pct && iv->start_ns >= last->start_ns &&
+            iv->start_ns <= last->end_ns + MERGE_GAP_NS) {
+            int64_t overlap = 0;
+            if (last->end_ns > iv->start_ns)
+                overlap = (iv->end_ns < last->end_ns ? iv->end_ns : last->end_ns) - iv->start_ns;
+            last->busy_ns += iv->busy_ns - (overlap < iv->busy_ns ? overlap : iv->busy_ns);
+            if (iv->end_ns > last->end_ns)
+                last->end_ns = iv->end_ns;
+            return;
+        }
+    }
+    tl->history[tl->history_next] = *iv;
+    tl->history_next = (tl->history_next + 1) % GSIM_HISTORY;
+    if (tl->history_count < GSIM_HISTORY)
+        tl->history_count++;
+}
+
+/* Moves intervals that ended by now into the history. */
+static void prune(gsim_timeline_t *tl, int64_t now)
+{
+    for (uint32_t i = 0; i < tl->n_reserved;) {
+        if (tl->reserved[i].end_ns <= now) {
+            push_history(tl, &tl->reserved[i]);
+            tl->reserved[i] = tl->reserved[--tl->n_reserved];
+        } else {
+            i++;
+        }
+    }
+}
+
+/* Returns the total pct of other processes' work running at instant t. */
+static uint32_t load_at(const gsim_timeline_t *tl, int32_t pid, int64_t t)
+{
+    uint32_t load = 0;
+    for (uint32_t i = 0; i < tl->n_reserved; i++) {
+        const gsim_interval_t *r = &tl->reserved[i];
+        if (r->pid != pid && r->start_ns <= t && t < r->end_ns)
+            load += r->pct;
+    }
+    return load;
+}
+
+/* The load is piecewise constant and only rises where an interval starts, so checking t and the
+ * starts inside (t, t + dur) covers every instant of [t, t + dur). */
+static int fits_at(const gsim_timeline_t *tl, int32_t pid, uint32_t pct, int64_t t, int64_t dur)
+{
+    if (load_at(tl, pid, t) + pct > 100)
+        return 0;
+    for (uint32_t i = 0; i < tl->n_reserved; i++) {
+        const gsim_interval_t *r = &tl->reserved[i];
+        if (r->pid != pid && r->start_ns > t && r->start_ns < t + dur &&
+            load_at(tl, pid, r->start_ns) + pct > 100)
+            return 0;
+    }
+    return 1;
+}
+
+/* Returns the earliest end of another process's interval after t (INT64_MAX when none). */
+static int64_t next_end_after(const gsim_timeline_t *tl, int32_t pid, int64_t t)
+{
+    int64_t next = INT64_MAX;
+    for (uint32_t i = 0; i < tl->n_reserved; i++) {
+        const gsim_interval_t *r = &tl->reserved[i];
+        if (r->pid != pid && r->end_ns > t && r->end_ns < next)
+            next = r->end_ns;
+    }
+    return next;
+}
+
+int gsim_timeline_reserve(gsim_timeline_t *tl, int32_t pid, uint32_t pct, int64_t ready_ns,
+                          int64_t dur_ns, int64_t *start_ns, int64_t *end_ns)
+{
+    int64_t now = gsim_now_ns();
+    prune(tl, now);
+    if (pct == 0 || pct > 100)
+        pct = 100;
+    if (dur_ns < 0)
+        dur_ns = 0;
+    int64_t t = ready_ns > now ? ready_ns : now;
+    while (dur_ns > 0 && !fits_at(tl, pid, pct, t, dur_ns)) {
+        int64_t next = next_end_after(tl, pid, t);
+        if (next == INT64_MAX)
+            break;
+        t = next;
+    }
+    *start_ns = t;
+    *end_ns = t + dur_ns;
+    if (dur_ns == 0)
+        return 0;
+    for (uint32_t i = 0; i < tl->n_reserved; i++) {
+        gsim_interval_t *r = &tl->reserved[i];
+        if (r->pid == pid && r->pct == pct && r->end_ns == t) {
+            r->end_ns = t + dur_ns;
+            r->busy_ns += dur_ns;
+            return 0;
+        }
+    }
+    if (tl->n_reserved == GSIM_MAX_RESERVATIONS) {
+        int64_t earliest = INT64_MAX;
+        for (uint32_t i = 0; i < tl->n_reserved; i++) {
+            if (tl->reserved[i].end_ns < earliest)
+                earliest = tl->reserved[i].end_ns;
+        }
+        *start_ns = earliest;
+        return -EAGAIN;
+    }
+    tl->reserved[tl->n_reserved++] = (gsim_interval_t){
+        .start_ns = t, .end_ns = t + dur_ns, .busy_ns = dur_ns, .pid = pid, .pct = pct};
+    return 0;
+}
+
+static int compare_start(const void *a, const void *b)
+{
+    const gsim_interval_t *x = a, *y = b;
+    return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+}
+
+/* The union of the spans of the intervals (of pid, or all when pid is 0) within [from, to). */
+static int64_t union_within(gsim_timeline_t *tl, int32_t pid, int64_t from_ns, int64_t to_ns)
+{
+    gsim_interval_t clipped[GSIM_HISTORY + GSIM_MAX_RESERVATIONS];
+    size_t n = 0;
+    for (uint32_t i = 0; i < tl->history_count + tl->n_reserved; i++) {
+        const gsim_interval_t *iv =
+            i < tl->history_count ? &tl->history[i] : &tl->reserved[i - tl->history_count];
+        if (pid != 0 && iv->pid != pid)
+            continue;
+        int64_t s = iv->start_ns > from_ns ? iv->start_ns : from_ns;
+        int64_t e = iv->end_ns < to_ns ? iv->end_ns : to_ns;
+        if (s < e)
+            clipped[n++] = (gsim_interval_t){.start_ns = s, .end_ns = e};
+    }
+    qsort(clipped, n, sizeof(clipped[0]), compare_start);
+    int64_t busy = 0, covered_to = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        int64_t s = clipped[i].start_ns > covered_to ? clipped[i].start_ns : covered_to;
+        if (clipped[i].end_ns > s)
+            busy += clipped[i].end_ns - s;
+        if (clipped[i].end_ns > covered_to)
+            covered_to = clipped[i].end_ns;
+    }
+    return busy;
+}
+
+int64_t gsim_timeline_busy_ns(gsim_timeline_t *tl, int32_t pid, int64_t from, int64_t to)
+{
+    /* Spans may hold short idle gaps (merged history), and work of several processes may
+     * overlap (MPS): the busy time is the smaller of the spans' union and the work's sum. */
+    int64_t work = 0;
+    for (uint32_t i = 0; i < tl->history_count + tl->n_reserved; i++) {
+        const gsim_interval_t *iv =
+            i < tl->history_count ? &tl->history[i] : &tl->reserved[i - tl->history_count];
+        if (pid == 0 || iv->pid == pid)
+            work += gsim_interval_busy_within(iv, from, to);
+    }
+    int64_t spans = union_within(tl, pid, from, to);
+    return work < spans ? work : spans;
+}
+
+void gsim_timeline_forget(gsim_timeline_t *tl, int32_t pid)
+{
+    for (uint32_t i = 0; i < tl->n_reserved;) {
+        if (tl->reserved[i].pid == pid)
+            tl->reserved[i] = tl->reserved[--tl->n_reserved];
+        else
+            i++;
+    }
+}

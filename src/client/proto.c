@@ -1,0 +1,389 @@
+/* The JSON-lines protocol: lease request checks and the request parser the daemon trusts. */
+#include "gpushare/client.h"
+#include "gpushare/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static int fail(int code, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(int code, char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err != NULL && errlen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+void gs_lease_request_init(gs_lease_request_t *req)
+{
+    memset(req, 0, sizeof(*req));
+    req->wait = 1;
+}
+
+static int check_kind(const gs_lease_request_t *req, char *err, size_t errlen)
+{
+    switch (req->kind) {
+    case GS_LEASE_GPUS:
+        if (req->gpus < 1 || req->gpus > GS_LEASE_GPUS_MAX)
+            return fail(GS_EINVAL, err, errlen, "the number of GPUs must be from 1 to %d",
+                        GS_LEASE_GPUS_MAX);
+        return 0;
+    case GS_LEASE_FRACTION:
+        if (req->fraction_milli < 1 || req->fraction_milli > 1000)
+            return fail(GS_EINVAL, err, errlen, "a GPU fraction must be above 0 and at most 1");
+        return 0;
+    case GS_LEASE_MEMORY:
+        if (req->memory == 0)
+            return fail(GS_EINVAL, err, errlen, "GPU memory must be above zero");
+        return 0;
+    case GS_LEASE_NONE:
+        break;
+    }
+    return fail(GS_EINVAL, err, errlen,
+                "a lease needs a size: whole GPUs (--gpus), a fraction (--gpu) or memory "
+                "(--gpu-memory)");
+}
+
+int gs_lease_request_check(const gs_lease_request_t *req, char *err, size_t errlen)
+{
+    int result = check_kind(req, err, errlen);
+    if (result != 0)
+        return result;
+    if (req->compute > 100 || req->compute_max > 100)
+        return fail(GS_EINVAL, err, errlen, "a compute share must be a percentage from 1 to 100");
+    if (req->compute != 0 && req->kind != GS_LEASE_MEMORY)
+        return fail(GS_EINVAL, err, errlen,
+                    "a compute share (--compute) goes with --gpu-memory only: --gpu F sets "
+                    "compute to F, --gpus to whole logical GPUs");
+    uint32_t share = req->kind == GS_LEASE_FRACTION ? (req->fraction_milli + 9) / 10 : req->compute;
+    if (req->compute_max != 0 && req->compute_max < share)
+        return fail(GS_EINVAL, err, errlen,
+                    "the compute cap (--compute-max %u%%) is below the lease's share (%u%%)",
+                    req->compute_max, share);
+    if (req->priority < GS_PRIORITY_MIN || req->priority > GS_PRIORITY_MAX)
+        return fail(GS_EINVAL, err, errlen, "priority must be from %d to %d", GS_PRIORITY_MIN,
+                    GS_PRIORITY_MAX);
+    if (req->timeout_ms > GS_LEASE_TIMEOUT_MAX)
+        return fail(GS_EINVAL, err, errlen, "the queue timeout must be at most a week");
+    if (memchr(req->command, '\0', sizeof(req->command)) == NULL)
+        return fail(GS_EINVAL, err, errlen, "the command is not terminated");
+    return 0;
+}
+
+const char *gs_op_name(gs_op_t op)
+{
+    switch (op) {
+    case GS_OP_HELLO:
+        return "hello";
+    case GS_OP_ACQUIRE:
+        return "acquire";
+    case GS_OP_RELEASE:
+        return "release";
+    case GS_OP_LIST:
+        return "list";
+    case GS_OP_STATUS:
+        return "status";
+    }
+    return "?";
+}
+
+/* ---- field parsers: each takes the JSON value and reports "field: why" ---- */
+
+static int get_int(const json_t *value, const char *key, json_int_t min, json_int_t max,
+                   json_int_t *out, char *err, size_t errlen)
+{
+    if (!json_is_integer(value))
+        return fail(GS_EINVAL, err, errlen, "\"%s\" must be an integer", key);
+    json_int_t v = json_integer_value(value);
+    if (v < min || v > max)
+        return fail(GS_EINVAL, err, errlen, "\"%s\" must be from %lld to %lld", key, (long long)min,
+                    (long long)max);
+    *out = v;
+    return 0;
+}
+
+/* A quantity is a string as users write it, or a JSON number. */
+static int quantity_text(const json_t *value, const char *key, char *buf, size_t len, char *err,
+                         size_t errlen)
+{
+    if (json_is_string(value)) {
+        if (json_string_length(value) >= len)
+            return fail(GS_EINVAL, err, errlen, "\"%s\" is too long", key);
+        snprintf(buf, len, "%s", json_string_value(value));
+        return 0;
+    }
+    if (json_is_integer(value)) {
+        snprintf(buf, len, "%lld", (long long)json_integer_value(value));
+        return 0;
+    }
+    if (json_is_real(value)) {
+        snprintf(buf, len, "%.15g", json_real_value(value));
+        return 0;
+    }
+    return fail(GS_EINVAL, err, errlen, "\"%s\" must be a string or a number", key);
+}
+
+static int set_kind(gs_lease_request_t *req, gs_lease_kind_t kind, char *err, size_t errlen)
+{
+    if (req->kind != GS_LEASE_NONE)
+        return fail(GS_EINVAL, err, errlen,
+                    "give only one of \"gpus\", \"gpu\" and \"gpu_memory\" (--gpus, --gpu, "
+                    "--gpu-memory)");
+    req->kind = kind;
+    return 0;
+}
+
+static int parse_gpus(const json_t *value, gs_lease_request_t *req, char *err, size_t errlen)
+{
+    json_int_t v;
+    int result = get_int(value, "gpus", 1, GS_LEASE_GPUS_MAX, &v, err, errlen);
+    if (result == 0)
+        result = set_kind(req, GS_LEASE_GPUS, err, errlen);
+    if (result == 0)
+        req->gpus = (uint32_t)v;
+    return result;
+}
+
+static int parse_fraction(const json_t *value, gs_lease_request_t *req, char *err, size_t errlen)
+{
+    char text[64];
+    int result = quantity_text(value, "gpu", text, sizeof(text), err, errlen);
+    if (result == 0 && gs_qty_parse_fraction(text, &req->fraction_milli, err, errlen) != 0)
+        result = GS_EINVAL;
+    if (result == 0)
+        result = set_kind(req, GS_LEASE_FRACTION, err, errlen);
+    return result;
+}
+
+static int parse_memory(const json_t *value, gs_lease_request_t *req, char *err, size_t errlen)
+{
+    char text[64];
+    int result = quantity_text(value, "gpu_memory", text, sizeof(text), err, errlen);
+    if (result == 0 && gs_qty_parse_bytes(text, 0, &req->memory, err, errlen) != 0)
+        result = GS_EINVAL;
+    if (result == 0)
+        result = set_kind(req, GS_LEASE_MEMORY, err, errlen);
+    return result;
+}
+
+static int parse_percent(const json_t *value, const char *key, uint32_t *out, char *err,
+                         size_t errlen)
+{
+    char text[64];
+    int result = quantity_text(value, key, text, sizeof(text), err, errlen);
+    if (result == 0 && gs_qty_parse_percent(text, 0, out, err, errlen) != 0)
+        result = GS_EINVAL;
+    return result;
+}
+
+/* Copies a display string, replacing control characters so no listing can carry terminal
+ * escape sequences to another user's screen; over-long text is cut. */
+static void copy_display(char *dst, size_t len, const char *src)
+{
+    size_t i = 0;
+    for (; src[i] != '\0' && i + 1 < len; i++) {
+        unsigned char c = (unsigned char)src[i];
+        dst[i] = (char)(c < 0x20 || c == 0x7f ? '?' : c);
+    }
+    /* Cut at a character boundary so that valid UTF-8 stays valid. */
+    while (i > 0 && ((unsigned char)src[i] & 0xC0) == 0x80)
+        i--;
+    dst[i] = '\0';
+}
+
+static int parse_acquire_field(const char *key, const json_t *value, gs_lease_request_t *req,
+                               char *err, size_t errlen)
+{
+    json_int_t v = 0;
+    int result = 0;
+    if (strcmp(key, "gpus") == 0)
+        return parse_gpus(value, req, err, errlen);
+    if (strcmp(key, "gpu") == 0)
+        return parse_fraction(value, req, err, errlen);
+    if (strcmp(key, "gpu_memory") == 0)
+        return parse_memory(value, req, err, errlen);
+    if (strcmp(key, "compute") == 0)
+        return parse_percent(value, "compute", &req->compute, err, errlen);
+    if (strcmp(key, "compute_max") == 0)
+        return parse_percent(value, "compute_max", &req->compute_max, err, errlen);
+    if (strcmp(key, "priority") == 0) {
+        result = get_int(value, key, GS_PRIORITY_MIN, GS_PRIORITY_MAX, &v, err, errlen);
+        req->priority = (int32_t)v;
+        return result;
+    }
+    if (strcmp(key, "timeout_ms") == 0) {
+        result = get_int(value, key, 0, GS_LEASE_TIMEOUT_MAX, &v, err, errlen);
+        req->timeout_ms = (uint32_t)v;
+        return result;
+    }
+    if (strcmp(key, "wait") == 0) {
+        if (!json_is_boolean(value))
+            return fail(GS_EINVAL, err, errlen, "\"wait\" must be true or false");
+        req->wait = json_is_true(value);
+        return 0;
+    }
+    if (strcmp(key, "command") == 0) {
+        if (!json_is_string(value))
+            return fail(GS_EINVAL, err, errlen, "\"command\" must be a string");
+        copy_display(req->command, sizeof(req->command), json_string_value(value));
+        return 0;
+    }
+    return fail(GS_EINVAL, err, errlen, "unknown field \"%s\" in acquire", key);
+}
+
+static int parse_acquire(json_t *obj, gs_request_t *out, char *err, size_t errlen)
+{
+    gs_lease_request_init(&out->lease);
+    const char *key;
+    json_t *value;
+    json_object_foreach(obj, key, value)
+    {
+        if (strcmp(key, "op") == 0)
+            continue;
+        int result = parse_acquire_field(key, value, &out->lease, err, errlen);
+        if (result != 0)
+            return result;
+    }
+    return gs_lease_request_check(&out->lease, err, errlen);
+}
+
+static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errlen)
+{
+    const char *key;
+    json_t *value;
+    int seen = 0;
+    json_object_foreach(obj, key, value)
+    {
+        if (strcmp(key, "op") == 0)
+            continue;
+        if (strcmp(key, "lease") != 0)
+            return fail(GS_EINVAL, err, errlen, "unknown field \"%s\" in release", key);
+        json_int_t v;
+        int result = get_int(value, "lease", 1, INT64_MAX, &v, err, errlen);
+        if (result != 0)
+            return result;
+        out->lease_id = (uint64_t)v;
+        seen = 1;
+    }
+    if (!seen)
+        return fail(GS_EINVAL, err, errlen, "release needs \"lease\": the lease id");
+    return 0;
+}
+
+/* hello may say which protocol version and client it is; list and status take nothing. */
+static int parse_simple(json_t *obj, gs_request_t *out, char *err, size_t errlen)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(obj, key, value)
+    {
+        if (strcmp(key, "op") == 0)
+            continue;
+        if (out->op == GS_OP_HELLO && strcmp(key, "version") == 0 && json_is_integer(value))
+            continue;
+        if (out->op == GS_OP_HELLO && strcmp(key, "client") == 0 && json_is_string(value))
+            continue;
+        return fail(GS_EINVAL, err, errlen, "unknown or invalid field \"%s\" in %s", key,
+                    gs_op_name(out->op));
+    }
+    return 0;
+}
+
+static int parse_op(json_t *obj, gs_request_t *out, char *err, size_t errlen)
+{
+    json_t *op = json_object_get(obj, "op");
+    if (!json_is_string(op))
+        return fail(GS_EINVAL, err, errlen, "a request needs \"op\": a string");
+    const char *name = json_string_value(op);
+    for (gs_op_t o = GS_OP_HELLO; o <= GS_OP_STATUS; o++) {
+        if (strcmp(name, gs_op_name(o)) == 0) {
+            out->op = o;
+            return 0;
+        }
+    }
+    char shown[40];
+    copy_display(shown, sizeof(shown), name);
+    return fail(GS_EINVAL, err, errlen,
+                "unknown op \"%s\" (hello, acquire, release, list or status)", shown);
+}
+
+int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char *err,
+                           size_t errlen)
+{
+    if (len > GS_PROTO_LINE_MAX)
+        return fail(GS_EMSGSIZE, err, errlen, "request longer than %d bytes", GS_PROTO_LINE_MAX);
+    memset(out, 0, sizeof(*out));
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        len--;
+    json_error_t jerr;
+    json_t *obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (obj == NULL)
+        return fail(GS_EFORMAT, err, errlen, "malformed JSON at column %d: %s", jerr.column,
+                    jerr.text);
+    int result = 0;
+    if (!json_is_object(obj)) {
+        result = fail(GS_EFORMAT, err, errlen, "a request must be a JSON object");
+        goto out;
+    }
+    result = parse_op(obj, out, err, errlen);
+    if (result != 0)
+        goto out;
+    if (out->op == GS_OP_ACQUIRE)
+        result = parse_acquire(obj, out, err, errlen);
+    else if (out->op == GS_OP_RELEASE)
+        result = parse_release(obj, out, err, errlen);
+    else
+        result = parse_simple(obj, out, err, errlen);
+out:
+    json_decref(obj);
+    return result;
+}
+
+json_t *gs_proto_acquire_json(const gs_lease_request_t *req)
+{
+    json_t *obj = json_object();
+    if (obj == NULL)
+        return NULL;
+    int bad = json_object_set_new(obj, "op", json_string("acquire"));
+    char text[32];
+    switch (req->kind) {
+    case GS_LEASE_GPUS:
+        bad |= json_object_set_new(obj, "gpus", json_integer(req->gpus));
+        break;
+    case GS_LEASE_FRACTION:
+        snprintf(text, sizeof(text), "%u.%03u", req->fraction_milli / 1000,
+                 req->fraction_milli % 1000);
+        bad |= json_object_set_new(obj, "gpu", json_string(text));
+        break;
+    case GS_LEASE_MEMORY:
+        if (gs_qty_format_bytes(req->memory, text, sizeof(text)) < 0)
+            bad = 1;
+        else
+            bad |= json_object_set_new(obj, "gpu_memory", json_string(text));
+        break;
+    case GS_LEASE_NONE:
+        break;
+    }
+    if (req->compute != 0)
+        bad |= json_object_set_new(obj, "compute", json_integer(req->compute));
+    if (req->compute_max != 0)
+        bad |= json_object_set_new(obj, "compute_max", json_integer(req->compute_max));
+    if (req->priority != 0)
+        bad |= json_object_set_new(obj, "priority", json_integer(req->priority));
+    bad |= json_object_set_new(obj, "wait", json_boolean(req->wait));
+    if (req->timeout_ms != 0)
+        bad |= json_object_set_new(obj, "timeout_ms", json_integer(req->timeout_ms));
+    if (req->command[0] != '\0')
+        bad |= json_object_set_new(obj, "command", json_string(req->command));
+    if (bad) {
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
+}

@@ -1,0 +1,301 @@
+/* The API's requests: parse, authorise by SO_PEERCRED, act, reply; the wait queue's service. */
+#include "api.h"
+#include "place.h"
+#include "views.h"
+
+#include "gpushare/error.h"
+#include "gpushare/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+json_t *gs__api_error(const char *op, const char *code, const char *message)
+{
+    json_t *reply =
+        json_pack("{s:b, s:{s:s, s:s}}", "ok", 0, "error", "code", code, "message", message);
+    if (reply != NULL && op != NULL)
+        json_object_set_new(reply, "op", json_string(op));
+    return reply;
+}
+
+static json_t *ok_reply(const char *op)
+{
+    return json_pack("{s:b, s:s}", "ok", 1, "op", op);
+}
+
+static gs__waiter_t *find_waiter(const gs__daemon_t *d, const gs__conn_t *conn)
+{
+    for (gs__waiter_t *w = d->queue.head; w != NULL; w = w->next) {
+        if (w->owner == conn)
+            return w;
+    }
+    return NULL;
+}
+
+int gs__api_conn_busy(const gs__daemon_t *d, const gs__conn_t *conn)
+{
+    return gs__conn_leases(conn) > 0 || find_waiter(d, conn) != NULL;
+}
+
+static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *req,
+                  const gs__alloc_t *alloc)
+{
+    const gs__cred_t *cred = gs__conn_cred(conn);
+    gs__lease_t *lease = NULL;
+    char err[GS__PATH_MAX + 128];
+    if (gs__lease_grant(d, conn, cred, req, alloc, &lease, err, sizeof(err)) != 0) {
+        gs_error("cannot grant a lease to user %s: %s", cred->user, err);
+        gs__conn_send(conn, gs__api_error("acquire", "internal", err));
+        return;
+    }
+    json_t *reply = ok_reply("acquire");
+    json_object_set_new(reply, "state", json_string("granted"));
+    json_object_set_new(reply, "lease", gs__view_lease(d, lease));
+    json_object_set_new(reply, "env", gs__view_env(d, lease));
+    if (d->cfg.shim[0] != '\0')
+        json_object_set_new(reply, "preload", json_string(d->cfg.shim));
+    gs__conn_send(conn, reply);
+    char what[128] = "";
+    if (gs_log_enabled(GS_LOG_INFO))
+        gs__view_describe(d, lease, what, sizeof(what));
+    gs_info("lease %llu granted to user %s (pid %d): %s, command \"%s\"",
+            (unsigned long long)lease->rec.id, cred->user, (int)cred->pid, what, req->command);
+}
+
+/* Nonzero when a queued request would be served before one of this priority. */
+static int someone_ahead(const gs__daemon_t *d, int32_t priority)
+{
+    return d->queue.head != NULL && d->queue.head->req.priority >= priority;
+}
+
+static void enqueue(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *req)
+{
+    gs__waiter_t *w = calloc(1, sizeof(*w));
+    if (w == NULL) {
+        gs__conn_send(conn, gs__api_error("acquire", "internal", "out of memory"));
+        return;
+    }
+    w->owner = conn;
+    w->req = *req;
+    w->deadline_ms = req->timeout_ms != 0 ? gs__now_ms() + req->timeout_ms : 0;
+    gs__queue_push(&d->queue, w);
+    d->counters.queued++;
+    unsigned position = gs__queue_position(&d->queue, w);
+    json_t *reply = ok_reply("acquire");
+    json_object_set_new(reply, "state", json_string("queued"));
+    json_object_set_new(reply, "position", json_integer(position));
+    json_object_set_new(reply, "queue_length", json_integer(d->queue.length));
+    gs__conn_send(conn, reply);
+    gs_info("user %s (pid %d) waits for a lease (position %u of %u): command \"%s\"",
+            gs__conn_cred(conn)->user, (int)gs__conn_cred(conn)->pid, position, d->queue.length,
+            req->command);
+}
+
+/* A user (root excepted) holds at most this many leases: each maps a region in the daemon. */
+#define GS__LEASES_PER_USER 1024
+
+static unsigned leases_of(const gs__daemon_t *d, uid_t uid)
+{
+    unsigned n = 0;
+    for (const gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next)
+        n += lease->rec.uid == uid;
+    return n;
+}
+
+static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *req)
+{
+    const gs__cred_t *cred = gs__conn_cred(conn);
+    char why[256];
+    if (req->priority > 0 && cred->uid != 0) {
+        gs__conn_send(conn, gs__api_error("acquire", "permission_denied",
+                                          "only root may ask for a priority above 0"));
+        return;
+    }
+    if (find_waiter(d, conn) != NULL) {
+        gs__conn_send(conn, gs__api_error("acquire", "bad_request",
+                                          "this connection already waits for a lease"));
+        return;
+    }
+    if (cred->uid != 0 && leases_of(d, cred->uid) >= GS__LEASES_PER_USER) {
+        snprintf(why, sizeof(why), "user %s already holds %d leases, the most one user may hold",
+                 cred->user, GS__LEASES_PER_USER);
+        gs__conn_send(conn, gs__api_error("acquire", "too_many", why));
+        return;
+    }
+    if (gs__place_possible(d->gpus, d->n_gpus, req, why, sizeof(why)) != 0) {
+        d->counters.rejected_never++;
+        gs_info("user %s (pid %d): refused: %s", cred->user, (int)cred->pid, why);
+        gs__conn_send(conn, gs__api_error("acquire", "never_fits", why));
+        return;
+    }
+    gs__alloc_t alloc;
+    if (!someone_ahead(d, req->priority) &&
+        gs__place(d->gpus, d->n_gpus, req, d->policy, &alloc) == 0) {
+        grant(d, conn, req, &alloc);
+        return;
+    }
+    if (!req->wait) {
+        d->counters.rejected_no_fit++;
+        snprintf(why, sizeof(why), "no GPU has room for this lease now (%u leases, %u waiting)",
+                 d->n_leases, d->queue.length);
+        gs__conn_send(conn, gs__api_error("acquire", "no_fit", why));
+        return;
+    }
+    enqueue(d, conn, req);
+}
+
+static void handle_release(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
+{
+    const gs__cred_t *cred = gs__conn_cred(conn);
+    gs__lease_t *lease = gs__lease_find(d, id);
+    char msg[128];
+    if (lease == NULL) {
+        snprintf(msg, sizeof(msg), "no lease %llu", (unsigned long long)id);
+        gs__conn_send(conn, gs__api_error("release", "not_found", msg));
+        return;
+    }
+    if (cred->uid != 0 && cred->uid != lease->rec.uid) {
+        snprintf(msg, sizeof(msg), "lease %llu belongs to another user", (unsigned long long)id);
+        gs_warn("user %s (pid %d) tried to release lease %llu of user %s", cred->user,
+                (int)cred->pid, (unsigned long long)id, lease->rec.user);
+        gs__conn_send(conn, gs__api_error("release", "permission_denied", msg));
+        return;
+    }
+    int ended;
+    if (lease->conn == conn || gs__lease_is_holder(lease, cred))
+        ended = gs__lease_let_go(d, lease, "released by its holder");
+    else
+        ended = gs__lease_revoke(d, lease, cred);
+    json_t *reply = ok_reply("release");
+    json_object_set_new(reply, "lease", json_integer((json_int_t)id));
+    json_object_set_new(reply, "state", json_string(ended ? "ended" : "ending"));
+    gs__conn_send(conn, reply);
+}
+
+static void handle_hello(gs__daemon_t *d, gs__conn_t *conn)
+{
+    const gs__cred_t *cred = gs__conn_cred(conn);
+    json_t *reply = ok_reply("hello");
+    json_object_set_new(reply, "version", json_integer(GS_PROTO_VERSION));
+    json_object_set_new(reply, "server", json_string("gpushared " GS_VERSION));
+    json_object_set_new(reply, "uid", json_integer(cred->uid));
+    json_object_set_new(reply, "user", json_string(cred->user));
+    json_object_set_new(reply, "gpus", json_integer(d->n_gpus));
+    json_object_set_new(reply, "simulated", json_boolean(gs__inventory_simulated(d->inv)));
+    gs__conn_send(conn, reply);
+}
+
+static void handle_list(gs__daemon_t *d, gs__conn_t *conn)
+{
+    const gs__cred_t *cred = gs__conn_cred(conn);
+    json_t *leases = json_array();
+    for (const gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next) {
+        if (cred->uid == 0 || cred->uid == lease->rec.uid)
+            json_array_append_new(leases, gs__view_lease(d, lease));
+    }
+    json_t *reply = ok_reply("list");
+    json_object_set_new(reply, "leases", leases);
+    gs__conn_send(conn, reply);
+}
+
+static void handle_status(gs__daemon_t *d, gs__conn_t *conn)
+{
+    json_t *reply = gs__view_status(d, gs__conn_cred(conn), conn);
+    json_object_set_new(reply, "ok", json_true());
+    json_object_set_new(reply, "op", json_string("status"));
+    gs__conn_send(conn, reply);
+}
+
+void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t len)
+{
+    gs_request_t req;
+    char err[GS_CLIENT_ERR_MAX];
+    int result = gs_proto_parse_request(line, len, &req, err, sizeof(err));
+    if (result != 0) {
+        d->counters.bad_requests++;
+        gs_debug("bad request from pid %d: %s", (int)gs__conn_cred(conn)->pid, err);
+        gs__conn_send(conn, gs__api_error(req.op != 0 ? gs_op_name(req.op) : NULL,
+                                          result == GS_EFORMAT ? "bad_json" : "bad_request", err));
+        return;
+    }
+    switch (req.op) {
+    case GS_OP_HELLO:
+        handle_hello(d, conn);
+        break;
+    case GS_OP_ACQUIRE:
+        handle_acquire(d, conn, &req.lease);
+        break;
+    case GS_OP_RELEASE:
+        handle_release(d, conn, req.lease_id);
+        break;
+    case GS_OP_LIST:
+        handle_list(d, conn);
+        break;
+    case GS_OP_STATUS:
+        handle_status(d, conn);
+        break;
+    }
+}
+
+void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn)
+{
+    gs__waiter_t *w = find_waiter(d, conn);
+    if (w != NULL) {
+        if (w == d->queue.head)
+            d->need_schedule = 1;
+        gs__queue_remove(&d->queue, w);
+        gs_info("user %s (pid %d) gave up waiting", gs__conn_cred(conn)->user,
+                (int)gs__conn_cred(conn)->pid);
+        free(w);
+    }
+    gs__lease_t *next;
+    for (gs__lease_t *lease = d->leases; lease != NULL; lease = next) {
+        next = lease->next;
+        if (lease->conn == conn)
+            gs__lease_let_go(d, lease, "its client disconnected");
+    }
+}
+
+void gs__api_schedule(gs__daemon_t *d)
+{
+    gs__waiter_t *w;
+    while ((w = d->queue.head) != NULL) {
+        gs__alloc_t alloc;
+        if (gs__place(d->gpus, d->n_gpus, &w->req, d->policy, &alloc) != 0)
+            break;
+        gs__queue_remove(&d->queue, w);
+        grant(d, w->owner, &w->req, &alloc);
+        free(w);
+    }
+}
+
+void gs__api_expire(gs__daemon_t *d, int64_t now_ms)
+{
+    gs__waiter_t *next;
+    for (gs__waiter_t *w = d->queue.head; w != NULL; w = next) {
+        next = w->next;
+        if (w->deadline_ms == 0 || now_ms < w->deadline_ms)
+            continue;
+        if (w == d->queue.head)
+            d->need_schedule = 1;
+        gs__queue_remove(&d->queue, w);
+        d->counters.timeouts++;
+        char msg[128];
+        snprintf(msg, sizeof(msg), "no GPU had room within %.1f s (--timeout): gave up",
+                 w->req.timeout_ms / 1000.0);
+        gs__conn_send(w->owner, gs__api_error("acquire", "timeout", msg));
+        gs_info("user %s (pid %d): %s", gs__conn_cred(w->owner)->user,
+                (int)gs__conn_cred(w->owner)->pid, msg);
+        free(w);
+    }
+}
+
+void gs__api_shutdown(gs__daemon_t *d)
+{
+    while (d->queue.head != NULL) {
+        gs__waiter_t *w = d->queue.head;
+        gs__queue_remove(&d->queue, w);
+        free(w);
+    }
+}

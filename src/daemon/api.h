@@ -1,0 +1,33 @@
+/* The API's requests: hello, acquire (with the wait queue), release, list and status. */
+#ifndef GS_DAEMON_API_H
+#define GS_DAEMON_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon.h"
+#include "server.h"
+
+/* Handles one request line from conn; replies (or queues the request) through gs__conn_send. */
+void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t len);
+
+/* The connection is gone: its queued request is dropped and its leases are let go. */
+void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn);
+
+/* Nonzero when conn holds a lease or a queued request (it is then never idle). */
+int gs__api_conn_busy(const gs__daemon_t *d, const gs__conn_t *conn);
+
+/* Grants queued requests in order while the first one fits (FIFO within priority; a request
+ * that does not fit holds back the ones behind it). */
+void gs__api_schedule(gs__daemon_t *d);
+
+/* Ends the wait of queued requests whose timeout passed (a "timeout" error each). */
+void gs__api_expire(gs__daemon_t *d, int64_t now_ms);
+
+/* Frees the queued requests (shutdown). */
+void gs__api_shutdown(gs__daemon_t *d);
+
+/* Builds an error reply {"ok": false, "op": op, "error": {"code", "message"}}; op may be NULL. */
+json_t *gs__api_error(const char *op, const char *code, const char *message);
+
+#endif

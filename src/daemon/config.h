@@ -1,0 +1,90 @@
+/* gpushared's configuration: gpushare.conf (INI) merged with command-line overrides. */
+#ifndef GS_DAEMON_CONFIG_H
+#define GS_DAEMON_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpushare/quantity.h"
+
+#define GS__PATH_MAX      512
+#define GS__UUID_MAX      96
+#define GS__CONFIG_ERRMAX 512
+
+#define GS__DEFAULT_CONFIG    "/etc/gpushare/gpushare.conf"
+#define GS__DEFAULT_STATE_DIR "/var/lib/gpushare"
+#define GS__DEFAULT_METRICS   "127.0.0.1:9400"
+#define GS__DEFAULT_IDLE_MS   10000
+
+typedef enum gs__mode {
+    GS__MODE_SHARED = 0,
+    GS__MODE_EXCLUSIVE,
+    GS__MODE_MPS,
+    GS__MODE_MIG,
+} gs__mode_t;
+
+typedef enum gs__policy {
+    GS__POLICY_GPUSHARE = 0,
+    GS__POLICY_FGD,
+    GS__POLICY_BESTFIT,
+    GS__POLICY_SPREAD,
+} gs__policy_t;
+
+/* Settings of one GPU section; a field applies only when its bit is set in `set`. */
+enum { GS__SET_MODE = 1, GS__SET_OVERPROVISION = 2, GS__SET_PLACEMENT = 4, GS__SET_RESERVE = 8 };
+
+typedef struct gs__gpu_settings {
+    unsigned set;
+    gs__mode_t mode;
+    unsigned overprovision;
+    gs__policy_t placement;
+    uint64_t reserve; /* bytes kept for the driver, never leased */
+} gs__gpu_settings_t;
+
+/* A [gpu:...] section: all GPUs, one index, or one UUID. */
+typedef struct gs__gpu_section {
+    enum { GS__GPU_ALL, GS__GPU_INDEX, GS__GPU_UUID } match;
+    unsigned index;
+    char uuid[GS__UUID_MAX];
+    int line; /* where the section starts, for messages */
+    gs__gpu_settings_t settings;
+} gs__gpu_section_t;
+
+#define GS__MAX_GPU_SECTIONS (2 * GS_MAX_DEVICES + 1)
+
+typedef struct gs__config {
+    char path[GS__PATH_MAX]; /* the file read, "" when none */
+    char socket[GS__PATH_MAX];
+    char state_dir[GS__PATH_MAX];
+    char region_dir[GS__PATH_MAX]; /* lease regions; "" = state_dir/regions */
+    char metrics_listen[64];       /* "ADDR:PORT"; port 0 = off */
+    char nvml_library[GS__PATH_MAX];
+    char shim[GS__PATH_MAX];  /* LD_PRELOAD for leases, "" = the client decides */
+    unsigned idle_timeout_ms; /* a connection with no lease that sends nothing is closed */
+    unsigned n_sections;
+    gs__gpu_section_t sections[GS__MAX_GPU_SECTIONS];
+} gs__config_t;
+
+/* Fills cfg with the built-in defaults (DESIGN.md's paths). */
+void gs__config_defaults(gs__config_t *cfg);
+
+/* Reads the INI file at path over cfg. Returns 0, GS_ENOENT when the file does not exist (cfg
+ * unchanged), or GS_EINVAL / -errno with "path:line: reason" in err (one line). */
+int gs__config_load(gs__config_t *cfg, const char *path, char *err, size_t errlen);
+
+/* Parses INI text (named `source` in messages) over cfg. Same returns as gs__config_load. */
+int gs__config_parse(gs__config_t *cfg, const char *text, const char *source, char *err,
+                     size_t errlen);
+
+/* The settings that apply to GPU index/uuid: defaults (shared, 1, gpushare, 0), then [gpu:all],
+ * then [gpu:INDEX], then [gpu:UUID]. */
+gs__gpu_settings_t gs__config_gpu(const gs__config_t *cfg, unsigned index, const char *uuid);
+
+/* Parses "ADDR:PORT" (IPv4 address) into host-order parts. Returns 0 or GS_EINVAL. */
+int gs__config_parse_listen(const char *text, uint32_t *addr, uint16_t *port);
+
+/* Names of the enums, for logs and replies. Never NULL. */
+const char *gs__mode_name(gs__mode_t mode);
+const char *gs__policy_name(gs__policy_t policy);
+
+#endif

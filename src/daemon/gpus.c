@@ -1,0 +1,109 @@
+/* The daemon's GPUs: built from the NVML inventory and the config; live figures from NVML. */
+#include "daemon.h"
+
+#include "gpushare/error.h"
+#include "gpushare/log.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static int check_mode(const gs__gpu_t *gpu, char *err, size_t errlen)
+{
+    if (gpu->mode == GS__MODE_MPS || gpu->mode == GS__MODE_MIG) {
+        snprintf(err, errlen,
+                 "GPU %u: mode %s is not supported by this version (use shared or exclusive)",
+                 gpu->index, gs__mode_name(gpu->mode));
+        return GS_ENOSYS;
+    }
+    if (gpu->mode == GS__MODE_EXCLUSIVE && gpu->overprovision > 1) {
+        snprintf(err, errlen,
+                 "GPU %u: mode exclusive gives whole GPUs: overprovision must be 1, not %u",
+                 gpu->index, gpu->overprovision);
+        return GS_EINVAL;
+    }
+    if (gpu->reserve >= gpu->total) {
+        char reserve[32], total[32];
+        gs_qty_format_human(gpu->reserve, reserve, sizeof(reserve));
+        gs_qty_format_human(gpu->total, total, sizeof(total));
+        snprintf(err, errlen, "GPU %u: reserve %s leaves nothing of its %s to lease", gpu->index,
+                 reserve, total);
+        return GS_EINVAL;
+    }
+    return 0;
+}
+
+/* Placement chooses among GPUs, so one policy serves the node. */
+static int check_policy(gs__daemon_t *d, const gs__policy_t *policies, char *err, size_t errlen)
+{
+    d->policy = d->n_gpus > 0 ? policies[0] : GS__POLICY_GPUSHARE;
+    for (unsigned i = 1; i < d->n_gpus; i++) {
+        if (policies[i] != d->policy) {
+            snprintf(err, errlen,
+                     "placement differs between GPU %u (%s) and GPU %u (%s): placement chooses "
+                     "among GPUs, so set it once in [gpu:all]",
+                     d->gpus[0].index, gs__policy_name(d->policy), d->gpus[i].index,
+                     gs__policy_name(policies[i]));
+            return GS_EINVAL;
+        }
+    }
+    if (d->policy == GS__POLICY_FGD) {
+        snprintf(err, errlen,
+                 "placement fgd needs the placement engine, which this build does "
+                 "not have (use gpushare, bestfit or spread)");
+        return GS_ENOSYS;
+    }
+    return 0;
+}
+
+/* A [gpu:N] or [gpu:UUID] section that names no GPU is most likely a typo. */
+static void warn_unmatched(const gs__daemon_t *d)
+{
+    for (unsigned s = 0; s < d->cfg.n_sections; s++) {
+        const gs__gpu_section_t *sec = &d->cfg.sections[s];
+        int found = sec->match == GS__GPU_ALL;
+        for (unsigned g = 0; g < d->n_gpus && !found; g++) {
+            found = (sec->match == GS__GPU_INDEX && sec->index == d->gpus[g].index) ||
+                    (sec->match == GS__GPU_UUID && strcasecmp(sec->uuid, d->gpus[g].uuid) == 0);
+        }
+        if (found)
+            continue;
+        if (sec->match == GS__GPU_INDEX)
+            gs_warn("configuration section [gpu:%u] matches no GPU of this node", sec->index);
+        else
+            gs_warn("configuration section [gpu:%s] matches no GPU of this node", sec->uuid);
+    }
+}
+
+int gs__daemon_setup_gpus(gs__daemon_t *d, char *err, size_t errlen)
+{
+    gs__policy_t policies[GS_MAX_DEVICES];
+    d->n_gpus = gs__inventory_count(d->inv);
+    for (unsigned i = 0; i < d->n_gpus; i++) {
+        const gs__gpu_info_t *info = gs__inventory_gpu(d->inv, i);
+        gs__gpu_t *gpu = &d->gpus[i];
+        memset(gpu, 0, sizeof(*gpu));
+        gpu->index = info->index;
+        snprintf(gpu->uuid, sizeof(gpu->uuid), "%s", info->uuid);
+        snprintf(gpu->name, sizeof(gpu->name), "%s", info->name);
+        gpu->total = info->total;
+        gs__gpu_settings_t s = gs__config_gpu(&d->cfg, info->index, info->uuid);
+        gpu->mode = s.mode;
+        gpu->overprovision = s.overprovision;
+        gpu->reserve = s.reserve;
+        policies[i] = s.placement;
+        int result = check_mode(gpu, err, errlen);
+        if (result != 0)
+            return result;
+    }
+    warn_unmatched(d);
+    return check_policy(d, policies, err, errlen);
+}
+
+void gs__daemon_refresh_usage(gs__daemon_t *d)
+{
+    for (unsigned i = 0; i < d->n_gpus; i++) {
+        if (gs__inventory_usage(d->inv, i, &d->usage[i]) != 0)
+            memset(&d->usage[i], 0, sizeof(d->usage[i]));
+    }
+}

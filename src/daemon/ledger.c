@@ -1,0 +1,370 @@
+/* The ledger: SQLite in WAL mode with group commit; one row per live lease. */
+#include "ledger.h"
+
+#include "gpushare/error.h"
+#include "gpushare/log.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SCHEMA_VERSION 1
+
+enum { ST_PUT, ST_STATE, ST_DELETE, ST_COUNT };
+
+struct gs__ledger {
+    sqlite3 *db;
+    sqlite3_stmt *stmt[ST_COUNT];
+    int in_txn;
+    uint64_t next_id;
+    unsigned commits_since_checkpoint;
+};
+
+/* A checkpoint copies the WAL into the database and syncs both to disk: milliseconds on a disk.
+ * SQLite would do it inside whichever commit crosses 1000 pages, stalling the requests waiting
+ * behind that commit; gpushared does it when it is idle instead, or after this many commits
+ * when it never is (bounding the WAL's size). */
+#define CHECKPOINT_FORCE_COMMITS 50000
+
+static const char *const schema =
+    "CREATE TABLE IF NOT EXISTS leases ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " uid INTEGER NOT NULL, gid INTEGER NOT NULL, user TEXT NOT NULL,"
+    " command TEXT NOT NULL,"
+    " client_pid INTEGER NOT NULL, client_start INTEGER NOT NULL,"
+    " request TEXT NOT NULL," /* the acquire request, as the protocol's JSON */
+    " parts TEXT NOT NULL,"   /* JSON array of {uuid, slots, memory, compute} */
+    " compute_share INTEGER NOT NULL,"
+    " region TEXT NOT NULL,"
+    " state TEXT NOT NULL," /* active | ending */
+    " granted_at INTEGER NOT NULL,"
+    " updated_at INTEGER NOT NULL)";
+
+static const char *const sql[ST_COUNT] = {
+    [ST_PUT] = ("INSERT OR REPLACE INTO leases (id, uid, gid, user, command, client_pid, "
+                "client_start, request, parts, compute_share, region, state, granted_at, "
+                "updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)"),
+    [ST_STATE] = ("UPDATE leases SET state = ?2, updated_at = strftime('%s','now') * 1000 "
+                  "WHERE id = ?1"),
+    [ST_DELETE] = "DELETE FROM leases WHERE id = ?1",
+};
+
+static const char *state_name(gs__lease_state_t state)
+{
+    return state == GS__LEASE_ENDING ? "ending" : "active";
+}
+
+static int exec(gs__ledger_t *ledger, const char *statement)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(ledger->db, statement, NULL, NULL, &msg) == SQLITE_OK)
+        return 0;
+    gs_error("ledger: %s: %s", statement, msg != NULL ? msg : "error");
+    sqlite3_free(msg);
+    return GS_EIO;
+}
+
+/* Reads a single integer from a query (0 when it has no row). */
+static int64_t query_int(gs__ledger_t *ledger, const char *query)
+{
+    sqlite3_stmt *stmt = NULL;
+    int64_t value = 0;
+    if (sqlite3_prepare_v2(ledger->db, query, -1, &stmt, NULL) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW)
+        value = sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+    return value;
+}
+
+/* Creates the file with mode 0600 first: it holds every user's commands. */
+static int create_private(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    close(fd);
+    return 0;
+}
+
+static int setup(gs__ledger_t *ledger, char *err, size_t errlen)
+{
+    int version = (int)query_int(ledger, "PRAGMA user_version");
+    if (version > SCHEMA_VERSION) {
+        snprintf(err, errlen, "the ledger was written by a newer gpushared (schema %d > %d)",
+                 version, SCHEMA_VERSION);
+        return GS_EVERSION;
+    }
+    /* Exclusive: the daemon is the ledger's only user (a second gpushared on the same state
+     * directory fails here), and SQLite keeps the WAL index in memory without file locks. */
+    if (exec(ledger, "PRAGMA locking_mode=EXCLUSIVE") != 0 ||
+        exec(ledger, "PRAGMA journal_mode=WAL") != 0 ||
+        exec(ledger, "PRAGMA synchronous=NORMAL") != 0 ||
+        exec(ledger, "PRAGMA wal_autocheckpoint=0") != 0 || exec(ledger, schema) != 0 ||
+        exec(ledger, "PRAGMA user_version=1") != 0) {
+        snprintf(err, errlen, "cannot set up the ledger: %s", sqlite3_errmsg(ledger->db));
+        return GS_EIO;
+    }
+    for (int i = 0; i < ST_COUNT; i++) {
+        if (sqlite3_prepare_v3(ledger->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &ledger->stmt[i],
+                               NULL) != SQLITE_OK) {
+            snprintf(err, errlen, "cannot prepare the ledger: %s", sqlite3_errmsg(ledger->db));
+            return GS_EIO;
+        }
+    }
+    /* AUTOINCREMENT's sequence remembers the largest id ever stored, deleted rows included. */
+    ledger->next_id =
+        (uint64_t)query_int(ledger, "SELECT seq FROM sqlite_sequence WHERE name = 'leases'") + 1;
+    return 0;
+}
+
+int gs__ledger_open(const char *path, gs__ledger_t **out, char *err, size_t errlen)
+{
+    gs__ledger_t *ledger = calloc(1, sizeof(*ledger));
+    if (ledger == NULL)
+        return GS_ENOMEM;
+    int result = create_private(path);
+    if (result != 0) {
+        snprintf(err, errlen, "cannot create the ledger %s: %s", path, gs_strerror(result));
+        free(ledger);
+        return result;
+    }
+    if (sqlite3_open_v2(path, &ledger->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        snprintf(err, errlen, "cannot open the ledger %s: %s", path,
+                 ledger->db != NULL ? sqlite3_errmsg(ledger->db) : "out of memory");
+        gs__ledger_close(ledger);
+        return GS_EIO;
+    }
+    sqlite3_busy_timeout(ledger->db, 2000);
+    result = setup(ledger, err, errlen);
+    if (result != 0) {
+        gs__ledger_close(ledger);
+        return result;
+    }
+    *out = ledger;
+    return 0;
+}
+
+void gs__ledger_close(gs__ledger_t *ledger)
+{
+    if (ledger == NULL)
+        return;
+    gs__ledger_commit(ledger);
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(ledger->stmt[i]);
+    sqlite3_close(ledger->db);
+    free(ledger);
+}
+
+uint64_t gs__ledger_next_id(gs__ledger_t *ledger)
+{
+    return ledger->next_id++;
+}
+
+static int begin(gs__ledger_t *ledger)
+{
+    if (ledger->in_txn)
+        return 0;
+    int result = exec(ledger, "BEGIN");
+    ledger->in_txn = result == 0;
+    return result;
+}
+
+int gs__ledger_commit(gs__ledger_t *ledger)
+{
+    if (!ledger->in_txn)
+        return 0;
+    ledger->in_txn = 0;
+    ledger->commits_since_checkpoint++;
+    int result = exec(ledger, "COMMIT");
+    if (ledger->commits_since_checkpoint >= CHECKPOINT_FORCE_COMMITS)
+        gs__ledger_checkpoint(ledger);
+    return result;
+}
+
+void gs__ledger_checkpoint(gs__ledger_t *ledger)
+{
+    if (ledger->in_txn || ledger->commits_since_checkpoint == 0)
+        return;
+    if (sqlite3_wal_checkpoint_v2(ledger->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) !=
+        SQLITE_OK)
+        gs_warn("ledger checkpoint: %s", sqlite3_errmsg(ledger->db));
+    ledger->commits_since_checkpoint = 0;
+}
+
+/* Runs a prepared statement that returns no rows, and resets it. */
+static int run(gs__ledger_t *ledger, sqlite3_stmt *stmt)
+{
+    int rc = sqlite3_step(stmt);
+    sqlite3_reset(stmt);
+    sqlite3_clear_bindings(stmt);
+    if (rc == SQLITE_DONE)
+        return 0;
+    gs_error("ledger: %s", sqlite3_errmsg(ledger->db));
+    return GS_EIO;
+}
+
+static json_t *parts_json(const gs__lease_record_t *rec)
+{
+    json_t *parts = json_array();
+    for (unsigned i = 0; parts != NULL && i < rec->n_parts; i++) {
+        const gs__record_part_t *p = &rec->parts[i];
+        json_array_append_new(
+            parts, json_pack("{s:s, s:I, s:I, s:I}", "uuid", p->uuid, "slots", (json_int_t)p->slots,
+                             "memory", (json_int_t)p->memory, "compute", (json_int_t)p->compute));
+    }
+    return parts;
+}
+
+/* Binds a JSON value as text (the statement keeps its own copy). */
+static int bind_json(sqlite3_stmt *stmt, int index, json_t *value)
+{
+    char *text = value != NULL ? json_dumps(value, JSON_COMPACT) : NULL;
+    json_decref(value);
+    if (text == NULL)
+        return GS_ENOMEM;
+    int rc = sqlite3_bind_text(stmt, index, text, -1, SQLITE_TRANSIENT);
+    free(text);
+    return rc == SQLITE_OK ? 0 : GS_EIO;
+}
+
+int gs__ledger_put(gs__ledger_t *ledger, const gs__lease_record_t *rec)
+{
+    sqlite3_stmt *stmt = ledger->stmt[ST_PUT];
+    int result = begin(ledger);
+    if (result != 0)
+        return result;
+    sqlite3_bind_int64(stmt, 1, (sqlite3_int64)rec->id);
+    sqlite3_bind_int64(stmt, 2, rec->uid);
+    sqlite3_bind_int64(stmt, 3, rec->gid);
+    sqlite3_bind_text(stmt, 4, rec->user, -1, SQLITE_STATIC);
+    sqlite3_bind_text(stmt, 5, rec->request.command, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(stmt, 6, rec->client_pid);
+    sqlite3_bind_int64(stmt, 7, (sqlite3_int64)rec->client_start);
+    result = bind_json(stmt, 8, gs_proto_acquire_json(&rec->request));
+    if (result == 0)
+        result = bind_json(stmt, 9, parts_json(rec));
+    sqlite3_bind_int64(stmt, 10, rec->compute_share);
+    sqlite3_bind_text(stmt, 11, rec->region, -1, SQLITE_STATIC);
+    sqlite3_bind_text(stmt, 12, state_name(rec->state), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(stmt, 13, rec->granted_at_ms);
+    if (result != 0) {
+        sqlite3_reset(stmt);
+        sqlite3_clear_bindings(stmt);
+        return result;
+    }
+    return run(ledger, stmt);
+}
+
+int gs__ledger_set_state(gs__ledger_t *ledger, uint64_t id, gs__lease_state_t state)
+{
+    sqlite3_stmt *stmt = ledger->stmt[ST_STATE];
+    int result = begin(ledger);
+    if (result != 0)
+        return result;
+    sqlite3_bind_int64(stmt, 1, (sqlite3_int64)id);
+    sqlite3_bind_text(stmt, 2, state_name(state), -1, SQLITE_STATIC);
+    return run(ledger, stmt);
+}
+
+int gs__ledger_delete(gs__ledger_t *ledger, uint64_t id)
+{
+    sqlite3_stmt *stmt = ledger->stmt[ST_DELETE];
+    int result = begin(ledger);
+    if (result != 0)
+        return result;
+    sqlite3_bind_int64(stmt, 1, (sqlite3_int64)id);
+    return run(ledger, stmt);
+}
+
+static const char *column_text(sqlite3_stmt *stmt, int col)
+{
+    const unsigned char *text = sqlite3_column_text(stmt, col);
+    return text != NULL ? (const char *)text : "";
+}
+
+static int decode_parts(const char *text, gs__lease_record_t *rec)
+{
+    json_t *parts = json_loads(text, 0, NULL);
+    int result = json_is_array(parts) && json_array_size(parts) <= GS_MAX_DEVICES ? 0 : GS_EFORMAT;
+    size_t i;
+    json_t *p;
+    json_array_foreach(parts, i, p)
+    {
+        if (result != 0)
+            break;
+        const char *uuid = NULL;
+        json_int_t slots = 0, memory = 0, compute = 0;
+        if (json_unpack(p, "{s:s, s:I, s:I, s:I}", "uuid", &uuid, "slots", &slots, "memory",
+                        &memory, "compute", &compute) != 0 ||
+            slots < 0 || memory < 0 || compute < 0 || compute > 1000) {
+            result = GS_EFORMAT;
+            break;
+        }
+        gs__record_part_t *part = &rec->parts[rec->n_parts++];
+        snprintf(part->uuid, sizeof(part->uuid), "%s", uuid);
+        part->slots = (unsigned)slots;
+        part->memory = (uint64_t)memory;
+        part->compute = (uint32_t)compute;
+    }
+    json_decref(parts);
+    return result;
+}
+
+/* Decodes the current row of a "SELECT *" into rec. Returns 0 or GS_EFORMAT. */
+static int decode_row(sqlite3_stmt *stmt, gs__lease_record_t *rec)
+{
+    memset(rec, 0, sizeof(*rec));
+    rec->id = (uint64_t)sqlite3_column_int64(stmt, 0);
+    rec->uid = (uint32_t)sqlite3_column_int64(stmt, 1);
+    rec->gid = (uint32_t)sqlite3_column_int64(stmt, 2);
+    snprintf(rec->user, sizeof(rec->user), "%s", column_text(stmt, 3));
+    rec->client_pid = (int32_t)sqlite3_column_int64(stmt, 5);
+    rec->client_start = (uint64_t)sqlite3_column_int64(stmt, 6);
+    const char *request = column_text(stmt, 7);
+    gs_request_t req;
+    char why[GS_CLIENT_ERR_MAX];
+    if (gs_proto_parse_request(request, strlen(request), &req, why, sizeof(why)) != 0 ||
+        req.op != GS_OP_ACQUIRE) {
+        gs_error("ledger: lease %llu: bad request %s: %s", (unsigned long long)rec->id, request,
+                 why);
+        return GS_EFORMAT;
+    }
+    rec->request = req.lease;
+    if (decode_parts(column_text(stmt, 8), rec) != 0) {
+        gs_error("ledger: lease %llu: bad parts", (unsigned long long)rec->id);
+        return GS_EFORMAT;
+    }
+    rec->compute_share = (uint32_t)sqlite3_column_int64(stmt, 9);
+    snprintf(rec->region, sizeof(rec->region), "%s", column_text(stmt, 10));
+    rec->state = strcmp(column_text(stmt, 11), "ending") == 0 ? GS__LEASE_ENDING : GS__LEASE_ACTIVE;
+    rec->granted_at_ms = sqlite3_column_int64(stmt, 12);
+    return 0;
+}
+
+int gs__ledger_load(gs__ledger_t *ledger, int (*fn)(void *arg, const gs__lease_record_t *rec),
+                    void *arg)
+{
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2(ledger->db,
+                           "SELECT id, uid, gid, user, command, client_pid, client_start, "
+                           "request, parts, compute_share, region, state, granted_at "
+                           "FROM leases ORDER BY id",
+                           -1, &stmt, NULL) != SQLITE_OK) {
+        gs_error("ledger: %s", sqlite3_errmsg(ledger->db));
+        return GS_EIO;
+    }
+    gs__lease_record_t *rec = malloc(sizeof(*rec));
+    int result = rec != NULL ? 0 : GS_ENOMEM;
+    int rc;
+    while (result == 0 && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        if (decode_row(stmt, rec) == 0)
+            result = fn(arg, rec);
+    }
+    free(rec);
+    sqlite3_finalize(stmt);
+    return result;
+}

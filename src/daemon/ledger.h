@@ -1,0 +1,82 @@
+/* The ledger: live leases in SQLite (WAL), so that a restarted gpushared finds every one again.
+ *
+ * Durability: journal_mode=WAL with synchronous=NORMAL. A committed transaction survives the
+ * daemon being killed (kill -9) at any instruction; after a power loss or kernel crash the last
+ * transactions before the crash may be lost (WAL frames not yet checkpointed to disk), never the
+ * database's consistency. Writes are grouped: they open a transaction that gs__ledger_commit
+ * ends, once per event-loop iteration (group commit), before any reply about them is sent. */
+#ifndef GS_DAEMON_LEDGER_H
+#define GS_DAEMON_LEDGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "gpushare/client.h"
+
+#define GS__USER_MAX 64
+
+/* What a lease holds of one GPU, as stored (the GPU by UUID: indexes may change on reboot). */
+typedef struct gs__record_part {
+    char uuid[GS__UUID_MAX];
+    unsigned slots;
+    uint64_t memory;
+    uint32_t compute; /* thousandths */
+} gs__record_part_t;
+
+typedef enum gs__lease_state {
+    GS__LEASE_ACTIVE = 0, /* granted, its holder is connected or alive */
+    GS__LEASE_ENDING,     /* released or its holder is gone, but processes still use it */
+} gs__lease_state_t;
+
+/* Everything needed to rebuild a lease after a restart. */
+typedef struct gs__lease_record {
+    uint64_t id;
+    uint32_t uid, gid;
+    char user[GS__USER_MAX];
+    int32_t client_pid;    /* the holder, from SO_PEERCRED */
+    uint64_t client_start; /* its start time (/proc/PID/stat), so a reused pid is not it */
+    gs_lease_request_t request;
+    unsigned n_parts;
+    gs__record_part_t parts[GS_MAX_DEVICES];
+    uint32_t compute_share; /* percent given to the shim, 0 = not limited */
+    char region[GS__PATH_MAX];
+    gs__lease_state_t state;
+    int64_t granted_at_ms; /* CLOCK_REALTIME */
+} gs__lease_record_t;
+
+typedef struct gs__ledger gs__ledger_t;
+
+/* Opens (creating when missing, mode 0600) the ledger at path. Returns 0 and *out, or
+ * GS_EIO / GS_EVERSION (written by a newer gpushared) with a message in err. */
+int gs__ledger_open(const char *path, gs__ledger_t **out, char *err, size_t errlen);
+
+/* Commits pending writes and closes (NULL is fine). */
+void gs__ledger_close(gs__ledger_t *ledger);
+
+/* Returns an id never used before in this ledger (ids are never reused, even after a lease's
+ * row is deleted). */
+uint64_t gs__ledger_next_id(gs__ledger_t *ledger);
+
+/* Inserts or replaces the lease's row. Returns 0 or GS_EIO (logged). */
+int gs__ledger_put(gs__ledger_t *ledger, const gs__lease_record_t *rec);
+
+/* Updates a lease's state. Returns 0 or GS_EIO. */
+int gs__ledger_set_state(gs__ledger_t *ledger, uint64_t id, gs__lease_state_t state);
+
+/* Deletes a lease's row (the lease ended). Returns 0 or GS_EIO. */
+int gs__ledger_delete(gs__ledger_t *ledger, uint64_t id);
+
+/* Makes every write since the last commit durable (see above). Returns 0 or GS_EIO. */
+int gs__ledger_commit(gs__ledger_t *ledger);
+
+/* Moves the write-ahead log into the database file (call when idle). Never fails: a failed
+ * checkpoint is logged and retried next time; the data is safe in the log meanwhile. */
+void gs__ledger_checkpoint(gs__ledger_t *ledger);
+
+/* Calls fn for every stored lease, in id order; stops at the first nonzero return, which it
+ * returns. Rows that cannot be decoded are logged and skipped. */
+int gs__ledger_load(gs__ledger_t *ledger, int (*fn)(void *arg, const gs__lease_record_t *rec),
+                    void *arg);
+
+#endif

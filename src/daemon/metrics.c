@@ -1,0 +1,367 @@
+/* Prometheus metrics: rendering from the daemon's state, and the libmicrohttpd endpoint. */
+#include "metrics.h"
+
+#include "config.h"
+#include "gpushare/error.h"
+#include "gpushare/log.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gs__metrics {
+    struct MHD_Daemon *mhd;
+    pthread_mutex_t lock;
+    char *text; /* the latest rendering, owned; under lock */
+    size_t len;
+};
+
+#define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/* Writes a label value with Prometheus's escapes (backslash, quote, newline). */
+static void put_label(FILE *f, const char *name, const char *value, int first)
+{
+    fprintf(f, "%s%s=\"", first ? "" : ",", name);
+    for (const char *p = value; *p != '\0'; p++) {
+        if (*p == '\\' || *p == '"')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void gpu_labels(FILE *f, const gs__daemon_t *d, const gs__gpu_t *gpu)
+{
+    char index[16];
+    snprintf(index, sizeof(index), "%u", gpu->index);
+    fputc('{', f);
+    put_label(f, "gpu", index, 1);
+    put_label(f, "uuid", gpu->uuid, 0);
+    put_label(f, "model_name", gpu->name, 0);
+    put_label(f, "hostname", d->hostname, 0);
+    fputc('}', f);
+}
+
+/* One series per GPU: value(d, g) for each. */
+static void gpu_family(FILE *f, const gs__daemon_t *d, const char *name, const char *type,
+                       const char *help, uint64_t (*value)(const gs__daemon_t *, unsigned))
+{
+    family(f, name, type, help);
+    for (unsigned g = 0; g < d->n_gpus; g++) {
+        fputs(name, f);
+        gpu_labels(f, d, &d->gpus[g]);
+        fprintf(f, " %llu\n", (unsigned long long)value(d, g));
+    }
+}
+
+#define MIB (UINT64_C(1) << 20)
+static uint64_t fb_used(const gs__daemon_t *d, unsigned g)
+{
+    return d->usage[g].used / MIB;
+}
+static uint64_t fb_free(const gs__daemon_t *d, unsigned g)
+{
+    uint64_t total = d->usage[g].total != 0 ? d->usage[g].total : d->gpus[g].total;
+    return total > d->usage[g].used ? (total - d->usage[g].used) / MIB : 0;
+}
+static uint64_t util(const gs__daemon_t *d, unsigned g)
+{
+    return d->usage[g].utilization;
+}
+static uint64_t mem_total(const gs__daemon_t *d, unsigned g)
+{
+    return d->gpus[g].total;
+}
+static uint64_t mem_reserved(const gs__daemon_t *d, unsigned g)
+{
+    return d->gpus[g].reserve;
+}
+static uint64_t mem_leased(const gs__daemon_t *d, unsigned g)
+{
+    return d->gpus[g].mem_leased;
+}
+static uint64_t compute_leased(const gs__daemon_t *d, unsigned g)
+{
+    return (d->gpus[g].compute_leased + 5) / 10;
+}
+static uint64_t logical_total(const gs__daemon_t *d, unsigned g)
+{
+    return d->gpus[g].overprovision >= 1 ? d->gpus[g].overprovision : 1;
+}
+static uint64_t logical_free(const gs__daemon_t *d, unsigned g)
+{
+    return gs__gpu_free_slots(&d->gpus[g]);
+}
+static uint64_t gpu_leases(const gs__daemon_t *d, unsigned g)
+{
+    return d->gpus[g].n_leases;
+}
+
+static void render_gpus(FILE *f, const gs__daemon_t *d)
+{
+    gpu_family(f, d, "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", fb_used);
+    gpu_family(f, d, "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", fb_free);
+    gpu_family(f, d, "DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", util);
+    gpu_family(f, d, "gpushare_gpu_memory_total_bytes", "gauge", "Device memory of the GPU.",
+               mem_total);
+    gpu_family(f, d, "gpushare_gpu_memory_reserved_bytes", "gauge",
+               "Device memory kept for the driver, never leased (config reserve).", mem_reserved);
+    gpu_family(f, d, "gpushare_gpu_memory_leased_bytes", "gauge",
+               "Device memory promised to leases (sum of their limits).", mem_leased);
+    gpu_family(f, d, "gpushare_gpu_compute_leased_percent", "gauge",
+               "Compute guaranteed to leases, in percent of the GPU.", compute_leased);
+    gpu_family(f, d, "gpushare_gpu_logical_capacity", "gauge",
+               "Logical GPUs the GPU offers (its overprovision factor).", logical_total);
+    gpu_family(f, d, "gpushare_gpu_logical_free", "gauge",
+               "Logical GPUs a --gpus lease could still get on the GPU.", logical_free);
+    gpu_family(f, d, "gpushare_gpu_leases", "gauge", "Leases on the GPU.", gpu_leases);
+}
+
+static void lease_labels(FILE *f, const gs__daemon_t *d, const gs__lease_t *lease, unsigned part)
+{
+    char id[32];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)lease->rec.id);
+    fputc('{', f);
+    put_label(f, "lease", id, 1);
+    put_label(f, "user", lease->rec.user, 0);
+    if (part < lease->alloc.n) {
+        const gs__gpu_t *gpu = &d->gpus[lease->alloc.part[part].gpu];
+        char index[16];
+        snprintf(index, sizeof(index), "%u", gpu->index);
+        put_label(f, "gpu", index, 0);
+        put_label(f, "uuid", gpu->uuid, 0);
+    }
+    fputc('}', f);
+}
+
+/* Per-lease uses, read once per rendering. */
+typedef struct lease_row {
+    const gs__lease_t *lease;
+    gs__lease_use_t use;
+} lease_row_t;
+
+static void render_lease_parts(FILE *f, const gs__daemon_t *d, const lease_row_t *rows, unsigned n,
+                               int used)
+{
+    for (unsigned r = 0; r < n; r++) {
+        for (unsigned i = 0; i < rows[r].lease->alloc.n; i++) {
+            fputs(used ? "gpushare_lease_memory_used_bytes" : "gpushare_lease_memory_limit_bytes",
+                  f);
+            lease_labels(f, d, rows[r].lease, i);
+            fprintf(f, " %llu\n",
+                    (unsigned long long)(used ? rows[r].use.used[i]
+                                              : rows[r].lease->alloc.part[i].memory));
+        }
+    }
+}
+
+static void render_leases(FILE *f, const gs__daemon_t *d, const lease_row_t *rows, unsigned n)
+{
+    family(f, "gpushare_lease_info", "gauge",
+           "A live lease (value 1), with its user, uid, state and kind.");
+    for (unsigned r = 0; r < n; r++) {
+        const gs__lease_t *lease = rows[r].lease;
+        char id[32], uid[16];
+        snprintf(id, sizeof(id), "%llu", (unsigned long long)lease->rec.id);
+        snprintf(uid, sizeof(uid), "%u", (unsigned)lease->rec.uid);
+        static const char *const kinds[] = {"none", "gpus", "fraction", "memory"};
+        fputs("gpushare_lease_info{", f);
+        put_label(f, "lease", id, 1);
+        put_label(f, "user", lease->rec.user, 0);
+        put_label(f, "uid", uid, 0);
+        put_label(f, "state", lease->rec.state == GS__LEASE_ENDING ? "ending" : "active", 0);
+        put_label(f, "kind", kinds[lease->rec.request.kind & 3], 0);
+        fputs("} 1\n", f);
+    }
+    family(f, "gpushare_lease_memory_used_bytes", "gauge",
+           "Device memory the lease's processes hold on each of its GPUs.");
+    render_lease_parts(f, d, rows, n, 1);
+    family(f, "gpushare_lease_memory_limit_bytes", "gauge",
+           "The lease's memory limit on each of its GPUs.");
+    render_lease_parts(f, d, rows, n, 0);
+    family(f, "gpushare_lease_compute_share", "gauge",
+           "The lease's guaranteed compute share in percent (0 = not limited).");
+    for (unsigned r = 0; r < n; r++) {
+        fputs("gpushare_lease_compute_share", f);
+        lease_labels(f, d, rows[r].lease, UINT32_MAX);
+        fprintf(f, " %u\n", rows[r].lease->rec.compute_share);
+    }
+    family(f, "gpushare_oom_events_total", "counter",
+           "Allocations refused because they would exceed the lease's memory limit.");
+    for (unsigned r = 0; r < n; r++) {
+        fputs("gpushare_oom_events_total", f);
+        lease_labels(f, d, rows[r].lease, UINT32_MAX);
+        fprintf(f, " %llu\n", (unsigned long long)rows[r].use.oom_events);
+    }
+}
+
+static void counter(FILE *f, const char *name, const char *help, uint64_t value)
+{
+    family(f, name, "counter", help);
+    fprintf(f, "%s %llu\n", name, (unsigned long long)value);
+}
+
+static void render_node(FILE *f, const gs__daemon_t *d)
+{
+    const gs__counters_t *c = &d->counters;
+    family(f, "gpushare_info", "gauge", "The daemon (value 1) and its GPUs' driver.");
+    fputs("gpushare_info{", f);
+    put_label(f, "version", GS_VERSION, 1);
+    put_label(f, "driver", gs__inventory_driver(d->inv), 0);
+    put_label(f, "simulated", gs__inventory_simulated(d->inv) ? "true" : "false", 0);
+    put_label(f, "placement", gs__policy_name(d->policy), 0);
+    put_label(f, "hostname", d->hostname, 0);
+    fputs("} 1\n", f);
+    family(f, "gpushare_leases", "gauge", "Live leases on the node.");
+    fprintf(f, "gpushare_leases %u\n", d->n_leases);
+    family(f, "gpushare_queue_length", "gauge", "Lease requests waiting for room.");
+    fprintf(f, "gpushare_queue_length %u\n", d->queue.length);
+    counter(f, "gpushare_leases_granted_total", "Leases granted.", c->granted);
+    counter(f, "gpushare_leases_ended_total", "Leases ended.", c->ended);
+    counter(f, "gpushare_leases_queued_total", "Lease requests that had to wait.", c->queued);
+    counter(f, "gpushare_leases_reaped_total", "Leases ended because their holder was gone.",
+            c->reaped);
+    counter(f, "gpushare_leases_revoked_total", "Leases released by another caller.", c->revoked);
+    family(f, "gpushare_requests_rejected_total", "counter", "Lease requests refused, by reason.");
+    fprintf(f, "gpushare_requests_rejected_total{reason=\"no_fit\"} %llu\n",
+            (unsigned long long)c->rejected_no_fit);
+    fprintf(f, "gpushare_requests_rejected_total{reason=\"never_fits\"} %llu\n",
+            (unsigned long long)c->rejected_never);
+    fprintf(f, "gpushare_requests_rejected_total{reason=\"timeout\"} %llu\n",
+            (unsigned long long)c->timeouts);
+    fprintf(f, "gpushare_requests_rejected_total{reason=\"bad_request\"} %llu\n",
+            (unsigned long long)c->bad_requests);
+}
+
+void gs__metrics_render(gs__daemon_t *d, FILE *f)
+{
+    render_gpus(f, d);
+    lease_row_t *rows = calloc(d->n_leases + 1, sizeof(*rows));
+    unsigned n = 0;
+    for (const gs__lease_t *lease = d->leases; rows != NULL && lease != NULL;
+         lease = lease->next, n++) {
+        rows[n].lease = lease;
+        gs__lease_use(lease, &rows[n].use);
+    }
+    render_leases(f, d, rows, n);
+    free(rows);
+    render_node(f, d);
+}
+
+void gs__metrics_publish(gs__daemon_t *d)
+{
+    struct gs__metrics *m = d->metrics;
+    if (m == NULL)
+        return;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (f == NULL)
+        return;
+    gs__metrics_render(d, f);
+    if (fclose(f) != 0) {
+        free(text);
+        return;
+    }
+    pthread_mutex_lock(&m->lock);
+    char *old = m->text;
+    m->text = text;
+    m->len = len;
+    pthread_mutex_unlock(&m->lock);
+    free(old);
+}
+
+static enum MHD_Result reply(struct MHD_Connection *connection, unsigned status, const char *type,
+                             const char *body, size_t len)
+{
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (response == NULL)
+        return MHD_NO;
+    MHD_add_response_header(response, "Content-Type", type);
+    enum MHD_Result result = MHD_queue_response(connection, status, response);
+    MHD_destroy_response(response);
+    return result;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    (void)upload_data;
+    (void)upload_data_size;
+    (void)con_cls;
+    struct gs__metrics *m = cls;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        static const char text[] = "only GET is served\n";
+        return reply(connection, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", text, sizeof(text) - 1);
+    }
+    if (strcmp(url, "/metrics") != 0) {
+        static const char text[] = "gpushared: metrics are at /metrics\n";
+        return reply(connection, strcmp(url, "/") == 0 ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND,
+                     "text/plain", text, sizeof(text) - 1);
+    }
+    pthread_mutex_lock(&m->lock);
+    enum MHD_Result result =
+        reply(connection, MHD_HTTP_OK, CONTENT_TYPE, m->text != NULL ? m->text : "", m->len);
+    pthread_mutex_unlock(&m->lock);
+    return result;
+}
+
+int gs__metrics_start(gs__daemon_t *d, char *err, size_t errlen)
+{
+    uint32_t addr;
+    uint16_t port;
+    if (gs__config_parse_listen(d->cfg.metrics_listen, &addr, &port) != 0) {
+        snprintf(err, errlen, "metrics address \"%s\" is not ADDRESS:PORT", d->cfg.metrics_listen);
+        return GS_EINVAL;
+    }
+    if (port == 0)
+        return 0;
+    struct gs__metrics *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return GS_ENOMEM;
+    pthread_mutex_init(&m->lock, NULL);
+    struct sockaddr_in sin = {
+        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(addr)};
+    m->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, port, NULL, NULL, handle, m,
+                              MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_END);
+    if (m->mhd == NULL) {
+        snprintf(err, errlen, "cannot serve metrics on %s (is the port taken?)",
+                 d->cfg.metrics_listen);
+        pthread_mutex_destroy(&m->lock);
+        free(m);
+        return GS_EBUSY;
+    }
+    d->metrics = m;
+    gs__metrics_publish(d);
+    gs_info("metrics on http://%s/metrics", d->cfg.metrics_listen);
+    return 0;
+}
+
+void gs__metrics_stop(gs__daemon_t *d)
+{
+    struct gs__metrics *m = d->metrics;
+    if (m == NULL)
+        return;
+    MHD_stop_daemon(m->mhd);
+    pthread_mutex_destroy(&m->lock);
+    free(m->text);
+    free(m);
+    d->metrics = NULL;
+}

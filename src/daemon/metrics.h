@@ -1,0 +1,30 @@
+/* Prometheus metrics on http://ADDR:PORT/metrics (libmicrohttpd, its own thread).
+ *
+ * The event loop renders the text from its state once a second (gs__metrics_publish) and swaps
+ * it in under a mutex; the HTTP thread only copies the latest text out, so a scrape never
+ * blocks or races the loop. Series (docs/api.md, "Metrics"): per GPU with dcgm-exporter's names
+ * where one exists (DCGM_FI_DEV_FB_USED/FREE in MiB, DCGM_FI_DEV_GPU_UTIL) and gpushare_gpu_*;
+ * per lease gpushare_lease_* labelled with lease id and user (never the command); node counters
+ * gpushare_*_total. Labels are snake_case (gpu, uuid, model_name, hostname) rather than
+ * dcgm-exporter's UUID / modelName / Hostname, which promtool's lint rejects. */
+#ifndef GS_DAEMON_METRICS_H
+#define GS_DAEMON_METRICS_H
+
+#include <stddef.h>
+
+#include "daemon.h"
+
+/* Starts the HTTP server on cfg.metrics_listen (port 0: metrics off, d->metrics stays NULL).
+ * Returns 0, or -errno with one line in err (the port is taken, ...). */
+int gs__metrics_start(gs__daemon_t *d, char *err, size_t errlen);
+
+/* Renders the current state for the next scrapes. No-op when metrics are off. */
+void gs__metrics_publish(gs__daemon_t *d);
+
+/* Writes the metrics text of d into f (what gs__metrics_publish serves). */
+void gs__metrics_render(gs__daemon_t *d, FILE *f);
+
+/* Stops the HTTP server and frees the snapshot (NULL d->metrics is fine). */
+void gs__metrics_stop(gs__daemon_t *d);
+
+#endif

@@ -1,0 +1,79 @@
+/* The lease model: what a GPU can give, what a request takes from it, and the fit rules.
+ *
+ * A GPU's leasable capacity is its memory minus the configured reserve, and its compute (1000
+ * thousandths). With overprovision = K it is also K logical GPUs, each a slice of
+ * (total - reserve) / K memory and 1000 / K compute. Every lease takes memory and compute from
+ * the same pool, so the rules compose:
+ *   - --gpu-memory SIZE [--compute PCT] takes SIZE and PCT (0 when not given: time-sliced,
+ *     unguaranteed compute);
+ *   - --gpu F takes F of the leasable memory and F of the compute;
+ *   - --gpus N takes N logical slots, each a slice as above; with K = 1 a slot is the whole GPU,
+ *     so it fits only on a GPU nobody else holds anything of.
+ * On a GPU the sums never exceed the leasable memory, 1000 compute and K slots. An exclusive GPU
+ * serves only whole-GPU leases, one at a time. Pure module: no I/O, no globals. */
+#ifndef GS_DAEMON_MODEL_H
+#define GS_DAEMON_MODEL_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "gpushare/client.h"
+
+#define GS__NAME_MAX 96
+
+/* A physical GPU: identity, capacity, settings, and what leases hold of it. */
+typedef struct gs__gpu {
+    unsigned index; /* NVML index */
+    char uuid[GS__UUID_MAX];
+    char name[GS__NAME_MAX];
+    uint64_t total;   /* device memory in bytes */
+    uint64_t reserve; /* kept for the driver's own context memory, never leased */
+    gs__mode_t mode;
+    unsigned overprovision; /* K >= 1 */
+    uint64_t mem_leased;
+    uint32_t compute_leased; /* thousandths */
+    unsigned slots_leased;
+    unsigned n_leases;
+} gs__gpu_t;
+
+/* What one lease holds of one GPU. */
+typedef struct gs__part {
+    unsigned gpu;     /* index into the node's GPU array */
+    unsigned slots;   /* logical GPUs (--gpus leases), else 0 */
+    uint64_t memory;  /* bytes: the lease's limit on this device */
+    uint32_t compute; /* thousandths of the GPU's compute, 0 = not guaranteed */
+} gs__part_t;
+
+/* Where a lease sits: one part per GPU, in the order CUDA will number them. */
+typedef struct gs__alloc {
+    unsigned n;
+    gs__part_t part[GS_MAX_DEVICES];
+} gs__alloc_t;
+
+/* Memory that leases may take on gpu: total - reserve (0 when the reserve is larger). */
+uint64_t gs__gpu_leasable(const gs__gpu_t *gpu);
+
+/* Memory and compute of one logical slot of gpu. */
+uint64_t gs__slot_memory(const gs__gpu_t *gpu);
+uint32_t gs__slot_compute(const gs__gpu_t *gpu);
+
+/* Fills *part with what req takes of gpu; slots is the number of logical GPUs (--gpus leases,
+ * ignored otherwise). */
+void gs__part_for(const gs__gpu_t *gpu, const gs_lease_request_t *req, unsigned slots,
+                  gs__part_t *part);
+
+/* Returns nonzero when part (of a request of kind) fits on gpu now. */
+int gs__gpu_fits(const gs__gpu_t *gpu, gs_lease_kind_t kind, const gs__part_t *part);
+
+/* Adds part to (take) or removes it from (give) gpu's accounting. give never underflows. */
+void gs__gpu_take(gs__gpu_t *gpu, const gs__part_t *part);
+void gs__gpu_give(gs__gpu_t *gpu, const gs__part_t *part);
+
+/* How many more logical GPUs gpu could give to --gpus leases now. */
+unsigned gs__gpu_free_slots(const gs__gpu_t *gpu);
+
+/* The compute share to enforce for part, in whole percent (rounded to nearest, at least 1 for a
+ * nonzero share); 0 when the part is not limited (no guarantee, or the whole GPU). */
+uint32_t gs__part_compute_percent(const gs__part_t *part);
+
+#endif

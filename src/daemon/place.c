@@ -1,0 +1,193 @@
+/* Placement glue: the daemon's built-in best-fit / spread choice of GPUs for a lease. */
+#include "place.h"
+
+#include "gpushare/error.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Orders candidates: negative when a is the better choice. */
+static int compare_one(const gs__gpu_t *a, const gs__part_t *pa, const gs__gpu_t *b,
+                       const gs__part_t *pb, gs__policy_t policy)
+{
+    uint64_t left_a = gs__gpu_leasable(a) - a->mem_leased - pa->memory;
+    uint64_t left_b = gs__gpu_leasable(b) - b->mem_leased - pb->memory;
+    uint32_t cpu_a = 1000 - a->compute_leased - pa->compute;
+    uint32_t cpu_b = 1000 - b->compute_leased - pb->compute;
+    int sign = policy == GS__POLICY_SPREAD ? -1 : 1;
+    if (left_a != left_b)
+        return sign * (left_a < left_b ? -1 : 1);
+    if (cpu_a != cpu_b)
+        return sign * (cpu_a < cpu_b ? -1 : 1);
+    return a->index < b->index ? -1 : 1;
+}
+
+static int place_one(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
+                     gs__policy_t policy, gs__alloc_t *out)
+{
+    int best = -1;
+    gs__part_t best_part = {0};
+    for (unsigned i = 0; i < n; i++) {
+        gs__part_t part;
+        gs__part_for(&gpus[i], req, 0, &part);
+        part.gpu = i;
+        if (!gs__gpu_fits(&gpus[i], req->kind, &part))
+            continue;
+        if (best < 0 || compare_one(&gpus[i], &part, &gpus[best], &best_part, policy) < 0) {
+            best = (int)i;
+            best_part = part;
+        }
+    }
+    if (best < 0)
+        return GS_ENOFIT;
+    out->n = 1;
+    out->part[0] = best_part;
+    return 0;
+}
+
+/* Picks g GPUs with overprovision k that can each give s slots; fills out in index order.
+ * Returns 0 or GS_ENOFIT. */
+static int pick_group(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, unsigned k,
+                      unsigned g, unsigned s, gs__policy_t policy, gs__alloc_t *out)
+{
+    unsigned chosen[GS_MAX_DEVICES], count = 0;
+    unsigned free_slots[GS_MAX_DEVICES];
+    for (unsigned i = 0; i < n && i < GS_MAX_DEVICES; i++) {
+        unsigned gk = gpus[i].overprovision >= 1 ? gpus[i].overprovision : 1;
+        free_slots[i] = gk == k ? gs__gpu_free_slots(&gpus[i]) : 0;
+    }
+    /* Select g candidates one by one: fewest free slots (bestfit) or most (spread). */
+    while (count < g) {
+        int best = -1;
+        for (unsigned i = 0; i < n && i < GS_MAX_DEVICES; i++) {
+            if (free_slots[i] < s)
+                continue;
+            if (best < 0 || (policy == GS__POLICY_SPREAD ? free_slots[i] > free_slots[best]
+                                                         : free_slots[i] < free_slots[best]))
+                best = (int)i;
+        }
+        if (best < 0)
+            return GS_ENOFIT;
+        chosen[count++] = (unsigned)best;
+        free_slots[best] = 0;
+    }
+    out->n = 0;
+    for (unsigned i = 0; i < n && i < GS_MAX_DEVICES; i++) {
+        for (unsigned c = 0; c < count; c++) {
+            if (chosen[c] != i)
+                continue;
+            gs__part_t *part = &out->part[out->n++];
+            gs__part_for(&gpus[i], req, s, part);
+            part->gpu = i;
+        }
+    }
+    return 0;
+}
+
+static int place_slots(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
+                       gs__policy_t policy, gs__alloc_t *out)
+{
+    unsigned total = req->gpus;
+    for (unsigned g = 1; g <= total && g <= n; g++) {
+        if (total % g != 0)
+            continue;
+        unsigned s = total / g;
+        /* Each distinct overprovision factor is a group; parts of one lease share one. */
+        for (unsigned i = 0; i < n; i++) {
+            unsigned k = gpus[i].overprovision >= 1 ? gpus[i].overprovision : 1;
+            int first = 1;
+            for (unsigned j = 0; j < i; j++)
+                first &= (gpus[j].overprovision >= 1 ? gpus[j].overprovision : 1) != k;
+            if (!first || s > k)
+                continue;
+            if (pick_group(gpus, n, req, k, g, s, policy, out) == 0)
+                return 0;
+        }
+    }
+    return GS_ENOFIT;
+}
+
+int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, gs__policy_t policy,
+              gs__alloc_t *out)
+{
+    if (n > GS_MAX_DEVICES)
+        n = GS_MAX_DEVICES;
+    if (req->kind == GS_LEASE_GPUS)
+        return place_slots(gpus, n, req, policy, out);
+    if (req->kind == GS_LEASE_FRACTION || req->kind == GS_LEASE_MEMORY)
+        return place_one(gpus, n, req, policy, out);
+    return GS_ENOFIT;
+}
+
+static void describe_largest(const gs__gpu_t *empty, unsigned n, const gs_lease_request_t *req,
+                             char *why, size_t whylen)
+{
+    if (req->kind == GS_LEASE_GPUS) {
+        unsigned most = 0;
+        for (unsigned i = 0; i < n; i++) {
+            unsigned k = empty[i].overprovision >= 1 ? empty[i].overprovision : 1;
+            unsigned sum = 0;
+            for (unsigned j = 0; j < n; j++)
+                sum += (empty[j].overprovision >= 1 ? empty[j].overprovision : 1) == k &&
+                       gs__gpu_free_slots(&empty[j]) > 0;
+            sum *= k;
+            most = sum > most ? sum : most;
+        }
+        snprintf(why, whylen,
+                 "%u logical GPUs can never be given on this node (its GPUs offer at most %u "
+                 "in one lease)",
+                 req->gpus, most);
+        return;
+    }
+    uint64_t largest = 0;
+    int shared = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (empty[i].mode != GS__MODE_SHARED)
+            continue;
+        shared = 1;
+        uint64_t l = gs__gpu_leasable(&empty[i]);
+        largest = l > largest ? l : largest;
+    }
+    if (!shared) {
+        snprintf(why, whylen,
+                 "no GPU on this node is shared (fractional leases need mode = "
+                 "shared; use --gpus for whole GPUs)");
+        return;
+    }
+    char want[32], have[32];
+    gs__part_t part;
+    gs__part_for(&empty[0], req, 0, &part);
+    gs_qty_format_human(req->kind == GS_LEASE_MEMORY ? req->memory : part.memory, want,
+                        sizeof(want));
+    gs_qty_format_human(largest, have, sizeof(have));
+    if (req->kind == GS_LEASE_MEMORY && req->memory > largest)
+        snprintf(why, whylen,
+                 "%s of GPU memory can never fit on this node (the largest GPU has %s leasable "
+                 "after its reserve)",
+                 want, have);
+    else
+        snprintf(why, whylen, "this request can never fit on this node's GPUs");
+}
+
+int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, char *why,
+                       size_t whylen)
+{
+    gs__gpu_t empty[GS_MAX_DEVICES];
+    if (n > GS_MAX_DEVICES)
+        n = GS_MAX_DEVICES;
+    for (unsigned i = 0; i < n; i++) {
+        empty[i] = gpus[i];
+        empty[i].mem_leased = 0;
+        empty[i].compute_leased = 0;
+        empty[i].slots_leased = 0;
+        empty[i].n_leases = 0;
+    }
+    gs__alloc_t alloc;
+    if (n > 0 && gs__place(empty, n, req, GS__POLICY_BESTFIT, &alloc) == 0)
+        return 0;
+    if (n == 0)
+        snprintf(why, whylen, "this node has no GPU");
+    else
+        describe_largest(empty, n, req, why, whylen);
+    return GS_ENOFIT;
+}

@@ -1,0 +1,25 @@
+/* Placement glue: which of the node's GPUs a lease request goes to. */
+#ifndef GS_DAEMON_PLACE_H
+#define GS_DAEMON_PLACE_H
+
+#include <stddef.h>
+
+#include "model.h"
+
+/* Chooses GPUs for req among gpus[0..n) as they are now, following policy:
+ *   - one-GPU requests (--gpu, --gpu-memory): bestfit and gpushare take the GPU that is left
+ *     with the least free memory (then compute, then the lowest index), spread the most;
+ *   - --gpus N: N logical GPUs as s slots on each of g GPUs with g * s = N, all with the same
+ *     overprovision factor, with g as small as possible (whole GPUs when K = 1); bestfit and
+ *     gpushare prefer the GPUs with the fewest free slots, spread the most.
+ * Returns 0 with *out filled (parts in GPU index order), or GS_ENOFIT when nothing fits now.
+ * Pure: reads gpus only. */
+int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, gs__policy_t policy,
+              gs__alloc_t *out);
+
+/* Checks whether req could ever fit on this node, i.e. on its GPUs with nothing leased.
+ * Returns 0, or GS_ENOFIT with the reason in why (one line, names the largest possible). */
+int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, char *why,
+                       size_t whylen);
+
+#endif

@@ -1,0 +1,25 @@
+/* JSON views of the daemon's state for replies: a lease, its environment, the node's status. */
+#ifndef GS_DAEMON_VIEWS_H
+#define GS_DAEMON_VIEWS_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "daemon.h"
+
+/* A lease with its live use (docs/api.md, "lease object"). New reference. */
+json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease);
+
+/* The environment the lease's job runs with: CUDA_VISIBLE_DEVICES, GPUSHARE_REGION,
+ * GPUSHARE_MEMORY_LIMIT, GPUSHARE_COMPUTE_SHARE, GPUSHARE_COMPUTE_MAX, GPUSHARE_LEASE_ID. */
+json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease);
+
+/* The node's GPUs with their leases as cred may see them: its own leases (root: all) in
+ * detail, the others only as a count and a sum; the queue, with the position of conn's
+ * request. New reference. */
+json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, const void *conn);
+
+/* "4 GiB on GPU 0, 4 GiB on GPU 1" for logs. */
+void gs__view_describe(const gs__daemon_t *d, const gs__lease_t *lease, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,127 @@
+/* The region's private header: the shared layout and the 128-bit atomics its accounting uses.
+ *
+ * Accounting is lock-free and exact. Each device has one 128-bit word: the lease's use in bytes
+ * and a tag naming the operation that last changed it (process slot + that slot's operation
+ * sequence number). Each process record keeps, per device, a 128-bit word: its own use and the
+ * sequence number of its last operation applied there. An operation is announced in the
+ * record ("pending"), made visible with one compare-and-swap of the device word, then applied to
+ * the record. Before anyone replaces a device word, it first applies the operation that wrote it
+ * to that process's record ("helping"). So every operation that reached the device word is, or
+ * will be, in exactly one record, whatever instant a process dies at; a dead process's record is
+ * then exact and its use is given back by operations run on its behalf. */
+#ifndef GS_REGION_INTERNAL_H
+#define GS_REGION_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "gpushare/region.h"
+#include "gpushare/spinlock.h"
+
+#define REGION_MAGIC   "GSREGION"
+#define REGION_VERSION 6u
+
+typedef unsigned __int128 u128;
+
+#define SEQ_BITS 48
+#define SEQ_MASK ((UINT64_C(1) << SEQ_BITS) - 1)
+
+/* An operation a process has in flight (a seqlock: seq 0 while it is being rewritten). */
+typedef struct region_pending {
+    uint64_t seq; /* the operation's sequence number, 0 = none */
+    uint32_t dev;
+    uint32_t pad;
+    int64_t delta; /* bytes added (allocation) or removed (free) */
+} region_pending_t;
+
+typedef struct region_proc {
+    u128 used[GS_MAX_DEVICES]; /* low: bytes held; high: seq of the last op applied */
+    region_pending_t pending;
+    uint64_t seq; /* last sequence number used by this slot (kept across owners) */
+    int32_t pid;  /* 0 = free; claimed by CAS */
+    int32_t pad;
+    uint64_t generation; /* bumped by every attach: tells one owner of the slot from the next */
+    uint64_t reaper;     /* token of the process reclaiming this dead slot, 0 = none */
+    uint64_t start_time; /* 0 while the owner is still filling the record */
+    uint64_t allocs;     /* written by the owner */
+    uint64_t frees;
+    uint64_t ooms;
+} __attribute__((aligned(64))) region_proc_t;
+
+typedef struct region_layout {
+    char magic[8];
+    uint32_t version;
+    uint32_t compute_share;
+    uint64_t size;
+    uint32_t attached; /* upper bound of records in use: 0 = none, nothing to scan */
+    uint32_t reserved;
+    uint64_t limit[GS_MAX_DEVICES];
+    char lease_id[GS_REGION_LEASE_MAX];
+    u128 device[GS_MAX_DEVICES] __attribute__((aligned(64))); /* low: used; high: tag */
+    uint64_t peak[GS_MAX_DEVICES] __attribute__((aligned(64)));
+    uint64_t retired_allocs; /* counters of records already freed */
+    uint64_t retired_frees;
+    uint64_t retired_ooms;
+    uint64_t reclaimed_bytes;
+    int64_t last_reap_ns __attribute__((aligned(64)));
+    uint64_t controller;  /* token of the process that sets throttle_ns, 0 = none */
+    uint64_t throttle_ns; /* pause before each kernel launch of the lease (compute share) */
+    region_proc_t procs[GS_REGION_MAX_PROCS];
+} region_layout_t;
+
+struct gs_region {
+    region_layout_t *map;
+    gs_spinlock_t ops;  /* one operation at a time per process: a record has one pending slot */
+    gs_spinlock_t reap; /* one reaping pass at a time per process */
+    int owned_slot;     /* the record this process attached (under ops), -1 = none */
+};
+
+#define LOAD(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define ADD(p, v)   __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+
+/* 16-byte atomics (lock cmpxchg16b, -mcx16): no libatomic, so the shim stays libc-only. */
+static inline u128 load128(u128 *p)
+{
+    return __sync_val_compare_and_swap(p, (u128)0, (u128)0);
+}
+
+static inline int cas128(u128 *p, u128 expected, u128 desired)
+{
+    return __sync_bool_compare_and_swap(p, expected, desired);
+}
+
+static inline uint64_t low64(u128 v)
+{
+    return (uint64_t)v;
+}
+
+static inline uint64_t high64(u128 v)
+{
+    return (uint64_t)(v >> 64);
+}
+
+static inline u128 make128(uint64_t low, uint64_t high)
+{
+    return ((u128)high << 64) | low;
+}
+
+/* One record fewer in use (never below zero). */
+static inline void region_uncount(region_layout_t *map)
+{
+    uint32_t n = LOAD(&map->attached);
+    while (n > 0 && !__atomic_compare_exchange_n(&map->attached, &n, n - 1, 0, __ATOMIC_ACQ_REL,
+                                                 __ATOMIC_ACQUIRE)) {
+    }
+}
+
+/* Gives back everything slot holds on behalf of its owner (the owner leaving, or a reaper for a
+ * dead owner; the caller has exclusive use of the slot's pending operation). Returns the bytes.
+ * Lock-free. (account.c) */
+uint64_t gs__region_drain(region_layout_t *map, int slot);
+
+/* Frees slot's record after gs__region_drain, folding its counters into the retired ones, then
+ * gives up reaper's claim on it (0: the owner leaving). */
+void gs__region_free_slot(region_layout_t *map, int slot, uint64_t reaper);
+
+#endif

@@ -1,0 +1,147 @@
+/* libgpushare.so internals: the real-function table, the shim's state, allocation tracking and
+ * the reserve-then-commit helpers every hook uses. Compiled with -D__CUDA_API_VERSION_INTERNAL so
+ * cuda.h declares every versioned prototype (cuMemAlloc with 32-bit sizes, _v2, _ptsz, ...), and
+ * the compiler checks each hook against NVIDIA's signature. */
+#ifndef GS_SHIM_H
+#define GS_SHIM_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpushare/region.h"
+
+#define GS_EXPORT __attribute__((visibility("default")))
+
+/* Pointers to the driver's own functions, one member per GS_HOOK / GS_DRIVER entry. */
+typedef struct gs__real {
+#define GS_HOOK(fn)   __typeof__(&fn) fn;
+#define GS_DRIVER(fn) __typeof__(&fn) fn;
+#include "hooks.def"
+#undef GS_HOOK
+#undef GS_DRIVER
+} gs__real_t;
+
+/* Returns the driver's functions (resolved by gs__ensure_init; members may be NULL when the
+ * driver lacks a symbol). Never NULL. Thread-safe after initialisation. */
+const gs__real_t *gs__real(void);
+
+/* Initialises the shim once (reads GPUSHARE_* variables, loads the driver, opens and joins the
+ * lease region). Returns CUDA_SUCCESS, or the error every hook then returns: a bad configuration
+ * fails closed with CUDA_ERROR_INVALID_VALUE and one log line. Thread-safe; cheap after the
+ * first call. */
+CUresult gs__ensure_init(void);
+
+/* Nonzero when a lease is in force (a limit or a region): allocations are charged. */
+int gs__accounting(void);
+
+/* The lease region and this process's record in it; NULL / -1 without a lease. */
+gs_region_t *gs__region(void);
+int gs__slot(void);
+
+/* Resolves the real driver entry points from handle (the loaded libcuda.so.1). */
+void gs__resolve_driver(void *handle);
+
+/* Returns the hook that replaces real (a function of the driver that the shim interposes), or
+ * NULL when real is not interposed. Thread-safe. */
+void *gs__hook_for_real(void *real);
+
+/* Returns the shim's hook named name (a versioned symbol from hooks.def), or NULL. */
+void *gs__hook_by_name(const char *name);
+
+/* Returns the shim's NVML hook named name, or NULL. */
+void *gs__nvml_hook_by_name(const char *name);
+
+/* The real dlsym/dlopen family, found in libc without going through the shim's own dlsym. */
+void *gs__real_dlsym(void *handle, const char *name);
+
+/* ---- allocation tracking: what each live allocation was charged ---- */
+
+typedef enum gs__kind {
+    GS_KIND_LINEAR = 1, /* cuMemAlloc, pitch, managed, async, pools, graph memory */
+    GS_KIND_ARRAY,      /* CUarray */
+    GS_KIND_MIPMAP,     /* CUmipmappedArray */
+    GS_KIND_VMM,        /* CUmemGenericAllocationHandle */
+    GS_KIND_MAP,        /* a VMM mapping at a virtual address (no charge of its own) */
+    GS_KIND_POOL,       /* a memory pool and its device (no charge) */
+    GS_KIND_GRAPH,      /* an instantiated graph's memory plan (no charge) */
+} gs__kind_t;
+
+typedef struct gs__alloc {
+    gs__kind_t kind;
+    uint64_t key;    /* pointer or handle value */
+    unsigned dev;    /* CUDA ordinal charged */
+    uint64_t bytes;  /* exactly what was charged */
+    uint32_t maps;   /* VMM: live mappings of the handle */
+    uint32_t refs;   /* VMM: references (1 at creation, +1 per retain, -1 per release) */
+    uint64_t parent; /* MAP: the mapped handle; GRAPH: the plan (owned by the entry) */
+    uint64_t span;   /* MAP: bytes mapped at key */
+    uint64_t serial; /* set by gs__track_insert: tells an entry from a later one of that key */
+} gs__alloc_t;
+
+/* Records a live allocation. When an entry of the same key was still recorded (the driver
+ * reused the pointer or handle, so that allocation is gone), it is replaced and copied to
+ * *replaced (may be NULL) and 1 is returned; otherwise 0, or GS_ENOMEM. Thread-safe. */
+int gs__track_insert(const gs__alloc_t *alloc, gs__alloc_t *replaced);
+
+/* Removes the allocation (kind, key) into *out. Returns 0 or GS_ENOENT. Thread-safe. */
+int gs__track_remove(gs__kind_t kind, uint64_t key, gs__alloc_t *out);
+
+/* Applies fn to the entry (kind, key) under its lock; fn returns nonzero to remove the entry,
+ * which is then copied to *removed. Returns 1 when removed, 0 when kept, GS_ENOENT when absent. */
+int gs__track_update(gs__kind_t kind, uint64_t key, int (*fn)(gs__alloc_t *entry, void *arg),
+                     void *arg, gs__alloc_t *removed);
+
+/* In a forked child: empties the table (the parent's allocations are not the child's) and frees
+ * its locks (their holders do not exist in the child). */
+void gs__track_after_fork(void);
+
+/* After the driver destroyed a context (and with it the memory allocated in it), drops every
+ * allocation the driver no longer knows and returns its charge; returns the count. */
+int gs__track_drop_gone(void);
+
+/* ---- reserve-then-commit ---- */
+
+typedef struct gs__charge {
+    int active; /* nonzero when bytes were reserved */
+    unsigned dev;
+    uint64_t bytes;
+    CUcontext ctx;
+} gs__charge_t;
+
+/* Reserves bytes on device dev (-1: the current context's device) for the lease before a driver
+ * allocation named what. Sets *charge (inactive when no lease is in force or the device cannot be
+ * told, so the driver decides). Returns CUDA_SUCCESS, or CUDA_ERROR_OUT_OF_MEMORY with one log
+ * line when the lease's limit would be exceeded. */
+CUresult gs__charge_begin(int dev, uint64_t bytes, const char *what, gs__charge_t *charge);
+
+/* Grows (or shrinks) an active reservation to bytes once the driver told the exact size.
+ * Returns CUDA_SUCCESS or CUDA_ERROR_OUT_OF_MEMORY (the reservation is then unchanged). */
+CUresult gs__charge_resize(gs__charge_t *charge, uint64_t bytes, const char *what);
+
+/* Gives an unused reservation back (the driver call failed). */
+void gs__charge_abort(gs__charge_t *charge);
+
+/* Commits the reservation as allocation (kind, key). If it cannot be tracked the charge stays
+ * (never under-counted) and a warning is logged. */
+void gs__charge_commit(gs__charge_t *charge, gs__kind_t kind, uint64_t key);
+
+/* Returns a freed allocation's charge to the region. */
+void gs__uncharge(const gs__alloc_t *alloc);
+
+/* Frees through the driver with the charge returned exactly: looks (kind, key) up, calls
+ * free_fn(arg), and on success returns the charge; unknown keys pass straight through. */
+CUresult gs__free_tracked(gs__kind_t kind, uint64_t key, CUresult (*free_fn)(void *arg), void *arg);
+
+/* Compute shares (compute.c): enables them for share percent (1..99) once the region is open;
+ * before each kernel launch, makes the lease's pause and starts the controller if needed. */
+void gs__compute_init(uint32_t share);
+void gs__compute_before_launch(void);
+
+/* The current context's CUDA ordinal, or -1 without a current context. */
+int gs__current_device(void);
+
+/* The lease's limit for ordinal dev (0 = none). */
+uint64_t gs__limit(unsigned dev);
+
+#endif

@@ -1,0 +1,37 @@
+# Tests of gpushared, the gpushare CLI and their client API (issue 5).
+gs_add_unit_test(test_daemon_config SOURCES test_daemon_config.c LIBS gs_daemon_core)
+gs_add_unit_test(test_daemon_model SOURCES test_daemon_model.c LIBS gs_daemon_core)
+gs_add_unit_test(test_daemon_ledger SOURCES test_daemon_ledger.c LIBS gs_daemon_core)
+gs_add_unit_test(test_proto SOURCES test_proto.c LIBS gs_client)
+gs_add_unit_test(test_region_attached SOURCES test_region_attached.c LIBS gs_region)
+gs_add_fuzz_target(fuzz_request SOURCES fuzz/fuzz_request.c LIBS gs_client
+                   CORPUS "${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/request")
+
+# Integration scripts: each starts its own gpushared on a fresh gpusim node (NVML from
+# build/sim) in a temporary directory. Jobs are plain commands; gs-daemon-tool charges memory
+# into a lease's region as the shim would.
+add_executable(gs-daemon-tool daemon_tool.c)
+target_link_libraries(gs-daemon-tool PRIVATE gs_region gs_common)
+set_target_properties(gs-daemon-tool PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+if(TARGET gsim_nvml AND TARGET gpushare_shim)
+  foreach(script queue overprovision reclaim restart permissions metrics badinput)
+    gs_add_script_test(daemon_${script} SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/${script}.sh"
+                       TIMEOUT 90 LABELS daemon)
+  endforeach()
+  set_tests_properties(daemon_permissions PROPERTIES SKIP_RETURN_CODE 77)
+endif()
+
+# The demo's CUDA job (scripts/demo.sh, make run) and the daemon tests with real CUDA jobs: a
+# driver-API program built like a user's (NVIDIA's cuda.h and stub libcuda), run on gpusim's
+# libcuda.so.1 through the shim.
+if(TARGET gsim_cuda AND TARGET gpushare_shim)
+  add_executable(gs-demo-job demo_job.c)
+  target_include_directories(gs-demo-job PRIVATE "${CUDA_INCLUDE_DIR}")
+  target_link_directories(gs-demo-job PRIVATE "${CUDA_INCLUDE_DIR}/../lib64/stubs")
+  target_link_libraries(gs-demo-job PRIVATE cuda)
+  set_target_properties(gs-demo-job PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  add_dependencies(gs-demo-job gsim_cuda gpushare_shim)
+  gs_add_script_test(daemon_cuda_jobs SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/cuda_jobs.sh"
+                     TIMEOUT 90 LABELS daemon)
+  gs_add_script_test(demo SCRIPT "${CMAKE_SOURCE_DIR}/scripts/demo.sh" TIMEOUT 60 LABELS daemon)
+endif()

@@ -1,0 +1,137 @@
+# Shared setup of the gpushared integration tests: a private daemon on a fresh gpusim node in a
+# temporary directory, stopped by PID on exit. Source it; set GPUSIM_DEVICES / CONFIG first.
+set -euo pipefail
+: "${GS_BUILD_DIR:?run through ctest (GS_BUILD_DIR is not set)}"
+
+BIN=$GS_BUILD_DIR/bin
+TOOL=$GS_BUILD_DIR/tests/gs-daemon-tool
+WORK=$(mktemp -d /tmp/gs-daemon-test.XXXXXX)
+chmod 755 "$WORK"
+export GPUSIM_STATE=$WORK/sim
+export GPUSIM_DEVICES=${GPUSIM_DEVICES:-H100-80GB}
+export GPUSHARE_SOCKET=$WORK/gpushared.sock
+export LD_LIBRARY_PATH=$GS_BUILD_DIR/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# Under ASan the instrumented shim needs the ASan runtime loaded first in jobs that are not
+# instrumented (sleep, sh): gpushare run keeps an existing LD_PRELOAD after the shim.
+if [[ -n ${GS_SANITIZE:-} ]]; then
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0:detect_leaks=0
+  JOB_PRELOAD=$(gcc -print-file-name=libasan.so)
+else
+  JOB_PRELOAD=
+fi
+DAEMON_PID=
+BG_PIDS=()
+
+cleanup() {
+  local rc=$?
+  for p in "${BG_PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
+  if [[ -n $DAEMON_PID ]]; then
+    kill -TERM "$DAEMON_PID" 2>/dev/null || true
+    wait "$DAEMON_PID" 2>/dev/null || true
+  fi
+  if [[ $rc -ne 0 && -f $WORK/daemon.log ]]; then
+    echo "--- daemon log (last 40 lines)" >&2
+    tail -40 "$WORK/daemon.log" >&2
+  fi
+  rm -rf "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+pass() {
+  echo "ok: $*"
+}
+
+# The CLI (jobs get the ASan runtime first under sanitizers). env execs it, so a background
+# "${GS[@]}" keeps its pid.
+GS=(env "LD_PRELOAD=$JOB_PRELOAD" "$BIN/gpushare")
+gs() {
+  "${GS[@]}" "$@"
+}
+
+# bg CMD...: starts CMD in the background in a process group of its own (killed whole at
+# cleanup) and remembers it; its pid is in $! (setsid execs CMD: it is not a group leader).
+bg() {
+  setsid "$@" &
+  BG_PIDS+=($!)
+}
+
+# bg_gs ARGS...: gpushare ARGS in the background (pid in $!).
+bg_gs() {
+  bg "${GS[@]}" "$@"
+}
+
+# wait_until SECONDS CMD...: runs CMD every 50 ms until it succeeds; fails the test otherwise.
+# (CMD's arguments are expanded once: use wait_eq for values that change.)
+wait_until() {
+  local limit=$1
+  shift
+  local deadline=$((SECONDS + limit + 1))
+  until "$@"; do
+    [[ $SECONDS -lt $deadline ]] || fail "timed out waiting for: $*"
+    sleep 0.05
+  done
+}
+
+# wait_eq SECONDS EXPECTED CMD...: runs CMD every 50 ms until it prints EXPECTED.
+wait_eq() {
+  local limit=$1 expected=$2
+  shift 2
+  local deadline=$((SECONDS + limit + 1)) got
+  until got=$("$@") && [[ $got == "$expected" ]]; do
+    [[ $SECONDS -lt $deadline ]] || fail "timed out waiting for \"$*\" to print \"$expected\" (last: \"$got\")"
+    sleep 0.05
+  done
+}
+
+# start_daemon [ARGS...]: writes $CONFIG (may be empty) to gpushare.conf and starts gpushared.
+start_daemon() {
+  printf '%s\n' "${CONFIG:-}" >"$WORK/gpushare.conf"
+  "$BIN/gpushared" --config "$WORK/gpushare.conf" --state-dir "$WORK/state" \
+    --metrics-listen "${METRICS_LISTEN:-127.0.0.1:0}" "$@" >>"$WORK/daemon.log" 2>&1 &
+  DAEMON_PID=$!
+  wait_until 5 test -S "$GPUSHARE_SOCKET"
+  wait_until 5 gs leases >/dev/null
+}
+
+stop_daemon() {
+  kill -TERM "$DAEMON_PID"
+  wait "$DAEMON_PID" || fail "gpushared exited with status $? on SIGTERM"
+  DAEMON_PID=
+}
+
+kill9_daemon() {
+  kill -KILL "$DAEMON_PID"
+  wait "$DAEMON_PID" 2>/dev/null || true
+  DAEMON_PID=
+}
+
+# job_of PID: the job process a gpushare run client started (its only child).
+job_of() {
+  pgrep -P "$1"
+}
+
+# lease_count: how many leases the caller sees.
+lease_count() {
+  gs leases --json | jq length
+}
+
+# memory_used: the bytes the caller's leases use (from their regions).
+memory_used() {
+  gs leases --json | jq '[.[].memory_used] | add // 0'
+}
+
+# queue_length: requests waiting.
+queue_length() {
+  gs status --json | jq .queue.length
+}
+
+# expect_eq ACTUAL EXPECTED WHAT
+expect_eq() {
+  [[ "$1" == "$2" ]] || fail "$3: expected \"$2\", got \"$1\""
+}

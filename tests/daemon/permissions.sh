@@ -1,0 +1,67 @@
+# Acceptance 6: a non-root user cannot list the details of, or release, another user's lease;
+# socket and region permissions enforce it. Needs root (to run as a second system user).
+if [[ $(id -u) -ne 0 ]]; then
+  echo "SKIP: run as root to test with a second system user (useradd, runuser)"
+  exit 77
+fi
+source "$(dirname "$0")/lib.sh"
+GPUSIM_DEVICES=H100-80GB
+USER2=gpushare-test
+id "$USER2" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$USER2"
+start_daemon
+chmod 755 "$WORK/sim" 2>/dev/null || true
+
+as_user2() {
+  runuser -u "$USER2" -- env GPUSHARE_SOCKET="$GPUSHARE_SOCKET" LD_PRELOAD="$JOB_PRELOAD" \
+    ASAN_OPTIONS="${ASAN_OPTIONS:-}" "$BIN/gpushare" "$@"
+}
+
+expect_eq "$(stat -c %a "$GPUSHARE_SOCKET")" 666 "socket mode"
+expect_eq "$(stat -c %a "$WORK/state/regions")" 711 "regions directory mode"
+
+# root holds a lease with a recognisable command; the second user holds one too.
+secret=root-secret-job-$RANDOM
+bg_gs run --gpu-memory 10G -- sh -c 'exec sleep 30' "$secret"
+wait_eq 5 1 lease_count
+root_id=$(gs leases --json | jq '.[0].id')
+touch "$WORK/hold"
+bg runuser -u "$USER2" -- env GPUSHARE_SOCKET="$GPUSHARE_SOCKET" LD_PRELOAD="$JOB_PRELOAD" \
+  ASAN_OPTIONS="${ASAN_OPTIONS:-}" "$BIN/gpushare" run --gpu-memory 4G -- sleep 30
+wait_eq 5 2 lease_count
+user_id=$(gs leases --json | jq ".[] | select(.user == \"$USER2\") | .id")
+region=$(gs leases --json | jq -r ".[] | select(.id == $user_id) | .region")
+root_region=$(gs leases --json | jq -r ".[] | select(.id == $root_id) | .region")
+expect_eq "$(stat -c '%U %a' "$region")" "$USER2 600" "owner and mode of the user's region"
+expect_eq "$(stat -c '%U %a' "$root_region")" "root 600" "owner and mode of root's region"
+runuser -u "$USER2" -- test -r "$root_region" && fail "the user can read root's region"
+runuser -u "$USER2" -- ls "$WORK/state/regions" >/dev/null 2>&1 && fail "the user can list the regions"
+pass "socket 0666, regions directory 0711, regions 0600 owned by the lease's user"
+
+# Listing: the user sees only their lease; status shows root's only as a count.
+expect_eq "$(as_user2 leases --json | jq -c '[.[].id]')" "[$user_id]" "the user's leases"
+status=$(as_user2 status --json)
+expect_eq "$(jq -c '[.gpus[0].leases[].id]' <<<"$status")" "[$user_id]" "leases detailed to the user"
+expect_eq "$(jq -c '.gpus[0].others' <<<"$status")" "{\"leases\":1,\"memory_limit\":$((10 << 30))}" "others"
+for out in "$status" "$(as_user2 status)" "$(as_user2 leases)" "$(as_user2 top --iterations 1)"; do
+  grep -q "$secret" <<<"$out" && fail "root's command leaked to the user: $out"
+done
+expect_eq "$(gs leases --json | jq length)" 2 "leases root sees"
+gs status | grep -q "$secret" || fail "root does not see its own lease's command"
+pass "the user sees only their own lease in detail; root sees all"
+
+# Releasing: not another user's lease; root may release any.
+set +e
+out=$(as_user2 release "$root_id" 2>&1)
+rc=$?
+set -e
+expect_eq "$rc" 1 "exit status of releasing another user's lease"
+expect_eq "$out" "gpushare: lease $root_id belongs to another user" "message"
+expect_eq "$(lease_count)" 2 "leases after the refused release"
+gs release "$user_id" >/dev/null
+wait_eq 5 1 lease_count
+pass "the user cannot release root's lease; root can release the user's"
+
+# A forged request cannot claim another identity: uid in a request is refused.
+out=$(printf '{"op":"acquire","gpu_memory":"1G","uid":0}\n' | runuser -u "$USER2" -- "$TOOL" send "$GPUSHARE_SOCKET" 500)
+grep -q '"code":"bad_request"' <<<"$out" || fail "a request with a uid was not refused: $out"
+pass "requests cannot name a uid (SO_PEERCRED decides)"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Acceptance: two processes on one device. While the first holds 10 GiB, the second's cuMemGetInfo
+# free is exactly 10 GiB lower; after the first is SIGKILLed, free is back to its earlier value.
+# Run by sim_cuda_run.sh (private GPUSIM_STATE, LD_LIBRARY_PATH=build/sim).
+set -euo pipefail
+progs="${GSIM_CUDA_PROGS:?}"
+fail() { echo "sim_cuda_two_procs: $*" >&2; exit 1; }
+
+read -r before total < <("$progs/meminfo")
+[[ "$total" == $((80 << 30)) ]] || fail "total $total, expected 80 GiB"
+[[ "$before" == "$total" ]] || fail "free $before before any allocation, expected $total"
+
+fifo=$(mktemp -u "${TMPDIR:-/tmp}/gpusim-hold.XXXXXX")
+mkfifo "$fifo"
+"$progs/memhold" 10 > "$fifo" &
+holder=$!
+trap 'kill -9 $holder 2>/dev/null || true; rm -f "$fifo"' EXIT
+read -r word held < "$fifo" || fail "the holder did not report"
+[[ "$word" == held && "$held" == $((10 << 30)) ]] || fail "holder said: $word $held"
+
+read -r during _ < <("$progs/meminfo")
+[[ "$during" == $((before - (10 << 30))) ]] || fail "free $during while 10 GiB are held, expected $((before - (10 << 30)))"
+
+kill -9 "$holder"
+wait "$holder" 2>/dev/null || true
+read -r after _ < <("$progs/meminfo")
+[[ "$after" == "$before" ]] || fail "free $after after SIGKILL, expected $before"

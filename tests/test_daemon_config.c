@@ -1,0 +1,219 @@
+/* Unit tests of gpushared's configuration parser (gpushare.conf). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "gpushare/error.h"
+
+#define GIB (UINT64_C(1) << 30)
+#define MIB (UINT64_C(1) << 20)
+
+static int parse(gs__config_t *cfg, const char *text, char *err)
+{
+    gs__config_defaults(cfg);
+    err[0] = '\0';
+    return gs__config_parse(cfg, text, "test.conf", err, GS__CONFIG_ERRMAX);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    gs__config_t cfg;
+    gs__config_defaults(&cfg);
+    assert_string_equal(cfg.socket, "/run/gpushare/gpushared.sock");
+    assert_string_equal(cfg.state_dir, "/var/lib/gpushare");
+    assert_string_equal(cfg.metrics_listen, "127.0.0.1:9400");
+    assert_string_equal(cfg.nvml_library, "libnvidia-ml.so.1");
+    assert_string_equal(cfg.shim, "");
+    assert_int_equal(cfg.idle_timeout_ms, 10000);
+    gs__gpu_settings_t s = gs__config_gpu(&cfg, 0, "GPU-x");
+    assert_int_equal(s.mode, GS__MODE_SHARED);
+    assert_int_equal(s.overprovision, 1);
+    assert_int_equal(s.placement, GS__POLICY_GPUSHARE);
+    assert_int_equal(s.reserve, 0);
+}
+
+static void test_full_file(void **state)
+{
+    (void)state;
+    gs__config_t cfg;
+    char err[GS__CONFIG_ERRMAX];
+    const char *text = "# comment\n"
+                       "[daemon]\n"
+                       "socket = /tmp/x.sock\n"
+                       "state_dir = /tmp/state ; inline comment\n"
+                       "region_dir = /run/gs/regions\n"
+                       "metrics_listen = 127.0.0.1:0\n"
+                       "nvml_library = /opt/sim/libnvidia-ml.so.1\n"
+                       "shim = /opt/lib/libgpushare.so\n"
+                       "idle_timeout = 1.5\n"
+                       "\n"
+                       "[gpu:all]\n"
+                       "reserve = 512M\n"
+                       "placement = spread\n"
+                       "[gpu:1]\n"
+                       "overprovision = 4\n"
+                       "[gpu:GPU-abc]\n"
+                       "mode = exclusive\n"
+                       "reserve = 1G\n";
+    assert_int_equal(parse(&cfg, text, err), 0);
+    assert_string_equal(cfg.socket, "/tmp/x.sock");
+    assert_string_equal(cfg.state_dir, "/tmp/state");
+    assert_string_equal(cfg.region_dir, "/run/gs/regions");
+    assert_string_equal(cfg.metrics_listen, "127.0.0.1:0");
+    assert_string_equal(cfg.nvml_library, "/opt/sim/libnvidia-ml.so.1");
+    assert_string_equal(cfg.shim, "/opt/lib/libgpushare.so");
+    assert_int_equal(cfg.idle_timeout_ms, 1500);
+    assert_int_equal(cfg.n_sections, 3);
+
+    gs__gpu_settings_t s0 = gs__config_gpu(&cfg, 0, "GPU-zzz");
+    assert_int_equal(s0.mode, GS__MODE_SHARED);
+    assert_int_equal(s0.overprovision, 1);
+    assert_int_equal(s0.placement, GS__POLICY_SPREAD);
+    assert_int_equal(s0.reserve, 512 * MIB);
+
+    gs__gpu_settings_t s1 = gs__config_gpu(&cfg, 1, "GPU-zzz");
+    assert_int_equal(s1.overprovision, 4);
+    assert_int_equal(s1.reserve, 512 * MIB);
+
+    /* UUID sections win over index sections, which win over [gpu:all]. */
+    gs__gpu_settings_t s2 = gs__config_gpu(&cfg, 1, "GPU-abc");
+    assert_int_equal(s2.mode, GS__MODE_EXCLUSIVE);
+    assert_int_equal(s2.overprovision, 4);
+    assert_int_equal(s2.reserve, GIB);
+}
+
+static void expect_error(const char *text, const char *message)
+{
+    gs__config_t cfg;
+    char err[GS__CONFIG_ERRMAX];
+    assert_int_equal(parse(&cfg, text, err), GS_EINVAL);
+    assert_string_equal(err, message);
+}
+
+static void test_errors_name_file_and_line(void **state)
+{
+    (void)state;
+    expect_error("[daemon]\nbogus = 1\n",
+                 "test.conf:2: unknown key \"bogus\" in [daemon] (socket, state_dir, "
+                 "region_dir, metrics_listen, nvml_library, shim, idle_timeout)");
+    expect_error("[gpu:all]\nmode = fast\n",
+                 "test.conf:2: mode \"fast\" must be shared, mps, mig or exclusive");
+    expect_error("[gpu:all]\n\noverprovision = 0\n",
+                 "test.conf:3: overprovision \"0\" must be a whole number from 1 to 64");
+    expect_error("[gpu:all]\noverprovision = 2x\n",
+                 "test.conf:2: overprovision \"2x\" must be a whole number from 1 to 64");
+    expect_error("[gpu:all]\noverprovision = -1\n",
+                 "test.conf:2: overprovision \"-1\" must be a whole number from 1 to 64");
+    expect_error("[gpu:0]\nreserve = lots\n",
+                 "test.conf:2: reserve: invalid memory size \"lots\": expected a number such as "
+                 "4G, 512M or 4096");
+    expect_error("[gpu:0]\nplacement = random\n",
+                 "test.conf:2: placement \"random\" must be gpushare, fgd, bestfit or spread");
+    expect_error("[gpu:0]\nsize = 1\n",
+                 "test.conf:2: unknown key \"size\" in [gpu:0] (mode, overprovision, placement, "
+                 "reserve)");
+    /* A section with no keys is still checked. */
+    expect_error("[daemon]\n[gpus]\n",
+                 "test.conf:2: unknown section [gpus] (use [daemon], [gpu:all], [gpu:INDEX] or "
+                 "[gpu:GPU-UUID])");
+    expect_error("[gpu:99]\nmode = shared\n",
+                 "test.conf:1: unknown section [gpu:99] (use [daemon], [gpu:all], [gpu:INDEX] "
+                 "or [gpu:GPU-UUID])");
+    expect_error("socket = /x\n",
+                 "test.conf:1: \"socket\" is outside any section (start with [daemon] or "
+                 "[gpu:all])");
+    expect_error("[daemon]\nsocket = /a\nsocket = /b\n",
+                 "test.conf:3: \"socket\" is given twice in [daemon]");
+    expect_error("[gpu:0]\nmode = shared\n[gpu:0]\n", "test.conf:3: section [gpu:0] appears twice");
+    expect_error("[daemon]\nthis is not a pair\n",
+                 "test.conf:2: syntax error (expected [section] or key = value)");
+    expect_error("[daemon]\nmetrics_listen = localhost\n",
+                 "test.conf:2: metrics_listen \"localhost\" is not ADDRESS:PORT (e.g. "
+                 "127.0.0.1:9400; port 0 turns metrics off)");
+    expect_error("[daemon]\nidle_timeout = 0\n",
+                 "test.conf:2: idle_timeout \"0\" must be seconds from 0.1 to 3600");
+    expect_error("[daemon]\nsocket =\n", "test.conf:2: socket must not be empty");
+    char longline[400];
+    snprintf(longline, sizeof(longline), "[daemon]\nsocket = /%0250d\n", 0);
+    expect_error(longline, "test.conf:2: line longer than 197 characters");
+}
+
+static void test_listen_parser(void **state)
+{
+    (void)state;
+    uint32_t addr;
+    uint16_t port;
+    assert_int_equal(gs__config_parse_listen("127.0.0.1:9400", &addr, &port), 0);
+    assert_int_equal(addr, 0x7f000001);
+    assert_int_equal(port, 9400);
+    assert_int_equal(gs__config_parse_listen("0.0.0.0:0", &addr, &port), 0);
+    assert_int_equal(port, 0);
+    assert_int_equal(gs__config_parse_listen("127.0.0.1:65536", &addr, &port), GS_EINVAL);
+    assert_int_equal(gs__config_parse_listen("127.0.0.1:", &addr, &port), GS_EINVAL);
+    assert_int_equal(gs__config_parse_listen(":80", &addr, &port), GS_EINVAL);
+    assert_int_equal(gs__config_parse_listen("host:80", &addr, &port), GS_EINVAL);
+    assert_int_equal(gs__config_parse_listen("127.0.0.1:-1", &addr, &port), GS_EINVAL);
+}
+
+static void test_load_file(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/gs-config-test-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *text = "[gpu:all]\noverprovision = 2\n";
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    gs__config_t cfg;
+    char err[GS__CONFIG_ERRMAX];
+    gs__config_defaults(&cfg);
+    assert_int_equal(gs__config_load(&cfg, path, err, sizeof(err)), 0);
+    assert_string_equal(cfg.path, path);
+    assert_int_equal(gs__config_gpu(&cfg, 3, NULL).overprovision, 2);
+    unlink(path);
+    assert_int_equal(gs__config_load(&cfg, path, err, sizeof(err)), GS_ENOENT);
+    char expected[256];
+    snprintf(expected, sizeof(expected), "%s: No such file or directory", path);
+    assert_string_equal(err, expected);
+}
+
+/* The documented example in packaging/ must stay a valid configuration. */
+static void test_packaged_example(void **state)
+{
+    (void)state;
+    const char *source = getenv("GS_SOURCE_DIR");
+    if (source == NULL)
+        skip();
+    char path[1024], err[GS__CONFIG_ERRMAX];
+    snprintf(path, sizeof(path), "%s/packaging/gpushare.conf.example", source);
+    gs__config_t cfg;
+    gs__config_defaults(&cfg);
+    assert_int_equal(gs__config_load(&cfg, path, err, sizeof(err)), 0);
+    assert_string_equal(cfg.socket, "/run/gpushare/gpushared.sock");
+    assert_string_equal(cfg.region_dir, "/run/gpushare/regions");
+    gs__gpu_settings_t s = gs__config_gpu(&cfg, 0, NULL);
+    assert_int_equal(s.mode, GS__MODE_SHARED);
+    assert_int_equal(s.reserve, 512 * MIB);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_full_file),
+        cmocka_unit_test(test_errors_name_file_and_line),
+        cmocka_unit_test(test_listen_parser),
+        cmocka_unit_test(test_load_file),
+        cmocka_unit_test(test_packaged_example),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

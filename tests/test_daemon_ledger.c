@@ -1,0 +1,197 @@
+/* Unit tests of the ledger: round trip, ids never reused, group commit, kill -9 durability. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpushare/error.h"
+#include "ledger.h"
+
+#define GIB (UINT64_C(1) << 30)
+
+static char dir[] = "/tmp/gs-ledger-test-XXXXXX";
+static char path[256];
+
+static gs__lease_record_t record(uint64_t id)
+{
+    gs__lease_record_t rec;
+    memset(&rec, 0, sizeof(rec));
+    rec.id = id;
+    rec.uid = 1000 + (uint32_t)id;
+    rec.gid = 100;
+    snprintf(rec.user, sizeof(rec.user), "user%llu", (unsigned long long)id);
+    rec.client_pid = 4242;
+    rec.client_start = 123456789;
+    gs_lease_request_init(&rec.request);
+    rec.request.kind = GS_LEASE_MEMORY;
+    rec.request.memory = 4 * GIB;
+    rec.request.compute = 30;
+    rec.request.priority = 2;
+    snprintf(rec.request.command, sizeof(rec.request.command), "python infer.py --id %llu",
+             (unsigned long long)id);
+    rec.n_parts = 2;
+    snprintf(rec.parts[0].uuid, sizeof(rec.parts[0].uuid), "GPU-aaaa");
+    rec.parts[0].memory = 4 * GIB;
+    rec.parts[0].compute = 300;
+    snprintf(rec.parts[1].uuid, sizeof(rec.parts[1].uuid), "GPU-bbbb");
+    rec.parts[1].slots = 2;
+    rec.parts[1].memory = 40 * GIB;
+    rec.parts[1].compute = 500;
+    rec.compute_share = 30;
+    snprintf(rec.region, sizeof(rec.region), "/var/lib/gpushare/regions/%llu",
+             (unsigned long long)id);
+    rec.state = GS__LEASE_ACTIVE;
+    rec.granted_at_ms = 1700000000000;
+    return rec;
+}
+
+typedef struct loaded {
+    int count;
+    gs__lease_record_t recs[8];
+} loaded_t;
+
+static int collect(void *arg, const gs__lease_record_t *rec)
+{
+    loaded_t *l = arg;
+    if (l->count < 8)
+        l->recs[l->count] = *rec;
+    l->count++;
+    return 0;
+}
+
+static gs__ledger_t *open_ledger(void)
+{
+    gs__ledger_t *ledger = NULL;
+    char err[256];
+    assert_int_equal(gs__ledger_open(path, &ledger, err, sizeof(err)), 0);
+    return ledger;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (mkdtemp(dir) == NULL)
+        return -1;
+    snprintf(path, sizeof(path), "%s/state.db", dir);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_round_trip(void **state)
+{
+    (void)state;
+    gs__ledger_t *ledger = open_ledger();
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    uint64_t a = gs__ledger_next_id(ledger), b = gs__ledger_next_id(ledger);
+    assert_int_equal(a, 1);
+    assert_int_equal(b, 2);
+    gs__lease_record_t ra = record(a), rb = record(b);
+    rb.state = GS__LEASE_ENDING;
+    assert_int_equal(gs__ledger_put(ledger, &ra), 0);
+    assert_int_equal(gs__ledger_put(ledger, &rb), 0);
+    assert_int_equal(gs__ledger_commit(ledger), 0);
+    gs__ledger_close(ledger);
+
+    ledger = open_ledger();
+    loaded_t l = {0};
+    assert_int_equal(gs__ledger_load(ledger, collect, &l), 0);
+    assert_int_equal(l.count, 2);
+    assert_memory_equal(&l.recs[0], &ra, sizeof(ra));
+    assert_memory_equal(&l.recs[1], &rb, sizeof(rb));
+
+    /* Ids are never reused, even when the largest was deleted. */
+    assert_int_equal(gs__ledger_delete(ledger, b), 0);
+    assert_int_equal(gs__ledger_set_state(ledger, a, GS__LEASE_ENDING), 0);
+    assert_int_equal(gs__ledger_commit(ledger), 0);
+    gs__ledger_close(ledger);
+    ledger = open_ledger();
+    assert_int_equal(gs__ledger_next_id(ledger), 3);
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(gs__ledger_load(ledger, collect, &l), 0);
+    assert_int_equal(l.count, 1);
+    assert_int_equal(l.recs[0].id, a);
+    assert_int_equal(l.recs[0].state, GS__LEASE_ENDING);
+    assert_int_equal(gs__ledger_delete(ledger, a), 0);
+    gs__ledger_close(ledger);
+}
+
+/* A child writes and commits, then writes without committing, and is killed with SIGKILL: the
+ * committed lease is there, the uncommitted one is not. */
+static void test_kill_9_keeps_committed(void **state)
+{
+    (void)state;
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        gs__ledger_t *ledger = NULL;
+        char err[256];
+        if (gs__ledger_open(path, &ledger, err, sizeof(err)) != 0)
+            _exit(1);
+        gs__lease_record_t r10 = record(10), r11 = record(11);
+        if (gs__ledger_put(ledger, &r10) != 0 || gs__ledger_commit(ledger) != 0 ||
+            gs__ledger_put(ledger, &r11) != 0)
+            _exit(1);
+        if (write(ready[1], "x", 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    kill(pid, SIGKILL);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    close(ready[0]);
+    close(ready[1]);
+
+    gs__ledger_t *ledger = open_ledger();
+    loaded_t l = {0};
+    assert_int_equal(gs__ledger_load(ledger, collect, &l), 0);
+    assert_int_equal(l.count, 1);
+    assert_int_equal(l.recs[0].id, 10);
+    assert_int_equal(gs__ledger_next_id(ledger), 11);
+    gs__ledger_close(ledger);
+}
+
+static void test_newer_schema_is_refused(void **state)
+{
+    (void)state;
+    char other[300], cmd[600], err[256];
+    snprintf(other, sizeof(other), "%s/newer.db", dir);
+    snprintf(cmd, sizeof(cmd), "sqlite3 %s 'PRAGMA user_version=7;'", other);
+    assert_int_equal(system(cmd), 0);
+    gs__ledger_t *ledger = NULL;
+    assert_int_equal(gs__ledger_open(other, &ledger, err, sizeof(err)), GS_EVERSION);
+    assert_string_equal(err, "the ledger was written by a newer gpushared (schema 7 > 1)");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_kill_9_keeps_committed),
+        cmocka_unit_test(test_newer_schema_is_refused),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

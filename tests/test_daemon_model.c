@@ -1,0 +1,339 @@
+/* Unit tests of the lease model: fit rules, placement and the wait queue. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "gpushare/error.h"
+#include "model.h"
+#include "place.h"
+#include "queue.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define GIB (UINT64_C(1) << 30)
+
+static gs__gpu_t gpu(unsigned index, uint64_t total, uint64_t reserve, unsigned k)
+{
+    gs__gpu_t g;
+    memset(&g, 0, sizeof(g));
+    g.index = index;
+    snprintf(g.uuid, sizeof(g.uuid), "GPU-%u", index);
+    g.total = total;
+    g.reserve = reserve;
+    g.mode = GS__MODE_SHARED;
+    g.overprovision = k;
+    return g;
+}
+
+static gs_lease_request_t memory_req(uint64_t bytes, uint32_t compute)
+{
+    gs_lease_request_t r;
+    gs_lease_request_init(&r);
+    r.kind = GS_LEASE_MEMORY;
+    r.memory = bytes;
+    r.compute = compute;
+    return r;
+}
+
+static gs_lease_request_t fraction_req(uint32_t milli)
+{
+    gs_lease_request_t r;
+    gs_lease_request_init(&r);
+    r.kind = GS_LEASE_FRACTION;
+    r.fraction_milli = milli;
+    return r;
+}
+
+static gs_lease_request_t gpus_req(uint32_t n)
+{
+    gs_lease_request_t r;
+    gs_lease_request_init(&r);
+    r.kind = GS_LEASE_GPUS;
+    r.gpus = n;
+    return r;
+}
+
+/* Places req and takes it on the chosen GPUs; returns gs__place's result. */
+static int take(gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, gs__alloc_t *alloc)
+{
+    int result = gs__place(gpus, n, req, GS__POLICY_BESTFIT, alloc);
+    if (result == 0) {
+        for (unsigned i = 0; i < alloc->n; i++)
+            gs__gpu_take(&gpus[alloc->part[i].gpu], &alloc->part[i]);
+    }
+    return result;
+}
+
+static void test_slices(void **state)
+{
+    (void)state;
+    gs__gpu_t g = gpu(0, 80 * GIB, 2 * GIB, 4);
+    assert_int_equal(gs__gpu_leasable(&g), 78 * GIB);
+    assert_int_equal(gs__slot_memory(&g), 78 * GIB / 4);
+    assert_int_equal(gs__slot_compute(&g), 250);
+    gs__part_t p;
+    gs_lease_request_t r = fraction_req(250);
+    gs__part_for(&g, &r, 0, &p);
+    assert_int_equal(p.memory, 78 * GIB / 4);
+    assert_int_equal(p.compute, 250);
+    assert_int_equal(gs__part_compute_percent(&p), 25);
+    r = gpus_req(4);
+    gs__part_for(&g, &r, 4, &p);
+    assert_int_equal(p.memory, 78 * GIB);
+    assert_int_equal(p.compute, 1000);
+    assert_int_equal(p.slots, 4);
+    assert_int_equal(gs__part_compute_percent(&p), 0); /* the whole GPU: not limited */
+    r = memory_req(4 * GIB, 30);
+    gs__part_for(&g, &r, 0, &p);
+    assert_int_equal(p.memory, 4 * GIB);
+    assert_int_equal(p.compute, 300);
+    assert_int_equal(gs__part_compute_percent(&p), 30);
+    r = fraction_req(1); /* 0.001 GPU still gets a 1 % share */
+    gs__part_for(&g, &r, 0, &p);
+    assert_int_equal(gs__part_compute_percent(&p), 1);
+    gs__gpu_t three = gpu(0, 30 * GIB, 0, 3);
+    assert_int_equal(gs__slot_compute(&three), 333);
+    /* A reserve above the memory leaves nothing to lease. */
+    gs__gpu_t tiny = gpu(0, GIB, 2 * GIB, 1);
+    assert_int_equal(gs__gpu_leasable(&tiny), 0);
+}
+
+static void test_memory_never_exceeds_leasable(void **state)
+{
+    (void)state;
+    gs__gpu_t g = gpu(0, 80 * GIB, 0, 1);
+    gs__alloc_t a;
+    gs_lease_request_t r20 = memory_req(20 * GIB, 0);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(take(&g, 1, &r20, &a), 0);
+    assert_int_equal(g.mem_leased, 80 * GIB);
+    gs_lease_request_t one = memory_req(1, 0);
+    assert_int_equal(take(&g, 1, &one, &a), GS_ENOFIT);
+    gs__gpu_give(&g, &a.part[0]);
+    assert_int_equal(g.mem_leased, 60 * GIB);
+    assert_int_equal(g.n_leases, 3);
+    assert_int_equal(take(&g, 1, &one, &a), 0);
+}
+
+static void test_compute_is_admitted(void **state)
+{
+    (void)state;
+    gs__gpu_t g = gpu(0, 80 * GIB, 0, 1);
+    gs__alloc_t a;
+    gs_lease_request_t r = memory_req(GIB, 60);
+    assert_int_equal(take(&g, 1, &r, &a), 0);
+    r.compute = 50;
+    assert_int_equal(take(&g, 1, &r, &a), GS_ENOFIT);
+    r.compute = 40;
+    assert_int_equal(take(&g, 1, &r, &a), 0);
+    assert_int_equal(g.compute_leased, 1000);
+    r.compute = 0; /* no guarantee: memory alone decides */
+    assert_int_equal(take(&g, 1, &r, &a), 0);
+}
+
+static void test_whole_gpu_is_exclusive_of_others(void **state)
+{
+    (void)state;
+    gs__gpu_t gs[2] = {gpu(0, 80 * GIB, 0, 1), gpu(1, 80 * GIB, 0, 1)};
+    gs__alloc_t a, b;
+    gs_lease_request_t small = memory_req(MIB, 0);
+    assert_int_equal(take(gs, 2, &small, &a), 0);
+    assert_int_equal(a.part[0].gpu, 0);
+    gs_lease_request_t whole = gpus_req(1);
+    assert_int_equal(take(gs, 2, &whole, &b), 0);
+    assert_int_equal(b.n, 1);
+    assert_int_equal(b.part[0].gpu, 1); /* GPU 0 holds a lease: not whole any more */
+    assert_int_equal(b.part[0].memory, 80 * GIB);
+    assert_int_equal(take(gs, 2, &whole, &b), GS_ENOFIT);
+    assert_int_equal(take(gs, 2, &small, &b), 0);
+    assert_int_equal(b.part[0].gpu, 0); /* GPU 1 is held whole */
+}
+
+static void test_overprovision_four_logical(void **state)
+{
+    (void)state;
+    gs__gpu_t g = gpu(0, 80 * GIB, 0, 4);
+    gs__alloc_t a[5];
+    gs_lease_request_t r = gpus_req(1);
+    assert_int_equal(gs__gpu_free_slots(&g), 4);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(take(&g, 1, &r, &a[i]), 0);
+        assert_int_equal(a[i].n, 1);
+        assert_int_equal(a[i].part[0].slots, 1);
+        assert_int_equal(a[i].part[0].memory, 20 * GIB);
+        assert_int_equal(a[i].part[0].compute, 250);
+    }
+    assert_int_equal(gs__gpu_free_slots(&g), 0);
+    assert_int_equal(take(&g, 1, &r, &a[4]), GS_ENOFIT);
+    gs__gpu_give(&g, &a[2].part[0]);
+    assert_int_equal(take(&g, 1, &r, &a[4]), 0);
+}
+
+static void test_slots_and_fractions_mix(void **state)
+{
+    (void)state;
+    gs__gpu_t g = gpu(0, 80 * GIB, 0, 4);
+    gs__alloc_t a;
+    gs_lease_request_t frac = fraction_req(300); /* 24 GiB, 30 % */
+    assert_int_equal(take(&g, 1, &frac, &a), 0);
+    /* 56 GiB and 70 % are left: two whole 20 GiB / 25 % slices. */
+    assert_int_equal(gs__gpu_free_slots(&g), 2);
+    gs_lease_request_t two = gpus_req(2);
+    assert_int_equal(take(&g, 1, &two, &a), 0);
+    assert_int_equal(a.part[0].slots, 2);
+    assert_int_equal(a.part[0].memory, 40 * GIB);
+    assert_int_equal(gs__gpu_free_slots(&g), 0);
+    gs_lease_request_t rest = memory_req(16 * GIB, 20);
+    assert_int_equal(take(&g, 1, &rest, &a), 0);
+    assert_int_equal(g.mem_leased, 80 * GIB);
+}
+
+static void test_multi_gpu_slots(void **state)
+{
+    (void)state;
+    gs__gpu_t gs[3] = {gpu(0, 80 * GIB, 0, 2), gpu(1, 80 * GIB, 0, 2), gpu(2, 40 * GIB, 0, 1)};
+    gs__alloc_t a;
+    /* 2 logical GPUs fit on one K=2 GPU: the fewest GPUs win. */
+    gs_lease_request_t two = gpus_req(2);
+    assert_int_equal(take(gs, 3, &two, &a), 0);
+    assert_int_equal(a.n, 1);
+    assert_int_equal(a.part[0].slots, 2);
+    /* 3 logical GPUs: 3 GPUs of one kind with 1 each, or 1 with 3: neither exists now... */
+    gs_lease_request_t three = gpus_req(3);
+    assert_int_equal(take(gs, 3, &three, &a), GS_ENOFIT);
+    /* ...and never: K=2 GPUs number two, the K=1 GPU is of another kind. */
+    char why[256];
+    assert_int_equal(gs__place_possible(gs, 3, &three, why, sizeof(why)), GS_ENOFIT);
+    assert_string_equal(why, "3 logical GPUs can never be given on this node (its GPUs offer at "
+                             "most 4 in one lease)");
+    /* Whole GPUs (K=1) across GPUs: only GPU 2 is K=1, so --gpus 1 on an empty K=2 GPU. */
+    gs_lease_request_t one = gpus_req(1);
+    assert_int_equal(take(gs, 3, &one, &a), 0);
+    assert_int_equal(a.part[0].gpu, 1); /* the first kind (K=2) with room: GPU 1 */
+}
+
+static void test_bestfit_and_spread(void **state)
+{
+    (void)state;
+    gs__gpu_t gs[2] = {gpu(0, 80 * GIB, 0, 1), gpu(1, 80 * GIB, 0, 1)};
+    gs__alloc_t a;
+    gs_lease_request_t r = memory_req(10 * GIB, 0);
+    assert_int_equal(take(gs, 2, &r, &a), 0);
+    assert_int_equal(a.part[0].gpu, 0);
+    assert_int_equal(take(gs, 2, &r, &a), 0);
+    assert_int_equal(a.part[0].gpu, 0); /* best fit packs */
+    assert_int_equal(gs__place(gs, 2, &r, GS__POLICY_SPREAD, &a), 0);
+    assert_int_equal(a.part[0].gpu, 1); /* spread takes the emptiest */
+    gs_lease_request_t big = memory_req(70 * GIB, 0);
+    assert_int_equal(gs__place(gs, 2, &big, GS__POLICY_BESTFIT, &a), 0);
+    assert_int_equal(a.part[0].gpu, 1); /* only GPU 1 has room */
+}
+
+static void test_never_fits(void **state)
+{
+    (void)state;
+    gs__gpu_t gs[2] = {gpu(0, 80 * GIB, 0, 1), gpu(1, 80 * GIB, GIB, 1)};
+    char why[256];
+    gs_lease_request_t r = memory_req(100 * GIB, 0);
+    assert_int_equal(gs__place_possible(gs, 2, &r, why, sizeof(why)), GS_ENOFIT);
+    assert_string_equal(why, "100 GiB of GPU memory can never fit on this node (the largest GPU "
+                             "has 80 GiB leasable after its reserve)");
+    r = memory_req(80 * GIB, 0);
+    assert_int_equal(gs__place_possible(gs, 2, &r, why, sizeof(why)), 0);
+    gs_lease_request_t three = gpus_req(3);
+    assert_int_equal(gs__place_possible(gs, 2, &three, why, sizeof(why)), GS_ENOFIT);
+    assert_string_equal(why, "3 logical GPUs can never be given on this node (its GPUs offer at "
+                             "most 2 in one lease)");
+    /* A full node is not "never". */
+    gs__alloc_t a;
+    gs_lease_request_t two = gpus_req(2);
+    assert_int_equal(take(gs, 2, &two, &a), 0);
+    assert_int_equal(a.n, 2);
+    assert_int_equal(gs__place_possible(gs, 2, &two, why, sizeof(why)), 0);
+}
+
+static void test_exclusive_mode(void **state)
+{
+    (void)state;
+    gs__gpu_t g = gpu(0, 80 * GIB, 0, 1);
+    g.mode = GS__MODE_EXCLUSIVE;
+    gs__alloc_t a;
+    gs_lease_request_t small = memory_req(GIB, 0);
+    assert_int_equal(take(&g, 1, &small, &a), GS_ENOFIT);
+    char why[256];
+    assert_int_equal(gs__place_possible(&g, 1, &small, why, sizeof(why)), GS_ENOFIT);
+    assert_string_equal(why, "no GPU on this node is shared (fractional leases need mode = "
+                             "shared; use --gpus for whole GPUs)");
+    gs_lease_request_t one = gpus_req(1);
+    assert_int_equal(take(&g, 1, &one, &a), 0);
+    assert_int_equal(take(&g, 1, &one, &a), GS_ENOFIT);
+}
+
+static gs__waiter_t waiter(int priority)
+{
+    gs__waiter_t w;
+    memset(&w, 0, sizeof(w));
+    gs_lease_request_init(&w.req);
+    w.req.priority = priority;
+    return w;
+}
+
+static void test_queue_fifo_within_priority(void **state)
+{
+    (void)state;
+    gs__queue_t q;
+    gs__queue_init(&q);
+    gs__waiter_t a = waiter(0), b = waiter(0), c = waiter(5), d = waiter(-3), e = waiter(5),
+                 f = waiter(0);
+    gs__queue_push(&q, &a);
+    gs__queue_push(&q, &b);
+    gs__queue_push(&q, &c);
+    gs__queue_push(&q, &d);
+    gs__queue_push(&q, &e);
+    gs__queue_push(&q, &f);
+    /* Service order: c e (priority 5, FIFO), a b f (0), d (-3). */
+    gs__waiter_t *order[] = {&c, &e, &a, &b, &f, &d};
+    gs__waiter_t *it = q.head;
+    for (int i = 0; i < 6; i++, it = it->next) {
+        assert_ptr_equal(it, order[i]);
+        assert_int_equal(gs__queue_position(&q, order[i]), i + 1);
+    }
+    assert_null(it);
+    assert_ptr_equal(q.tail, &d);
+    assert_int_equal(q.length, 6);
+    assert_true(a.seq < b.seq && b.seq < f.seq);
+    gs__queue_remove(&q, &c);
+    gs__queue_remove(&q, &d);
+    assert_ptr_equal(q.head, &e);
+    assert_ptr_equal(q.tail, &f);
+    assert_int_equal(gs__queue_position(&q, &f), 4);
+    gs__queue_remove(&q, &e);
+    gs__queue_remove(&q, &a);
+    gs__queue_remove(&q, &b);
+    gs__queue_remove(&q, &f);
+    assert_null(q.head);
+    assert_null(q.tail);
+    assert_int_equal(q.length, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_slices),
+        cmocka_unit_test(test_memory_never_exceeds_leasable),
+        cmocka_unit_test(test_compute_is_admitted),
+        cmocka_unit_test(test_whole_gpu_is_exclusive_of_others),
+        cmocka_unit_test(test_overprovision_four_logical),
+        cmocka_unit_test(test_slots_and_fractions_mix),
+        cmocka_unit_test(test_multi_gpu_slots),
+        cmocka_unit_test(test_bestfit_and_spread),
+        cmocka_unit_test(test_never_fits),
+        cmocka_unit_test(test_exclusive_mode),
+        cmocka_unit_test(test_queue_fifo_within_priority),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

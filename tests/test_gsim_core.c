@@ -1,0 +1,191 @@
+/* Unit tests of gpusim's core: model tables, device specs, timelines, node state and reaping. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "node.h"
+
+#define MS  INT64_C(1000000)
+#define GIB (UINT64_C(1) << 30)
+
+static void test_models(void **state)
+{
+    (void)state;
+    const gsim_model_t *h100 = gsim_model_find("H100-80GB");
+    assert_non_null(h100);
+    assert_int_equal(h100->memory_mib, 81920);
+    assert_int_equal(h100->sms, 132);
+    assert_int_equal(h100->mig_compute_slices, 7);
+    assert_int_equal(h100->n_profiles, 7);
+    const gsim_model_t *a100 = gsim_model_find("A100-40GB");
+    assert_non_null(a100);
+    assert_string_equal(a100->profiles[4].name, "3g.20gb");
+    assert_int_equal(a100->profiles[4].id, 9);
+    assert_int_equal(a100->profiles[4].starts_mask, (1u << 0) | (1u << 4));
+    assert_int_equal(a100->profiles[4].size, 4);
+    const gsim_model_t *t4 = gsim_model_find("T4-16GB");
+    assert_non_null(t4);
+    assert_int_equal(t4->n_profiles, 0);
+    assert_null(gsim_model_find("B200"));
+}
+
+static void test_parse_devices(void **state)
+{
+    (void)state;
+    const gsim_model_t *out[GSIM_MAX_DEVICES];
+    char err[160];
+    assert_int_equal(gsim_parse_devices(NULL, out, err, sizeof(err)), 1);
+    assert_string_equal(out[0]->name, "H100-80GB");
+    assert_int_equal(gsim_parse_devices("A100-40GB*4", out, err, sizeof(err)), 4);
+    assert_string_equal(out[3]->name, "A100-40GB");
+    assert_int_equal(gsim_parse_devices("H100-80GB,A100-40GB*2", out, err, sizeof(err)), 3);
+    assert_string_equal(out[2]->name, "A100-40GB");
+    assert_int_equal(gsim_parse_devices("H100", out, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "unknown GPU model \"H100\""));
+    assert_int_equal(gsim_parse_devices("H100-80GB*0", out, err, sizeof(err)), -EINVAL);
+    assert_int_equal(gsim_parse_devices("H100-80GB*17", out, err, sizeof(err)), -EINVAL);
+    assert_int_equal(gsim_parse_devices("H100-80GB*9,H100-80GB*8", out, err, sizeof(err)), -EINVAL);
+    assert_int_equal(gsim_parse_devices("H100-80GB,", out, err, sizeof(err)), -EINVAL);
+}
+
+static void test_timeline_time_slicing(void **state)
+{
+    (void)state;
+    static gsim_timeline_t tl;
+    memset(&tl, 0, sizeof(tl));
+    int64_t t0 = gsim_now_ns() + 1000 * MS, s, e;
+    assert_int_equal(gsim_timeline_reserve(&tl, 1, 100, t0, 10 * MS, &s, &e), 0);
+    assert_int_equal(s, t0);
+    assert_int_equal(e, t0 + 10 * MS);
+    /* Another process waits for the first. */
+    assert_int_equal(gsim_timeline_reserve(&tl, 2, 100, t0, 5 * MS, &s, &e), 0);
+    assert_int_equal(s, t0 + 10 * MS);
+    assert_int_equal(e, t0 + 15 * MS);
+    /* The first process's next kernel merges into its interval but must not overlap process 2. */
+    assert_int_equal(gsim_timeline_reserve(&tl, 1, 100, t0 + 10 * MS, 10 * MS, &s, &e), 0);
+    assert_int_equal(s, t0 + 15 * MS);
+    assert_int_equal(gsim_timeline_busy_ns(&tl, 0, t0, t0 + 100 * MS), 25 * MS);
+    assert_int_equal(gsim_timeline_busy_ns(&tl, 2, t0, t0 + 100 * MS), 5 * MS);
+    assert_int_equal(gsim_timeline_busy_ns(&tl, 1, t0 + 5 * MS, t0 + 20 * MS), 10 * MS);
+    gsim_timeline_forget(&tl, 1);
+    assert_int_equal(gsim_timeline_busy_ns(&tl, 0, t0, t0 + 100 * MS), 5 * MS);
+}
+
+static void test_timeline_shares(void **state)
+{
+    (void)state;
+    static gsim_timeline_t tl;
+    memset(&tl, 0, sizeof(tl));
+    int64_t t0 = gsim_now_ns() + 1000 * MS, s, e;
+    /* Two MPS clients at 50 % overlap; a third at 50 % waits for the first to end. */
+    assert_int_equal(gsim_timeline_reserve(&tl, 1, 50, t0, 10 * MS, &s, &e), 0);
+    assert_int_equal(gsim_timeline_reserve(&tl, 2, 50, t0, 10 * MS, &s, &e), 0);
+    assert_int_equal(s, t0);
+    assert_int_equal(gsim_timeline_reserve(&tl, 3, 50, t0, 10 * MS, &s, &e), 0);
+    assert_int_equal(s, t0 + 10 * MS);
+    /* A time-sliced process (100 %) waits until everything ends. */
+    assert_int_equal(gsim_timeline_reserve(&tl, 4, 100, t0, 1 * MS, &s, &e), 0);
+    assert_int_equal(s, t0 + 20 * MS);
+    /* A 30 % kernel that would overlap the start of a 50+50 window moves after it. */
+    memset(&tl, 0, sizeof(tl));
+    assert_int_equal(gsim_timeline_reserve(&tl, 1, 50, t0 + 5 * MS, 10 * MS, &s, &e), 0);
+    assert_int_equal(gsim_timeline_reserve(&tl, 2, 60, t0, 10 * MS, &s, &e), 0);
+    assert_int_equal(s, t0 + 15 * MS);
+}
+
+static void test_timeline_full(void **state)
+{
+    (void)state;
+    static gsim_timeline_t tl;
+    memset(&tl, 0, sizeof(tl));
+    int64_t t0 = gsim_now_ns() + 1000 * MS, s, e;
+    for (int i = 0; i < GSIM_MAX_RESERVATIONS; i++)
+        assert_int_equal(gsim_timeline_reserve(&tl, 10 + i, 1, t0 + i * MS, MS, &s, &e), 0);
+    assert_int_equal(gsim_timeline_reserve(&tl, 99, 1, t0, MS, &s, &e), -EAGAIN);
+    assert_int_equal(s, t0 + MS);
+}
+
+static char state_dir[] = "/tmp/gsim-core-test-XXXXXX";
+
+static void test_node_memory_and_reap(void **state)
+{
+    (void)state;
+    assert_non_null(mkdtemp(state_dir));
+    setenv("GPUSIM_STATE", state_dir, 1);
+    setenv("GPUSIM_DEVICES", "A100-40GB,H100-80GB", 1);
+    gsim_node_t *node = NULL;
+    assert_int_equal(gsim_node_open(1, &node), 0);
+    assert_int_equal(node->n_devices, 2);
+    assert_string_equal(node->dev[1].name, "NVIDIA H100-80GB");
+    assert_int_equal(node->dev[0].total_bytes, 40 * GIB);
+    assert_int_equal(strlen(node->dev[0].uuid), 40);
+    assert_string_not_equal(node->dev[0].uuid, node->dev[1].uuid);
+
+    gsim_domain_t d1 = {.dev = 1, .gi = -1};
+    uint64_t total, used;
+    assert_int_equal(gsim_mem_charge(node, d1, 3 * GIB), 0);
+    assert_int_equal(gsim_mem_info(node, d1, &total, &used), 0);
+    assert_int_equal(total, 80 * GIB);
+    assert_int_equal(used, 3 * GIB);
+    assert_int_equal(gsim_mem_charge(node, d1, 78 * GIB), -ENOMEM);
+    gsim_mem_uncharge(node, d1, 3 * GIB);
+    assert_int_equal(gsim_mem_info(node, d1, &total, &used), 0);
+    assert_int_equal(used, 0);
+    gsim_domain_t bad = {.dev = 2, .gi = -1};
+    assert_int_equal(gsim_mem_charge(node, bad, 1), -EINVAL);
+    assert_int_equal(gsim_mem_info(node, (gsim_domain_t){.dev = 0, .gi = 0}, &total, &used),
+                     -EINVAL);
+
+    /* A child takes 5 GiB and is SIGKILLed: its memory returns. */
+    int pipefd[2];
+    assert_int_equal(pipe(pipefd), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        /* The child shares the mapping; it must register its own slot. */
+        gsim_node_t *n = NULL;
+        if (gsim_node_open(1, &n) != 0 || gsim_mem_charge(n, d1, 5 * GIB) != 0)
+            _exit(1);
+        if (write(pipefd[1], "x", 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    char c;
+    assert_int_equal(read(pipefd[0], &c, 1), 1);
+    assert_int_equal(gsim_mem_info(node, d1, &total, &used), 0);
+    assert_int_equal(used, 5 * GIB);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    assert_int_equal(gsim_mem_info(node, d1, &total, &used), 0);
+    assert_int_equal(used, 0);
+    close(pipefd[0]);
+    close(pipefd[1]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_models),
+        cmocka_unit_test(test_parse_devices),
+        cmocka_unit_test(test_timeline_time_slicing),
+        cmocka_unit_test(test_timeline_shares),
+        cmocka_unit_test(test_timeline_full),
+        cmocka_unit_test(test_node_memory_and_reap),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", state_dir);
+    if (system(cmd) != 0)
+        failed++;
+    return failed;
+}

@@ -1,0 +1,200 @@
+/* Unit tests of the JSON-lines protocol: request parsing, validation and encoding. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpushare/client.h"
+#include "gpushare/error.h"
+
+#define GIB (UINT64_C(1) << 30)
+
+static char err[GS_CLIENT_ERR_MAX];
+
+static int parse(const char *line, gs_request_t *req)
+{
+    err[0] = '\0';
+    return gs_proto_parse_request(line, strlen(line), req, err, sizeof(err));
+}
+
+static void expect(const char *line, int code, const char *message)
+{
+    gs_request_t req;
+    assert_int_equal(parse(line, &req), code);
+    assert_string_equal(err, message);
+}
+
+static void test_simple_ops(void **state)
+{
+    (void)state;
+    gs_request_t req;
+    assert_int_equal(parse("{\"op\":\"hello\",\"version\":1,\"client\":\"t\"}\n", &req), 0);
+    assert_int_equal(req.op, GS_OP_HELLO);
+    assert_int_equal(parse("{\"op\":\"list\"}", &req), 0);
+    assert_int_equal(req.op, GS_OP_LIST);
+    assert_int_equal(parse("{\"op\":\"status\"}\r\n", &req), 0);
+    assert_int_equal(req.op, GS_OP_STATUS);
+    assert_int_equal(parse("{\"op\":\"release\",\"lease\":42}", &req), 0);
+    assert_int_equal(req.op, GS_OP_RELEASE);
+    assert_int_equal(req.lease_id, 42);
+}
+
+static void test_acquire_kinds(void **state)
+{
+    (void)state;
+    gs_request_t req;
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpu_memory\":\"4G\",\"compute\":30,"
+                           "\"compute_max\":\"50%\",\"priority\":-5,\"wait\":false,"
+                           "\"timeout_ms\":1500,\"command\":\"python infer.py\"}",
+                           &req),
+                     0);
+    assert_int_equal(req.op, GS_OP_ACQUIRE);
+    assert_int_equal(req.lease.kind, GS_LEASE_MEMORY);
+    assert_int_equal(req.lease.memory, 4 * GIB);
+    assert_int_equal(req.lease.compute, 30);
+    assert_int_equal(req.lease.compute_max, 50);
+    assert_int_equal(req.lease.priority, -5);
+    assert_int_equal(req.lease.wait, 0);
+    assert_int_equal(req.lease.timeout_ms, 1500);
+    assert_string_equal(req.lease.command, "python infer.py");
+
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpu_memory\":1048576}", &req), 0);
+    assert_int_equal(req.lease.memory, 1048576);
+    assert_int_equal(req.lease.wait, 1);
+
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpu\":0.25}", &req), 0);
+    assert_int_equal(req.lease.kind, GS_LEASE_FRACTION);
+    assert_int_equal(req.lease.fraction_milli, 250);
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpu\":\"1\"}", &req), 0);
+    assert_int_equal(req.lease.fraction_milli, 1000);
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpu\":1}", &req), 0);
+    assert_int_equal(req.lease.fraction_milli, 1000);
+
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpus\":2}", &req), 0);
+    assert_int_equal(req.lease.kind, GS_LEASE_GPUS);
+    assert_int_equal(req.lease.gpus, 2);
+}
+
+static void test_bad_requests(void **state)
+{
+    (void)state;
+    expect("{\"op\":\"acquire\",\"gpu_memory\":\"0\"}", GS_EINVAL,
+           "invalid memory size \"0\": must be above zero");
+    expect("{\"op\":\"acquire\",\"gpu_memory\":0}", GS_EINVAL,
+           "invalid memory size \"0\": must be above zero");
+    expect("{\"op\":\"acquire\",\"gpu\":1.5}", GS_EINVAL,
+           "invalid GPU fraction \"1.5\": must be above 0 and at most 1");
+    expect("{\"op\":\"acquire\",\"gpu\":\"0.3333\"}", GS_EINVAL,
+           "invalid GPU fraction \"0.3333\": at most 3 decimals (0.001 GPU)");
+    expect("{\"op\":\"acquire\",\"gpus\":0}", GS_EINVAL, "\"gpus\" must be from 1 to 64");
+    expect("{\"op\":\"acquire\",\"gpus\":\"2\"}", GS_EINVAL, "\"gpus\" must be an integer");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"gpu\":\"0.5\"}", GS_EINVAL,
+           "give only one of \"gpus\", \"gpu\" and \"gpu_memory\" (--gpus, --gpu, "
+           "--gpu-memory)");
+    expect("{\"op\":\"acquire\"}", GS_EINVAL,
+           "a lease needs a size: whole GPUs (--gpus), a fraction (--gpu) or memory "
+           "(--gpu-memory)");
+    expect("{\"op\":\"acquire\",\"gpu\":\"0.5\",\"compute\":10}", GS_EINVAL,
+           "a compute share (--compute) goes with --gpu-memory only: --gpu F sets compute to F, "
+           "--gpus to whole logical GPUs");
+    expect("{\"op\":\"acquire\",\"gpu\":\"0.5\",\"compute_max\":40}", GS_EINVAL,
+           "the compute cap (--compute-max 40%) is below the lease's share (50%)");
+    expect("{\"op\":\"acquire\",\"gpu_memory\":\"1G\",\"compute\":101}", GS_EINVAL,
+           "invalid percentage \"101\": above 100");
+    expect("{\"op\":\"acquire\",\"gpu_memory\":\"1G\",\"priority\":1000}", GS_EINVAL,
+           "\"priority\" must be from -100 to 100");
+    expect("{\"op\":\"acquire\",\"gpu_memory\":\"1G\",\"wait\":1}", GS_EINVAL,
+           "\"wait\" must be true or false");
+    expect("{\"op\":\"acquire\",\"gpu_memory\":\"1G\",\"uid\":0}", GS_EINVAL,
+           "unknown field \"uid\" in acquire");
+    expect("{\"op\":\"release\"}", GS_EINVAL, "release needs \"lease\": the lease id");
+    expect("{\"op\":\"release\",\"lease\":-1}", GS_EINVAL,
+           "\"lease\" must be from 1 to 9223372036854775807");
+    expect("{\"op\":\"list\",\"all\":true}", GS_EINVAL, "unknown or invalid field \"all\" in list");
+    expect("{\"op\":\"steal\"}", GS_EINVAL,
+           "unknown op \"steal\" (hello, acquire, release, list or status)");
+    expect("{\"op\":7}", GS_EINVAL, "a request needs \"op\": a string");
+    expect("[1,2]", GS_EFORMAT, "a request must be a JSON object");
+    expect("{\"op\":\"list\"", GS_EFORMAT,
+           "malformed JSON at column 12: '}' expected near end of file");
+    expect("{\"op\":\"list\",\"op\":\"status\"}", GS_EFORMAT,
+           "malformed JSON at column 17: duplicate object key near '\"op\"'");
+    expect("", GS_EFORMAT, "malformed JSON at column 0: '[' or '{' expected near end of file");
+}
+
+static void test_line_cap(void **state)
+{
+    (void)state;
+    size_t len = GS_PROTO_LINE_MAX + 1;
+    char *line = malloc(len);
+    assert_non_null(line);
+    memset(line, ' ', len);
+    gs_request_t req;
+    assert_int_equal(gs_proto_parse_request(line, len, &req, err, sizeof(err)), GS_EMSGSIZE);
+    assert_string_equal(err, "request longer than 65536 bytes");
+    free(line);
+}
+
+static void test_command_is_sanitised(void **state)
+{
+    (void)state;
+    gs_request_t req;
+    assert_int_equal(
+        parse("{\"op\":\"acquire\",\"gpus\":1,\"command\":\"evil\\u001b[2Jx\\n\"}", &req), 0);
+    assert_string_equal(req.lease.command, "evil?[2Jx?");
+    /* A long command is cut at a character boundary (here inside a 2-byte character). */
+    char line[1024];
+    int n = snprintf(line, sizeof(line), "{\"op\":\"acquire\",\"gpus\":1,\"command\":\"");
+    for (int i = 0; i < 254; i++)
+        line[n++] = 'a';
+    n += snprintf(line + n, sizeof(line) - (size_t)n, "\xc3\xa9\"}");
+    assert_int_equal(parse(line, &req), 0);
+    assert_int_equal(strlen(req.lease.command), 254);
+}
+
+static void test_encode_round_trip(void **state)
+{
+    (void)state;
+    gs_lease_request_t in;
+    gs_lease_request_init(&in);
+    in.kind = GS_LEASE_MEMORY;
+    in.memory = 3 * GIB + 512;
+    in.compute = 30;
+    in.compute_max = 60;
+    in.priority = 7;
+    in.wait = 0;
+    in.timeout_ms = 2500;
+    snprintf(in.command, sizeof(in.command), "sleep 1");
+    json_t *obj = gs_proto_acquire_json(&in);
+    assert_non_null(obj);
+    char *text = json_dumps(obj, JSON_COMPACT);
+    json_decref(obj);
+    gs_request_t out;
+    assert_int_equal(parse(text, &out), 0);
+    free(text);
+    assert_memory_equal(&out.lease, &in, sizeof(in));
+
+    gs_lease_request_init(&in);
+    in.kind = GS_LEASE_FRACTION;
+    in.fraction_milli = 125;
+    obj = gs_proto_acquire_json(&in);
+    text = json_dumps(obj, JSON_COMPACT);
+    json_decref(obj);
+    assert_string_equal(text, "{\"op\":\"acquire\",\"gpu\":\"0.125\",\"wait\":true}");
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_simple_ops),           cmocka_unit_test(test_acquire_kinds),
+        cmocka_unit_test(test_bad_requests),         cmocka_unit_test(test_line_cap),
+        cmocka_unit_test(test_command_is_sanitised), cmocka_unit_test(test_encode_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
