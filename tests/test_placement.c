@@ -447,6 +447,29 @@ static void test_gpu_bytes(void **state)
     gs_place_cluster_free(c);
 }
 
+/* Nodes added after the engine was created are seen by the next decision. */
+static void test_nodes_added_later(void **state)
+{
+    (void)state;
+    gs_place_cluster_t *c = NULL;
+    assert_int_equal(gs_place_cluster_new(&c), 0);
+    add(c, "first", 64000, 100, 1);
+    gs_place_engine_t *e = engine(c, GS_PLACE_FGD, NULL);
+    gs_place_request_t r = req(1000, 1, 1000);
+    gs_place_decision_t d;
+    assert_int_equal(gs_place_place(e, &r, &d), 0);
+    assert_int_equal(d.node, 0);
+    assert_int_equal(gs_place_select(e, &r, &d), GS_ENOFIT);
+    int second = add(c, "second", 64000, 100, 2);
+    assert_int_equal(gs_place_place(e, &r, &d), 0);
+    assert_int_equal(d.node, second);
+    assert_int_equal(gs_place_place(e, &r, &d), 0);
+    assert_int_equal(d.node, second);
+    assert_int_equal(gs_place_select(e, &r, &d), GS_ENOFIT);
+    gs_place_engine_free(e);
+    gs_place_cluster_free(c);
+}
+
 static void test_workload(void **state)
 {
     (void)state;
@@ -511,11 +534,13 @@ static void test_plan_example(void **state)
     assert_int_equal(
         gs_place_plan_nodes(&type, &list, GS_PLACE_GPUSHARE, 0, 100, &shared, err, sizeof(err)), 0);
     assert_int_equal(shared.feasible, 0);
+    assert_int_equal(shared.misfit, 0);
     /* More than max_nodes needed. */
     jobs[0].num_gpu = 1;
     assert_int_equal(
         gs_place_plan_nodes(&type, &list, GS_PLACE_GPUSHARE, 1, 3, &alone, err, sizeof(err)), 0);
     assert_int_equal(alone.feasible, 0);
+    assert_true(alone.misfit == SIZE_MAX);
 }
 
 int main(void)
@@ -535,6 +560,7 @@ int main(void)
         cmocka_unit_test(test_memory_filter),
         cmocka_unit_test(test_ties_consolidate),
         cmocka_unit_test(test_gpu_bytes),
+        cmocka_unit_test(test_nodes_added_later),
         cmocka_unit_test(test_workload),
         cmocka_unit_test(test_plan_example),
     };

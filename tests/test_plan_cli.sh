@@ -46,6 +46,10 @@ expect_line "$out" "  gpushare                  1        1           100.0%     
 expect_line "$out" "  one job per GPU           1        4            25.0%       \$2,855.76"
 expect_line "$out" "cheapest: g4dn.2xlarge with GPU sharing, \$548.96 per month"
 
+# A job larger than the node type is named.
+out=$("$gs" plan --job 0.5x2 --job 2 --node-type a:gpus=1,price=1)
+expect_line "$out" "  gpushare           job job-3 (2 GPU x 1000 milli, 0 milli-CPU, 0 MiB) fits no node of this type"
+
 # 2. Help goes to stdout with status 0.
 "$gs" plan --help | grep -q "^usage: gpushare plan" || fail "plan --help"
 "$gs" plan replay --help | grep -q "^usage: gpushare plan replay" || fail "plan replay --help"

@@ -333,12 +333,14 @@ typedef struct gs_place_plan {
     uint32_t gpus;            /* their GPUs */
     uint64_t requested_milli; /* GPU milli the jobs take (after rounding, for exclusive) */
     int feasible;             /* 0 when some job fits no node of this type at all */
+    size_t misfit;            /* index of the first job that fits no empty node, or SIZE_MAX */
 } gs_place_plan_t;
 
 /* Finds the fewest nodes of one type on which every job, placed in order by policy, fits. With
  * exclusive set each GPU job gets whole GPUs (one job per GPU: a share is rounded up to one GPU).
- * Returns 0 with *out filled (out->feasible = 0 when a job cannot fit even an empty node, or more
- * than max_nodes would be needed), or GS_EINVAL / GS_ENOMEM with a message in err. */
+ * Returns 0 with *out filled (out->feasible = 0 when a job cannot fit even an empty node, named
+ * by out->misfit, or when more than max_nodes would be needed), or GS_EINVAL / GS_ENOMEM with a
+ * message in err. */
 int gs_place_plan_nodes(const gs_place_node_row_t *type, const gs_place_pods_t *jobs,
                         gs_place_policy_t policy, int exclusive, uint32_t max_nodes,
                         gs_place_plan_t *out, char *err, size_t errlen);

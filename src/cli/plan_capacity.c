@@ -301,15 +301,23 @@ static void describe_workload(const capacity_args_t *a)
            gs_place_policy_name(a->policy));
 }
 
-static void print_row(const char *what, const gs_place_plan_t *p, uint64_t demand, double hourly,
-                      double hours)
+static void print_row(const capacity_args_t *a, const char *what, const gs_place_plan_t *p,
+                      uint64_t demand, double hourly)
 {
     char money[64];
-    if (!p->feasible) {
-        printf("  %-18s a job does not fit this node type (GPUs, CPU, memory or model)\n", what);
+    if (!p->feasible && p->misfit < a->jobs.count) {
+        const gs_place_pod_t *job = &a->jobs.pods[p->misfit];
+        printf("  %-18s job %s (%u GPU x %u milli, %u milli-CPU, %llu MiB) fits no node of "
+               "this type\n",
+               what, job->name, job->num_gpu, job->gpu_milli, job->cpu_milli,
+               (unsigned long long)job->mem_mib);
         return;
     }
-    gs__plan_money(p->nodes * hourly * hours, money, sizeof(money));
+    if (!p->feasible) {
+        printf("  %-18s needs more than %llu nodes (--max-nodes)\n", what, a->max_nodes);
+        return;
+    }
+    gs__plan_money(p->nodes * hourly * a->hours, money, sizeof(money));
     printf("  %-18s %8u %8u %15.1f%% %15s\n", what, p->nodes, p->gpus,
            p->gpus ? 100.0 * (double)demand / (p->gpus * 1000.0) : 0.0, money);
 }
@@ -333,9 +341,9 @@ static int plan_type(const capacity_args_t *a, const gs_place_node_row_t *type, 
            type->num_gpu == 1 ? "" : "s", money);
     printf("  %-18s %8s %8s %16s %15s\n", "placement", "nodes", "GPUs", "GPU demand/GPUs",
            "monthly cost");
-    print_row(gs_place_policy_name(a->policy), &shared, shared.requested_milli,
-              type->price_per_hour, a->hours);
-    print_row("one job per GPU", &alone, shared.requested_milli, type->price_per_hour, a->hours);
+    print_row(a, gs_place_policy_name(a->policy), &shared, shared.requested_milli,
+              type->price_per_hour);
+    print_row(a, "one job per GPU", &alone, shared.requested_milli, type->price_per_hour);
     *cost = shared.feasible ? shared.nodes * type->price_per_hour * a->hours : -1;
     if (shared.feasible && alone.feasible && alone.nodes > shared.nodes) {
         double saved = (alone.nodes - shared.nodes) * type->price_per_hour * a->hours;

@@ -83,8 +83,11 @@ static int prepare(plan_ctx_t *p, gs_place_plan_t *out, uint32_t *lower)
         out->requested_milli += gs_place_request_milli(r);
         cpu += r->cpu_milli;
         mem += r->mem_mib;
-        if (!gs__node_feasible(&one->nodes[0], r) || one->nodes[0].mem_left < r->mem_mib)
+        if ((!gs__node_feasible(&one->nodes[0], r) || one->nodes[0].mem_left < r->mem_mib) &&
+            *lower != 0) {
             *lower = 0;
+            out->misfit = i;
+        }
     }
     if (result == 0 && *lower != 0) {
         uint64_t gpu_cap = (uint64_t)p->type->num_gpu * GS_PLACE_MILLI, lb = 1;
@@ -139,6 +142,7 @@ int gs_place_plan_nodes(const gs_place_node_row_t *type, const gs_place_pods_t *
     plan_ctx_t p = {.type = type, .jobs = jobs, .policy = policy, .exclusive = exclusive};
     uint32_t lower = 0, found = 0;
     memset(out, 0, sizeof(*out));
+    out->misfit = SIZE_MAX;
     if ((int)policy < 0 || policy >= GS_PLACE_POLICY_COUNT || max_nodes == 0)
         return gs__place_fail(GS_EINVAL, err, errlen, "invalid planning options");
     if (jobs->count == 0) {
