@@ -76,7 +76,9 @@ static void test_policy_names(void **state)
     assert_int_equal(p, GS_PLACE_PACKING);
     assert_int_equal(gs_place_policy_parse("gpuclustering", &p), 0);
     assert_int_equal(p, GS_PLACE_CLUSTERING);
-    assert_int_equal(gs_place_policy_parse("spread", &p), GS_EINVAL);
+    assert_int_equal(gs_place_policy_parse("Spread", &p), 0);
+    assert_int_equal(p, GS_PLACE_SPREAD);
+    assert_int_equal(gs_place_policy_parse("worstfit", &p), GS_EINVAL);
     assert_string_equal(gs_place_policy_name(GS_PLACE_GPUSHARE), "gpushare");
     assert_string_equal(gs_place_policy_label(GS_PLACE_RANDOM), "01-Random");
     assert_string_equal(gs_place_policy_label(GS_PLACE_DOTPROD), "02-DotProd");
@@ -85,6 +87,7 @@ static void test_policy_names(void **state)
     assert_string_equal(gs_place_policy_label(GS_PLACE_BESTFIT), "05-BestFit");
     assert_string_equal(gs_place_policy_label(GS_PLACE_FGD), "06-FGD");
     assert_string_equal(gs_place_policy_label(GS_PLACE_GPUSHARE), "07-gpushare");
+    assert_string_equal(gs_place_policy_label(GS_PLACE_SPREAD), "08-Spread");
     assert_string_equal(gs_place_policy_label(GS_PLACE_POLICY_COUNT), "?");
 }
 
@@ -310,6 +313,27 @@ static void test_bestfit(void **state)
     gs_place_decision_t d;
     assert_int_equal(gs_place_place(e, &r, &d), 0);
     assert_int_equal(d.node, tight);
+    gs_place_engine_free(e);
+    gs_place_cluster_free(c);
+}
+
+/* Spread: the emptiest node, then its roomiest GPU. */
+static void test_spread(void **state)
+{
+    (void)state;
+    gs_place_cluster_t *c = NULL;
+    assert_int_equal(gs_place_cluster_new(&c), 0);
+    int busy = add(c, "busy", 64000, 100, 2), calm = add(c, "calm", 64000, 100, 2);
+    put(c, busy, req(100, 1, 1000), 1, 0);
+    put(c, calm, req(100, 1, 300), 1, 1);
+    gs_place_engine_t *e = engine(c, GS_PLACE_SPREAD, NULL);
+    gs_place_request_t r = req(100, 1, 200);
+    assert_int_equal(score(e, busy, r), 800);
+    assert_int_equal(score(e, calm, r), 1500);
+    gs_place_decision_t d;
+    assert_int_equal(gs_place_select(e, &r, &d), 0);
+    assert_int_equal(d.node, calm);
+    assert_int_equal(d.gpus[0], 0);
     gs_place_engine_free(e);
     gs_place_cluster_free(c);
 }
@@ -555,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_clustering),
         cmocka_unit_test(test_packing),
         cmocka_unit_test(test_bestfit),
+        cmocka_unit_test(test_spread),
         cmocka_unit_test(test_fgd),
         cmocka_unit_test(test_gpushare_cpu_blocked),
         cmocka_unit_test(test_memory_filter),

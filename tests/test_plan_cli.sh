@@ -70,8 +70,8 @@ expect_error 2 "gpushare plan: --job \"0.3333\": gpu: invalid GPU fraction \"0.3
     "$gs" plan --job 0.3333 --node-type a:gpus=1,price=1
 expect_error 2 "gpushare plan: node type a has no price (price=DOLLARS_PER_HOUR)" \
     "$gs" plan --job 0.5 --node-type a:gpus=1
-expect_error 2 "gpushare plan: --policy \"spread\": unknown policy (see --help)" \
-    "$gs" plan replay --nodes x --pods y --policy spread
+expect_error 2 "gpushare plan: --policy \"worstfit\": unknown policy (see --help)" \
+    "$gs" plan replay --nodes x --pods y --policy worstfit
 expect_error 2 "gpushare plan: unknown option \"--bogus\" (see gpushare plan --help)" \
     "$gs" plan --bogus
 expect_error 2 "gpushare plan: replay needs --nodes and --pods (see gpushare plan replay --help)" \

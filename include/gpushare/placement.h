@@ -41,18 +41,19 @@ typedef enum gs_place_policy {
     GS_PLACE_BESTFIT,    /* least weighted CPU+GPU leftover */
     GS_PLACE_FGD,        /* Fragmentation Gradient Descent (ATC'23) */
     GS_PLACE_GPUSHARE,   /* gpushare's policy (docs/placement.md); the daemon's default */
+    GS_PLACE_SPREAD,     /* the emptiest node and GPU (worst fit): spreads load */
     GS_PLACE_POLICY_COUNT
 } gs_place_policy_t;
 
 /* Parses a policy name, case-insensitive: random, dotprod, clustering (or gpuclustering), packing
- * (or gpupacking), bestfit, fgd, gpushare. Returns 0 and sets *policy, or GS_EINVAL. */
+ * (or gpupacking), bestfit, fgd, gpushare, spread. Returns 0 and sets *policy, or GS_EINVAL. */
 int gs_place_policy_parse(const char *name, gs_place_policy_t *policy);
 
 /* Returns the policy's short name ("fgd"), or "?" for an invalid value. Never NULL. */
 const char *gs_place_policy_name(gs_place_policy_t policy);
 
 /* Returns the label the ATC'23 artifact uses in its result files ("06-FGD"; gpushare's is
- * "07-gpushare"), or "?" for an invalid value. Never NULL. */
+ * "07-gpushare", spread's "08-Spread"), or "?" for an invalid value. Never NULL. */
 const char *gs_place_policy_label(gs_place_policy_t policy);
 
 /* ------------------------------------------------------------------------------------------ */

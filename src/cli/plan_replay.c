@@ -45,7 +45,7 @@ static void usage(FILE *out)
         "  --nodes FILE       node list (sn,cpu_milli,memory_mib,gpu,model)\n"
         "  --pods FILE        pod list (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec])\n"
         "  --policy LIST      comma-separated: random, dotprod, clustering, packing, bestfit,\n"
-        "                     fgd, gpushare; or all (default: gpushare)\n"
+        "                     fgd, gpushare, spread; or all (default: gpushare)\n"
         "  --seed SEEDS       42, 42-51 or 42,45 (default: 42)\n"
         "  --inflate RATIO    workload size in units of GPU capacity; 0 keeps it (default: 1.3)\n"
         "  --out FILE         write one row per (policy, seed) in the published CSV format:\n"

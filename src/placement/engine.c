@@ -12,7 +12,7 @@ const gs__policy_ops_t *const gs__policies[GS_PLACE_POLICY_COUNT] = {
     [GS_PLACE_RANDOM] = &gs__policy_random,         [GS_PLACE_DOTPROD] = &gs__policy_dotprod,
     [GS_PLACE_CLUSTERING] = &gs__policy_clustering, [GS_PLACE_PACKING] = &gs__policy_packing,
     [GS_PLACE_BESTFIT] = &gs__policy_bestfit,       [GS_PLACE_FGD] = &gs__policy_fgd,
-    [GS_PLACE_GPUSHARE] = &gs__policy_gpushare,
+    [GS_PLACE_GPUSHARE] = &gs__policy_gpushare,     [GS_PLACE_SPREAD] = &gs__policy_spread,
 };
 
 int gs_place_policy_parse(const char *name, gs_place_policy_t *policy)

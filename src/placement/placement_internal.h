@@ -151,7 +151,7 @@ struct gs_place_engine {
 /* The table of policies, indexed by gs_place_policy_t. */
 extern const gs__policy_ops_t *const gs__policies[GS_PLACE_POLICY_COUNT];
 extern const gs__policy_ops_t gs__policy_random, gs__policy_dotprod, gs__policy_clustering,
-    gs__policy_packing, gs__policy_bestfit, gs__policy_fgd, gs__policy_gpushare;
+    gs__policy_packing, gs__policy_bestfit, gs__policy_fgd, gs__policy_gpushare, gs__policy_spread;
 
 /* The target workload coverage a policy plans with when none is given: FGD keeps the shapes
  * covering 95 % of the tasks (as its artifact); gpushare keeps every shape. */

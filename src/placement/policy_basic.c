@@ -1,6 +1,6 @@
-/* The ATC'23 baselines as its artifact scores them: Random, DotProd, GpuClustering, GpuPacking and
- * BestFit. Scores are the scheduler's integers 0..100 (larger is better); equal scores are broken
- * at random by the engine, as kube-scheduler does. */
+/* The ATC'23 baselines as its artifact scores them (Random, DotProd, GpuClustering, GpuPacking,
+ * BestFit), and Spread. Scores are the scheduler's integers 0..100 (larger is better); the engine
+ * gives equal scores to the node first in its fixed order. */
 #include "placement_internal.h"
 
 /* The artifact normalises CPU and GPU by the largest node spec it knows. */
@@ -162,5 +162,39 @@ const gs__policy_ops_t gs__policy_bestfit = {
     .name = "bestfit",
     .label = "05-BestFit",
     .score = bestfit_score,
+    .cacheable = 1,
+};
+
+/* ---- Spread: the node with the most GPU room left after placing, and its roomiest GPU ---- */
+
+static int64_t spread_score(gs_place_engine_t *e, const gs__node_t *node,
+                            const gs_place_request_t *req)
+{
+    (void)e;
+    return (int64_t)node->milli_left - (int64_t)gs_place_request_milli(req);
+}
+
+static void spread_choose(gs_place_engine_t *e, const gs__node_t *node,
+                          const gs_place_request_t *req, gs_place_decision_t *d)
+{
+    (void)e;
+    if (req->gpu_milli == GS_PLACE_MILLI) {
+        gs__pick_first_free(node, req, d);
+        return;
+    }
+    int best = -1;
+    for (uint32_t g = 0; g < node->ngpu; g++) {
+        if (gs__gpu_fits(node, g, req) && (best < 0 || node->gpu_left[g] > node->gpu_left[best]))
+            best = (int)g;
+    }
+    d->gpus[0] = (uint8_t)best;
+    d->num_gpu = 1;
+}
+
+const gs__policy_ops_t gs__policy_spread = {
+    .name = "spread",
+    .label = "08-Spread",
+    .score = spread_score,
+    .choose = spread_choose,
     .cacheable = 1,
 };
