@@ -1,0 +1,43 @@
+/* Private interfaces of `gpushare plan`: trace replay, capacity planning, SVG plots, helpers. */
+#ifndef GS_PLAN_CLI_H
+#define GS_PLAN_CLI_H
+
+#include "gpushare/placement.h"
+
+#include <stdio.h>
+
+/* `gpushare plan replay ...` and `gpushare plan ...` (capacity); argv[0] is the subcommand's
+ * name. Return the process exit status (cli.h). */
+int gs__plan_replay_main(int argc, char **argv);
+int gs__plan_capacity_main(int argc, char **argv);
+
+/* Prints "gpushare plan: <message>" as one line on stderr. */
+void gs__plan_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Parses "42", "42-51" or "42,45,50" into seeds[] (at most max). Returns the count, or -1. */
+int gs__plan_parse_seeds(const char *text, unsigned long long *seeds, int max);
+
+/* Parses "fgd", "random,fgd,gpushare" or "all" into policies[]. Returns the count, or -1 with
+ * the unknown name in bad (when not NULL). */
+int gs__plan_parse_policies(const char *text, gs_place_policy_t *policies, int max,
+                            const char **bad);
+
+/* Parses a finite number in [min, max]. Returns 0 or -1. */
+int gs__plan_parse_double(const char *text, double min, double max, double *value);
+
+/* Writes a dollar amount with cents and thousands separators: "$2,165.76". */
+void gs__plan_money(double dollars, char *buf, size_t len);
+
+/* One policy's curve for a plot: mean allocation % per arrived % (0..130), valid[] as in
+ * gs_place_replay_result_t. */
+typedef struct gs__plan_curve {
+    const char *label;
+    double alloc[GS_PLACE_TABLE_MAX + 1];
+    uint8_t valid[GS_PLACE_TABLE_MAX + 1];
+} gs__plan_curve_t;
+
+/* Writes an SVG chart of unallocated % (100 - allocation) against arrived % for the curves: the
+ * whole range and a close-up of the end. Returns 0 or -1 (errno set by stdio). */
+int gs__plan_svg(FILE *out, const char *title, const gs__plan_curve_t *curves, int count);
+
+#endif

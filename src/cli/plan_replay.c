@@ -1,0 +1,390 @@
+/* `gpushare plan replay`: the ATC'23 experiment for several policies and seeds, its result table
+ * in the published CSV format, a comparison with the published figures and an SVG plot. */
+#include "cli.h"
+#include "plan_cli.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SEEDS_MAX 1000
+/* parse_args's answer when it printed the help: stop, successfully. */
+#define HELP_SHOWN (-1)
+
+typedef struct replay_args {
+    const char *nodes, *pods, *out, *plot, *published, *workload;
+    gs_place_policy_t policies[GS_PLACE_POLICY_COUNT];
+    int npolicies;
+    unsigned long long seeds[SEEDS_MAX];
+    int nseeds;
+    double tune;
+} replay_args_t;
+
+/* What one policy did over all seeds. */
+typedef struct policy_summary {
+    double unalloc_sum, unalloc_min, unalloc_max;
+    int runs;
+    double seconds[SEEDS_MAX];
+    gs__plan_curve_t curve;
+    size_t curve_runs[GS_PLACE_TABLE_MAX + 1];
+} policy_summary_t;
+
+static void usage(FILE *out)
+{
+    fprintf(
+        out,
+        "usage: gpushare plan replay --nodes NODES.csv --pods PODS.csv [OPTIONS]\n"
+        "\n"
+        "Replays a workload trace (Alibaba openb CSV format) on a cluster the way the FGD\n"
+        "paper's artifact (USENIX ATC'23) does: pods sorted by name and shuffled with the\n"
+        "seed, grown to --inflate x the cluster's GPU capacity by drawing pods again, each\n"
+        "scheduled once (a pod that fits nowhere is dropped). Prints the unallocated GPU %%\n"
+        "when the arrived GPU demand reaches 100%% of capacity.\n"
+        "\n"
+        "  --nodes FILE       node list (sn,cpu_milli,memory_mib,gpu,model)\n"
+        "  --pods FILE        pod list (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec])\n"
+        "  --policy LIST      comma-separated: random, dotprod, clustering, packing, bestfit,\n"
+        "                     fgd, gpushare, spread; or all (default: gpushare)\n"
+        "  --seed SEEDS       42, 42-51 or 42,45 (default: 42)\n"
+        "  --inflate RATIO    workload size in units of GPU capacity; 0 keeps it (default: 1.3)\n"
+        "  --out FILE         write one row per (policy, seed) in the published CSV format:\n"
+        "                     allocation %% at arrived %% 0..130 (- for stdout)\n"
+        "  --plot FILE        write an SVG of unallocated %% against arrived %% (seed means)\n"
+        "  --published FILE   compare with the published results (published_allocation_*.csv)\n"
+        "  --workload NAME    the workload column (default: the pod file's name without .csv)\n"
+        "  -h, --help         this help\n");
+}
+
+static int parse_args(int argc, char **argv, replay_args_t *a)
+{
+    static const struct option options[] = {{"nodes", required_argument, NULL, 'n'},
+                                            {"pods", required_argument, NULL, 'p'},
+                                            {"policy", required_argument, NULL, 'P'},
+                                            {"seed", required_argument, NULL, 's'},
+                                            {"inflate", required_argument, NULL, 'i'},
+                                            {"out", required_argument, NULL, 'o'},
+                                            {"plot", required_argument, NULL, 'g'},
+                                            {"published", required_argument, NULL, 'c'},
+                                            {"workload", required_argument, NULL, 'w'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {NULL, 0, NULL, 0}};
+    const char *bad = NULL;
+    int opt;
+    optind = 0;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'n':
+            a->nodes = optarg;
+            break;
+        case 'p':
+            a->pods = optarg;
+            break;
+        case 'o':
+            a->out = optarg;
+            break;
+        case 'g':
+            a->plot = optarg;
+            break;
+        case 'c':
+            a->published = optarg;
+            break;
+        case 'w':
+            a->workload = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return HELP_SHOWN;
+        case 'P':
+            a->npolicies =
+                gs__plan_parse_policies(optarg, a->policies, GS_PLACE_POLICY_COUNT, &bad);
+            if (a->npolicies < 0) {
+                gs__plan_error("--policy \"%s\": unknown policy (see --help)", optarg);
+                return GS_EXIT_USAGE;
+            }
+            break;
+        case 's':
+            a->nseeds = gs__plan_parse_seeds(optarg, a->seeds, SEEDS_MAX);
+            if (a->nseeds < 0) {
+                gs__plan_error("--seed \"%s\": expected N, N-M or N,M,... (at most %d)", optarg,
+                               SEEDS_MAX);
+                return GS_EXIT_USAGE;
+            }
+            break;
+        case 'i':
+            if (gs__plan_parse_double(optarg, 0, 100, &a->tune) != 0) {
+                gs__plan_error("--inflate \"%s\": expected a ratio between 0 and 100", optarg);
+                return GS_EXIT_USAGE;
+            }
+            break;
+        case ':':
+            gs__plan_error("%s needs a value", argv[optind - 1]);
+            return GS_EXIT_USAGE;
+        default:
+            gs__plan_error("unknown option \"%s\" (see gpushare plan replay --help)",
+                           argv[optind - 1]);
+            return GS_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        gs__plan_error("unexpected argument \"%s\"", argv[optind]);
+        return GS_EXIT_USAGE;
+    }
+    if (a->nodes == NULL || a->pods == NULL) {
+        gs__plan_error("replay needs --nodes and --pods (see gpushare plan replay --help)");
+        return GS_EXIT_USAGE;
+    }
+    return GS_EXIT_OK;
+}
+
+/* The workload's name: the pod file's base name without ".csv". */
+static void workload_name(const replay_args_t *a, char *buf, size_t len)
+{
+    const char *base = a->workload;
+    if (base == NULL) {
+        base = strrchr(a->pods, '/');
+        base = base != NULL ? base + 1 : a->pods;
+    }
+    snprintf(buf, len, "%s", base);
+    size_t n = strlen(buf);
+    if (a->workload == NULL && n > 4 && strcmp(buf + n - 4, ".csv") == 0)
+        buf[n - 4] = '\0';
+}
+
+/* Python's repr of a value rounded to 2 decimals: "95.1", "100.0", "0.25". */
+static void format_pct(double v, char *buf, size_t len)
+{
+    snprintf(buf, len, "%.2f", v);
+    size_t n = strlen(buf);
+    if (n >= 2 && buf[n - 1] == '0' && buf[n - 2] != '.')
+        buf[n - 1] = '\0';
+}
+
+static void write_header(FILE *out)
+{
+    fprintf(out, "workload,sc_policy,tune,seed,total_gpus");
+    for (int x = 0; x <= GS_PLACE_TABLE_MAX; x++)
+        fprintf(out, ",%d", x);
+    fputc('\n', out);
+}
+
+static void write_row(FILE *out, const char *workload, gs_place_policy_t policy, double tune,
+                      unsigned long long seed, const gs_place_replay_result_t *r)
+{
+    fprintf(out, "%s,%s,%g,%llu,%u", workload, gs_place_policy_label(policy), tune, seed,
+            r->total_gpus);
+    for (int x = 0; x <= GS_PLACE_TABLE_MAX; x++) {
+        char v[32] = "";
+        if (r->valid[x])
+            format_pct(r->table[x], v, sizeof(v));
+        fprintf(out, ",%s", v);
+    }
+    fputc('\n', out);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void account(policy_summary_t *s, const gs_place_replay_result_t *r, double seconds)
+{
+    double unalloc = 100.0 - r->table[100];
+    if (s->runs == 0 || unalloc < s->unalloc_min)
+        s->unalloc_min = unalloc;
+    if (s->runs == 0 || unalloc > s->unalloc_max)
+        s->unalloc_max = unalloc;
+    s->unalloc_sum += unalloc;
+    s->seconds[s->runs++] = seconds;
+    for (int x = 0; x <= GS_PLACE_TABLE_MAX; x++) {
+        if (r->valid[x]) {
+            s->curve.alloc[x] += r->table[x];
+            s->curve_runs[x]++;
+        }
+    }
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), by_value);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Reads the published mean unallocated % at arrived 100% for (workload, label) over the given
+ * seeds; returns -1 when the file has no such rows. */
+static double published_mean(const char *path, const char *workload, const char *label,
+                             const replay_args_t *a)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    char line[8192];
+    int col100 = -1, n = 0;
+    double sum = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char *field[200], *save = NULL;
+        int nf = 0;
+        for (char *t = strtok_r(line, ",\r\n", &save); t != NULL && nf < 200;
+             t = strtok_r(NULL, ",\r\n", &save))
+            field[nf++] = t;
+        if (col100 < 0) {
+            for (int i = 0; i < nf; i++)
+                col100 = strcmp(field[i], "100") == 0 ? i : col100;
+            continue;
+        }
+        if (nf <= col100 || nf < 4 || strcmp(field[0], workload) != 0 ||
+            strcmp(field[1], label) != 0)
+            continue;
+        unsigned long long seed = strtoull(field[3], NULL, 10);
+        for (int i = 0; i < a->nseeds; i++) {
+            if (a->seeds[i] == seed) {
+                sum += 100.0 - strtod(field[col100], NULL);
+                n++;
+                break;
+            }
+        }
+    }
+    fclose(f);
+    return n > 0 ? sum / n : -1;
+}
+
+static void print_summary(FILE *out, const replay_args_t *a, const char *workload,
+                          policy_summary_t *sums)
+{
+    fprintf(out, "%-11s %-17s %11s %15s %10s %13s\n", "policy", "label", "unalloc@100", "min..max",
+            "published", "replay (med)");
+    for (int i = 0; i < a->npolicies; i++) {
+        policy_summary_t *s = &sums[i];
+        const char *label = gs_place_policy_label(a->policies[i]);
+        char pub[32] = "-", range[48];
+        double p = a->published ? published_mean(a->published, workload, label, a) : -1;
+        if (p >= 0)
+            snprintf(pub, sizeof(pub), "%.2f", p);
+        snprintf(range, sizeof(range), "%.2f..%.2f", s->unalloc_min, s->unalloc_max);
+        fprintf(out, "%-11s %-17s %10.2f%% %15s %10s %11.3f s\n",
+                gs_place_policy_name(a->policies[i]), label, s->unalloc_sum / s->runs, range, pub,
+                median(s->seconds, s->runs));
+    }
+    fprintf(out,
+            "unalloc@100: unallocated GPU %% when the arrived demand reaches 100%% of the "
+            "capacity, mean over %d seed(s)\n",
+            a->nseeds);
+}
+
+static int write_plot(const replay_args_t *a, const char *workload, policy_summary_t *sums)
+{
+    gs__plan_curve_t curves[GS_PLACE_POLICY_COUNT];
+    for (int i = 0; i < a->npolicies; i++) {
+        curves[i] = sums[i].curve;
+        curves[i].label = gs_place_policy_name(a->policies[i]);
+        for (int x = 0; x <= GS_PLACE_TABLE_MAX; x++) {
+            curves[i].valid[x] = sums[i].curve_runs[x] > 0;
+            if (curves[i].valid[x])
+                curves[i].alloc[x] /= (double)sums[i].curve_runs[x];
+        }
+    }
+    FILE *f = fopen(a->plot, "w");
+    if (f == NULL || gs__plan_svg(f, workload, curves, a->npolicies) != 0 || fclose(f) != 0) {
+        gs__plan_error("%s: cannot write the plot", a->plot);
+        return GS_EXIT_FAIL;
+    }
+    return GS_EXIT_OK;
+}
+
+/* Replays every (policy, seed), writing rows to csv (may be NULL). */
+static int run_all(const replay_args_t *a, const gs_place_nodes_t *nodes,
+                   const gs_place_pods_t *pods, const char *workload, FILE *csv,
+                   policy_summary_t *sums)
+{
+    char err[GS_PLACE_ERR_MAX];
+    for (int i = 0; i < a->npolicies; i++) {
+        for (int k = 0; k < a->nseeds; k++) {
+            gs_place_replay_opts_t opts = {
+                .policy = a->policies[i], .seed = a->seeds[k], .tune = a->tune};
+            gs_place_replay_result_t r;
+            double t0 = now();
+            if (gs_place_replay(nodes, pods, &opts, &r, err, sizeof(err)) != 0) {
+                gs__plan_error("replay: %s", err);
+                return GS_EXIT_FAIL;
+            }
+            account(&sums[i], &r, now() - t0);
+            if (csv != NULL)
+                write_row(csv, workload, a->policies[i], a->tune, a->seeds[k], &r);
+            gs_place_replay_result_free(&r);
+        }
+    }
+    return GS_EXIT_OK;
+}
+
+static int replay(const replay_args_t *a)
+{
+    char err[GS_PLACE_ERR_MAX], workload[256];
+    gs_place_nodes_t nodes = {0};
+    gs_place_pods_t pods = {0};
+    policy_summary_t *sums = NULL;
+    FILE *csv = NULL;
+    int status = GS_EXIT_FAIL;
+    if (gs_place_nodes_read(a->nodes, &nodes, err, sizeof(err)) != 0 ||
+        gs_place_pods_read(a->pods, &pods, err, sizeof(err)) != 0) {
+        gs__plan_error("%s", err);
+        goto out;
+    }
+    workload_name(a, workload, sizeof(workload));
+    sums = calloc((size_t)a->npolicies, sizeof(*sums));
+    if (sums == NULL) {
+        gs__plan_error("out of memory");
+        goto out;
+    }
+    if (a->out != NULL) {
+        csv = strcmp(a->out, "-") == 0 ? stdout : fopen(a->out, "w");
+        if (csv == NULL) {
+            gs__plan_error("%s: cannot create the file", a->out);
+            goto out;
+        }
+        write_header(csv);
+    }
+    if ((status = run_all(a, &nodes, &pods, workload, csv, sums)) != GS_EXIT_OK)
+        goto out;
+    print_summary(csv == stdout ? stderr : stdout, a, workload, sums);
+    if (a->plot != NULL)
+        status = write_plot(a, workload, sums);
+out:
+    if (csv != NULL && csv != stdout && fclose(csv) != 0 && status == GS_EXIT_OK) {
+        gs__plan_error("%s: write error", a->out);
+        status = GS_EXIT_FAIL;
+    }
+    free(sums);
+    gs_place_nodes_free(&nodes);
+    gs_place_pods_free(&pods);
+    return status;
+}
+
+int gs__plan_replay_main(int argc, char **argv)
+{
+    replay_args_t *a = calloc(1, sizeof(*a));
+    if (a == NULL) {
+        gs__plan_error("out of memory");
+        return GS_EXIT_FAIL;
+    }
+    a->policies[0] = GS_PLACE_GPUSHARE;
+    a->npolicies = 1;
+    a->seeds[0] = 42;
+    a->nseeds = 1;
+    a->tune = 1.3;
+    int status = parse_args(argc, argv, a);
+    if (status == GS_EXIT_OK)
+        status = replay(a);
+    else if (status == HELP_SHOWN)
+        status = GS_EXIT_OK;
+    free(a);
+    return status;
+}
