@@ -233,6 +233,33 @@ static void test_bestfit_and_spread(void **state)
     assert_int_equal(a.part[0].gpu, 1); /* only GPU 1 has room */
 }
 
+/* gpushare and fgd ask the placement engine: it chooses among the GPUs that fit, and a request
+ * only one GPU can take goes there. */
+static void test_engine_policies(void **state)
+{
+    (void)state;
+    const gs__policy_t policies[] = {GS__POLICY_GPUSHARE, GS__POLICY_FGD};
+    for (int p = 0; p < 2; p++) {
+        gs__gpu_t gs[3] = {gpu(0, 80 * GIB, 0, 1), gpu(1, 80 * GIB, 0, 1), gpu(2, 40 * GIB, 0, 1)};
+        gs__alloc_t a;
+        for (int i = 0; i < 12; i++) {
+            gs_lease_request_t r = memory_req((uint64_t)(5 + i % 3 * 5) * GIB, 0);
+            assert_int_equal(gs__place(gs, 3, &r, policies[p], &a), 0);
+            assert_int_equal(a.n, 1);
+            assert_true(gs__gpu_fits(&gs[a.part[0].gpu], r.kind, &a.part[0]));
+            gs__gpu_take(&gs[a.part[0].gpu], &a.part[0]);
+        }
+        uint64_t free0 = gs__gpu_leasable(&gs[0]) - gs[0].mem_leased;
+        uint64_t free1 = gs__gpu_leasable(&gs[1]) - gs[1].mem_leased;
+        uint64_t free2 = gs__gpu_leasable(&gs[2]) - gs[2].mem_leased;
+        uint64_t most = free0 > free1 ? free0 : free1;
+        most = most > free2 ? most : free2;
+        gs_lease_request_t big = memory_req(most, 0);
+        assert_int_equal(gs__place(gs, 3, &big, policies[p], &a), 0);
+        assert_int_equal(gs__gpu_leasable(&gs[a.part[0].gpu]) - gs[a.part[0].gpu].mem_leased, most);
+    }
+}
+
 static void test_never_fits(void **state)
 {
     (void)state;
@@ -331,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_slots_and_fractions_mix),
         cmocka_unit_test(test_multi_gpu_slots),
         cmocka_unit_test(test_bestfit_and_spread),
+        cmocka_unit_test(test_engine_policies),
         cmocka_unit_test(test_never_fits),
         cmocka_unit_test(test_exclusive_mode),
         cmocka_unit_test(test_queue_fifo_within_priority),

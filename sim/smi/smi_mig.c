@@ -357,7 +357,7 @@ static void destroy_on_gpu(unsigned index, nvmlDevice_t dev, void *arg)
 /* Parses the "-gi ID" / "-ci ID" options of -dci and -dgi. Returns 0 or -1. */
 static int parse_ids(int argc, char **argv, destroy_state_t *s)
 {
-    for (int k = 1; k < argc; k++) {
+    for (int k = 1; k < argc; k += 2) { /* option, value */
         char *end;
         if (k + 1 >= argc || (strcmp(argv[k], "-gi") != 0 && strcmp(argv[k], "-ci") != 0))
             return -1;
@@ -368,7 +368,6 @@ static int parse_ids(int argc, char **argv, destroy_state_t *s)
             s->gi_id = v;
         else
             s->ci_id = v;
-        k++;
     }
     return 0;
 }

@@ -47,12 +47,6 @@ static int check_policy(gs__daemon_t *d, const gs__policy_t *policies, char *err
             return GS_EINVAL;
         }
     }
-    if (d->policy == GS__POLICY_FGD) {
-        snprintf(err, errlen,
-                 "placement fgd needs the placement engine, which this build does "
-                 "not have (use gpushare, bestfit or spread)");
-        return GS_ENOSYS;
-    }
     return 0;
 }
 

@@ -1,6 +1,7 @@
 /* gpushared: the node daemon that grants GPU leases (see docs/man/gpushared.8). */
 #include "api.h"
 #include "daemon.h"
+#include "place_engine.h"
 #include "metrics.h"
 #include "regions.h"
 #include "server.h"
@@ -214,6 +215,7 @@ static void stop(gs__daemon_t *d)
     gs__metrics_stop(d);
     gs__api_shutdown(d);
     gs__leases_free(d);
+    gs__place_engine_free();
     gs__ledger_close(d->ledger);
     gs__inventory_close(d->inv);
 }

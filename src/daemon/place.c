@@ -1,5 +1,7 @@
-/* Placement glue: the daemon's built-in best-fit / spread choice of GPUs for a lease. */
+/* Placement glue: which GPUs a lease goes to (built-in best fit and spread; the placement
+ * engine for gpushare and fgd one-GPU leases). */
 #include "place.h"
+#include "place_engine.h"
 
 #include "gpushare/error.h"
 
@@ -26,22 +28,26 @@ static int place_one(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t
                      gs__policy_t policy, gs__alloc_t *out)
 {
     int best = -1;
-    gs__part_t best_part = {0};
+    gs__part_t parts[GS_MAX_DEVICES];
+    int fits[GS_MAX_DEVICES];
     for (unsigned i = 0; i < n; i++) {
-        gs__part_t part;
-        gs__part_for(&gpus[i], req, 0, &part);
-        part.gpu = i;
-        if (!gs__gpu_fits(&gpus[i], req->kind, &part))
-            continue;
-        if (best < 0 || compare_one(&gpus[i], &part, &gpus[best], &best_part, policy) < 0) {
+        gs__part_for(&gpus[i], req, 0, &parts[i]);
+        parts[i].gpu = i;
+        fits[i] = gs__gpu_fits(&gpus[i], req->kind, &parts[i]);
+        if (fits[i] &&
+            (best < 0 || compare_one(&gpus[i], &parts[i], &gpus[best], &parts[best], policy) < 0))
             best = (int)i;
-            best_part = part;
-        }
     }
     if (best < 0)
         return GS_ENOFIT;
+    /* gpushare and fgd: the fragmentation-aware engine decides among the GPUs that fit. */
+    if (policy == GS__POLICY_GPUSHARE || policy == GS__POLICY_FGD) {
+        int pick = gs__place_engine_pick(gpus, n, parts, fits, policy);
+        if (pick >= 0)
+            best = pick;
+    }
     out->n = 1;
-    out->part[0] = best_part;
+    out->part[0] = parts[best];
     return 0;
 }
 

@@ -7,13 +7,15 @@
 #include "model.h"
 
 /* Chooses GPUs for req among gpus[0..n) as they are now, following policy:
- *   - one-GPU requests (--gpu, --gpu-memory): bestfit and gpushare take the GPU that is left
- *     with the least free memory (then compute, then the lowest index), spread the most;
+ *   - one-GPU requests (--gpu, --gpu-memory): gpushare and fgd ask the placement engine
+ *     (fragmentation-aware, docs/placement.md) among the GPUs that fit; bestfit (and the engine
+ *     when it cannot decide) take the GPU left with the least free memory (then compute, then
+ *     the lowest index), spread the most;
  *   - --gpus N: N logical GPUs as s slots on each of g GPUs with g * s = N, all with the same
  *     overprovision factor, with g as small as possible (whole GPUs when K = 1); bestfit and
  *     gpushare prefer the GPUs with the fewest free slots, spread the most.
  * Returns 0 with *out filled (parts in GPU index order), or GS_ENOFIT when nothing fits now.
- * Pure: reads gpus only. */
+ * Reads gpus only (the engine keeps what it learned of the requests). */
 int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, gs__policy_t policy,
               gs__alloc_t *out);
 
