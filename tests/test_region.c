@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -386,6 +387,44 @@ static void test_zombie_leader_is_alive(void **state)
     gs_region_close(r);
 }
 
+/* A member that closed all its descriptors (and with them its liveness lock) is still alive:
+ * the fallback identity (pid + start time) keeps its record until it really exits. */
+static void test_closed_descriptors_still_alive(void **state)
+{
+    (void)state;
+    char path[256];
+    region_path(path, sizeof(path), "closer");
+    gs_region_config_t cfg = config_with_limit(GIB);
+    gs_region_t *r = NULL;
+    assert_int_equal(gs_region_create(path, &cfg, 0600, &r), 0);
+    volatile int *flag =
+        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(flag != MAP_FAILED);
+    pid_t kid = fork();
+    if (kid == 0) {
+        gs_region_t *mine;
+        int slot;
+        if (gs_region_open(path, &mine) != 0 || gs_region_attach(mine, &slot) != 0 ||
+            gs_region_reserve(mine, slot, 0, 4096) != 0)
+            _exit(1);
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
+        *flag = 1;
+        pause();
+        _exit(0);
+    }
+    while (*flag == 0)
+        usleep(1000);
+    assert_int_equal(gs_region_reap(r), 0);
+    assert_int_equal(gs_region_used(r, 0), 4096);
+    kill(kid, SIGKILL);
+    waitpid(kid, NULL, 0);
+    assert_int_equal(gs_region_reap(r), 1);
+    assert_int_equal(gs_region_used(r, 0), 0);
+    munmap((void *)flag, 4096);
+    gs_region_close(r);
+}
+
 /* Only the record a handle attached is its to charge. */
 static void test_foreign_slot_refused(void **state)
 {
@@ -441,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_reapers),
         cmocka_unit_test(test_zombie_leader_is_alive),
         cmocka_unit_test(test_foreign_slot_refused),
+        cmocka_unit_test(test_closed_descriptors_still_alive),
         cmocka_unit_test(test_recycle),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,9 +11,11 @@
 
 #include <getopt.h>
 #include <signal.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -220,6 +222,18 @@ static void stop(gs__daemon_t *d)
     gs__inventory_close(d->inv);
 }
 
+/* Each live lease keeps its region file open (reaping asks the kernel about the liveness locks
+ * on it), so a busy node needs more descriptors than the usual soft limit of 1024. */
+static void raise_fd_limit(void)
+{
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+        lim.rlim_cur = lim.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &lim) != 0)
+            gs_warn("cannot raise the open file limit: %s", gs_strerror(-errno));
+    }
+}
+
 int main(int argc, char **argv)
 {
     options_t opts;
@@ -227,6 +241,7 @@ int main(int argc, char **argv)
     if (status != 0)
         return status < 0 ? 0 : status;
     gs_log_init("gpushared", opts.level);
+    raise_fd_limit();
     gs__daemon_t *d = calloc(1, sizeof(*d));
     if (d == NULL)
         return 1;

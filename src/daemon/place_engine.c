@@ -101,9 +101,8 @@ int gs__place_engine_pick(const gs__gpu_t *gpus, unsigned n, const gs__part_t *p
     uint32_t milli = milli_of(parts[any].memory, leasable, 1);
     if (parts[any].compute > milli)
         milli = parts[any].compute > 1000 ? 1000 : parts[any].compute;
-    gs_place_request_t req = {.num_gpu = 1,
-                              .gpu_milli = milli > 0 ? milli : 1,
-                              .gpu_mem_bytes = parts[any].memory};
+    gs_place_request_t req = {
+        .num_gpu = 1, .gpu_milli = milli > 0 ? milli : 1, .gpu_mem_bytes = parts[any].memory};
     gs_place_decision_t where;
     if (gs_place_select(cache.engine, &req, &where) != 0 || where.node < 0 ||
         (unsigned)where.node >= n || !fits[where.node])

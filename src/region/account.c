@@ -3,6 +3,8 @@
 
 #include "gpushare/error.h"
 
+#include <unistd.h>
+
 static uint64_t tag_of(int slot, uint64_t seq)
 {
     return ((uint64_t)(slot + 1) << SEQ_BITS) | (seq & SEQ_MASK);
@@ -124,12 +126,25 @@ static int run_op(region_layout_t *map, int slot, unsigned dev, int64_t delta)
     return 0;
 }
 
+/* Records this process's start time in its record (once): the fallback identity for when its
+ * liveness lock is gone (a process that closed all its descriptors). */
+static void note_start_time(gs_region_t *region, int slot)
+{
+    uint64_t start = 0;
+    gs_proc_alive(getpid(), &start);
+    if (start > 1)
+        STORE(&region->map->procs[slot].start_time, start);
+    region->start_known = 1;
+}
+
 int gs_region_reserve(gs_region_t *region, int slot, unsigned dev, uint64_t bytes)
 {
     region_layout_t *map = region->map;
     if (slot < 0 || slot >= GS_REGION_MAX_PROCS || dev >= GS_MAX_DEVICES)
         return GS_EINVAL;
     gs_spin_lock(&region->ops);
+    if (!region->start_known && slot == region->owned_slot)
+        note_start_time(region, slot);
     /* Only the record this process attached (a thread racing the exit-time detach finds it
      * gone). No device holds 8 EiB: such a request is simply more than the lease has. */
     int result = slot != region->owned_slot    ? GS_EINVAL

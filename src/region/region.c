@@ -82,14 +82,22 @@ static void init_layout(region_layout_t *map, const gs_region_config_t *cfg)
     memcpy(map->magic, REGION_MAGIC, sizeof(map->magic));
 }
 
-static int wrap(region_layout_t *map, gs_region_t **out)
+/* Wraps a mapping in a handle; takes ownership of fd (may be -1) whatever happens. */
+static int wrap(region_layout_t *map, int fd, const char *path, gs_region_t **out)
 {
-    gs_region_t *region = malloc(sizeof(*region));
-    if (region == NULL) {
+    gs_region_t *region = calloc(1, sizeof(*region));
+    char *copy = path != NULL ? strdup(path) : NULL;
+    if (region == NULL || (path != NULL && copy == NULL)) {
+        free(region);
+        free(copy);
+        if (fd >= 0)
+            close(fd);
         munmap(map, sizeof(*map));
         return GS_ENOMEM;
     }
     region->map = map;
+    region->fd = fd;
+    region->path = copy;
     gs_spin_reset(&region->ops);
     gs_spin_reset(&region->reap);
     region->owned_slot = -1;
@@ -170,9 +178,9 @@ int gs_region_create(const char *path, const gs_region_config_t *cfg, mode_t mod
 out:
     if (tmp[0] != '\0')
         unlink(tmp);
-    close(fd);
     if (result == 0)
-        return wrap(map, out);
+        return wrap(map, fd, path, out);
+    close(fd);
     if (map != NULL)
         munmap(map, sizeof(*map));
     return result;
@@ -219,15 +227,16 @@ int gs_region_open(const char *path, gs_region_t **out)
         result = GS_EVERSION;
     if (result == 0)
         result = map_file(fd, &map);
-    close(fd);
-    if (result != 0)
+    if (result == 0 && (memcmp(map->magic, REGION_MAGIC, sizeof(map->magic)) != 0 ||
+                        map->version != REGION_VERSION || map->size != sizeof(region_layout_t)))
+        result = GS_EVERSION;
+    if (result != 0) {
+        if (map != NULL)
+            munmap(map, sizeof(*map));
+        close(fd);
         return result;
-    if (memcmp(map->magic, REGION_MAGIC, sizeof(map->magic)) != 0 ||
-        map->version != REGION_VERSION || map->size != sizeof(region_layout_t)) {
-        munmap(map, sizeof(*map));
-        return GS_EVERSION;
     }
-    return wrap(map, out);
+    return wrap(map, fd, path, out);
 }
 
 int gs_region_open_or_create(const char *path, const gs_region_config_t *cfg, gs_region_t **out,
@@ -257,7 +266,7 @@ int gs_region_create_private(const gs_region_config_t *cfg, gs_region_t **out)
     if (p == MAP_FAILED)
         return -errno;
     init_layout(p, cfg);
-    return wrap(p, out);
+    return wrap(p, -1, NULL, out);
 }
 
 void gs_region_close(gs_region_t *region)
@@ -265,17 +274,54 @@ void gs_region_close(gs_region_t *region)
     if (region == NULL)
         return;
     munmap(region->map, sizeof(*region->map));
+    if (region->fd >= 0)
+        close(region->fd);
+    free(region->path);
     free(region);
+}
+
+/* Takes (or, with unlock, drops) the liveness lock of record i. Returns 0 or -errno. */
+static int slot_lock(const gs_region_t *region, int i, int unlock)
+{
+    struct flock fl = {.l_type = unlock ? F_UNLCK : F_WRLCK,
+                       .l_whence = SEEK_SET,
+                       .l_start = SLOT_LOCK_BASE + i,
+                       .l_len = 1};
+    return fcntl(region->fd, F_OFD_SETLK, &fl) == 0 ? 0 : -errno;
+}
+
+/* Fills a freshly claimed record i for the calling process. Returns 0, or GS_EBUSY when its
+ * liveness lock is still held (its previous owner is between freeing it and unlocking). */
+static int take_record(gs_region_t *region, int i)
+{
+    region_proc_t *proc = &region->map->procs[i];
+    /* With a liveness lock the start time (a /proc read, the slowest part of attaching) is
+     * only a fallback: it is filled in at the first reservation (1 = not known yet). */
+    uint64_t start = 1;
+    region->start_known = region->fd < 0;
+    if (region->fd >= 0) {
+        if (slot_lock(region, i, 0) != 0)
+            return GS_EBUSY;
+    } else {
+        gs_proc_alive(getpid(), &start);
+        if (start == 0)
+            start = 1; /* never 0: 0 marks a record being filled */
+    }
+    /* used[] is already 0 bytes (the record was drained before it was freed); its applied
+     * sequence numbers stay, as the slot's sequence carries on. */
+    ADD(&proc->generation, 1);
+    STORE(&proc->locked, region->fd >= 0);
+    STORE(&proc->allocs, 0);
+    STORE(&proc->frees, 0);
+    STORE(&proc->ooms, 0);
+    STORE(&proc->start_time, start);
+    return 0;
 }
 
 int gs_region_attach(gs_region_t *region, int *slot)
 {
     region_layout_t *map = region->map;
     pid_t pid = getpid();
-    uint64_t start = 0;
-    gs_proc_alive(pid, &start);
-    if (start == 0)
-        start = 1; /* never 0: 0 marks a record being filled */
     int first = (int)((unsigned)pid % GS_REGION_MAX_PROCS);
     /* Counted before a record is claimed: a process dying in between leaves the count too high
      * (scans still happen), never too low. */
@@ -289,13 +335,10 @@ int gs_region_attach(gs_region_t *region, int *slot)
                 !__atomic_compare_exchange_n(&proc->pid, &expected, (int32_t)pid, 0,
                                              __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
                 continue;
-            /* used[] is already 0 bytes (the record was drained before it was freed); its
-             * applied sequence numbers stay, as the slot's sequence carries on. */
-            ADD(&proc->generation, 1);
-            STORE(&proc->allocs, 0);
-            STORE(&proc->frees, 0);
-            STORE(&proc->ooms, 0);
-            STORE(&proc->start_time, start);
+            if (take_record(region, i) != 0) {
+                STORE(&proc->pid, 0);
+                continue;
+            }
             gs_spin_lock(&region->ops);
             region->owned_slot = i;
             gs_spin_unlock(&region->ops);
@@ -317,15 +360,26 @@ void gs_region_detach(gs_region_t *region, int slot)
         region->owned_slot = -1;
         gs__region_drain(region->map, slot);
         gs__region_free_slot(region->map, slot, 0);
+        /* Unlocked only once free: a reaper never sees this record unlocked while in use. */
+        if (region->fd >= 0)
+            slot_lock(region, slot, 1);
     }
     gs_spin_unlock(&region->ops);
 }
 
-/* Returns nonzero when the process recorded as pid (started at recorded) is gone (or a zombie, or
- * its pid now belongs to another process). A record still being filled is trusted while its pid
- * lives. */
-static int record_is_dead(int32_t pid, uint64_t recorded)
+/* Returns nonzero when record i's owner is gone. A held liveness lock means alive. Otherwise
+ * (no lock, or a process that closed its descriptors) the pid decides: gone or a zombie, or now
+ * another process's (by start time, once known). A record still being filled (start time 0)
+ * or whose start time is not known yet (1) is trusted while its pid lives. */
+static int record_is_dead(const gs_region_t *region, int i, int32_t pid, uint64_t recorded)
 {
+    const region_proc_t *proc = &region->map->procs[i];
+    if (recorded != 0 && LOAD(&proc->locked) && region->fd >= 0) {
+        struct flock fl = {
+            .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = SLOT_LOCK_BASE + i, .l_len = 1};
+        if (fcntl(region->fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK)
+            return 0;
+    }
     uint64_t actual = 0;
     if (!gs_proc_alive(pid, &actual))
         return 1;
@@ -391,7 +445,7 @@ int gs_region_reap(gs_region_t *region)
             continue;
         uint64_t gen = LOAD(&proc->generation);
         uint64_t start = LOAD(&proc->start_time);
-        if (!record_is_dead(pid, start))
+        if (!record_is_dead(region, i, pid, start))
             continue;
         if (me == 0)
             me = my_token();
@@ -484,10 +538,16 @@ int gs_region_processes(gs_region_t *region, gs_region_process_t *out, int max)
 
 void gs_region_after_fork(gs_region_t *region)
 {
-    if (region != NULL) {
-        gs_spin_reset(&region->ops);
-        gs_spin_reset(&region->reap);
-        region->owned_slot = -1; /* the parent's record */
+    if (region == NULL)
+        return;
+    gs_spin_reset(&region->ops);
+    gs_spin_reset(&region->reap);
+    region->owned_slot = -1; /* the parent's record */
+    /* The inherited descriptor shares the parent's liveness locks: the child needs its own. */
+    if (region->fd >= 0) {
+        int fd = region->path != NULL ? open(region->path, O_RDWR | O_CLOEXEC) : -1;
+        close(region->fd);
+        region->fd = fd;
     }
 }
 

@@ -8,7 +8,12 @@
  * the record. Before anyone replaces a device word, it first applies the operation that wrote it
  * to that process's record ("helping"). So every operation that reached the device word is, or
  * will be, in exactly one record, whatever instant a process dies at; a dead process's record is
- * then exact and its use is given back by operations run on its behalf. */
+ * then exact and its use is given back by operations run on its behalf.
+ *
+ * Liveness: a process holds an OFD lock on its record's byte of the region file (one fcntl at
+ * attach); the kernel drops it when the process is gone, so another process tells a dead record
+ * with one F_OFD_GETLK, and a reused pid cannot fool it. Records of a private region (no file)
+ * fall back to pid + start time read from /proc. */
 #ifndef GS_REGION_INTERNAL_H
 #define GS_REGION_INTERNAL_H
 
@@ -19,7 +24,7 @@
 #include "gpushare/spinlock.h"
 
 #define REGION_MAGIC   "GSREGION"
-#define REGION_VERSION 6u
+#define REGION_VERSION 7u
 
 typedef unsigned __int128 u128;
 
@@ -37,9 +42,9 @@ typedef struct region_pending {
 typedef struct region_proc {
     u128 used[GS_MAX_DEVICES]; /* low: bytes held; high: seq of the last op applied */
     region_pending_t pending;
-    uint64_t seq; /* last sequence number used by this slot (kept across owners) */
-    int32_t pid;  /* 0 = free; claimed by CAS */
-    int32_t pad;
+    uint64_t seq;        /* last sequence number used by this slot (kept across owners) */
+    int32_t pid;         /* 0 = free; claimed by CAS */
+    int32_t locked;      /* the owner holds an OFD lock on the slot's byte of the region file */
     uint64_t generation; /* bumped by every attach: tells one owner of the slot from the next */
     uint64_t reaper;     /* token of the process reclaiming this dead slot, 0 = none */
     uint64_t start_time; /* 0 while the owner is still filling the record */
@@ -69,11 +74,17 @@ typedef struct region_layout {
     region_proc_t procs[GS_REGION_MAX_PROCS];
 } region_layout_t;
 
+/* Liveness locks: one byte per record, far beyond the end of the file. */
+#define SLOT_LOCK_BASE (INT64_C(1) << 40)
+
 struct gs_region {
     region_layout_t *map;
+    int fd;             /* the region file (kept open for liveness locks), -1 for a private one */
+    char *path;         /* to reopen it in a forked child (NULL for a private one) */
     gs_spinlock_t ops;  /* one operation at a time per process: a record has one pending slot */
     gs_spinlock_t reap; /* one reaping pass at a time per process */
     int owned_slot;     /* the record this process attached (under ops), -1 = none */
+    int start_known;    /* the record's start time is filled in (under ops) */
 };
 
 #define LOAD(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
