@@ -4,6 +4,7 @@
  *
  * The lease's region is created before the workers start (as the daemon does) on tmpfs.
  * Method: every case runs in fresh processes, alternately without and with the shim, REPEATS
+ * (cuInit: enough runs for 64 processes per side, at least REPEATS)
  * times; a figure is the median over the repeats (per-call costs: total time / calls in one
  * process, median over processes and repeats; cuInit: percentiles over all processes of one
  * repeat, then the median of each percentile over repeats). Timings use CLOCK_MONOTONIC. */
@@ -21,10 +22,11 @@
 
 #include "gpushare/region.h"
 
-#define REPEATS     5
-#define LAUNCHES    200000
-#define ALLOCS      100000
-#define MAX_WORKERS 256
+#define REPEATS       5
+#define INIT_RUNS_MAX 64
+#define LAUNCHES      200000
+#define ALLOCS        100000
+#define MAX_WORKERS   256
 
 typedef struct shared {
     int go; /* the barrier: 0 until released */
@@ -252,8 +254,15 @@ static int per_call(const char *self, const char *dir, const char *mode, int pro
 static int init_latency(const char *self, const char *dir, int procs, double *cpu_added)
 {
     static double vals[MAX_WORKERS], cpu[MAX_WORKERS];
-    double p[2][3][REPEATS], c[2][REPEATS];
-    for (int r = 0; r < REPEATS; r++) {
+    /* Fewer processes give fewer samples per run: run more of them (at least 64 processes in
+     * all per side), so every row rests on comparable evidence. */
+    int runs = procs >= 64 ? REPEATS : 64 / procs;
+    if (runs < REPEATS)
+        runs = REPEATS;
+    if (runs > INIT_RUNS_MAX)
+        runs = INIT_RUNS_MAX;
+    double p[2][3][INIT_RUNS_MAX], c[2][INIT_RUNS_MAX];
+    for (int r = 0; r < runs; r++) {
         for (int shim = 0; shim < 2; shim++) {
             if (run_case(self, "init", procs, shim, vals, cpu, dir, r) != 0)
                 return -1;
@@ -266,10 +275,10 @@ static int init_latency(const char *self, const char *dir, int procs, double *cp
     double m[2][3];
     for (int s = 0; s < 2; s++)
         for (int k = 0; k < 3; k++)
-            m[s][k] = median(p[s][k], REPEATS);
+            m[s][k] = median(p[s][k], runs);
     printf("%5d %9.1f %9.1f %9.1f   %9.1f %9.1f %9.1f   %+9.1f %+9.1f\n", procs, m[0][0], m[0][1],
            m[0][2], m[1][0], m[1][1], m[1][2], m[1][0] - m[0][0], m[1][1] - m[0][1]);
-    *cpu_added = median(c[1], REPEATS) - median(c[0], REPEATS);
+    *cpu_added = median(c[1], runs) - median(c[0], runs);
     return 0;
 }
 
