@@ -103,8 +103,10 @@ static void enqueue(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t 
     json_object_set_new(reply, "position", json_integer(position));
     json_object_set_new(reply, "queue_length", json_integer(d->queue.length));
     gs__conn_send(conn, reply);
-    gs_info("user %s (pid %d) waits for a lease (position %u of %u): command \"%s\"",
-            gs__conn_cred(conn)->user, (int)gs__conn_cred(conn)->pid, position, d->queue.length,
+    gs__cred_t owner;
+    lease_cred(conn, req, &owner);
+    gs_info("user %s (pid %d%s) waits for a lease (position %u of %u): command \"%s\"", owner.user,
+            (int)owner.pid, req->owner.set ? ", asked by root" : "", position, d->queue.length,
             req->command);
 }
 

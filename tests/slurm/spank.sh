@@ -45,21 +45,23 @@ grep -q '^\[grow\] growing failed: CUDA_ERROR_OUT_OF_MEMORY' <<<"$out" || fail "
 wait_eq 5 0 lease_count
 pass "srun --gpu-memory=4G --gres=gpu:1: the job sees 4 GiB and gets CUDA_ERROR_OUT_OF_MEMORY beyond; the user's lease lives with the step"
 
-# The environment of a step: the GPU's UUID, the shim first in LD_PRELOAD, the lease's variables.
-run_srun env.out --gpu-memory=2G --gpu-compute=30 --gres=gpu:2 env
+# The environment of a step: the GPUs' UUIDs, the shim first in LD_PRELOAD, the lease's
+# variables; its two tasks share the one lease.
+run_srun env.out -n 2 --gpu-memory=2G --gpu-compute=30 --gres=gpu:2 env
 expect_eq "$rc" 0 "srun env"
 uuids=$(gs status --json | jq -r '[.gpus[].uuid] | join(",")')
+expect_eq "$(grep -c '^GPUSHARE_LEASE_ID=' "$WORK/env.out")" 2 "tasks with a lease"
 env_of() {
-  sed -n "s/^$1=//p" "$WORK/env.out"
+  sed -n "s/^$1=//p" "$WORK/env.out" | sort -u
 }
 expect_eq "$(env_of CUDA_VISIBLE_DEVICES)" "$uuids" "CUDA_VISIBLE_DEVICES of a two-GPU step"
 expect_eq "$(env_of GPUSHARE_MEMORY_LIMIT)" "0=2G,1=2G" "GPUSHARE_MEMORY_LIMIT"
 expect_eq "$(env_of GPUSHARE_COMPUTE_SHARE)" 30 "GPUSHARE_COMPUTE_SHARE"
 [[ $(env_of LD_PRELOAD) == "$SHIM"* ]] || fail "LD_PRELOAD does not start with the shim: $(env_of LD_PRELOAD)"
 [[ $(env_of GPUSHARE_REGION) == "$WORK/state/regions/"* ]] || fail "GPUSHARE_REGION: $(env_of GPUSHARE_REGION)"
-[[ -n $(env_of GPUSHARE_LEASE_ID) ]] || fail "no GPUSHARE_LEASE_ID"
+expect_eq "$(env_of GPUSHARE_LEASE_ID | grep -c '^[0-9][0-9]*$')" 1 "one lease id for both tasks"
 wait_eq 5 0 lease_count
-pass "a two-GPU step: both UUIDs, 2G on each, 30 % compute, the shim preloaded"
+pass "a two-GPU, two-task step: one lease, both UUIDs, 2G on each, 30 % compute, the shim preloaded"
 
 # (c) --gres=shard:2 of 4 per GPU: half a GPU (40 GiB and 50 % compute).
 run_srun shard.out --gres=shard:2 "$JOB" half 1 0
@@ -114,26 +116,52 @@ grep -q '^CUDA_VISIBLE_DEVICES=GPU-' <<<"$batch" || fail "the step's CUDA_VISIBL
 wait_eq 5 0 lease_count
 pass "sbatch --gpu-memory=3G: the batch script's lease, shared by its srun step, gone with the job"
 
-# No room on the GPU Slurm gave: the step fails at once with one line (timeout=0).
-env "LD_PRELOAD=$ASAN_PRELOAD" "$BIN/gpushare" run --gpu-memory 79G -- sleep 30 &
-hog=$!
-wait_eq 5 1 lease_count
+# No room on the GPU Slurm gave: the step fails at once with one line (timeout=0); with
+# timeout=N it waits up to N seconds for room (srun reads plugstack.conf for every job).
+hog() {
+  env "LD_PRELOAD=$ASAN_PRELOAD" "$BIN/gpushare" run --gpu-memory 79G -- sleep 30 &
+  hog=$!
+  wait_eq 5 1 lease_count
+}
+set_timeout() {
+  echo "required $PLUGIN socket=$GPUSHARE_SOCKET shim=$SHIM shards=4 timeout=$1" >"$WORK/slurm/plugstack.conf"
+}
+hog
 run_srun full.out --gpu-memory=4G --gres=gpu:1 touch "$JOBS/ran-full"
-kill "$hog"
-wait "$hog" 2>/dev/null || true
 [[ $rc -ne 0 && ! -e $JOBS/ran-full ]] || fail "a step without room ran"
 grep -q 'error: gpushare: no GPU lease for this step: GPU 0 has no room for this lease now (1 leases, 0 waiting)$' "$WORK/full.out" ||
   fail "no clear line: $(cat "$WORK/full.out")"
-pass "no room on the step's GPU: it fails at once with one clear line"
+set_timeout 1
+run_srun full.out --gpu-memory=4G --gres=gpu:1 touch "$JOBS/ran-full"
+[[ $rc -ne 0 && ! -e $JOBS/ran-full ]] || fail "a step without room ran after waiting"
+grep -q 'error: gpushare: no GPU lease for this step: no GPU had room within 1.0 s (--timeout): gave up$' "$WORK/full.out" ||
+  fail "no clear line after the timeout: $(cat "$WORK/full.out")"
+set_timeout 20
+set +e
+as_user srun --gpu-memory=4G --gres=gpu:1 touch "$JOBS/ran-waited" >"$WORK/waited.out" 2>&1 &
+waiter=$!
+set -e
+wait_eq 5 1 bash -c "env LD_PRELOAD=$ASAN_PRELOAD $BIN/gpushare status --json | jq .queue.length"
+kill "$hog"
+wait "$hog" 2>/dev/null || true
+wait "$waiter" || fail "the step that waited for room failed: $(cat "$WORK/waited.out")"
+[[ -e $JOBS/ran-waited ]] || fail "the step that waited did not run"
+set_timeout 0
+wait_eq 5 0 lease_count
+pass "no room on the step's GPU: one clear line at once (timeout=0) or after timeout=1; timeout=20 waits for room"
 
 # (e) gpushared stopped: the step fails with one line, its command never runs.
-wait_eq 5 0 lease_count
 stop_gpushared
 run_srun down.out --gpu-memory=4G --gres=gpu:1 touch "$JOBS/ran-down"
 [[ $rc -ne 0 ]] || fail "srun succeeded without gpushared"
 [[ ! -e $JOBS/ran-down ]] || fail "the job ran without gpushared (unlimited)"
 expect_eq "$(grep -c 'error: gpushare: no GPU lease for this step: cannot connect to gpushared at' "$WORK/down.out")" 1 \
   "lines about the missing daemon ($(cat "$WORK/down.out"))"
+as_user sbatch --gpu-memory=4G --gres=gpu:1 -o "$JOBS/down-batch.out" --wrap "touch $JOBS/ran-down-batch" >/dev/null
+wait_eq 20 "" squeue -h
+[[ ! -e $JOBS/ran-down-batch ]] || fail "the batch script ran without gpushared"
+expect_eq "$(grep -c 'error: gpushare: no GPU lease for this step: cannot connect to gpushared at' "$JOBS/down-batch.out")" 1 \
+  "lines about the missing daemon in the batch output ($(cat "$JOBS/down-batch.out"))"
 run_srun plain.out --gres=gpu:1 true
 expect_eq "$rc" 0 "a step that asks nothing of gpushare, without gpushared"
-pass "gpushared stopped: a step asking for --gpu-memory fails with one clear line; others run"
+pass "gpushared stopped: a step or batch script asking for --gpu-memory fails with one clear line; others run"
