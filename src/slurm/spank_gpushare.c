@@ -97,11 +97,14 @@ EXPORT int slurm_spank_init(spank_t sp, int ac, char **av)
     return 0;
 }
 
-/* Reads a variable of the job's environment into buf; "" when it is not set. */
-static void job_env(spank_t sp, const char *name, char *buf, int len)
+/* Reads a variable of the job's environment into buf; "" when it is not set. Returns 0, or -1
+ * (buf "") when the value does not fit. */
+static int job_env(spank_t sp, const char *name, char *buf, int len)
 {
-    if (spank_getenv(sp, name, buf, len) != ESPANK_SUCCESS)
+    spank_err_t rc = spank_getenv(sp, name, buf, len);
+    if (rc != ESPANK_SUCCESS)
         buf[0] = '\0';
+    return rc == ESPANK_NOSPACE ? -1 : 0;
 }
 
 /* The step's GPUs and shards. Slurm's node-wide indexes come from SLURM_STEP_GPUS (steps) or
@@ -115,11 +118,14 @@ static int read_step(spank_t sp, uint32_t stepid, gs__slurm_step_t *step, char *
     job_env(sp, whole_job ? "SLURM_JOB_GPUS" : "SLURM_STEP_GPUS", text, sizeof(text));
     if (text[0] == '\0')
         job_env(sp, "CUDA_VISIBLE_DEVICES", text, sizeof(text));
-    if (text[0] != '\0' && gs__slurm_parse_gpus(text, step, err, len) != 0)
+    char why[GS__SLURM_MSG_MAX - 16];
+    if (text[0] != '\0' && gs__slurm_parse_gpus(text, step, why, sizeof(why)) != 0) {
+        snprintf(err, len, "gpushare: %s", why);
         return GS_EINVAL;
+    }
     job_env(sp, "SLURM_SHARDS_ON_NODE", shards, sizeof(shards));
     if (shards[0] != '\0' && gs__slurm_parse_count(shards, &step->shards) != 0) {
-        snprintf(err, len, "cannot read SLURM_SHARDS_ON_NODE=\"%.20s\"", shards);
+        snprintf(err, len, "gpushare: cannot read SLURM_SHARDS_ON_NODE=\"%.20s\"", shards);
         return GS_EINVAL;
     }
     return 0;
@@ -145,15 +151,17 @@ static void step_command(spank_t sp, uint32_t jobid, uint32_t stepid, char *buf,
     json_decref(probe);
 }
 
-/* Joins the batch step's lease when this step inherited it and asks for the same thing. */
-static int try_join(spank_t sp, uint32_t uid, const gs_lease_request_t *req, char *err, size_t len)
+/* Joins the batch step's lease when this step inherited it and asks for the same thing.
+ * Returns 1 when joined; otherwise the step asks for its own lease (which reports a daemon that
+ * cannot be reached). */
+static int try_join(spank_t sp, uint32_t uid, const gs_lease_request_t *req)
 {
-    char text[32];
+    char text[32], why[GS__SLURM_MSG_MAX];
     unsigned long long id = 0;
     job_env(sp, "GPUSHARE_LEASE_ID", text, sizeof(text));
     if (text[0] == '\0' || sscanf(text, "%llu", &id) != 1 || id == 0)
         return 0;
-    int result = gs__slurm_join(&config, id, uid, req, &lease, err, len);
+    int result = gs__slurm_join(&config, id, uid, req, &lease, why, sizeof(why));
     if (result == 1)
         slurm_info("gpushare: the step shares lease %llu of its batch script", id);
     return result;
@@ -186,7 +194,7 @@ static int setup_step(spank_t sp, char *err, size_t len)
     req.owner.gid = (uint32_t)gid;
     step_command(sp, jobid, stepid, req.command, sizeof(req.command));
     if (stepid != STEP_BATCH && stepid != STEP_INTERACTIVE &&
-        try_join(sp, (uint32_t)uid, &req, err, len) == 1)
+        try_join(sp, (uint32_t)uid, &req) == 1)
         return 0;
     char why[GS__SLURM_MSG_MAX - 64];
     result = gs__slurm_acquire(&config, &req, &lease, why, sizeof(why));
@@ -215,7 +223,7 @@ EXPORT int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     if (ctx != S_CTX_REMOTE)
         return 0;
     if (setup_step(sp, failure, sizeof(failure)) != 0)
-        slurm_info("%s", failure); /* into slurmd's log; the task tells the user */
+        slurm_error("%s", failure); /* into slurmd's log; the first task tells the user */
     return 0;
 }
 
@@ -232,9 +240,9 @@ static int set_task_env(spank_t sp)
             return -1;
         }
     }
-    char old[4096], preload[8192];
-    job_env(sp, "LD_PRELOAD", old, sizeof(old));
-    if (gs__slurm_preload(config.shim, old, preload, sizeof(preload)) != 0 ||
+    char old[8192], preload[8192 + GS__SLURM_PATH_MAX + 2];
+    if (job_env(sp, "LD_PRELOAD", old, sizeof(old)) != 0 ||
+        gs__slurm_preload(config.shim, old, preload, sizeof(preload)) != 0 ||
         spank_setenv(sp, "LD_PRELOAD", preload, 1) != ESPANK_SUCCESS) {
         slurm_error("gpushare: cannot set LD_PRELOAD for the task");
         return -1;

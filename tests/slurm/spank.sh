@@ -105,7 +105,7 @@ pass "--gpu-memory without --gres: the step fails with one clear line"
 
 # sbatch: the batch script holds a lease; a step inside it with the same request shares it.
 as_user sbatch --gpu-memory=3G --gres=gpu:1 -o "$JOBS/batch.out" \
-  --wrap "echo batch \$GPUSHARE_LEASE_ID; srun env | grep -E '^(GPUSHARE_LEASE_ID|GPUSHARE_MEMORY_LIMIT|CUDA_VISIBLE_DEVICES)=' | sort" >/dev/null
+  --wrap "echo batch \$GPUSHARE_LEASE_ID; srun env | grep -E '^(GPUSHARE_LEASE_ID|GPUSHARE_MEMORY_LIMIT|CUDA_VISIBLE_DEVICES)=' | sort; srun --gpu-memory=1G bash -c 'echo other \$GPUSHARE_LEASE_ID \$GPUSHARE_MEMORY_LIMIT'" >/dev/null
 wait_eq 20 "" squeue -h
 batch=$(cat "$JOBS/batch.out")
 id=$(sed -n 's/^batch //p' <<<"$batch")
@@ -113,8 +113,10 @@ id=$(sed -n 's/^batch //p' <<<"$batch")
 grep -q "^GPUSHARE_LEASE_ID=$id\$" <<<"$batch" || fail "the step did not share the batch lease $id: $batch"
 grep -q '^GPUSHARE_MEMORY_LIMIT=3G$' <<<"$batch" || fail "the shared lease's limit: $batch"
 grep -q '^CUDA_VISIBLE_DEVICES=GPU-' <<<"$batch" || fail "the step's CUDA_VISIBLE_DEVICES: $batch"
+other=$(sed -n 's/^other //p' <<<"$batch")
+[[ $other =~ ^[0-9]+\ 1G$ && ${other% *} != "$id" ]] || fail "a step asking for 1G did not get its own lease: $batch"
 wait_eq 5 0 lease_count
-pass "sbatch --gpu-memory=3G: the batch script's lease, shared by its srun step, gone with the job"
+pass "sbatch --gpu-memory=3G: the batch script's lease, shared by a step asking the same, not by one asking 1G"
 
 # No room on the GPU Slurm gave: the step fails at once with one line (timeout=0); with
 # timeout=N it waits up to N seconds for room (srun reads plugstack.conf for every job).
