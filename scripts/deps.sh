@@ -15,6 +15,8 @@ packages=(
   prometheus                                # promtool, to validate /metrics in tests
   curl jq                                   # tests read /metrics and the JSON API
   procps psmisc                             # ps, pkill, killall in tests
+  slurmctld slurmd slurm-client munge       # the Slurm plugin's test cluster (tests/slurm)
+  libslurm-dev                              # slurm/spank.h for spank_gpushare.so
 )
 
 missing=()

@@ -300,6 +300,102 @@ static void test_exclusive_mode(void **state)
     assert_int_equal(take(&g, 1, &one, &a), GS_ENOFIT);
 }
 
+static gs_lease_request_t pinned(gs_lease_request_t r, unsigned n, const unsigned *at)
+{
+    r.n_pinned = n;
+    for (unsigned i = 0; i < n; i++)
+        r.pinned[i] = (uint8_t)at[i];
+    return r;
+}
+
+/* "gpus_at": a pinned request takes exactly its GPUs, in its order, or does not fit at all. */
+static void test_pinned_placement(void **state)
+{
+    (void)state;
+    /* NVML indexes 0 and 1 stored in reverse: placement goes by index, not by position. */
+    gs__gpu_t gs[2] = {gpu(1, 80 * GIB, 0, 1), gpu(0, 80 * GIB, 0, 1)};
+    gs__alloc_t a;
+    static const unsigned at0[] = {0}, at1[] = {1}, at10[] = {1, 0}, at5[] = {5};
+    /* Best fit alone would pick the fuller GPU (index 1 after this); pinning overrides it. */
+    gs_lease_request_t r10 = memory_req(10 * GIB, 0);
+    gs_lease_request_t on1 = pinned(r10, 1, at1);
+    assert_int_equal(take(gs, 2, &on1, &a), 0);
+    assert_int_equal(a.n, 1);
+    assert_int_equal(a.part[0].gpu, 0); /* position 0 holds NVML index 1 */
+    gs_lease_request_t on0 = pinned(r10, 1, at0);
+    assert_int_equal(take(gs, 2, &on0, &a), 0);
+    assert_int_equal(a.part[0].gpu, 1);
+    assert_int_equal(gs[0].mem_leased, 10 * GIB);
+    assert_int_equal(gs[1].mem_leased, 10 * GIB);
+
+    /* Several GPUs: the request's share on each, in the given (CUDA) order. */
+    gs_lease_request_t half = pinned(fraction_req(500), 2, at10);
+    assert_int_equal(take(gs, 2, &half, &a), 0);
+    assert_int_equal(a.n, 2);
+    assert_int_equal(a.part[0].gpu, 0);
+    assert_int_equal(a.part[1].gpu, 1);
+    assert_int_equal(a.part[0].memory, 40 * GIB);
+    assert_int_equal(a.part[0].compute, 500);
+    assert_int_equal(gs[0].mem_leased, 50 * GIB);
+    assert_int_equal(gs[1].compute_leased, 500);
+
+    /* GPU 1 has 30 GiB left: 31 GiB pinned there does not fit now, though GPU 0 could not
+     * hold it either; 30 GiB does; all-or-nothing over several GPUs. */
+    gs_lease_request_t big = pinned(memory_req(31 * GIB, 0), 1, at1);
+    assert_int_equal(gs__place(gs, 2, &big, GS__POLICY_BESTFIT, &a), GS_ENOFIT);
+    char why[256];
+    assert_int_equal(gs__place_possible(gs, 2, &big, why, sizeof(why)), 0); /* waits */
+    gs_lease_request_t both = pinned(memory_req(31 * GIB, 0), 2, at10);
+    assert_int_equal(gs__place(gs, 2, &both, GS__POLICY_BESTFIT, &a), GS_ENOFIT);
+    assert_int_equal(gs[1].mem_leased, 50 * GIB); /* nothing taken by the failed attempt */
+    gs_lease_request_t fits = pinned(memory_req(30 * GIB, 0), 1, at1);
+    assert_int_equal(take(gs, 2, &fits, &a), 0);
+    gs_lease_request_t one = pinned(memory_req(1, 0), 1, at1);
+    assert_int_equal(gs__place(gs, 2, &one, GS__POLICY_BESTFIT, &a), GS_ENOFIT);
+    one = pinned(memory_req(1, 0), 1, at0);
+    assert_int_equal(gs__place(gs, 2, &one, GS__POLICY_BESTFIT, &a), 0);
+
+    /* Never: a GPU the node does not have, or more than the GPU can ever hold. */
+    gs_lease_request_t missing = pinned(memory_req(GIB, 0), 1, at5);
+    assert_int_equal(gs__place_possible(gs, 2, &missing, why, sizeof(why)), GS_ENOFIT);
+    assert_string_equal(why, "this node has no GPU 5 (\"gpus_at\")");
+    gs_lease_request_t huge = pinned(memory_req(81 * GIB, 0), 2, at10);
+    assert_int_equal(gs__place_possible(gs, 2, &huge, why, sizeof(why)), GS_ENOFIT);
+    assert_string_equal(why, "this request can never fit on GPU 1 (shared mode, 80 GiB leasable; "
+                             "the request takes 81 GiB of it)");
+    gs__place_describe_pinned(&huge, why, sizeof(why));
+    assert_string_equal(why, "GPUs 1,0 have no");
+    gs__place_describe_pinned(&big, why, sizeof(why));
+    assert_string_equal(why, "GPU 1 has no");
+    gs__place_describe_pinned(&r10, why, sizeof(why));
+    assert_string_equal(why, "no GPU has");
+}
+
+/* Pinned --gpus N: N / n slots on each named GPU, never more than K. */
+static void test_pinned_slots(void **state)
+{
+    (void)state;
+    gs__gpu_t gs[3] = {gpu(0, 80 * GIB, 0, 4), gpu(1, 80 * GIB, 0, 4), gpu(2, 80 * GIB, 0, 1)};
+    gs__alloc_t a;
+    static const unsigned at01[] = {0, 1}, at2[] = {2}, at1[] = {1};
+    gs_lease_request_t four = pinned(gpus_req(4), 2, at01);
+    assert_int_equal(take(gs, 3, &four, &a), 0);
+    assert_int_equal(a.n, 2);
+    assert_int_equal(a.part[0].slots, 2);
+    assert_int_equal(a.part[1].slots, 2);
+    assert_int_equal(a.part[0].memory, 40 * GIB);
+    gs_lease_request_t whole = pinned(gpus_req(1), 1, at2);
+    assert_int_equal(take(gs, 3, &whole, &a), 0);
+    assert_int_equal(a.part[0].gpu, 2);
+    assert_int_equal(a.part[0].memory, 80 * GIB);
+    assert_int_equal(gs__place(gs, 3, &whole, GS__POLICY_BESTFIT, &a), GS_ENOFIT);
+    gs_lease_request_t five = pinned(gpus_req(5), 1, at1); /* K = 4 */
+    char why[256];
+    assert_int_equal(gs__place_possible(gs, 3, &five, why, sizeof(why)), GS_ENOFIT);
+    assert_string_equal(why, "GPU 1 can never give 5 logical GPUs to one lease (shared mode, "
+                             "overprovision 4)");
+}
+
 static gs__waiter_t waiter(int priority)
 {
     gs__waiter_t w;
@@ -361,6 +457,8 @@ int main(void)
         cmocka_unit_test(test_engine_policies),
         cmocka_unit_test(test_never_fits),
         cmocka_unit_test(test_exclusive_mode),
+        cmocka_unit_test(test_pinned_placement),
+        cmocka_unit_test(test_pinned_slots),
         cmocka_unit_test(test_queue_fifo_within_priority),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -110,8 +110,8 @@ static void test_bad_requests(void **state)
            "\"priority\" must be from -100 to 100");
     expect("{\"op\":\"acquire\",\"gpu_memory\":\"1G\",\"wait\":1}", GS_EINVAL,
            "\"wait\" must be true or false");
-    expect("{\"op\":\"acquire\",\"gpu_memory\":\"1G\",\"uid\":0}", GS_EINVAL,
-           "unknown field \"uid\" in acquire");
+    expect("{\"op\":\"acquire\",\"gpu_memory\":\"1G\",\"pid\":0}", GS_EINVAL,
+           "unknown field \"pid\" in acquire");
     expect("{\"op\":\"release\"}", GS_EINVAL, "release needs \"lease\": the lease id");
     expect("{\"op\":\"release\",\"lease\":-1}", GS_EINVAL,
            "\"lease\" must be from 1 to 9223372036854775807");
@@ -125,6 +125,81 @@ static void test_bad_requests(void **state)
     expect("{\"op\":\"list\",\"op\":\"status\"}", GS_EFORMAT,
            "malformed JSON at column 17: duplicate object key near '\"op\"'");
     expect("", GS_EFORMAT, "malformed JSON at column 0: '[' or '{' expected near end of file");
+}
+
+/* "uid", "gid", "user": a lease on behalf of another user (the daemon takes them from root). */
+static void test_owner_fields(void **state)
+{
+    (void)state;
+    gs_request_t req;
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpu_memory\":\"1G\"}", &req), 0);
+    assert_int_equal(req.lease.owner.set, 0);
+    assert_int_equal(
+        parse("{\"op\":\"acquire\",\"gpu_memory\":\"1G\",\"uid\":1000,\"gid\":100}", &req), 0);
+    assert_int_equal(req.lease.owner.set, 1);
+    assert_int_equal(req.lease.owner.has_uid, 1);
+    assert_int_equal(req.lease.owner.uid, 1000);
+    assert_int_equal(req.lease.owner.has_gid, 1);
+    assert_int_equal(req.lease.owner.gid, 100);
+    assert_string_equal(req.lease.owner.user, "");
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpu\":0.5,\"user\":\"alice\"}", &req), 0);
+    assert_int_equal(req.lease.owner.set, 1);
+    assert_int_equal(req.lease.owner.has_uid, 0);
+    assert_string_equal(req.lease.owner.user, "alice");
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpus\":1,\"uid\":0}", &req), 0);
+    assert_int_equal(req.lease.owner.uid, 0);
+
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"gid\":100}", GS_EINVAL,
+           "a lease on behalf of a user needs \"uid\" or \"user\" (\"gid\" alone names nobody)");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"uid\":-1}", GS_EINVAL,
+           "\"uid\" must be from 0 to 4294967294");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"uid\":4294967295}", GS_EINVAL,
+           "\"uid\" must be from 0 to 4294967294");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"uid\":\"1000\"}", GS_EINVAL,
+           "\"uid\" must be an integer");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"uid\":5,\"gid\":true}", GS_EINVAL,
+           "\"gid\" must be an integer");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"user\":\"a b\"}", GS_EINVAL,
+           "\"user\" must be 1 to 63 printable characters without blanks or '/'");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"user\":\"\"}", GS_EINVAL,
+           "a lease on behalf of a user needs \"uid\" or \"user\" (\"gid\" alone names nobody)");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"user\":7}", GS_EINVAL,
+           "\"user\" must be a string of at most 63 bytes");
+    char line[256];
+    snprintf(line, sizeof(line), "{\"op\":\"acquire\",\"gpus\":1,\"user\":\"%064d\"}", 0);
+    expect(line, GS_EINVAL, "\"user\" must be a string of at most 63 bytes");
+}
+
+/* "gpus_at": the GPUs a lease must use, in CUDA order. */
+static void test_pinned_gpus(void **state)
+{
+    (void)state;
+    gs_request_t req;
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpu_memory\":\"4G\",\"gpus_at\":[1,0]}", &req),
+                     0);
+    assert_int_equal(req.lease.n_pinned, 2);
+    assert_int_equal(req.lease.pinned[0], 1);
+    assert_int_equal(req.lease.pinned[1], 0);
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpus\":4,\"gpus_at\":[2,3]}", &req), 0);
+    assert_int_equal(req.lease.n_pinned, 2);
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpu\":\"0.5\",\"gpus_at\":[15]}", &req), 0);
+    assert_int_equal(req.lease.pinned[0], 15);
+
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"gpus_at\":[]}", GS_EINVAL,
+           "\"gpus_at\" must be a list of 1 to 16 GPU indexes");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"gpus_at\":0}", GS_EINVAL,
+           "\"gpus_at\" must be a list of 1 to 16 GPU indexes");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"gpus_at\":[16]}", GS_EINVAL,
+           "\"gpus_at\" must be from 0 to 15");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"gpus_at\":[\"0\"]}", GS_EINVAL,
+           "\"gpus_at\" must be an integer");
+    expect("{\"op\":\"acquire\",\"gpu_memory\":\"1G\",\"gpus_at\":[1,1]}", GS_EINVAL,
+           "\"gpus_at\" names GPU 1 twice");
+    expect("{\"op\":\"acquire\",\"gpus\":3,\"gpus_at\":[0,1]}", GS_EINVAL,
+           "3 logical GPUs cannot be spread evenly over the 2 GPUs of \"gpus_at\"");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"gpus_at\":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,"
+           "15,0]}",
+           GS_EINVAL, "\"gpus_at\" must be a list of 1 to 16 GPU indexes");
 }
 
 static void test_line_cap(void **state)
@@ -187,6 +262,26 @@ static void test_encode_round_trip(void **state)
     json_decref(obj);
     assert_string_equal(text, "{\"op\":\"acquire\",\"gpu\":\"0.125\",\"wait\":true}");
     free(text);
+
+    /* On behalf of a user, pinned to GPUs: both survive the trip (the ledger relies on it). */
+    gs_lease_request_init(&in);
+    in.kind = GS_LEASE_MEMORY;
+    in.memory = 4 * GIB;
+    in.owner.set = in.owner.has_uid = in.owner.has_gid = 1;
+    in.owner.uid = 1000;
+    in.owner.gid = 1000;
+    snprintf(in.owner.user, sizeof(in.owner.user), "alice");
+    in.n_pinned = 2;
+    in.pinned[0] = 1;
+    in.pinned[1] = 0;
+    obj = gs_proto_acquire_json(&in);
+    text = json_dumps(obj, JSON_COMPACT);
+    json_decref(obj);
+    assert_string_equal(text, "{\"op\":\"acquire\",\"gpu_memory\":\"4G\",\"wait\":true,"
+                              "\"uid\":1000,\"gid\":1000,\"user\":\"alice\",\"gpus_at\":[1,0]}");
+    assert_int_equal(parse(text, &out), 0);
+    free(text);
+    assert_memory_equal(&out.lease, &in, sizeof(in));
 }
 
 int main(void)
@@ -195,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_simple_ops),           cmocka_unit_test(test_acquire_kinds),
         cmocka_unit_test(test_bad_requests),         cmocka_unit_test(test_line_cap),
         cmocka_unit_test(test_command_is_sanitised), cmocka_unit_test(test_encode_round_trip),
+        cmocka_unit_test(test_owner_fields),         cmocka_unit_test(test_pinned_gpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

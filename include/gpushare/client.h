@@ -39,6 +39,19 @@ typedef enum gs_lease_kind {
     GS_LEASE_MEMORY,   /* --gpu-memory SIZE [--compute PCT]: bytes on one GPU */
 } gs_lease_kind_t;
 
+/* Room for a user name in a request ("user"), terminator included. */
+#define GS_USER_NAME_MAX 64
+
+/* Whom a lease is for when root asks on another user's behalf (the Slurm plugin, which runs as
+ * root in slurmstepd, asks for the job's user). Only a root caller (SO_PEERCRED) may set it. */
+typedef struct gs_lease_owner {
+    int set;                     /* nonzero: the lease is for the user below, not the caller */
+    int has_uid, has_gid;        /* which of uid / gid the request gave */
+    uint32_t uid;                /* "uid" */
+    uint32_t gid;                /* "gid"; without it, the user's primary group */
+    char user[GS_USER_NAME_MAX]; /* "user", "" when not given (looked up from uid) */
+} gs_lease_owner_t;
+
 /* A lease request as a user states it. */
 typedef struct gs_lease_request {
     gs_lease_kind_t kind;
@@ -51,6 +64,9 @@ typedef struct gs_lease_request {
     int wait;                /* nonzero: queue when nothing fits now */
     uint32_t timeout_ms;     /* how long to stay queued, 0 = no limit */
     char command[GS_LEASE_COMMAND_MAX]; /* for listings */
+    gs_lease_owner_t owner;             /* on behalf of another user (root only) */
+    unsigned n_pinned;                  /* "gpus_at": GPUs the lease must use, 0 = any */
+    uint8_t pinned[GS_MAX_DEVICES];     /* their NVML indexes, in CUDA ordinal order */
 } gs_lease_request_t;
 
 /* The requests of the protocol. */

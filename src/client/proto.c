@@ -50,9 +50,67 @@ static int check_kind(const gs_lease_request_t *req, char *err, size_t errlen)
                 "(--gpu-memory)");
 }
 
+/* A user name as it may appear in listings: printable, no blank, no slash. */
+static int valid_user_name(const char *name)
+{
+    size_t len = strnlen(name, GS_USER_NAME_MAX);
+    if (len == 0 || len == GS_USER_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c <= 0x20 || c == 0x7f || c == '/')
+            return 0;
+    }
+    return 1;
+}
+
+static int check_owner(const gs_lease_owner_t *owner, char *err, size_t errlen)
+{
+    if (!owner->set)
+        return 0;
+    if (!owner->has_uid && owner->user[0] == '\0')
+        return fail(GS_EINVAL, err, errlen,
+                    "a lease on behalf of a user needs \"uid\" or \"user\" (\"gid\" alone "
+                    "names nobody)");
+    if (owner->has_uid && owner->uid == UINT32_MAX)
+        return fail(GS_EINVAL, err, errlen, "\"uid\" must be from 0 to %u", UINT32_MAX - 1);
+    if (owner->has_gid && owner->gid == UINT32_MAX)
+        return fail(GS_EINVAL, err, errlen, "\"gid\" must be from 0 to %u", UINT32_MAX - 1);
+    if (owner->user[0] != '\0' && !valid_user_name(owner->user))
+        return fail(GS_EINVAL, err, errlen,
+                    "\"user\" must be 1 to %d printable characters without blanks or '/'",
+                    GS_USER_NAME_MAX - 1);
+    return 0;
+}
+
+static int check_pinned(const gs_lease_request_t *req, char *err, size_t errlen)
+{
+    if (req->n_pinned > GS_MAX_DEVICES)
+        return fail(GS_EINVAL, err, errlen, "\"gpus_at\" names at most %d GPUs", GS_MAX_DEVICES);
+    uint32_t seen = 0;
+    for (unsigned i = 0; i < req->n_pinned; i++) {
+        if (req->pinned[i] >= GS_MAX_DEVICES)
+            return fail(GS_EINVAL, err, errlen, "\"gpus_at\": GPU indexes are from 0 to %d",
+                        GS_MAX_DEVICES - 1);
+        if (seen & (UINT32_C(1) << req->pinned[i]))
+            return fail(GS_EINVAL, err, errlen, "\"gpus_at\" names GPU %u twice",
+                        (unsigned)req->pinned[i]);
+        seen |= UINT32_C(1) << req->pinned[i];
+    }
+    if (req->kind == GS_LEASE_GPUS && req->n_pinned > 0 && req->gpus % req->n_pinned != 0)
+        return fail(GS_EINVAL, err, errlen,
+                    "%u logical GPUs cannot be spread evenly over the %u GPUs of \"gpus_at\"",
+                    req->gpus, req->n_pinned);
+    return 0;
+}
+
 int gs_lease_request_check(const gs_lease_request_t *req, char *err, size_t errlen)
 {
     int result = check_kind(req, err, errlen);
+    if (result == 0)
+        result = check_owner(&req->owner, err, errlen);
+    if (result == 0)
+        result = check_pinned(req, err, errlen);
     if (result != 0)
         return result;
     if (req->compute > 100 || req->compute_max > 100)
@@ -197,6 +255,52 @@ static void copy_display(char *dst, size_t len, const char *src)
     dst[i] = '\0';
 }
 
+/* "uid", "gid" and "user": whom the lease is for (the daemon accepts them from root only). */
+static int parse_owner_field(const char *key, const json_t *value, gs_lease_owner_t *owner,
+                             char *err, size_t errlen)
+{
+    json_int_t v = 0;
+    int result = 0;
+    owner->set = 1;
+    if (strcmp(key, "user") == 0) {
+        if (!json_is_string(value) || json_string_length(value) >= GS_USER_NAME_MAX)
+            return fail(GS_EINVAL, err, errlen, "\"user\" must be a string of at most %d bytes",
+                        GS_USER_NAME_MAX - 1);
+        snprintf(owner->user, sizeof(owner->user), "%s", json_string_value(value));
+        return 0;
+    }
+    result = get_int(value, key, 0, (json_int_t)UINT32_MAX - 1, &v, err, errlen);
+    if (result == 0 && strcmp(key, "uid") == 0) {
+        owner->uid = (uint32_t)v;
+        owner->has_uid = 1;
+    } else if (result == 0) {
+        owner->gid = (uint32_t)v;
+        owner->has_gid = 1;
+    }
+    return result;
+}
+
+/* "gpus_at": [0, 1]: the NVML indexes of the GPUs the lease must use, in CUDA order. */
+static int parse_pinned(const json_t *value, gs_lease_request_t *req, char *err, size_t errlen)
+{
+    if (!json_is_array(value) || json_array_size(value) == 0 ||
+        json_array_size(value) > GS_MAX_DEVICES)
+        return fail(GS_EINVAL, err, errlen, "\"gpus_at\" must be a list of 1 to %d GPU indexes",
+                    GS_MAX_DEVICES);
+    size_t i;
+    json_t *item;
+    req->n_pinned = 0;
+    json_array_foreach(value, i, item)
+    {
+        json_int_t v;
+        int result = get_int(item, "gpus_at", 0, GS_MAX_DEVICES - 1, &v, err, errlen);
+        if (result != 0)
+            return result;
+        req->pinned[req->n_pinned++] = (uint8_t)v;
+    }
+    return 0;
+}
+
 static int parse_acquire_field(const char *key, const json_t *value, gs_lease_request_t *req,
                                char *err, size_t errlen)
 {
@@ -234,6 +338,10 @@ static int parse_acquire_field(const char *key, const json_t *value, gs_lease_re
         copy_display(req->command, sizeof(req->command), json_string_value(value));
         return 0;
     }
+    if (strcmp(key, "uid") == 0 || strcmp(key, "gid") == 0 || strcmp(key, "user") == 0)
+        return parse_owner_field(key, value, &req->owner, err, errlen);
+    if (strcmp(key, "gpus_at") == 0)
+        return parse_pinned(value, req, err, errlen);
     return fail(GS_EINVAL, err, errlen, "unknown field \"%s\" in acquire", key);
 }
 
@@ -345,6 +453,18 @@ out:
     return result;
 }
 
+static int add_owner(json_t *obj, const gs_lease_owner_t *owner)
+{
+    int bad = 0;
+    if (owner->set && owner->has_uid)
+        bad |= json_object_set_new(obj, "uid", json_integer(owner->uid));
+    if (owner->set && owner->has_gid)
+        bad |= json_object_set_new(obj, "gid", json_integer(owner->gid));
+    if (owner->set && owner->user[0] != '\0')
+        bad |= json_object_set_new(obj, "user", json_string(owner->user));
+    return bad;
+}
+
 json_t *gs_proto_acquire_json(const gs_lease_request_t *req)
 {
     json_t *obj = json_object();
@@ -381,6 +501,13 @@ json_t *gs_proto_acquire_json(const gs_lease_request_t *req)
         bad |= json_object_set_new(obj, "timeout_ms", json_integer(req->timeout_ms));
     if (req->command[0] != '\0')
         bad |= json_object_set_new(obj, "command", json_string(req->command));
+    bad |= add_owner(obj, &req->owner);
+    if (req->n_pinned > 0) {
+        json_t *at = json_array();
+        for (unsigned i = 0; at != NULL && i < req->n_pinned; i++)
+            bad |= json_array_append_new(at, json_integer(req->pinned[i]));
+        bad |= json_object_set_new(obj, "gpus_at", at);
+    }
     if (bad) {
         json_decref(obj);
         return NULL;

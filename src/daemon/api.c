@@ -6,6 +6,7 @@
 #include "gpushare/error.h"
 #include "gpushare/log.h"
 
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,10 +39,24 @@ int gs__api_conn_busy(const gs__daemon_t *d, const gs__conn_t *conn)
     return gs__conn_leases(conn) > 0 || find_waiter(d, conn) != NULL;
 }
 
+/* Whom a lease is for: the caller, or the user root asked for (req->owner, already resolved by
+ * resolve_owner); the holder process stays the caller. */
+static void lease_cred(const gs__conn_t *conn, const gs_lease_request_t *req, gs__cred_t *out)
+{
+    *out = *gs__conn_cred(conn);
+    if (!req->owner.set)
+        return;
+    out->uid = req->owner.uid;
+    out->gid = req->owner.gid;
+    snprintf(out->user, sizeof(out->user), "%s", req->owner.user);
+}
+
 static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *req,
                   const gs__alloc_t *alloc)
 {
-    const gs__cred_t *cred = gs__conn_cred(conn);
+    gs__cred_t owner;
+    lease_cred(conn, req, &owner);
+    const gs__cred_t *cred = &owner;
     gs__lease_t *lease = NULL;
     char err[GS__PATH_MAX + 128];
     if (gs__lease_grant(d, conn, cred, req, alloc, &lease, err, sizeof(err)) != 0) {
@@ -59,8 +74,9 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
     char what[128] = "";
     if (gs_log_enabled(GS_LOG_INFO))
         gs__view_describe(d, lease, what, sizeof(what));
-    gs_info("lease %llu granted to user %s (pid %d): %s, command \"%s\"",
-            (unsigned long long)lease->rec.id, cred->user, (int)cred->pid, what, req->command);
+    gs_info("lease %llu granted to user %s (pid %d%s): %s, command \"%s\"",
+            (unsigned long long)lease->rec.id, cred->user, (int)cred->pid,
+            req->owner.set ? ", asked by root" : "", what, req->command);
 }
 
 /* Nonzero when a queued request would be served before one of this priority. */
@@ -87,8 +103,10 @@ static void enqueue(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t 
     json_object_set_new(reply, "position", json_integer(position));
     json_object_set_new(reply, "queue_length", json_integer(d->queue.length));
     gs__conn_send(conn, reply);
-    gs_info("user %s (pid %d) waits for a lease (position %u of %u): command \"%s\"",
-            gs__conn_cred(conn)->user, (int)gs__conn_cred(conn)->pid, position, d->queue.length,
+    gs__cred_t owner;
+    lease_cred(conn, req, &owner);
+    gs_info("user %s (pid %d%s) waits for a lease (position %u of %u): command \"%s\"", owner.user,
+            (int)owner.pid, req->owner.set ? ", asked by root" : "", position, d->queue.length,
             req->command);
 }
 
@@ -103,15 +121,78 @@ static unsigned leases_of(const gs__daemon_t *d, uid_t uid)
     return n;
 }
 
-static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *req)
+/* Completes req->owner (uid, gid and name) from the passwd database: a name gives the uid, a
+ * uid gives the name (its number when it has no entry), and either gives the primary group
+ * unless a gid was given. Returns 0, or GS_EINVAL with the reason in why. */
+static int resolve_owner(gs_lease_owner_t *owner, char *why, size_t whylen)
+{
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+    if (owner->has_uid)
+        getpwuid_r((uid_t)owner->uid, &pw, buf, sizeof(buf), &found);
+    else
+        getpwnam_r(owner->user, &pw, buf, sizeof(buf), &found);
+    if (found == NULL && !owner->has_uid) {
+        snprintf(why, whylen, "no user \"%s\" on this node", owner->user);
+        return GS_EINVAL;
+    }
+    if (found == NULL && !owner->has_gid) {
+        snprintf(why, whylen, "uid %u has no passwd entry on this node: give its \"gid\"",
+                 owner->uid);
+        return GS_EINVAL;
+    }
+    if (found != NULL && owner->has_uid && owner->user[0] != '\0' &&
+        strcmp(owner->user, found->pw_name) != 0) {
+        snprintf(why, whylen, "uid %u is user \"%s\", not \"%s\"", owner->uid, found->pw_name,
+                 owner->user);
+        return GS_EINVAL;
+    }
+    if (found != NULL) {
+        owner->uid = (uint32_t)found->pw_uid;
+        if (!owner->has_gid)
+            owner->gid = (uint32_t)found->pw_gid;
+        snprintf(owner->user, sizeof(owner->user), "%s", found->pw_name);
+    } else {
+        snprintf(owner->user, sizeof(owner->user), "%u", owner->uid);
+    }
+    owner->has_uid = owner->has_gid = 1;
+    return 0;
+}
+
+/* Checks what only root may ask: a priority above 0, a lease for another user (which it then
+ * resolves). Returns 0, or nonzero after sending the error reply. */
+static int authorise(gs__conn_t *conn, gs_lease_request_t *req)
 {
     const gs__cred_t *cred = gs__conn_cred(conn);
     char why[256];
     if (req->priority > 0 && cred->uid != 0) {
         gs__conn_send(conn, gs__api_error("acquire", "permission_denied",
                                           "only root may ask for a priority above 0"));
-        return;
+        return -1;
     }
+    if (req->owner.set && cred->uid != 0) {
+        gs_warn("user %s (pid %d) asked for a lease on behalf of another user: refused", cred->user,
+                (int)cred->pid);
+        gs__conn_send(conn, gs__api_error("acquire", "permission_denied",
+                                          "only root may ask for a lease on behalf of another "
+                                          "user (\"uid\", \"gid\", \"user\")"));
+        return -1;
+    }
+    if (req->owner.set && resolve_owner(&req->owner, why, sizeof(why)) != 0) {
+        gs__conn_send(conn, gs__api_error("acquire", "bad_request", why));
+        return -1;
+    }
+    return 0;
+}
+
+static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t *req)
+{
+    gs__cred_t owner;
+    char why[256];
+    if (authorise(conn, req) != 0)
+        return;
+    lease_cred(conn, req, &owner);
+    const gs__cred_t *cred = &owner;
     if (find_waiter(d, conn) != NULL) {
         gs__conn_send(conn, gs__api_error("acquire", "bad_request",
                                           "this connection already waits for a lease"));
@@ -137,7 +218,9 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_req
     }
     if (!req->wait) {
         d->counters.rejected_no_fit++;
-        snprintf(why, sizeof(why), "no GPU has room for this lease now (%u leases, %u waiting)",
+        char where[64];
+        gs__place_describe_pinned(req, where, sizeof(where));
+        snprintf(why, sizeof(why), "%s room for this lease now (%u leases, %u waiting)", where,
                  d->n_leases, d->queue.length);
         gs__conn_send(conn, gs__api_error("acquire", "no_fit", why));
         return;

@@ -113,11 +113,55 @@ static int place_slots(const gs__gpu_t *gpus, unsigned n, const gs_lease_request
     return GS_ENOFIT;
 }
 
+/* The position in gpus of the GPU with NVML index index, or -1. */
+static int find_index(const gs__gpu_t *gpus, unsigned n, unsigned index)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (gpus[i].index == index)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* A pinned request: exactly its GPUs, in its order (CUDA ordinal k is gpus_at[k]). */
+static int place_pinned(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
+                        gs__alloc_t *out)
+{
+    unsigned slots = req->kind == GS_LEASE_GPUS ? req->gpus / req->n_pinned : 0;
+    out->n = 0;
+    for (unsigned k = 0; k < req->n_pinned && k < GS_MAX_DEVICES; k++) {
+        int g = find_index(gpus, n, req->pinned[k]);
+        if (g < 0)
+            return GS_ENOFIT;
+        gs__part_t *part = &out->part[out->n++];
+        gs__part_for(&gpus[g], req, slots, part);
+        part->gpu = (unsigned)g;
+        if (!gs__gpu_fits(&gpus[g], req->kind, part))
+            return GS_ENOFIT;
+    }
+    return out->n > 0 ? 0 : GS_ENOFIT;
+}
+
+void gs__place_describe_pinned(const gs_lease_request_t *req, char *buf, size_t len)
+{
+    if (req->n_pinned == 0) {
+        snprintf(buf, len, "no GPU has");
+        return;
+    }
+    size_t off = (size_t)snprintf(buf, len, "GPU%s ", req->n_pinned > 1 ? "s" : "");
+    for (unsigned k = 0; k < req->n_pinned && off < len; k++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%u", k > 0 ? "," : "", req->pinned[k]);
+    if (off < len)
+        snprintf(buf + off, len - off, " %s no", req->n_pinned > 1 ? "have" : "has");
+}
+
 int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, gs__policy_t policy,
               gs__alloc_t *out)
 {
     if (n > GS_MAX_DEVICES)
         n = GS_MAX_DEVICES;
+    if (req->n_pinned > 0 && req->kind != GS_LEASE_NONE)
+        return place_pinned(gpus, n, req, out);
     if (req->kind == GS_LEASE_GPUS)
         return place_slots(gpus, n, req, policy, out);
     if (req->kind == GS_LEASE_FRACTION || req->kind == GS_LEASE_MEMORY)
@@ -175,6 +219,41 @@ static void describe_largest(const gs__gpu_t *empty, unsigned n, const gs_lease_
         snprintf(why, whylen, "this request can never fit on this node's GPUs");
 }
 
+/* Why a pinned request can never fit: a GPU it names is missing, or too small for it. */
+static void describe_pinned(const gs__gpu_t *empty, unsigned n, const gs_lease_request_t *req,
+                            char *why, size_t whylen)
+{
+    for (unsigned k = 0; k < req->n_pinned; k++) {
+        int g = find_index(empty, n, req->pinned[k]);
+        if (g < 0) {
+            snprintf(why, whylen, "this node has no GPU %u (\"gpus_at\")", req->pinned[k]);
+            return;
+        }
+        gs__part_t part;
+        gs__part_for(&empty[g], req, req->kind == GS_LEASE_GPUS ? req->gpus / req->n_pinned : 0,
+                     &part);
+        if (gs__gpu_fits(&empty[g], req->kind, &part))
+            continue;
+        if (req->kind == GS_LEASE_GPUS) {
+            snprintf(why, whylen,
+                     "GPU %u can never give %u logical GPUs to one lease (%s mode, "
+                     "overprovision %u)",
+                     req->pinned[k], part.slots, gs__mode_name(empty[g].mode),
+                     empty[g].overprovision >= 1 ? empty[g].overprovision : 1);
+            return;
+        }
+        char want[32], have[32];
+        gs_qty_format_human(part.memory, want, sizeof(want));
+        gs_qty_format_human(gs__gpu_leasable(&empty[g]), have, sizeof(have));
+        snprintf(why, whylen,
+                 "this request can never fit on GPU %u (%s mode, %s leasable; the request takes "
+                 "%s of it)",
+                 req->pinned[k], gs__mode_name(empty[g].mode), have, want);
+        return;
+    }
+    snprintf(why, whylen, "this request can never fit on the GPUs of \"gpus_at\"");
+}
+
 int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, char *why,
                        size_t whylen)
 {
@@ -193,6 +272,8 @@ int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request
         return 0;
     if (n == 0)
         snprintf(why, whylen, "this node has no GPU");
+    else if (req->n_pinned > 0)
+        describe_pinned(empty, n, req, why, whylen);
     else
         describe_largest(empty, n, req, why, whylen);
     return GS_ENOFIT;

@@ -6,7 +6,10 @@
 
 #include "model.h"
 
-/* Chooses GPUs for req among gpus[0..n) as they are now, following policy:
+/* Chooses GPUs for req among gpus[0..n) as they are now, following policy; a request pinned to
+ * GPUs (req->n_pinned, "gpus_at": NVML indexes) takes exactly those, in the order given, each
+ * giving what the request takes of one GPU (a --gpus N lease N / n_pinned slots of each), or
+ * does not fit. Otherwise:
  *   - one-GPU requests (--gpu, --gpu-memory): gpushare and fgd ask the placement engine
  *     (fragmentation-aware, docs/placement.md) among the GPUs that fit; bestfit (and the engine
  *     when it cannot decide) take the GPU left with the least free memory (then compute, then
@@ -18,6 +21,10 @@
  * Reads gpus only (the engine keeps what it learned of the requests). */
 int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, gs__policy_t policy,
               gs__alloc_t *out);
+
+/* Writes who has no room for req, for messages: "no GPU has" or "GPU 1 has" / "GPUs 0,1
+ * have" when it is pinned. */
+void gs__place_describe_pinned(const gs_lease_request_t *req, char *buf, size_t len);
 
 /* Checks whether req could ever fit on this node, i.e. on its GPUs with nothing leased.
  * Returns 0, or GS_ENOFIT with the reason in why (one line, names the largest possible). */

@@ -25,13 +25,14 @@ static const char *state_name(const gs__lease_t *lease)
     return lease->rec.state == GS__LEASE_ENDING ? "ending" : "active";
 }
 
-/* The request as given, without the protocol's "op" and "wait". */
+/* The request's sizing as given, without the protocol's "op" and "wait", the command (shown
+ * apart) and the owner (the lease's user and uid say it). */
 static json_t *request_view(const gs_lease_request_t *req)
 {
     json_t *obj = gs_proto_acquire_json(req);
-    json_object_del(obj, "op");
-    json_object_del(obj, "wait");
-    json_object_del(obj, "command");
+    static const char *const hidden[] = {"op", "wait", "command", "uid", "gid", "user"};
+    for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
+        json_object_del(obj, hidden[i]);
     return obj;
 }
 

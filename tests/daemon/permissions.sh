@@ -61,7 +61,38 @@ gs release "$user_id" >/dev/null
 wait_eq 5 1 lease_count
 pass "the user cannot release root's lease; root can release the user's"
 
-# A forged request cannot claim another identity: uid in a request is refused.
-out=$(printf '{"op":"acquire","gpu_memory":"1G","uid":0}\n' | runuser -u "$USER2" -- "$TOOL" send "$GPUSHARE_SOCKET" 500)
-grep -q '"code":"bad_request"' <<<"$out" || fail "a request with a uid was not refused: $out"
-pass "requests cannot name a uid (SO_PEERCRED decides)"
+# A forged request cannot claim another identity: uid in a request is refused unless the caller
+# is root (SO_PEERCRED decides).
+for field in '"uid":0' '"user":"root"' '"uid":0,"gid":0'; do
+  out=$(printf '{"op":"acquire","gpu_memory":"1G",%s}\n' "$field" | runuser -u "$USER2" -- "$TOOL" send "$GPUSHARE_SOCKET" 500)
+  grep -q '"code":"permission_denied"' <<<"$out" || fail "a request with $field was not refused: $out"
+done
+expect_eq "$(lease_count)" 1 "leases after the refused requests"
+pass "requests of a user cannot name a uid, gid or user (SO_PEERCRED decides)"
+
+# Root may ask on behalf of a user (as the Slurm plugin does): the lease, its region and its
+# listing are the user's, while root's connection holds it; pinned to GPU 0 by "gpus_at".
+uid2=$(id -u "$USER2")
+gid2=$(id -g "$USER2")
+printf '{"op":"acquire","gpu_memory":"2G","uid":%s,"gpus_at":[0],"command":"for the user"}\n' "$uid2" |
+  "$TOOL" send "$GPUSHARE_SOCKET" 30000 >"$WORK/behalf.out" &
+holder=$!
+user2_leases() {
+  as_user2 leases --json | jq -c '[.[] | [.user, .uid, .command, .gpus[0].index, .memory_limit]]'
+}
+wait_eq 5 "[[\"$USER2\",$uid2,\"for the user\",0,$((2 << 30))]]" user2_leases
+behalf_region=$(as_user2 leases --json | jq -r '.[0].region')
+expect_eq "$(stat -c '%u %g %a' "$behalf_region")" "$uid2 $gid2 600" "owner and mode of the region"
+expect_eq "$(as_user2 leases --json | jq -c '.[0].request')" '{"gpu_memory":"2G","gpus_at":[0]}' "request view"
+kill "$holder"
+wait "$holder" 2>/dev/null || true
+wait_eq 5 "[]" user2_leases
+grep -q '"state":"granted"' "$WORK/behalf.out" || fail "no grant: $(cat "$WORK/behalf.out")"
+pass "root acquires on behalf of a user: the lease and its region are the user's; it ends with root's connection"
+
+# A name works as well as a uid; an unknown name is a bad request.
+out=$(printf '{"op":"acquire","gpu_memory":"1G","wait":false,"user":"%s"}\n' "$USER2" | "$TOOL" send "$GPUSHARE_SOCKET" 300)
+grep -q "\"user\":\"$USER2\",\"uid\":$uid2" <<<"$out" || fail "no lease for the user by name: $out"
+out=$(printf '{"op":"acquire","gpu_memory":"1G","user":"no-such-user-%s"}\n' "$RANDOM" | "$TOOL" send "$GPUSHARE_SOCKET" 300)
+grep -q '"code":"bad_request","message":"no user \\"no-such-user-' <<<"$out" || fail "an unknown user was not refused: $out"
+pass "a lease on behalf of a user named by name; an unknown name is refused"
