@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks (and, as root, installs) the Debian 12 packages gpushare builds and tests with.
-# Usage: scripts/deps.sh [--install]   (prints what is missing; installs it when run as root)
+# Usage: scripts/deps.sh          prints what is missing; installs it when run as root
+#        scripts/deps.sh --list   prints the package list (for apt-get in .ci/run)
 set -euo pipefail
 
 packages=(
@@ -18,6 +19,11 @@ packages=(
   slurmctld slurmd slurm-client munge       # the Slurm plugin's test cluster (tests/slurm)
   libslurm-dev                              # slurm/spank.h for spank_gpushare.so
 )
+
+if [[ ${1:-} == --list ]]; then
+  echo "${packages[*]}"
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do
