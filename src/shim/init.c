@@ -20,6 +20,7 @@ typedef struct shim_state {
     gs_device_bytes_t limits; /* from GPUSHARE_MEMORY_LIMIT */
     int has_limits;
     uint32_t compute_share;
+    void *driver; /* libcuda.so.1, when its functions were resolved at load time */
 } shim_state_t;
 
 static shim_state_t state = {.init_result = CUDA_SUCCESS, .slot = -1};
@@ -149,9 +150,10 @@ static void initialize(void)
         result = open_region();
     /* The driver is loaded even when the lease is misconfigured, so lookups keep working and
      * every call returns the configuration error rather than crashing. */
-    void *driver = load_driver();
+    void *driver = state.driver != NULL ? state.driver : load_driver();
     if (driver != NULL) {
-        gs__resolve_driver(driver);
+        if (state.driver == NULL)
+            gs__resolve_driver(driver);
     } else {
         gs_error("cannot load the CUDA driver libcuda.so.1: %s", dlerror());
         if (result == CUDA_SUCCESS)
@@ -202,6 +204,18 @@ int gs__slot(void)
 uint64_t gs__limit(unsigned dev)
 {
     return state.region != NULL ? gs_region_limit(state.region, dev) : 0;
+}
+
+/* An application linked with the driver has it loaded before the shim's constructor runs: its
+ * functions are then resolved here, at start-up, rather than inside the first CUDA call. This
+ * touches nothing of the lease (a process that never uses CUDA never joins it). */
+__attribute__((constructor)) static void resolve_early(void)
+{
+    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (driver != NULL) {
+        gs__resolve_driver(driver);
+        state.driver = driver;
+    }
 }
 
 /* At normal exit the driver frees the process's memory: give the charge back at once rather
