@@ -28,6 +28,7 @@
 #include "gpushare/region.h"
 
 #define REPEATS       5
+#define PER_CALL_RUNS 15
 #define INIT_RUNS_MAX 64
 #define LAUNCHES      200000
 #define ALLOCS        100000
@@ -239,33 +240,32 @@ static double median(double *v, int n)
 }
 
 /* Per-call cost: median over processes and repeats, without and with the shim. */
+/* Per-call cost: PER_CALL_RUNS pairs of runs (bare, then shim); each run's figure is the median
+ * over its processes; the table shows the medians of the bare and shim runs and the median of
+ * the pairwise differences (robust to slow drifts of the machine). */
 static int per_call(const char *self, const char *dir, const char *mode, int procs,
                     const char *label)
 {
-    double without[REPEATS * 8], with[REPEATS * 8], cpu_without[REPEATS * 8], cpu_with[REPEATS * 8],
-        vals[8], cpu[8];
-    int n = 0;
-    for (int r = 0; r < REPEATS; r++) {
+    double bare[PER_CALL_RUNS], shim[PER_CALL_RUNS], diff[PER_CALL_RUNS];
+    double cbare[PER_CALL_RUNS], cshim[PER_CALL_RUNS], cdiff[PER_CALL_RUNS];
+    double vals[8], cpu[8];
+    for (int r = 0; r < PER_CALL_RUNS; r++) {
         if (run_case(self, mode, procs, 0, vals, cpu, dir, r) != 0)
             return -1;
-        for (int i = 0; i < procs; i++) {
-            without[n + i] = vals[i];
-            cpu_without[n + i] = cpu[i];
-        }
+        bare[r] = median(vals, procs);
+        cbare[r] = median(cpu, procs);
         if (run_case(self, mode, procs, 1, vals, cpu, dir, r) != 0)
             return -1;
-        for (int i = 0; i < procs; i++) {
-            with[n + i] = vals[i];
-            cpu_with[n + i] = cpu[i];
-        }
-        n += procs;
+        shim[r] = median(vals, procs);
+        cshim[r] = median(cpu, procs);
+        diff[r] = shim[r] - bare[r];
+        cdiff[r] = cshim[r] - cbare[r];
     }
-    double a = median(without, n), b = median(with, n);
-    printf("%-34s %10.1f %10.1f %+10.1f", label, a, b, b - a);
-    if (strcmp(mode, "alloc") == 0) {
-        double ca = median(cpu_without, n), cb = median(cpu_with, n);
-        printf("   CPU %7.1f %7.1f %+7.1f", ca, cb, cb - ca);
-    }
+    printf("%-34s %10.1f %10.1f %+10.1f", label, median(bare, PER_CALL_RUNS),
+           median(shim, PER_CALL_RUNS), median(diff, PER_CALL_RUNS));
+    if (strcmp(mode, "alloc") == 0)
+        printf("   CPU %7.1f %7.1f %+7.1f", median(cbare, PER_CALL_RUNS),
+               median(cshim, PER_CALL_RUNS), median(cdiff, PER_CALL_RUNS));
     printf("\n");
     return 0;
 }
@@ -310,8 +310,9 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *dir = getenv("GS_BENCH_DIR");
-    printf("libgpushare.so on gpusim, side by side; median of %d runs in fresh processes\n",
-           REPEATS);
+    printf("libgpushare.so on gpusim, side by side in fresh processes: per call, %d pairs of runs "
+           "(added = median of the pairwise differences);\ncuInit, %d or more runs\n",
+           PER_CALL_RUNS, REPEATS);
     printf("%-34s %10s %10s %10s   %s\n", "per call (ns): wall time", "bare", "shim", "added",
            "and CPU time (bare, shim, added)");
     if (per_call(argv[0], dir, "launch", 1, "cuLaunchKernel, 1 process") != 0 ||
