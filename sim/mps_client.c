@@ -156,6 +156,31 @@ typedef struct registration {
 
 static registration_t reg = {.mutex = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
+/* fork(): the child drops its copy of the parent's registration descriptor at once, so the
+ * parent's lock goes with the parent even while the child lives on. */
+static void before_fork(void)
+{
+    pthread_mutex_lock(&reg.mutex);
+}
+
+static void after_fork_parent(void)
+{
+    pthread_mutex_unlock(&reg.mutex);
+}
+
+static void after_fork_child(void)
+{
+    if (reg.fd >= 0)
+        close(reg.fd);
+    reg.fd = -1;
+    pthread_mutex_unlock(&reg.mutex);
+}
+
+__attribute__((constructor)) static void register_mps_fork_handlers(void)
+{
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
 static void register_client(const char *dir)
 {
     char path[4200];
@@ -164,7 +189,7 @@ static void register_client(const char *dir)
     if (reg.fd >= 0 && reg.pid == getpid() && strcmp(reg.path, path) == 0)
         goto out;
     if (reg.fd >= 0)
-        close(reg.fd); /* a parent's registration: closing our copy leaves its lock alone */
+        close(reg.fd); /* registered under another pipe directory before */
     reg.fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
     if (reg.fd >= 0 && fcntl(reg.fd, F_OFD_SETLK, &fl) != 0) {

@@ -246,6 +246,49 @@ static int any_process_alive(gsim_node_t *node, int fd)
     return 0;
 }
 
+/* Whether the node was made for the devices spec names (compared as parsed models, so
+ * "A100-40GB*1" and "A100-40GB" agree). A spec that does not parse never matches. */
+static int same_devices(const gsim_node_t *node, const char *spec)
+{
+    const gsim_model_t *models[GSIM_MAX_DEVICES];
+    const gsim_model_t *table;
+    char err[160];
+    int n = gsim_parse_devices(spec, models, err, sizeof(err));
+    gsim_models(&table);
+    if (n < 0 || (uint32_t)n != node->n_devices)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        if ((uint32_t)(models[i] - table) != node->dev[i].model_index)
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether any device has MIG mode on: that state was made by hand and is never replaced. */
+static int has_mig_state(const gsim_node_t *node)
+{
+    for (uint32_t d = 0; d < node->n_devices && d < GSIM_MAX_DEVICES; d++) {
+        if (node->dev[d].mig_mode != 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Returns a new open file description of fd's file for the liveness locks, closing fd; on
+ * failure (no /proc) returns fd itself. A mapping holds a reference to the description it was
+ * made through and a forked child inherits the mapping: locks taken through that description
+ * would outlive a SIGKILLed parent for as long as any child lives. */
+static int lock_description(int fd)
+{
+    char self[64];
+    snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+    int own = open(self, O_RDWR | O_CLOEXEC);
+    if (own < 0)
+        return fd;
+    close(fd);
+    return own;
+}
+
 /* Opens and validates an existing state file. Returns 0, -ENOENT, -ESTALE when it was made for
  * other devices and nobody uses it (the caller replaces it), or -errno. */
 static int open_existing(const char *path, const char *spec, int *fd_out, gsim_node_t **node_out)
@@ -260,17 +303,22 @@ static int open_existing(const char *path, const char *spec, int *fd_out, gsim_n
         result = -ESTALE;
     if (result == 0)
         result = map_fd(fd, &node);
+    if (result == 0)
+        fd = lock_description(fd);
     if (result == 0 && (node->magic != GSIM_MAGIC || node->version != GSIM_VERSION ||
                         node->size != sizeof(gsim_node_t)))
         result = -ESTALE;
-    if (result == 0 && strcmp(node->config, spec != NULL ? spec : "") != 0) {
-        if (!any_process_alive(node, fd))
+    if (result == 0 && !same_devices(node, spec)) {
+        const char *why = has_mig_state(node)           ? "has MIG state"
+                          : any_process_alive(node, fd) ? "is in use"
+                                                        : NULL;
+        if (why == NULL)
             result = -ESTALE;
         else
             fprintf(stderr,
-                    "gpusim: node state %s has devices \"%s\" and is in use; ignoring "
-                    "GPUSIM_DEVICES=\"%s\"\n",
-                    path, node->config, spec != NULL ? spec : "");
+                    "gpusim: node state %s has devices \"%s\" and %s; ignoring "
+                    "GPUSIM_DEVICES=\"%s\" (remove the state directory to start afresh)\n",
+                    path, node->config, why, spec != NULL ? spec : "");
     }
     if (result != 0) {
         if (node != NULL)
@@ -351,8 +399,8 @@ static int register_self(void)
     return result;
 }
 
-/* A forked child shares its parent's open file description and with it the parent's liveness
- * locks: it needs a description of its own, or the two would look like one process. */
+/* A forked child needs an open file description of its own: the inherited one carries the
+ * parent's liveness locks (after_fork_child has already closed the child's copy). */
 static int reopen_after_fork(void)
 {
     int fd = open(handle.path, O_RDWR | O_CLOEXEC);
@@ -361,11 +409,39 @@ static int reopen_after_fork(void)
         fprintf(stderr, "gpusim: cannot reopen node state %s: %s\n", handle.path, strerror(err));
         return -err;
     }
-    close(handle.fd);
+    if (handle.fd >= 0)
+        close(handle.fd);
     handle.fd = fd;
     handle.fd_pid = getpid();
     handle.slot = -1;
     return 0;
+}
+
+/* fork(): the child closes its copy of the descriptor at once. Closing a copy never drops the
+ * parent's locks, and a child that lives on without calling gsim_node_open again must not keep
+ * them alive after the parent dies (its memory would stay charged). */
+static void before_fork(void)
+{
+    pthread_mutex_lock(&open_mutex);
+}
+
+static void after_fork_parent(void)
+{
+    pthread_mutex_unlock(&open_mutex);
+}
+
+static void after_fork_child(void)
+{
+    if (handle.fd >= 0)
+        close(handle.fd);
+    handle.fd = -1;
+    handle.slot = -1;
+    pthread_mutex_unlock(&open_mutex);
+}
+
+__attribute__((constructor)) static void register_node_fork_handlers(void)
+{
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }
 
 int gsim_node_open(int register_process, gsim_node_t **node)

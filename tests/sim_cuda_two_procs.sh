@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Acceptance: two processes on one device. While the first holds 10 GiB, the second's cuMemGetInfo
-# free is exactly 10 GiB lower; after the first is SIGKILLed, free is back to its earlier value.
+# free is exactly 10 GiB lower; after the first is SIGKILLed, free is back to its earlier value,
+# also when the holder forked a child that outlives it without calling CUDA.
 # Run by sim_cuda_run.sh (private GPUSIM_STATE, LD_LIBRARY_PATH=build/sim).
 set -euo pipefail
 progs="${GSIM_CUDA_PROGS:?}"
@@ -15,7 +16,7 @@ mkfifo "$fifo"
 "$progs/memhold" 10 > "$fifo" &
 holder=$!
 trap 'kill -9 $holder 2>/dev/null || true; rm -f "$fifo"' EXIT
-read -r word held < "$fifo" || fail "the holder did not report"
+read -r word held _ < "$fifo" || fail "the holder did not report"
 [[ "$word" == held && "$held" == $((10 << 30)) ]] || fail "holder said: $word $held"
 
 read -r during _ < <("$progs/meminfo")
@@ -25,3 +26,18 @@ kill -9 "$holder"
 wait "$holder" 2>/dev/null || true
 read -r after _ < <("$progs/meminfo")
 [[ "$after" == "$before" ]] || fail "free $after after SIGKILL, expected $before"
+
+# The holder forks first; its child inherits the node descriptor and lives on after the SIGKILL.
+"$progs/memhold" 10 fork > "$fifo" &
+holder=$!
+read -r word held child < "$fifo" || fail "the forking holder did not report"
+trap 'kill -9 $holder $child 2>/dev/null || true; rm -f "$fifo"' EXIT
+[[ "$word" == held && "$child" -gt 0 ]] || fail "forking holder said: $word $held $child"
+read -r during _ < <("$progs/meminfo")
+[[ "$during" == $((before - (10 << 30))) ]] || fail "free $during with the forking holder"
+kill -9 "$holder"
+wait "$holder" 2>/dev/null || true
+kill -0 "$child" || fail "the holder's child died with it"
+read -r after _ < <("$progs/meminfo")
+[[ "$after" == "$before" ]] || fail "free $after after SIGKILL of a parent whose child lives, expected $before"
+kill -9 "$child"

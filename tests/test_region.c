@@ -425,6 +425,54 @@ static void test_closed_descriptors_still_alive(void **state)
     gs_region_close(r);
 }
 
+/* A member's forked child that lives on (and never charges) does not keep the member alive: once
+ * the member is SIGKILLed its record is reaped although the child still maps the region. */
+static void test_forked_child_does_not_keep_parent_alive(void **state)
+{
+    (void)state;
+    char path[256];
+    region_path(path, sizeof(path), "forker");
+    gs_region_config_t cfg = config_with_limit(GIB);
+    gs_region_t *r = NULL;
+    assert_int_equal(gs_region_create(path, &cfg, 0600, &r), 0);
+    int report[2];
+    assert_int_equal(pipe(report), 0);
+    pid_t member = fork();
+    if (member == 0) {
+        gs_region_t *mine;
+        int slot;
+        if (gs_region_open(path, &mine) != 0 || gs_region_attach(mine, &slot) != 0 ||
+            gs_region_reserve(mine, slot, 0, 4096) != 0)
+            _exit(1);
+        pid_t child = fork();
+        if (child == 0) {
+            gs_region_after_fork(mine);
+            pause();
+            _exit(0);
+        }
+        if (write(report[1], &child, sizeof(child)) != (ssize_t)sizeof(child))
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    pid_t child = 0;
+    assert_int_equal(read(report[0], &child, sizeof(child)), (ssize_t)sizeof(child));
+    assert_int_equal(gs_region_reap(r), 0);
+    assert_int_equal(gs_region_used(r, 0), 4096);
+    kill(member, SIGKILL);
+    waitpid(member, NULL, 0);
+    int child_alive = kill(child, 0) == 0;
+    int reaped = gs_region_reap(r);
+    uint64_t used = gs_region_used(r, 0);
+    kill(child, SIGKILL); /* before the checks, so a failure leaves no process behind */
+    assert_true(child_alive);
+    assert_int_equal(reaped, 1);
+    assert_int_equal(used, 0);
+    close(report[0]);
+    close(report[1]);
+    gs_region_close(r);
+}
+
 /* Only the record a handle attached is its to charge. */
 static void test_foreign_slot_refused(void **state)
 {
@@ -481,6 +529,7 @@ int main(void)
         cmocka_unit_test(test_zombie_leader_is_alive),
         cmocka_unit_test(test_foreign_slot_refused),
         cmocka_unit_test(test_closed_descriptors_still_alive),
+        cmocka_unit_test(test_forked_child_does_not_keep_parent_alive),
         cmocka_unit_test(test_recycle),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

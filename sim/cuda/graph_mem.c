@@ -15,6 +15,7 @@ struct gsim_cu_graph_alloc {
     int ordinal;
     int refs;
     int allocated;
+    int allocating; /* claimed by a launch that is charging it */
     struct gsim_cu_graph_alloc *next;
 };
 
@@ -76,7 +77,7 @@ CUresult gsim_cu_graph_alloc_create(int ordinal, size_t size, gsim_cu_graph_allo
  * returns the record to destroy outside the lock, or NULL. */
 static gsim_cu_graph_alloc_t *reap_locked(gsim_cu_graph_alloc_t *a)
 {
-    if (a->refs > 0 || a->allocated)
+    if (a->refs > 0 || a->allocated || a->allocating)
         return NULL;
     for (gsim_cu_graph_alloc_t **pp = &allocs; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == a) {
@@ -127,23 +128,33 @@ CUdeviceptr gsim_cu_graph_alloc_ptr(const gsim_cu_graph_alloc_t *a)
 
 CUresult gsim_cu_graph_alloc_allocate(gsim_cu_graph_alloc_t *a)
 {
-    if (gsim_cu_graph_alloc_allocated(a))
+    /* Claim first: two launches racing on one allocation node must not both charge. */
+    pthread_mutex_lock(&graph_mem_mu);
+    int busy = a->allocated || a->allocating;
+    if (!busy)
+        a->allocating = 1;
+    pthread_mutex_unlock(&graph_mem_mu);
+    if (busy)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult result = gsim_cu_charge(a->ordinal, a->charged);
-    if (result != CUDA_SUCCESS)
-        return result;
-    if (mprotect((void *)a->base, a->map_len, PROT_READ | PROT_WRITE) != 0) {
+    if (result == CUDA_SUCCESS &&
+        mprotect((void *)a->base, a->map_len, PROT_READ | PROT_WRITE) != 0) {
         gsim_cu_uncharge(a->ordinal, a->charged);
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        result = CUDA_ERROR_OUT_OF_MEMORY;
     }
     pthread_mutex_lock(&graph_mem_mu);
-    a->allocated = 1;
-    graph_mem_stats_t *st = &stats[a->ordinal];
-    st->used += a->charged;
-    if (st->used > st->used_high)
-        st->used_high = st->used;
+    a->allocating = 0;
+    if (result == CUDA_SUCCESS) {
+        a->allocated = 1;
+        graph_mem_stats_t *st = &stats[a->ordinal];
+        st->used += a->charged;
+        if (st->used > st->used_high)
+            st->used_high = st->used;
+    }
+    gsim_cu_graph_alloc_t *gone = reap_locked(a);
     pthread_mutex_unlock(&graph_mem_mu);
-    return CUDA_SUCCESS;
+    destroy(gone);
+    return result;
 }
 
 int gsim_cu_graph_mem_live(const gsim_cu_alloc_t *entry)

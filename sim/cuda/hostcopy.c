@@ -28,21 +28,42 @@ static int kernel_copy(void *dst, const void *src, size_t n)
     return 0;
 }
 
+/* Whether [a, a+n) and [b, b+n) share a byte; safe for ranges that end at the top of memory. */
 static int overlaps(const void *a, const void *b, size_t n)
 {
     uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-    return x < y + n && y < x + n;
+    return x < y ? y - x < n : x - y < n;
+}
+
+/* Kernel-checked copy of overlapping ranges through a bounce buffer, chunk by chunk in the
+ * direction that never overwrites source bytes not yet read. Returns kernel_copy's codes. */
+static int kernel_move(void *dst, const void *src, size_t n)
+{
+    enum { CHUNK = 64 * 1024 };
+    unsigned char bounce[CHUNK];
+    int forward = (uintptr_t)dst < (uintptr_t)src;
+    for (size_t done = 0; done < n;) {
+        size_t c = n - done < CHUNK ? n - done : CHUNK;
+        size_t at = forward ? done : n - done - c;
+        int rc = kernel_copy(bounce, (const char *)src + at, c);
+        if (rc == 0)
+            rc = kernel_copy((char *)dst + at, bounce, c);
+        if (rc != 0)
+            return rc;
+        done += c;
+    }
+    return 0;
 }
 
 CUresult gsim_cu_copy_bytes(void *dst, const void *src, size_t n, int host_side)
 {
     if (n == 0)
         return CUDA_SUCCESS;
-    if (!host_side || overlaps(dst, src, n) || atomic_load(&unavailable)) {
+    if (!host_side || atomic_load(&unavailable)) {
         memmove(dst, src, n);
         return CUDA_SUCCESS;
     }
-    int rc = kernel_copy(dst, src, n);
+    int rc = overlaps(dst, src, n) ? kernel_move(dst, src, n) : kernel_copy(dst, src, n);
     if (rc == -2) {
         atomic_store(&unavailable, 1);
         memmove(dst, src, n);

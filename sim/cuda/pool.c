@@ -127,45 +127,64 @@ static int take_cached_locked(CUmemoryPool pool, uint64_t charged, block_t *out)
     return 0;
 }
 
-static void note_use_locked(CUmemoryPool pool, uint64_t charged, int new_reservation)
+static void note_use_locked(CUmemoryPool pool, uint64_t charged)
 {
     pool->used += charged;
     if (pool->used > pool->used_high)
         pool->used_high = pool->used;
-    if (new_reservation) {
-        pool->reserved += charged;
-        if (pool->reserved > pool->reserved_high)
-            pool->reserved_high = pool->reserved;
-    }
 }
 
-/* Makes a new block: checks the pool's maximum, charges the node (trimming the pool's cache once
- * when the device is full), and maps the memory. */
-static CUresult new_block(CUmemoryPool pool, size_t size, uint64_t charged, block_t *b)
+/* Reserves charged bytes against the pool's maximum, trimming its cache once when over; the check
+ * and the reservation happen under one hold of pool->mu. Returns 1 when reserved. */
+static int reserve_within_max(CUmemoryPool pool, uint64_t charged)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        pthread_mutex_lock(&pool->mu);
+        uint64_t max = pool->props.maxSize;
+        int over = max != 0 && (charged > max || pool->reserved > max - charged);
+        if (!over) {
+            pool->reserved += charged;
+            if (pool->reserved > pool->reserved_high)
+                pool->reserved_high = pool->reserved;
+        }
+        pthread_mutex_unlock(&pool->mu);
+        if (!over)
+            return 1;
+        if (attempt == 0)
+            trim(pool, max > charged ? max - charged : 0);
+    }
+    return 0;
+}
+
+static void unreserve(CUmemoryPool pool, uint64_t charged)
 {
     pthread_mutex_lock(&pool->mu);
-    uint64_t max = pool->props.maxSize;
-    int over = max != 0 && (charged > max || pool->reserved > max - charged);
+    pool->reserved -= charged < pool->reserved ? charged : pool->reserved;
     pthread_mutex_unlock(&pool->mu);
-    if (over)
-        trim(pool, max > charged ? max - charged : 0);
-    pthread_mutex_lock(&pool->mu);
-    over = max != 0 && (charged > max || pool->reserved > max - charged);
-    pthread_mutex_unlock(&pool->mu);
-    if (over)
+}
+
+/* Makes a new block: reserves within the pool's maximum, charges the node (trimming the pool's
+ * cache once when the device is full), and maps the memory. The backing covers the whole charge,
+ * so a later request of any size with the same charge can reuse the block. */
+static CUresult new_block(CUmemoryPool pool, size_t size, uint64_t charged, block_t *b)
+{
+    if (!reserve_within_max(pool, charged))
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult result = gsim_cu_charge(pool->ordinal, charged);
     if (result == CUDA_ERROR_OUT_OF_MEMORY) {
         trim(pool, 0);
         result = gsim_cu_charge(pool->ordinal, charged);
     }
-    if (result != CUDA_SUCCESS)
+    if (result != CUDA_SUCCESS) {
+        unreserve(pool, charged);
         return result;
+    }
     b->size = size;
     b->charged = charged;
-    void *p = gsim_cu_backing_alloc(size, &b->map_len);
+    void *p = gsim_cu_backing_alloc((size_t)charged, &b->map_len);
     if (p == NULL) {
         gsim_cu_uncharge(pool->ordinal, charged);
+        unreserve(pool, charged);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     b->base = (uintptr_t)p;
@@ -183,14 +202,14 @@ static CUresult pool_alloc(CUmemoryPool pool, CUcontext ctx, size_t size, CUdevi
     pthread_mutex_lock(&pool->mu);
     int cached = take_cached_locked(pool, charged, &b);
     if (cached)
-        note_use_locked(pool, charged, 0);
+        note_use_locked(pool, charged);
     pthread_mutex_unlock(&pool->mu);
     if (!cached) {
         CUresult result = new_block(pool, size, charged, &b);
         if (result != CUDA_SUCCESS)
             return result;
         pthread_mutex_lock(&pool->mu);
-        note_use_locked(pool, charged, 1);
+        note_use_locked(pool, charged);
         pthread_mutex_unlock(&pool->mu);
     }
     gsim_cu_alloc_t a = {.base = b.base,

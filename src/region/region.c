@@ -82,9 +82,26 @@ static void init_layout(region_layout_t *map, const gs_region_config_t *cfg)
     memcpy(map->magic, REGION_MAGIC, sizeof(map->magic));
 }
 
+/* Returns a new open file description of fd's file for the liveness locks, closing fd; on
+ * failure (no /proc) returns fd itself. A mapping holds a reference to the description it was
+ * made through, and a forked child inherits the mapping: locks taken through that description
+ * would outlive a SIGKILLed parent for as long as any child lives. */
+static int lock_description(int fd)
+{
+    char self[64];
+    snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+    int own = open(self, O_RDWR | O_CLOEXEC);
+    if (own < 0)
+        return fd;
+    close(fd);
+    return own;
+}
+
 /* Wraps a mapping in a handle; takes ownership of fd (may be -1) whatever happens. */
 static int wrap(region_layout_t *map, int fd, const char *path, gs_region_t **out)
 {
+    if (fd >= 0)
+        fd = lock_description(fd);
     gs_region_t *region = calloc(1, sizeof(*region));
     char *copy = path != NULL ? strdup(path) : NULL;
     if (region == NULL || (path != NULL && copy == NULL)) {

@@ -142,6 +142,16 @@ static void async_and_pools(size_t base, CUdevice dev)
     CHECK(cuMemAllocFromPoolAsync(&p2, 3 * MIB, pool, s));
     CHECK_EQ(p2, p1);     /* the cached block is reused */
     CHECK(cuMemFree(p2)); /* cuMemFree of a pool allocation returns it to the pool */
+    /* A 1-byte block cached under its 256-byte charge serves a later 256-byte request in full. */
+    CUdeviceptr small, big;
+    CHECK(cuMemAllocFromPoolAsync(&small, 1, pool, s));
+    CHECK(cuMemFreeAsync(small, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemAllocFromPoolAsync(&big, 256, pool, s));
+    CHECK_EQ(big, small);
+    round_trip(big, 256, 5);
+    CHECK(cuMemFreeAsync(big, s));
+    CHECK(cuStreamSynchronize(s));
     CHECK(cuMemPoolTrimTo(pool, 0));
     CHECK_EQ(free_now(), base);
     CHECK(cuMemPoolDestroy(pool));

@@ -117,6 +117,15 @@ static void memory(void)
     CHECK_RESULT(cuMemcpyDtoH(GARBAGE, p, 8), CUDA_ERROR_INVALID_VALUE);
     CHECK_RESULT(cuMemcpyDtoH((void *)read_only, p, 8), CUDA_ERROR_INVALID_VALUE);
     CHECK_RESULT(cuMemcpy((CUdeviceptr)GARBAGE, (CUdeviceptr)buf, 8), CUDA_ERROR_INVALID_VALUE);
+    CHECK_RESULT(cuMemcpy((CUdeviceptr)0x10, (CUdeviceptr)0x20, 64), CUDA_ERROR_INVALID_VALUE);
+    for (int i = 0; i < 64; i++)
+        buf[i] = (unsigned char)i;
+    CHECK(cuMemcpy((CUdeviceptr)buf, (CUdeviceptr)(buf + 4), 32)); /* overlapping host ranges */
+    for (int i = 0; i < 32; i++)
+        CHECK_EQ(buf[i], (unsigned char)(i + 4));
+    CHECK(cuMemcpy((CUdeviceptr)(buf + 8), (CUdeviceptr)buf, 32));
+    for (int i = 0; i < 32; i++)
+        CHECK_EQ(buf[8 + i], (unsigned char)(i + 4));
     CUDA_MEMCPY2D c2;
     memset(&c2, 0, sizeof(c2));
     c2.srcMemoryType = CU_MEMORYTYPE_HOST;
