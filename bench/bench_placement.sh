@@ -3,8 +3,8 @@
 # 10,800 pods after inflation), and the cost of one decision on a daemon's node.
 set -euo pipefail
 build=${GS_BUILD_DIR:-build}
-shared=${GS_SHARED_DIR:-$(cd "$(dirname "$0")/.." && pwd)/../shared}
-traces="$shared/traces/alibaba-openb"
+data=${GS_DATA_DIR:-$(cd "$(dirname "$0")/.." && pwd)/data}
+traces="$data/traces/alibaba-openb"
 bin="$build/bench/bench_placement"
 if [[ ! -x "$bin" ]]; then
     echo "bench_placement.sh: $bin not built (run make build)" >&2

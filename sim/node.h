@@ -27,7 +27,7 @@
 #define GSIM_NAME_MAX         64
 #define GSIM_UUID_MAX         48 /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" + NUL */
 
-/* ---- GPU models (from the CSVs in shared/gpus, embedded at build time) ---- */
+/* ---- GPU models (from the CSVs in data/gpus, embedded at build time) ---- */
 
 typedef struct gsim_mig_profile {
     char name[24];    /* "3g.20gb" */

@@ -64,7 +64,7 @@ set_tests_properties(test_sim_cuda_timing PROPERTIES RUN_SERIAL ON)
 
 # Acceptance 4: replay of the CUDA runtime's cuGetProcAddress lookups against an oracle built from
 # cuda.h (the macro expansion of each name, legacy and per-thread) and cudaTypedefs.h.
-set(GSIM_TSV "${GS_SHARED_DIR}/cuda/cudart13-getprocaddress-lookups.tsv")
+set(GSIM_TSV "${GS_DATA_DIR}/cuda/cudart13-getprocaddress-lookups.tsv")
 set(GSIM_TSV_NAMES "${CMAKE_CURRENT_BINARY_DIR}/sim_cuda_tsv_names.h")
 add_custom_command(
   OUTPUT "${GSIM_TSV_NAMES}"

@@ -25,8 +25,8 @@ typedef struct traces {
 static int setup(void **state)
 {
     static traces_t t;
-    const char *shared = getenv("GS_SHARED_DIR");
-    snprintf(t.dir, sizeof(t.dir), "%s/traces/alibaba-openb", shared ? shared : "../shared");
+    const char *data = getenv("GS_DATA_DIR");
+    snprintf(t.dir, sizeof(t.dir), "%s/traces/alibaba-openb", data ? data : "data");
     char path[4200], err[GS_PLACE_ERR_MAX];
     snprintf(path, sizeof(path), "%s/openb_node_list_gpu_node.csv", t.dir);
     if (gs_place_nodes_read(path, &t.nodes, err, sizeof(err)) != 0) {

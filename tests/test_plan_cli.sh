@@ -3,7 +3,7 @@
 # with file:line for malformed CSV rows, and a small replay writing the published CSV format.
 set -euo pipefail
 gs="${GS_BUILD_DIR:-build}/bin/gpushare"
-traces="${GS_SHARED_DIR:-../shared}/traces/alibaba-openb"
+traces="${GS_DATA_DIR:-data}/traces/alibaba-openb"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failures=0

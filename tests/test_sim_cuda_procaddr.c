@@ -1,4 +1,4 @@
-/* Acceptance: cuGetProcAddress_v2 replays the lookups libcudart 13 makes (shared/cuda/
+/* Acceptance: cuGetProcAddress_v2 replays the lookups libcudart 13 makes (data/cuda/
  * cudart13-getprocaddress-lookups.tsv). For every row the expected symbol comes from an oracle
  * independent of gpusim's table: the newest ABI's name from cuda.h's own macros (sim_cuda_oracle.c,
  * legacy and per-thread builds), the newest version from cudaTypedefs.h's PFN typedefs, and the
@@ -273,7 +273,7 @@ static void test_replay_tsv(void **state)
     (void)state;
     char path[4096];
     snprintf(path, sizeof(path), "%s/cuda/cudart13-getprocaddress-lookups.tsv",
-             getenv("GS_SHARED_DIR"));
+             getenv("GS_DATA_DIR"));
     FILE *f = fopen(path, "r");
     assert_non_null(f);
     char line[512];

@@ -1,6 +1,6 @@
 /* gpusim's libnvidia-ml: MIG mode, GPU instance profiles, placements and GPU instances.
  *
- * Profiles come from the model's table (shared/gpus/mig-profiles.csv). A profile's NVML profile
+ * Profiles come from the model's table (data/gpus/mig-profiles.csv). A profile's NVML profile
  * constant (NVML_GPU_INSTANCE_PROFILE_*) follows from its shape: "+me" variants are the _REV1
  * profiles, a 1-slice profile with 2 memory slices is 1_SLICE_REV2, the others are named by
  * their compute slices; its profile id is the CSV's id (as nvidia-smi mig -lgip prints it). */

@@ -1,5 +1,5 @@
 /* Every way of reaching the driver lands in the shim: the runtime's recorded cuGetProcAddress
- * lookups (replayed from shared/cuda/cudart13-getprocaddress-lookups.tsv), dlsym, dlvsym and
+ * lookups (replayed from data/cuda/cudart13-getprocaddress-lookups.tsv), dlsym, dlvsym and
  * RTLD_NEXT. Run under the shim with GPUSHARE_MEMORY_LIMIT=1G.
  *
  * The oracle is the driver itself: the program re-runs itself without the shim (--names) and
@@ -44,10 +44,10 @@ __attribute__((visibility("default"))) int gs_next_probe(void)
 
 static int load_rows(void)
 {
-    const char *shared = getenv("GS_SHARED_DIR");
+    const char *data = getenv("GS_DATA_DIR");
     char path[4096];
     snprintf(path, sizeof(path), "%s/cuda/cudart13-getprocaddress-lookups.tsv",
-             shared ? shared : "../shared");
+             data ? data : "data");
     FILE *f = fopen(path, "r");
     if (f == NULL)
         return -1;

@@ -1,6 +1,6 @@
 # A throwaway one-node Slurm cluster around gpushared on gpusim, for the plugin's tests: a private
-# munged, slurmctld and slurmd as root without systemd (after shared/reference/
-# slurm-single-node.sh and SLURM-NOTES.md), everything in one temporary directory and stopped by
+# munged, slurmctld and slurmd as root without systemd (the usual single-node recipe),
+# everything in one temporary directory and stopped by
 # PID on exit. Source it, then call start_gpushared and start_slurm.
 set -euo pipefail
 : "${GS_BUILD_DIR:?run through ctest (GS_BUILD_DIR is not set)}"
