@@ -379,8 +379,10 @@ static void test_gpushare_cpu_blocked(void **state)
     gs_place_workload_t *w = workload(1, shapes, counts);
     gs_place_engine_t *g = engine(c, GS_PLACE_GPUSHARE, w), *f = engine(c, GS_PLACE_FGD, w);
     gs_place_request_t cpu_task = req(8000, 0, 0);
-    /* After the task, one copy of the shape fits the CPU left: one GPU of two is stranded. */
-    assert_int_equal(score(g, gpus, cpu_task), 26); /* sigmoid(-1) = 0.269 */
+    /* After the task, one copy of the shape fits the CPU left: one GPU of two is stranded. The
+     * fragmentation points are sigmoid(-1) = 0.269 -> 26; the packing value lost is one GPU
+     * (1000 milli-GPU of regret, which ranks first: 128 per milli). */
+    assert_int_equal(score(g, gpus, cpu_task), 26 - 128 * 1000);
     assert_int_equal(score(g, cpus, cpu_task), 50);
     assert_int_equal(score(f, gpus, cpu_task), 50);
     assert_int_equal(score(f, cpus, cpu_task), 50);

@@ -80,6 +80,13 @@ static void clear_caches(gs_place_engine_t *e)
         memset(e->frag, 0, e->nodes_seen * sizeof(e->frag[0]));
 }
 
+/* Lets the policy recompute its tables for the current shapes and nodes; cached scores go. */
+static int replan(gs_place_engine_t *e)
+{
+    clear_caches(e);
+    return e->ops->prepare != NULL ? e->ops->prepare(e) : 0;
+}
+
 /* Grows the per-node arrays to the cluster's size (nodes may be added at any time). */
 static int track_nodes(gs_place_engine_t *e)
 {
@@ -116,7 +123,9 @@ static int track_nodes(gs_place_engine_t *e)
         memset(c->version + old, 0, (n - old) * sizeof(*version));
     }
     e->nodes_seen = n;
-    return 0;
+    /* A policy's tables may depend on the whole cluster (gpushare weighs shapes by the capacity
+     * they can use). */
+    return replan(e);
 }
 
 int gs_place_engine_new(gs_place_cluster_t *cluster, gs_place_policy_t policy,
@@ -168,6 +177,8 @@ void gs_place_engine_free(gs_place_engine_t *engine)
     free(engine->ties);
     free(engine->rank);
     free(engine->shapes);
+    free(engine->weight);
+    gs__pack_free(engine->pack);
     gs_place_workload_free(engine->observed);
     free(engine);
 }
@@ -289,8 +300,7 @@ static int observe(gs_place_engine_t *e, const gs_place_request_t *req)
     }
     result = set_shapes(e, tmp, e->observed->count);
     free(tmp);
-    clear_caches(e);
-    return result;
+    return result != 0 ? result : replan(e);
 }
 
 int gs_place_select(gs_place_engine_t *engine, const gs_place_request_t *req,

@@ -91,6 +91,38 @@ struct gs_place_workload {
     int finished;
 };
 
+/* ---- packing values (gpushare's policy) ---- */
+
+/* CPU axis of the completion table: whole cores, larger amounts count as this many. */
+#define GS__PACK_CORES 128
+
+/* What GPU room is worth to the target workload, in GPUs of an optimal packing: the dual prices
+ * of its GPU shares in the fractional bin-packing LP, and value[room][cores], the most a GPU with
+ * that room can still be worth when the node has that many cores left for the tasks filling it. */
+typedef struct gs__pack {
+    double price[GS_PLACE_MILLI + 1]; /* by share in milli; price[1000] = 1 (a whole GPU) */
+    uint8_t known[GS_PLACE_MILLI + 1];
+    float *value; /* (GS_PLACE_MILLI + 1) x (GS__PACK_CORES + 1) */
+} gs__pack_t;
+
+/* Builds the packing values of shapes[0..n) (weights are their frequencies). Returns 0,
+ * GS_ENOMEM or GS_EIO (the LP solver failed); *out is freed with gs__pack_free. */
+int gs__pack_build(const gs__shape_t *shapes, size_t n, gs__pack_t **out);
+void gs__pack_free(gs__pack_t *pack);
+
+/* The packing value of a node's GPU room (GPUs), given its CPU left. */
+double gs__pack_node_value(const gs__pack_t *pack, const gs__node_t *node);
+
+/* What a request is worth in GPUs of an optimal packing: its GPU count for whole GPUs, the dual
+ * price of its share (for a share the workload lacks, the value of that much room), 0 without
+ * GPUs. */
+double gs__pack_request_price(const gs__pack_t *pack, const gs_place_request_t *req);
+
+/* Dual prices of the fractional bin-packing LP: min sum x_p over patterns p (multisets of sizes
+ * that fit one GPU) with sum_p count(i in p) x_p >= demand[i]. Fills price[0..n). Returns 0,
+ * GS_EINVAL or GS_EIO. */
+int gs__pack_lp_prices(const uint32_t *size, const double *demand, uint32_t n, double *price);
+
 /* ---- engine ---- */
 
 /* A node's score for a request: larger is better; GS__INFEASIBLE when it cannot take it. */
@@ -107,6 +139,13 @@ typedef struct gs__policy_ops {
                    gs_place_decision_t *d);
     /* Fragmentation of a node state for the target workload (FGD and gpushare). */
     double (*frag)(const gs_place_engine_t *e, const gs__node_t *node);
+    /* Optional, for policies with frag: how much of the node's packing value (milli-GPU, >= 0)
+     * placing req loses, node -> after; a larger regret always scores lower. */
+    double (*regret)(const gs_place_engine_t *e, const gs__node_t *node, const gs__node_t *after,
+                     const gs_place_request_t *req);
+    /* Optional: recomputes the policy's per-engine tables after the target workload or the set
+     * of nodes changed. Returns 0 or GS_ENOMEM. */
+    int (*prepare)(gs_place_engine_t *e);
     int cacheable;     /* the score depends only on the node's state and the request */
     int random_ties;   /* equal scores: uniformly random node, not the first in the order */
     int uses_workload; /* needs fragmentation bookkeeping */
@@ -146,6 +185,8 @@ struct gs_place_engine {
     size_t nodes_seen; /* size of the per-node arrays */
     int *ties;         /* equally good nodes (policies that pick among them at random) */
     uint64_t *rank;    /* per node: its place in the engine's fixed order, for ties */
+    double *weight;    /* gpushare: per shape, the weight of its fragmentation */
+    gs__pack_t *pack;  /* gpushare: packing values of the target workload's GPU shares */
 };
 
 /* The table of policies, indexed by gs_place_policy_t. */

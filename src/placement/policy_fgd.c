@@ -53,6 +53,20 @@ static int64_t points(double before, double after)
     return (int64_t)(sigmoid * 100.0);
 }
 
+/* Above any difference of points: a policy's regret (milli-GPU) ranks first. */
+#define REGRET_SCALE 128
+
+/* The score of placing req on node as decided in d (after is the node afterwards): the points of
+ * the fragmentation decrease, less the policy's regret when it has one. */
+static int64_t score_of(gs_place_engine_t *e, const gs__node_t *node, const gs__node_t *after,
+                        const gs_place_request_t *req, double before)
+{
+    int64_t s = points(before, e->ops->frag(e, after));
+    if (e->ops->regret != NULL)
+        s -= REGRET_SCALE * llround(e->ops->regret(e, node, after, req));
+    return s;
+}
+
 /* Scores node for req and picks the GPUs: a share goes to the GPU with the best score (lowest
  * index on ties; GPUs with equal room give equal states, so only the first of each is tried);
  * whole GPUs are the first free ones. */
@@ -73,7 +87,7 @@ static int64_t eval(gs_place_engine_t *e, const gs__node_t *node, const gs_place
             gs_place_decision_t one = {.node = -1, .num_gpu = 1, .gpus = {(uint8_t)g}};
             after = *node;
             gs__node_apply(&after, req, &one);
-            int64_t s = points(before, e->ops->frag(e, &after));
+            int64_t s = score_of(e, node, &after, req, before);
             if (s > best) {
                 best = s;
                 pick = one;
@@ -83,7 +97,7 @@ static int64_t eval(gs_place_engine_t *e, const gs__node_t *node, const gs_place
         gs__pick_first_free(node, req, &pick);
         after = *node;
         gs__node_apply(&after, req, &pick);
-        best = points(before, e->ops->frag(e, &after));
+        best = score_of(e, node, &after, req, before);
     }
     if (d != NULL)
         *d = pick;

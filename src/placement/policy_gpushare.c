@@ -1,7 +1,12 @@
-/* gpushare's placement policy: FGD's decision rule with a fragmentation measure that also counts
- * the GPU capacity tasks cannot reach because CPU, host memory or free GPUs run out first
- * (docs/placement.md explains the design and the measurements). */
+/* gpushare's placement policy: FGD's decision rule, ranked first by the packing value a placement
+ * loses (LP dual prices of the workload's GPU shares, CPU-aware), then by a fragmentation measure
+ * that counts the GPU capacity tasks cannot reach for lack of CPU, memory or free GPUs, each task
+ * shape weighed by how scarce the capacity it can use is (docs/placement.md explains all three). */
 #include "placement_internal.h"
+
+#include "gpushare/error.h"
+
+#include <stdlib.h>
 
 /* The capacity of a node's GPUs in decreasing order and its prefix sums: top[i] is the room on
  * the i GPUs with the most room. */
@@ -47,21 +52,80 @@ static uint32_t reachable(const gs__node_t *node, const gs_place_request_t *m, c
     return p->top[gpus < fit ? gpus : fit];
 }
 
-/* F_n(M) = sum over GPU shapes m of p_m * (capacity left on n that m cannot reach). Shapes that
- * take no GPU contribute nothing: no GPU capacity is lost to them. */
+/* The capacity shape m could use on the empty cluster: reachable() on every node, all free. */
+static double usable_capacity(const gs_place_cluster_t *c, const gs_place_request_t *m)
+{
+    double sum = 0;
+    for (size_t i = 0; i < c->count; i++) {
+        gs__node_t empty = c->nodes[i];
+        empty.cpu_left = empty.cpu_cap;
+        empty.mem_left = empty.mem_cap;
+        for (uint32_t g = 0; g < empty.ngpu; g++)
+            empty.gpu_left[g] = GS_PLACE_MILLI;
+        profile_t p;
+        make_profile(&empty, &p);
+        sum += reachable(&empty, m, &p);
+    }
+    return sum;
+}
+
+/* A shape's weight is its frequency times the cluster's GPU capacity over the capacity it can
+ * use: the density of its demand on what it can run on. Tasks confined to few nodes (a GPU
+ * model, many cores, many GPUs) weigh more; shapes without GPUs or without room weigh nothing. */
+static int make_weights(gs_place_engine_t *e)
+{
+    double *w = malloc((e->nshapes ? e->nshapes : 1) * sizeof(*w));
+    free(e->weight);
+    e->weight = w; /* NULL (no weights, no fragmentation) when memory is short */
+    if (w == NULL)
+        return GS_ENOMEM;
+    for (size_t i = 0; i < e->nshapes; i++) {
+        const gs_place_request_t *m = &e->shapes[i].req;
+        double usable = m->num_gpu > 0 ? usable_capacity(e->cluster, m) : 0;
+        w[i] = usable > 0 ? e->shapes[i].weight * (double)e->cluster->total_milli / usable : 0;
+    }
+    return 0;
+}
+
+/* Weights and packing values for the current shapes and nodes. Without packing values (the LP
+ * failed) the policy still works, ranking by fragmentation alone. */
+static int gpushare_prepare(gs_place_engine_t *e)
+{
+    int result = make_weights(e);
+    if (result != 0)
+        return result;
+    gs__pack_free(e->pack);
+    e->pack = NULL;
+    result = gs__pack_build(e->shapes, e->nshapes, &e->pack);
+    return result == GS_ENOMEM ? result : 0;
+}
+
+/* F_n(M) = sum over GPU shapes m of w_m * (capacity left on n that m cannot reach). */
 static double gpushare_frag(const gs_place_engine_t *e, const gs__node_t *node)
 {
-    if (node->milli_left == 0)
+    if (node->milli_left == 0 || e->weight == NULL)
         return 0;
     profile_t p;
     make_profile(node, &p);
     double f = 0;
     for (size_t i = 0; i < e->nshapes; i++) {
-        const gs_place_request_t *m = &e->shapes[i].req;
-        if (m->num_gpu > 0)
-            f += e->shapes[i].weight * (node->milli_left - reachable(node, m, &p));
+        if (e->weight[i] > 0)
+            f += e->weight[i] * (node->milli_left - reachable(node, &e->shapes[i].req, &p));
     }
     return f;
+}
+
+/* The packing value the node loses beyond what the request is worth, in milli-GPU: zero when
+ * the room left can still be filled as an optimal packing would, positive when the placement
+ * strands room (a share that breaks a better pairing, CPU taken from tasks the room needs). */
+static double gpushare_regret(const gs_place_engine_t *e, const gs__node_t *node,
+                              const gs__node_t *after, const gs_place_request_t *req)
+{
+    if (e->pack == NULL)
+        return 0;
+    double lost = gs__pack_node_value(e->pack, node) - gs__pack_request_price(e->pack, req) -
+                  gs__pack_node_value(e->pack, after);
+    return lost > 0 ? lost * GS_PLACE_MILLI : 0;
 }
 
 const gs__policy_ops_t gs__policy_gpushare = {
@@ -70,6 +134,8 @@ const gs__policy_ops_t gs__policy_gpushare = {
     .score = gs__frag_score,
     .choose = gs__frag_choose,
     .frag = gpushare_frag,
+    .regret = gpushare_regret,
+    .prepare = gpushare_prepare,
     .cacheable = 1,
     .uses_workload = 1,
 };
