@@ -30,7 +30,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: gs-nvml-set compute|mig INDEX VALUE\n");
         return 2;
     }
-    if (nvmlInit_v2() != NVML_SUCCESS || nvmlDeviceGetHandleByIndex_v2(index, &dev) != NVML_SUCCESS) {
+    if (nvmlInit_v2() != NVML_SUCCESS ||
+        nvmlDeviceGetHandleByIndex_v2(index, &dev) != NVML_SUCCESS) {
         fprintf(stderr, "gs-nvml-set: no GPU %u\n", index);
         return 1;
     }
@@ -38,7 +39,8 @@ int main(int argc, char **argv)
     nvmlReturn_t activation;
     if (strcmp(argv[1], "compute") == 0)
         result = set_compute(dev, argv[3]);
-    else if (strcmp(argv[1], "mig") == 0 && (strcmp(argv[3], "0") == 0 || strcmp(argv[3], "1") == 0))
+    else if (strcmp(argv[1], "mig") == 0 &&
+             (strcmp(argv[3], "0") == 0 || strcmp(argv[3], "1") == 0))
         result = nvmlDeviceSetMigMode(dev, argv[3][0] == '1', &activation) == NVML_SUCCESS ? 0 : 1;
     if (result != 0)
         fprintf(stderr, "gs-nvml-set: %s %s %s failed\n", argv[1], argv[2], argv[3]);

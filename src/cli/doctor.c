@@ -60,8 +60,11 @@ static void report(doctor_t *doc, level_t level, const char *check, const char *
     json_array_append_new(doc->checks, entry);
     if (doc->json)
         return;
-    printf("%-4s  %-8s %s", level == LEVEL_OK ? "ok" : level == LEVEL_WARN ? "WARN" : "FAIL", check,
-           message);
+    printf("%-4s  %-8s %s",
+           level == LEVEL_OK     ? "ok"
+           : level == LEVEL_WARN ? "WARN"
+                                 : "FAIL",
+           check, message);
     if (hint != NULL && level != LEVEL_OK)
         printf("; fix: %s", hint);
     printf("\n");
@@ -96,24 +99,26 @@ static void check_daemon(doctor_t *doc)
     if (result == 0)
         snprintf(err, sizeof(err), "gpushared at %s refused its status", doc->socket);
     json_decref(reply);
-    report(doc, LEVEL_FAIL, "daemon", "start it: systemctl start gpushared (or gpushared --config FILE)",
-           "%s", err);
+    report(doc, LEVEL_FAIL, "daemon",
+           "start it: systemctl start gpushared (or gpushared --config FILE)", "%s", err);
 }
 
 static void check_socket(doctor_t *doc)
 {
     struct stat st;
     if (stat(doc->socket, &st) != 0) {
-        report(doc, LEVEL_FAIL, "socket", "start gpushared, or point GPUSHARE_SOCKET / --socket at its socket",
-               "%s: %s", doc->socket, strerror(errno));
+        report(doc, LEVEL_FAIL, "socket",
+               "start gpushared, or point GPUSHARE_SOCKET / --socket at its socket", "%s: %s",
+               doc->socket, strerror(errno));
     } else if (!S_ISSOCK(st.st_mode)) {
         report(doc, LEVEL_FAIL, "socket", "remove it and restart gpushared", "%s is not a socket",
                doc->socket);
     } else if ((st.st_mode & 0666) != 0666) {
-        report(doc, LEVEL_FAIL, "socket",
-               "restart gpushared (it makes its socket 0666; callers are told apart by SO_PEERCRED)",
-               "%s has mode %04o: users other than its owner cannot ask for leases", doc->socket,
-               (unsigned)(st.st_mode & 07777));
+        report(
+            doc, LEVEL_FAIL, "socket",
+            "restart gpushared (it makes its socket 0666; callers are told apart by SO_PEERCRED)",
+            "%s has mode %04o: users other than its owner cannot ask for leases", doc->socket,
+            (unsigned)(st.st_mode & 07777));
     } else {
         report(doc, LEVEL_OK, "socket", NULL, "%s is a socket anyone may use (mode %04o)",
                doc->socket, (unsigned)(st.st_mode & 07777));
@@ -129,17 +134,19 @@ static void check_driver(doctor_t *doc)
                                       &doc->nvml, err, sizeof(err));
     doc->nvml_ok = result == 0;
     if (!doc->nvml_ok) {
-        report(doc, LEVEL_FAIL, "driver",
-               "install the NVIDIA driver; a node without GPUs can use gpusim (package gpushare-sim, "
-               "nvml_library = its libnvidia-ml.so.1)",
-               "NVML: %s", err);
+        report(
+            doc, LEVEL_FAIL, "driver",
+            "install the NVIDIA driver; a node without GPUs can use gpusim (package gpushare-sim, "
+            "nvml_library = its libnvidia-ml.so.1)",
+            "NVML: %s", err);
         return;
     }
     int simulated = node != NULL ? json_is_true(json_object_get(node, "simulated"))
                                  : access("/proc/driver/nvidia/version", F_OK) != 0;
     if (simulated)
-        report(doc, LEVEL_OK, "driver", NULL, "gpusim (simulated GPUs, no NVIDIA driver): %u GPU%s, NVML %s",
-               doc->nvml.count, doc->nvml.count == 1 ? "" : "s", doc->nvml.library);
+        report(doc, LEVEL_OK, "driver", NULL,
+               "gpusim (simulated GPUs, no NVIDIA driver): %u GPU%s, NVML %s", doc->nvml.count,
+               doc->nvml.count == 1 ? "" : "s", doc->nvml.library);
     else
         report(doc, LEVEL_OK, "driver", NULL, "NVIDIA driver %s: %u GPU%s, NVML %s",
                node != NULL ? gs__cli_str(node, "driver") : "(gpushared did not say which)",
@@ -163,9 +170,10 @@ static void check_cuda(doctor_t *doc)
                "gpushare against the driver's CUDA toolkit",
                "the driver supports CUDA %d.%d; %s", have / 1000, have % 1000 / 10, text);
     else if (have < want)
-        report(doc, LEVEL_WARN, "cuda", "update the driver when you can",
-               "the driver supports CUDA %d.%d, older than the CUDA %d.%d the shim was built against",
-               have / 1000, have % 1000 / 10, want / 1000, want % 1000 / 10);
+        report(
+            doc, LEVEL_WARN, "cuda", "update the driver when you can",
+            "the driver supports CUDA %d.%d, older than the CUDA %d.%d the shim was built against",
+            have / 1000, have % 1000 / 10, want / 1000, want % 1000 / 10);
     else
         report(doc, LEVEL_OK, "cuda", NULL, "the driver supports CUDA %d.%d; %s", have / 1000,
                have % 1000 / 10, text);
@@ -266,7 +274,9 @@ static void check_gpu(doctor_t *doc, const gs__doctor_gpu_t *g)
     const char *state = !g->mig_supported ? "no MIG" : g->mig_current ? "MIG on" : "MIG off";
     report(doc, level, name, hint, "%s: compute mode %s, %s, configured %s%s%s", g->uuid,
            compute_mode_name(g->compute_mode), state, mode, level == LEVEL_OK ? "" : ": ",
-           level == LEVEL_OK ? "" : compute == level ? why_compute : why_mig);
+           level == LEVEL_OK  ? ""
+           : compute == level ? why_compute
+                              : why_mig);
 }
 
 static void check_gpus(doctor_t *doc)
@@ -333,9 +343,12 @@ static const char *fs_name(long type)
     static const struct {
         long type;
         const char *name;
-    } names[] = {{TMPFS_MAGIC, "tmpfs"},        {EXT4_SUPER_MAGIC, "ext4"},
-                 {XFS_SUPER_MAGIC, "xfs"},       {BTRFS_SUPER_MAGIC, "btrfs"},
-                 {OVERLAYFS_SUPER_MAGIC, "overlayfs"}, {NFS_SUPER_MAGIC, "nfs"}};
+    } names[] = {{TMPFS_MAGIC, "tmpfs"},
+                 {EXT4_SUPER_MAGIC, "ext4"},
+                 {XFS_SUPER_MAGIC, "xfs"},
+                 {BTRFS_SUPER_MAGIC, "btrfs"},
+                 {OVERLAYFS_SUPER_MAGIC, "overlayfs"},
+                 {NFS_SUPER_MAGIC, "nfs"}};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         if (names[i].type == type)
             return names[i].name;
@@ -410,13 +423,14 @@ static void check_mps(doctor_t *doc)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: gpushare doctor [--json] [--socket PATH]\n\n"
-                 "Checks that this node is ready for leases: the NVIDIA driver and NVML (or gpusim),\n"
-                 "gpushared and its socket, each GPU's compute and MIG mode, the CUDA version, the\n"
-                 "shim, the region directory and the MPS control daemon. One line a check, with a\n"
-                 "fix for each that fails. Exit status 0 when the node is ready, 1 otherwise.\n"
-                 "  --json               the checks as one JSON object\n"
-                 "  --socket PATH        gpushared's socket (default $GPUSHARE_SOCKET or %s)\n",
+    fprintf(out,
+            "usage: gpushare doctor [--json] [--socket PATH]\n\n"
+            "Checks that this node is ready for leases: the NVIDIA driver and NVML (or gpusim),\n"
+            "gpushared and its socket, each GPU's compute and MIG mode, the CUDA version, the\n"
+            "shim, the region directory and the MPS control daemon. One line a check, with a\n"
+            "fix for each that fails. Exit status 0 when the node is ready, 1 otherwise.\n"
+            "  --json               the checks as one JSON object\n"
+            "  --socket PATH        gpushared's socket (default $GPUSHARE_SOCKET or %s)\n",
             GS_DEFAULT_SOCKET);
 }
 

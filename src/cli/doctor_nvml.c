@@ -51,8 +51,8 @@ static void read_gpu(const nvml_t *n, unsigned i, gs__doctor_gpu_t *gpu)
     nvmlComputeMode_t mode;
     if (n->nvmlDeviceGetComputeMode(dev, &mode) == NVML_SUCCESS)
         gpu->compute_mode = (int)mode;
-    gpu->mig_supported = n->nvmlDeviceGetMigMode(dev, &gpu->mig_current, &gpu->mig_pending) ==
-                         NVML_SUCCESS;
+    gpu->mig_supported =
+        n->nvmlDeviceGetMigMode(dev, &gpu->mig_current, &gpu->mig_pending) == NVML_SUCCESS;
 }
 
 static int read_all(const nvml_t *n, gs__doctor_nvml_t *out, char *err, size_t errlen)
