@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `gpushare plan` end to end: the issue's cost example (exact figures), help, one-line errors
-# with file:line for malformed CSV rows, and a small replay writing the published CSV format.
+# with file:line for malformed CSV rows, refused node types and jobs, no plan (exit 1), a small
+# replay writing the published CSV format, --policy all in one table and --plot PNG/SVG.
 set -euo pipefail
 gs="${GS_BUILD_DIR:-build}/bin/gpushare"
 traces="${GS_DATA_DIR:-data}/traces/alibaba-openb"
@@ -46,9 +47,25 @@ expect_line "$out" "  gpushare                  1        1           100.0%     
 expect_line "$out" "  one job per GPU           1        4            25.0%       \$2,855.76"
 expect_line "$out" "cheapest: g4dn.2xlarge with GPU sharing, \$548.96 per month"
 
-# A job larger than the node type is named.
-out=$("$gs" plan --job 0.5x2 --job 2 --node-type a:gpus=1,price=1)
-expect_line "$out" "  gpushare           job job-3 (2 GPU x 1000 milli, 0 milli-CPU, 0 MiB) fits no node of this type"
+# A job larger than the node type is named, and with no node type that can hold the workload
+# there is no plan: one line on stderr and exit status 1 after the table.
+status=0
+"$gs" plan --job 0.5x2 --job 2 --node-type a:gpus=1,price=1 >"$tmp/out" 2>"$tmp/err" || status=$?
+[[ $status -eq 1 ]] || fail "no plan: exit $status (want 1)"
+expect_line "$(cat "$tmp/out")" "  gpushare           job job-3 (2 GPU x 1000 milli, 0 milli-CPU, 0 MiB) fits no node of this type"
+[[ "$(cat "$tmp/err")" == "gpushare plan: no plan: no node type holds the workload; job job-3 (2 GPU x 1000 milli, 0 milli-CPU, 0 MiB) fits no node of type a" ]] ||
+    fail "no plan: stderr [$(cat "$tmp/err")]"
+status=0
+"$gs" plan --job 1x5 --node-type a:gpus=1,price=1 --max-nodes 2 >/dev/null 2>"$tmp/err" || status=$?
+[[ $status -eq 1 && "$(cat "$tmp/err")" == "gpushare plan: no plan: every node type needs more than 2 nodes (--max-nodes)" ]] ||
+    fail "max-nodes: exit $status, stderr [$(cat "$tmp/err")]"
+# One node type that holds it is a plan.
+"$gs" plan --job 2 --node-type a:gpus=1,price=1 --node-type b:gpus=2,price=3 >"$tmp/out" ||
+    fail "a plan with one of two node types"
+expect_line "$(cat "$tmp/out")" "cheapest: b with GPU sharing, \$2,160.00 per month"
+# Percentages are accepted where fractions are.
+out=$("$gs" plan --job 25%x4 --node-type g4dn.2xlarge:gpus=1,price=0.752)
+expect_line "$out" "  gpushare                  1        1           100.0%         \$541.44"
 
 # 2. Help goes to stdout with status 0.
 "$gs" plan --help | grep -q "^usage: gpushare plan" || fail "plan --help"
@@ -70,6 +87,41 @@ expect_error 2 "gpushare plan: --job \"0.3333\": gpu: invalid GPU fraction \"0.3
     "$gs" plan --job 0.3333 --node-type a:gpus=1,price=1
 expect_error 2 "gpushare plan: node type a has no price (price=DOLLARS_PER_HOUR)" \
     "$gs" plan --job 0.5 --node-type a:gpus=1
+# Node types and jobs that make no sense are refused (issue 14).
+expect_error 2 "gpushare plan: node type a has no GPU (gpus=N, 1..16)" \
+    "$gs" plan --job 0.5 --node-type a:gpus=0,price=1
+expect_error 2 "gpushare plan: --node-type \"a:gpus=17,price=1\": gpu \"17\" is out of range (at most 16)" \
+    "$gs" plan --job 0.5 --node-type a:gpus=17,price=1
+models="A100-40GB, A100-80GB, H100-80GB, H200-141GB, A30-24GB, L4-24GB, T4-16GB, V100-32GB"
+expect_error 2 "gpushare plan: node type a has an unknown GPU model \"H100X\" (known: $models, their families such as A100, and the models the jobs' gpu_spec names)" \
+    "$gs" plan --job 0.5 --node-type a:gpus=1,price=1,model=H100X
+expect_error 2 "gpushare plan: node type a has cpu_milli 0 (leave it out for no limit)" \
+    "$gs" plan --job 0.5 --node-type a:gpus=1,price=1,cpu_milli=0
+expect_error 2 "gpushare plan: node type a has memory_mib 0 (leave it out for no limit)" \
+    "$gs" plan --job 0.5 --node-type a:gpus=1,price=1,memory_mib=0
+expect_error 2 "gpushare plan: --node-type \"a:gpus=1,price=1,price=2\": price given twice" \
+    "$gs" plan --job 0.5 --node-type a:gpus=1,price=1,price=2
+expect_error 2 "gpushare plan: --node-type \"a:gpus=1,price=-1\": price \"-1\" is not a price per hour (a number like 0.752)" \
+    "$gs" plan --job 0.5 --node-type a:gpus=1,price=-1
+expect_error 2 "gpushare plan: --node-type \"a:gpus=1,price=nan\": price \"nan\" is not a price per hour (a number like 0.752)" \
+    "$gs" plan --job 0.5 --node-type a:gpus=1,price=nan
+expect_error 2 "gpushare plan: --job \"0\": a job takes some GPU: a share (0.25 or 25%) or a whole number of GPUs" \
+    "$gs" plan --job 0 --node-type a:gpus=1,price=1
+expect_error 2 "gpushare plan: --job \"0.5x0\": count must be at least 1" \
+    "$gs" plan --job 0.5x0 --node-type a:gpus=1,price=1
+expect_error 2 "gpushare plan: --job \"0.5xabc\": count \"abc\" is not a whole number" \
+    "$gs" plan --job 0.5xabc --node-type a:gpus=1,price=1
+printf 'name,gpus,price_per_hour,model\nbig,8,20,H100\nodd,4,9,X9\n' >"$tmp/badtypes.csv"
+expect_error 1 "gpushare plan: $tmp/badtypes.csv: node type odd has an unknown GPU model \"X9\" (known: $models, their families such as A100, and the models the jobs' gpu_spec names)" \
+    "$gs" plan --job 0.5 --node-types "$tmp/badtypes.csv"
+# A model the jobs name is known (openb's internal codes such as G2), and case does not matter.
+printf 'name,gpu,gpu_spec\ntrain,1,G2\n' >"$tmp/g2.csv"
+"$gs" plan --workload "$tmp/g2.csv" --node-type a:gpus=8,price=10,model=G2 >/dev/null || fail "model G2"
+"$gs" plan --job 0.5 --node-type a:gpus=1,price=1,model=a100-40gb >/dev/null || fail "model case"
+# A job that asks for a model no node type has fits nowhere: no plan.
+status=0
+"$gs" plan --workload "$tmp/g2.csv" --node-type a:gpus=8,price=10,model=T4 >/dev/null 2>&1 || status=$?
+[[ $status -eq 1 ]] || fail "job for a missing model: exit $status (want 1)"
 expect_error 2 "gpushare plan: --policy \"worstfit\": unknown policy (see --help)" \
     "$gs" plan replay --nodes x --pods y --policy worstfit
 expect_error 2 "gpushare plan: unknown option \"--bogus\" (see gpushare plan --help)" \
@@ -77,9 +129,14 @@ expect_error 2 "gpushare plan: unknown option \"--bogus\" (see gpushare plan --h
 expect_error 2 "gpushare plan: replay needs --nodes and --pods (see gpushare plan replay --help)" \
     "$gs" plan replay
 
+expect_error 2 "gpushare plan: --plot \"x.jpg\": the file name must end in .png or .svg" \
+    "$gs" plan replay --nodes x --pods y --plot x.jpg
+expect_error 2 "gpushare plan: --inflate \"13000%\": expected a ratio between 0 and 100 (1.3 or 130%)" \
+    "$gs" plan replay --nodes x --pods y --inflate 13000%
+
 # 4. A small replay: the published CSV format, one row per (policy, seed), and a plot.
 "$gs" plan replay --nodes "$traces/openb_node_list_gpu_node.csv" \
-    --pods "$traces/openb_pod_list_default.csv" --policy fgd,gpushare --seed 42 \
+    --pods "$traces/openb_pod_list_default.csv" --policy fgd,gpushare --seed 42 --inflate 130% \
     --out "$tmp/res.csv" --plot "$tmp/plot.svg" >"$tmp/summary"
 [[ $(wc -l <"$tmp/res.csv") -eq 3 ]] || fail "results: $(wc -l <"$tmp/res.csv") lines"
 head -1 "$tmp/res.csv" | grep -q '^workload,sc_policy,tune,seed,total_gpus,0,1,2,.*,129,130$' ||
@@ -89,6 +146,24 @@ grep -q '^openb_pod_list_default,06-FGD,1.3,42,6212,' "$tmp/res.csv" || fail "FG
 grep -q '^openb_pod_list_default,07-gpushare,1.3,42,6212,' "$tmp/res.csv" || fail "gpushare row"
 grep -q '^gpushare    07-gpushare' "$tmp/summary" || fail "summary"
 grep -q '</svg>' "$tmp/plot.svg" || fail "plot"
+
+# 5. --policy all: every policy in one table, compared with FGD; --plot FILE.png draws them all.
+"$gs" plan replay --nodes "$traces/openb_node_list_gpu_node.csv" \
+    --pods "$traces/openb_pod_list_default.csv" --policy all --seed 42 \
+    --published "$traces/published_allocation_fgd_atc23.csv" --plot "$tmp/all.png" >"$tmp/all"
+[[ $(grep -c '^policy ' "$tmp/all") -eq 1 ]] || fail "one table"
+for p in random dotprod clustering packing bestfit fgd gpushare spread; do
+    grep -q "^$p " "$tmp/all" || fail "policy $p missing from the table"
+done
+grep -q '^fgd         06-FGD                  4.82%      4.82..4.82       4.86   0.992' "$tmp/all" ||
+    fail "FGD row of the table: $(grep '^fgd ' "$tmp/all")"
+grep -q '^gpushare    07-gpushare             3.76%      3.76..3.76          -   0.774' "$tmp/all" ||
+    fail "gpushare row of the table: $(grep '^gpushare ' "$tmp/all")"
+grep -q "^vs FGD: unalloc@100 divided by FGD's mean (published: 4.86%)$" "$tmp/all" || fail "vs FGD"
+# A PNG of 1920 x 840 pixels (signature, then the IHDR chunk's width and height).
+[[ "$(head -c 8 "$tmp/all.png" | od -An -tx1 | tr -d ' \n')" == 89504e470d0a1a0a ]] || fail "PNG signature"
+[[ "$(od -An -tu1 -j16 -N8 "$tmp/all.png" | tr -s ' ')" == " 0 0 7 128 0 0 3 72" ]] || fail "PNG size"
+[[ $(wc -c <"$tmp/all.png") -gt 20000 ]] || fail "PNG too small to hold the chart"
 
 if [[ $failures -gt 0 ]]; then
     echo "$failures failure(s)" >&2

@@ -134,6 +134,13 @@ const char *gs_place_node_name(const gs_place_cluster_t *cluster, int node);
 /* Returns the id of a GPU model known to the cluster, or GS_ENOENT. */
 int gs_place_model_id(const gs_place_cluster_t *cluster, const char *model);
 
+/* Returns 1 when model names a GPU gpushare knows (data/gpus/gpu-models.csv: "A100-40GB", or its
+ * family before the memory size, "A100"; case-insensitive), else 0. Thread-safe. */
+int gs_place_gpu_model_known(const char *model);
+
+/* Returns the i-th GPU model gpushare knows ("A100-40GB"), or NULL past the last. Thread-safe. */
+const char *gs_place_gpu_model_name(size_t i);
+
 /* Turns a list of allowed models ("", "T4", "V100M16|V100M32") into a request's model_mask:
  * 0 for an empty list, GS_PLACE_MODEL_NONE when no listed model is in the cluster. Returns 0, or
  * GS_EINVAL for an over-long list. */
@@ -230,6 +237,9 @@ typedef struct gs_place_pods {
     gs_place_pod_t *pods;
     size_t count;
 } gs_place_pods_t;
+
+/* The model of a node file's GPU nodes when the file has no model column (or leaves it empty). */
+#define GS_PLACE_DEFAULT_MODEL "gpu"
 
 /* A node (or, in `gpushare plan`, a node type) read from a node file. */
 typedef struct gs_place_node_row {

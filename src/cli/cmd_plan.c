@@ -95,6 +95,23 @@ int gs__plan_parse_double(const char *text, double min, double max, double *valu
     return 0;
 }
 
+int gs__plan_parse_ratio(const char *text, double min, double max, double *value)
+{
+    size_t n = strlen(text);
+    if (n < 2 || text[n - 1] != '%')
+        return gs__plan_parse_double(text, min, max, value);
+    char number[64];
+    double v;
+    if (n - 1 >= sizeof(number))
+        return -1;
+    memcpy(number, text, n - 1);
+    number[n - 1] = '\0';
+    if (gs__plan_parse_double(number, min * 100, max * 100, &v) != 0)
+        return -1;
+    *value = v / 100;
+    return 0;
+}
+
 void gs__plan_money(double dollars, char *buf, size_t len)
 {
     long long cents = llround(dollars * 100.0);

@@ -17,7 +17,8 @@ typedef struct capacity_args {
     double hours;
     unsigned long long max_nodes;
     gs_place_pods_t jobs;   /* --workload and --job, in order */
-    gs_place_nodes_t types; /* --node-types and --node-type */
+    gs_place_nodes_t types; /* --node-type (the first flag_types), then --node-types */
+    size_t flag_types;
 } capacity_args_t;
 
 static void usage(FILE *out)
@@ -37,13 +38,17 @@ static void usage(FILE *out)
         "                      memory_mib, gpu_spec columns\n"
         "  --job GPU[xCOUNT]   COUNT jobs (default 1) taking GPU: 0.25, 25%% or 2 (whole GPUs)\n"
         "  --node-type SPEC    NAME:gpus=N,price=DOLLARS_PER_HOUR[,cpu_milli=M][,memory_mib=M]\n"
-        "                      [,model=M]; repeat to compare node types\n"
+        "                      [,model=M]; repeat to compare node types. gpus is 1..16; CPU\n"
+        "                      and memory left out are unlimited; the model is one gpushare\n"
+        "                      knows (A100-40GB, T4, ...) or one the jobs' gpu_spec names\n"
         "  --node-types FILE   node types: name,gpus,price_per_hour[,cpu_milli,memory_mib,model]\n"
         "  --policy NAME       placement when sharing (default: gpushare)\n"
         "  --hours-per-month H hours billed per month (default: 720 = 30 days)\n"
         "  --max-nodes N       give up beyond N nodes of a type (default: 100000)\n"
         "  -h, --help          this help\n"
         "\n"
+        "Exit status: 0 with a plan; 1 when no node type can hold the workload or an input file\n"
+        "is bad; 2 for bad options.\n"
         "example: gpushare plan --job 0.25x4 --node-type g4dn.2xlarge:gpus=1,price=0.752\n");
 }
 
@@ -101,6 +106,13 @@ static int add_job(capacity_args_t *a, const char *spec)
         gs__plan_error("--job \"%s\": %s", spec, reason(err));
         return GS_EXIT_USAGE;
     }
+    if (one.count > 0 && one.pods[0].num_gpu == 0) {
+        gs_place_pods_free(&one);
+        gs__plan_error("--job \"%s\": a job takes some GPU: a share (0.25 or 25%%) or a whole "
+                       "number of GPUs",
+                       spec);
+        return GS_EXIT_USAGE;
+    }
     for (size_t i = 0; i < one.count; i++)
         snprintf(one.pods[i].name, sizeof(one.pods[i].name), "job-%zu", a->jobs.count + i + 1);
     return append_pods(&a->jobs, &one) == 0 ? GS_EXIT_OK : GS_EXIT_FAIL;
@@ -121,6 +133,20 @@ static const char *column_of(const char *key)
             return keys[i][1];
     }
     return NULL;
+}
+
+/* Nonzero when item is one of the sep-separated entries of list ("price" in "name,price"). */
+static int list_has(const char *list, char sep, const char *item)
+{
+    size_t n = strlen(item);
+    for (const char *p = list; *p != '\0';) {
+        size_t len = strcspn(p, (char[]){sep, '\0'});
+        if (len == n && strncmp(p, item, n) == 0)
+            return 1;
+        p += len;
+        p += *p == sep;
+    }
+    return 0;
 }
 
 /* --node-type NAME:gpus=1,price=0.752: a one-row node type list. */
@@ -146,6 +172,10 @@ static int add_type(capacity_args_t *a, const char *spec)
             gs__plan_error("--node-type \"%s\": unknown or malformed \"%s\" (keys: gpus, price, "
                            "cpu_milli, memory_mib, model)",
                            spec, kv);
+            return GS_EXIT_USAGE;
+        }
+        if (list_has(header, ',', col)) {
+            gs__plan_error("--node-type \"%s\": %s given twice", spec, kv);
             return GS_EXIT_USAGE;
         }
         strcat(strcat(header, ","), col);
@@ -178,6 +208,7 @@ static int read_files(capacity_args_t *a)
         if (append_pods(&a->jobs, &jobs) != 0)
             return GS_EXIT_FAIL;
     }
+    a->flag_types = a->types.count;
     if (a->types_file != NULL) {
         if (gs_place_nodes_read(a->types_file, &types, err, sizeof(err)) != 0) {
             gs__plan_error("%s", err);
@@ -187,6 +218,60 @@ static int read_files(capacity_args_t *a)
             return GS_EXIT_FAIL;
     }
     return GS_EXIT_OK;
+}
+
+/* Nonzero when some job's gpu_spec names model ("T4" in "T4|V100M32"). */
+static int jobs_name_model(const capacity_args_t *a, const char *model)
+{
+    for (size_t i = 0; i < a->jobs.count; i++) {
+        if (list_has(a->jobs.pods[i].gpu_spec, '|', model))
+            return 1;
+    }
+    return 0;
+}
+
+/* The GPU models gpushare knows, "A100-40GB, A100-80GB, ...", into buf. */
+static void known_models(char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; gs_place_gpu_model_name(i) != NULL && used < len; i++) {
+        int n =
+            snprintf(buf + used, len - used, "%s%s", i > 0 ? ", " : "", gs_place_gpu_model_name(i));
+        used += n > 0 ? (size_t)n : 0;
+    }
+}
+
+/* A node type can host jobs: it has GPUs and a price, no zero CPU or memory, and a GPU model
+ * gpushare knows or the workload names. One error line otherwise: bad usage for --node-type,
+ * bad input for a --node-types file. */
+static int check_type(const capacity_args_t *a, const gs_place_node_row_t *t, int from_flag)
+{
+    char why[512] = "";
+    if (t->num_gpu == 0)
+        snprintf(why, sizeof(why), "has no GPU (gpus=N, 1..%d)", GS_PLACE_MAX_GPUS);
+    else if (t->price_per_hour < 0)
+        snprintf(why, sizeof(why), "has no price (price=DOLLARS_PER_HOUR)");
+    else if (t->cpu_milli == 0 || t->mem_mib == 0)
+        snprintf(why, sizeof(why), "has %s 0 (leave it out for no limit)",
+                 t->cpu_milli == 0 ? "cpu_milli" : "memory_mib");
+    else if (strcmp(t->model, GS_PLACE_DEFAULT_MODEL) != 0 && !gs_place_gpu_model_known(t->model) &&
+             !jobs_name_model(a, t->model)) {
+        char known[160];
+        known_models(known, sizeof(known));
+        snprintf(why, sizeof(why),
+                 "has an unknown GPU model \"%s\" (known: %s, their families such as A100, "
+                 "and the models the jobs' gpu_spec names)",
+                 t->model, known);
+    }
+    if (why[0] == '\0')
+        return GS_EXIT_OK;
+    if (from_flag) {
+        gs__plan_error("node type %s %s", t->name, why);
+        return GS_EXIT_USAGE;
+    }
+    gs__plan_error("%s: node type %s %s", a->types_file, t->name, why);
+    return GS_EXIT_FAIL;
 }
 
 static int check_args(capacity_args_t *a)
@@ -200,11 +285,9 @@ static int check_args(capacity_args_t *a)
         return GS_EXIT_USAGE;
     }
     for (size_t i = 0; i < a->types.count; i++) {
-        if (a->types.nodes[i].price_per_hour < 0) {
-            gs__plan_error("node type %s has no price (price=DOLLARS_PER_HOUR)",
-                           a->types.nodes[i].name);
-            return GS_EXIT_USAGE;
-        }
+        int status = check_type(a, &a->types.nodes[i], i < a->flag_types);
+        if (status != GS_EXIT_OK)
+            return status;
     }
     return GS_EXIT_OK;
 }
@@ -323,7 +406,8 @@ static void print_row(const capacity_args_t *a, const char *what, const gs_place
 }
 
 /* Plans one node type; *cost gets the shared plan's monthly cost (-1 when infeasible). */
-static int plan_type(const capacity_args_t *a, const gs_place_node_row_t *type, double *cost)
+static int plan_type(const capacity_args_t *a, const gs_place_node_row_t *type, double *cost,
+                     size_t *misfit)
 {
     char err[GS_PLACE_ERR_MAX], money[64];
     gs_place_plan_t shared, alone;
@@ -345,6 +429,7 @@ static int plan_type(const capacity_args_t *a, const gs_place_node_row_t *type, 
               type->price_per_hour);
     print_row(a, "one job per GPU", &alone, shared.requested_milli, type->price_per_hour);
     *cost = shared.feasible ? shared.nodes * type->price_per_hour * a->hours : -1;
+    *misfit = shared.misfit;
     if (shared.feasible && alone.feasible && alone.nodes > shared.nodes) {
         double saved = (alone.nodes - shared.nodes) * type->price_per_hour * a->hours;
         gs__plan_money(saved, money, sizeof(money));
@@ -355,22 +440,47 @@ static int plan_type(const capacity_args_t *a, const gs_place_node_row_t *type, 
     return GS_EXIT_OK;
 }
 
+/* No node type can hold the workload: one line saying why, and a non-zero exit. type is a node
+ * type on which job misfit fits no node (SIZE_MAX when every type only needs too many nodes). */
+static int no_plan(const capacity_args_t *a, size_t type, size_t misfit)
+{
+    if (type < a->types.count && misfit < a->jobs.count) {
+        const gs_place_pod_t *job = &a->jobs.pods[misfit];
+        gs__plan_error("no plan: no node type holds the workload; job %s (%u GPU x %u milli, %u "
+                       "milli-CPU, %llu MiB) fits no node of type %s",
+                       job->name, job->num_gpu, job->gpu_milli, job->cpu_milli,
+                       (unsigned long long)job->mem_mib, a->types.nodes[type].name);
+    } else {
+        gs__plan_error("no plan: every node type needs more than %llu nodes (--max-nodes)",
+                       a->max_nodes);
+    }
+    return GS_EXIT_FAIL;
+}
+
 static int plan_all(const capacity_args_t *a)
 {
     double best = -1;
-    size_t best_type = 0;
+    size_t best_type = 0, misfit_type = SIZE_MAX, first_misfit = SIZE_MAX;
     describe_workload(a);
     for (size_t i = 0; i < a->types.count; i++) {
         double cost;
-        int status = plan_type(a, &a->types.nodes[i], &cost);
+        size_t misfit;
+        int status = plan_type(a, &a->types.nodes[i], &cost, &misfit);
         if (status != GS_EXIT_OK)
             return status;
         if (cost >= 0 && (best < 0 || cost < best)) {
             best = cost;
             best_type = i;
         }
+        if (cost < 0 && misfit < a->jobs.count && misfit_type == SIZE_MAX) {
+            misfit_type = i;
+            first_misfit = misfit;
+        }
     }
-    if (a->types.count > 1 && best >= 0) {
+    fflush(stdout);
+    if (best < 0)
+        return no_plan(a, misfit_type, first_misfit);
+    if (a->types.count > 1) {
         char money[64];
         gs__plan_money(best, money, sizeof(money));
         printf("\ncheapest: %s with GPU sharing, %s per month\n", a->types.nodes[best_type].name,

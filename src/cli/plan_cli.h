@@ -1,4 +1,4 @@
-/* Private interfaces of `gpushare plan`: trace replay, capacity planning, SVG plots, helpers. */
+/* Private interfaces of `gpushare plan`: trace replay, capacity planning, plots, helpers. */
 #ifndef GS_PLAN_CLI_H
 #define GS_PLAN_CLI_H
 
@@ -25,6 +25,12 @@ int gs__plan_parse_policies(const char *text, gs_place_policy_t *policies, int m
 /* Parses a finite number in [min, max]. Returns 0 or -1. */
 int gs__plan_parse_double(const char *text, double min, double max, double *value);
 
+/* As gs__plan_parse_double, also accepting a percentage ("130%" is 1.3). */
+int gs__plan_parse_ratio(const char *text, double min, double max, double *value);
+
+/* Nonzero when gs__plan_plot can draw into path (it ends in .png or .svg, any case). */
+int gs__plan_plot_format_ok(const char *path);
+
 /* Writes a dollar amount with cents and thousands separators: "$2,165.76". */
 void gs__plan_money(double dollars, char *buf, size_t len);
 
@@ -36,8 +42,10 @@ typedef struct gs__plan_curve {
     uint8_t valid[GS_PLACE_TABLE_MAX + 1];
 } gs__plan_curve_t;
 
-/* Writes an SVG chart of unallocated % (100 - allocation) against arrived % for the curves: the
- * whole range and a close-up of the end. Returns 0 or -1 (errno set by stdio). */
-int gs__plan_svg(FILE *out, const char *title, const gs__plan_curve_t *curves, int count);
+/* Draws a chart of unallocated % (100 - allocation) against arrived % for the curves (the whole
+ * range and a close-up of the end) into path, a PNG or an SVG file by its extension. Returns 0,
+ * or -1 with a one-line reason in err (the extension, or the file cannot be written). */
+int gs__plan_plot(const char *path, const char *title, const gs__plan_curve_t *curves, int count,
+                  char *err, size_t errlen);
 
 #endif

@@ -1,5 +1,6 @@
 /* `gpushare plan replay`: the ATC'23 experiment for several policies and seeds, its result table
- * in the published CSV format, a comparison with the published figures and an SVG plot. */
+ * in the published CSV format, one table comparing the policies (with the published figures) and
+ * a chart of their allocation curves (PNG or SVG). */
 #include "cli.h"
 #include "plan_cli.h"
 
@@ -47,10 +48,12 @@ static void usage(FILE *out)
         "  --policy LIST      comma-separated: random, dotprod, clustering, packing, bestfit,\n"
         "                     fgd, gpushare, spread; or all (default: gpushare)\n"
         "  --seed SEEDS       42, 42-51 or 42,45 (default: 42)\n"
-        "  --inflate RATIO    workload size in units of GPU capacity; 0 keeps it (default: 1.3)\n"
+        "  --inflate RATIO    workload size in units of GPU capacity, 1.3 or 130%%; 0 keeps it\n"
+        "                     (default: 1.3)\n"
         "  --out FILE         write one row per (policy, seed) in the published CSV format:\n"
         "                     allocation %% at arrived %% 0..130 (- for stdout)\n"
-        "  --plot FILE        write an SVG of unallocated %% against arrived %% (seed means)\n"
+        "  --plot FILE        draw unallocated %% against arrived %% (seed means) of every\n"
+        "                     policy on one chart: FILE.png or FILE.svg\n"
         "  --published FILE   compare with the published results (published_allocation_*.csv)\n"
         "  --workload NAME    the workload column (default: the pod file's name without .csv)\n"
         "  -h, --help         this help\n");
@@ -85,6 +88,10 @@ static int parse_args(int argc, char **argv, replay_args_t *a)
             a->out = optarg;
             break;
         case 'g':
+            if (!gs__plan_plot_format_ok(optarg)) {
+                gs__plan_error("--plot \"%s\": the file name must end in .png or .svg", optarg);
+                return GS_EXIT_USAGE;
+            }
             a->plot = optarg;
             break;
         case 'c':
@@ -113,8 +120,9 @@ static int parse_args(int argc, char **argv, replay_args_t *a)
             }
             break;
         case 'i':
-            if (gs__plan_parse_double(optarg, 0, 100, &a->tune) != 0) {
-                gs__plan_error("--inflate \"%s\": expected a ratio between 0 and 100", optarg);
+            if (gs__plan_parse_ratio(optarg, 0, 100, &a->tune) != 0) {
+                gs__plan_error(
+                    "--inflate \"%s\": expected a ratio between 0 and 100 (1.3 or 130%%)", optarg);
                 return GS_EXIT_USAGE;
             }
             break;
@@ -257,27 +265,51 @@ static double published_mean(const char *path, const char *workload, const char 
     return n > 0 ? sum / n : -1;
 }
 
+/* What the policies are compared with: FGD's published mean when the published file has it,
+ * else FGD's mean replayed here; -1 when neither is known. *what says which. */
+static double fgd_reference(const replay_args_t *a, const char *workload, policy_summary_t *sums,
+                            const char **what)
+{
+    double p = a->published ? published_mean(a->published, workload, "06-FGD", a) : -1;
+    *what = "published";
+    if (p >= 0)
+        return p;
+    *what = "replayed here";
+    for (int i = 0; i < a->npolicies; i++) {
+        if (a->policies[i] == GS_PLACE_FGD)
+            return sums[i].unalloc_sum / sums[i].runs;
+    }
+    return -1;
+}
+
 static void print_summary(FILE *out, const replay_args_t *a, const char *workload,
                           policy_summary_t *sums)
 {
-    fprintf(out, "%-11s %-17s %11s %15s %10s %13s\n", "policy", "label", "unalloc@100", "min..max",
-            "published", "replay (med)");
+    const char *what;
+    double ref = fgd_reference(a, workload, sums, &what);
+    fprintf(out, "%-11s %-17s %11s %15s %10s %7s %13s\n", "policy", "label", "unalloc@100",
+            "min..max", "published", "vs FGD", "replay (med)");
     for (int i = 0; i < a->npolicies; i++) {
         policy_summary_t *s = &sums[i];
         const char *label = gs_place_policy_label(a->policies[i]);
-        char pub[32] = "-", range[48];
+        char pub[32] = "-", range[48], ratio[32] = "-";
         double p = a->published ? published_mean(a->published, workload, label, a) : -1;
+        double mean = s->unalloc_sum / s->runs;
         if (p >= 0)
             snprintf(pub, sizeof(pub), "%.2f", p);
+        if (ref > 0)
+            snprintf(ratio, sizeof(ratio), "%.3f", mean / ref);
         snprintf(range, sizeof(range), "%.2f..%.2f", s->unalloc_min, s->unalloc_max);
-        fprintf(out, "%-11s %-17s %10.2f%% %15s %10s %11.3f s\n",
-                gs_place_policy_name(a->policies[i]), label, s->unalloc_sum / s->runs, range, pub,
+        fprintf(out, "%-11s %-17s %10.2f%% %15s %10s %7s %11.3f s\n",
+                gs_place_policy_name(a->policies[i]), label, mean, range, pub, ratio,
                 median(s->seconds, s->runs));
     }
     fprintf(out,
             "unalloc@100: unallocated GPU %% when the arrived demand reaches 100%% of the "
             "capacity, mean over %d seed(s)\n",
             a->nseeds);
+    if (ref > 0)
+        fprintf(out, "vs FGD: unalloc@100 divided by FGD's mean (%s: %.2f%%)\n", what, ref);
 }
 
 static int write_plot(const replay_args_t *a, const char *workload, policy_summary_t *sums)
@@ -292,9 +324,9 @@ static int write_plot(const replay_args_t *a, const char *workload, policy_summa
                 curves[i].alloc[x] /= (double)sums[i].curve_runs[x];
         }
     }
-    FILE *f = fopen(a->plot, "w");
-    if (f == NULL || gs__plan_svg(f, workload, curves, a->npolicies) != 0 || fclose(f) != 0) {
-        gs__plan_error("%s: cannot write the plot", a->plot);
+    char err[512];
+    if (gs__plan_plot(a->plot, workload, curves, a->npolicies, err, sizeof(err)) != 0) {
+        gs__plan_error("%s", err);
         return GS_EXIT_FAIL;
     }
     return GS_EXIT_OK;

@@ -2,6 +2,7 @@
 #include "placement_internal.h"
 
 #include "gpushare/error.h"
+#include "gpu_models.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -363,4 +364,21 @@ int gs_place_release(gs_place_cluster_t *cluster, const gs_place_request_t *req,
     gs__node_touch(cluster, n);
     cluster->used_milli -= gs_place_request_milli(req);
     return 0;
+}
+
+int gs_place_gpu_model_known(const char *model)
+{
+    size_t n = strlen(model);
+    for (size_t i = 0; i < sizeof(gpu_models) / sizeof(gpu_models[0]); i++) {
+        const char *full = gpu_models[i];
+        size_t family = strcspn(full, "-");
+        if (strcasecmp(model, full) == 0 || (n == family && strncasecmp(model, full, n) == 0))
+            return 1;
+    }
+    return 0;
+}
+
+const char *gs_place_gpu_model_name(size_t i)
+{
+    return i < sizeof(gpu_models) / sizeof(gpu_models[0]) ? gpu_models[i] : NULL;
 }

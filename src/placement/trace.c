@@ -11,8 +11,6 @@
 
 /* A workload expands to at most this many tasks (count column included). */
 #define PODS_MAX 10000000u
-/* The model given to GPU nodes of a file without a model column. */
-#define DEFAULT_MODEL "gpu"
 
 /* Where a row is, for messages. */
 typedef struct row_ctx {
@@ -333,7 +331,7 @@ static int node_row(const row_ctx_t *r, const node_cols_t *c, gs_place_node_row_
     if (strchr(n->model, '|') != NULL)
         return row_fail(r, "model \"%s\" contains '|'", n->model);
     if (n->num_gpu > 0 && n->model[0] == '\0')
-        strcpy(n->model, DEFAULT_MODEL);
+        strcpy(n->model, GS_PLACE_DEFAULT_MODEL);
     return 0;
 }
 
