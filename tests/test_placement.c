@@ -496,6 +496,116 @@ static void test_nodes_added_later(void **state)
     gs_place_cluster_free(c);
 }
 
+/* The LP's dual prices: {700, 300, 300} packs as 700+300 and 300+300+300 (a third of a GPU
+ * left), so a 300 is worth a third of a GPU and a 700 two thirds; 810s outnumber the 160s that
+ * could fill their room, so an 810 is worth a whole GPU and a 160 nothing. */
+static void test_pack_prices(void **state)
+{
+    (void)state;
+    uint32_t size[2] = {700, 300};
+    double demand[2] = {1, 2}, price[2];
+    assert_int_equal(gs__pack_lp_prices(size, demand, 2, price), 0);
+    assert_true(fabs(price[0] - 2.0 / 3) < 1e-6);
+    assert_true(fabs(price[1] - 1.0 / 3) < 1e-6);
+    uint32_t size2[2] = {810, 160};
+    double demand2[2] = {10, 1}, price2[2];
+    assert_int_equal(gs__pack_lp_prices(size2, demand2, 2, price2), 0);
+    assert_true(fabs(price2[0] - 1) < 1e-6);
+    assert_true(fabs(price2[1]) < 1e-6);
+    assert_int_equal(gs__pack_lp_prices(size, demand, 0, price), 0);
+    size[0] = 0;
+    assert_int_equal(gs__pack_lp_prices(size, demand, 2, price), GS_EINVAL);
+}
+
+/* The completion table: what room is worth given the cores left for the tasks that fill it. */
+static void test_pack_values(void **state)
+{
+    (void)state;
+    gs__shape_t shapes[3] = {{.req = req(2000, 1, 700), .weight = 1},
+                             {.req = req(1000, 1, 300), .weight = 2},
+                             {.req = req(8000, 1, 1000), .weight = 1}};
+    gs__pack_t *pack = NULL;
+    assert_int_equal(gs__pack_build(shapes, 3, &pack), 0);
+    const float *v = pack->value;
+#define VALUE(room, cores) v[(room) * (GS__PACK_CORES + 1) + (cores)]
+    assert_true(fabs(VALUE(1000, 128) - 1) < 1e-6);     /* a whole GPU, or 700 + 300 */
+    assert_true(fabs(VALUE(1000, 3) - 1) < 1e-6);       /* 700 + 300 take 3 cores */
+    assert_true(fabs(VALUE(1000, 2) - 2.0 / 3) < 1e-6); /* only the 700 */
+    assert_true(fabs(VALUE(300, 1) - 1.0 / 3) < 1e-6);
+    assert_true(fabs(VALUE(300, 0)) < 1e-6);
+    assert_true(fabs(VALUE(299, 128)) < 1e-6);
+#undef VALUE
+    gs_place_request_t unknown = req(0, 1, 400), cpu = req(1000, 0, 0);
+    assert_true(fabs(gs__pack_request_price(pack, &unknown) - 1.0 / 3) < 1e-6);
+    assert_true(fabs(gs__pack_request_price(pack, &shapes[0].req) - 2.0 / 3) < 1e-6);
+    assert_true(fabs(gs__pack_request_price(pack, &cpu)) < 1e-9);
+    gs__pack_free(pack);
+}
+
+/* gpushare keeps the pairings of an optimal packing: with 470s, 320s, 650s and whole GPUs to
+ * come, a 320 opens a fresh GPU (where a 650 will fill it to 970) rather than taking the 530
+ * left by a 470 (which only another 470 fills well) -- the tightest fit, which FGD takes. */
+static void test_gpushare_pairs(void **state)
+{
+    (void)state;
+    gs_place_cluster_t *c = NULL;
+    assert_int_equal(gs_place_cluster_new(&c), 0);
+    int used = add(c, "used", 64000, 100, 1), fresh = add(c, "fresh", 64000, 100, 1);
+    put(c, used, req(1000, 1, 470), 1, 0);
+    gs_place_request_t shapes[4] = {req(1000, 1, 470), req(1000, 1, 320), req(1000, 1, 650),
+                                    req(1000, 1, 1000)};
+    int counts[4] = {10, 10, 10, 30};
+    gs_place_workload_t *w = workload(4, shapes, counts);
+    gs_place_engine_t *g = engine(c, GS_PLACE_GPUSHARE, w), *f = engine(c, GS_PLACE_FGD, w);
+    gs_place_request_t r = req(1000, 1, 320);
+    gs_place_decision_t d;
+    /* FGD: the used GPU goes from 530 (too small for 650s and whole GPUs, 2/3 of the tasks) to
+     * 210 (too small for all): F 353 -> 210, 53 points; the fresh one to 680, too small for whole
+     * GPUs (1/2): F 0 -> 340, 41 points. */
+    assert_int_equal(score(f, used, r), 53);
+    assert_int_equal(score(f, fresh, r), 41);
+    assert_int_equal(gs_place_select(f, &r, &d), 0);
+    assert_int_equal(d.node, used);
+    assert_int_equal(gs_place_select(g, &r, &d), 0);
+    assert_int_equal(d.node, fresh);
+    /* The used GPU would keep 210, which no task of the workload fills: a regret of at least a
+     * sixth of a GPU (a 470's half less what a 320 is worth, at most a third). */
+    assert_true(score(g, used, r) <= -128 * 166);
+    gs_place_engine_free(g);
+    gs_place_engine_free(f);
+    gs_place_workload_free(w);
+    gs_place_cluster_free(c);
+}
+
+/* A shape's weight is its frequency times the cluster's capacity over what it can use: tasks
+ * that only run on the one T4 weigh four times their frequency. */
+static void test_gpushare_weights(void **state)
+{
+    (void)state;
+    gs_place_cluster_t *c = NULL;
+    assert_int_equal(gs_place_cluster_new(&c), 0);
+    gs_place_node_spec_t t4 = {
+        .name = "t4", .cpu_milli = 64000, .mem_mib = 100, .num_gpu = 1, .model = "T4"};
+    gs_place_node_spec_t v100 = {
+        .name = "v100", .cpu_milli = 64000, .mem_mib = 100, .num_gpu = 3, .model = "V100"};
+    assert_int_equal(gs_place_cluster_add_node(c, &t4, NULL), 0);
+    assert_int_equal(gs_place_cluster_add_node(c, &v100, NULL), 0);
+    gs_place_request_t shapes[3] = {req(1000, 1, 1000), req(2000, 1, 1000), req(1000, 0, 0)};
+    assert_int_equal(gs_place_model_mask(c, "T4", &shapes[1].model_mask), 0);
+    int counts[3] = {2, 1, 1};
+    gs_place_workload_t *w = workload(3, shapes, counts);
+    gs_place_engine_t *g = engine(c, GS_PLACE_GPUSHARE, w);
+    assert_int_equal(g->nshapes, 3);
+    for (size_t i = 0; i < g->nshapes; i++) {
+        const gs_place_request_t *m = &g->shapes[i].req;
+        double want = m->num_gpu == 0 ? 0 : m->model_mask != 0 ? 0.25 * 4 : 0.5;
+        assert_true(fabs(g->weight[i] - want) < 1e-9);
+    }
+    gs_place_engine_free(g);
+    gs_place_workload_free(w);
+    gs_place_cluster_free(c);
+}
+
 static void test_workload(void **state)
 {
     (void)state;
@@ -588,6 +698,10 @@ int main(void)
         cmocka_unit_test(test_ties_consolidate),
         cmocka_unit_test(test_gpu_bytes),
         cmocka_unit_test(test_nodes_added_later),
+        cmocka_unit_test(test_pack_prices),
+        cmocka_unit_test(test_pack_values),
+        cmocka_unit_test(test_gpushare_pairs),
+        cmocka_unit_test(test_gpushare_weights),
         cmocka_unit_test(test_workload),
         cmocka_unit_test(test_plan_example),
     };
