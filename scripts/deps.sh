@@ -14,7 +14,7 @@ packages=(
   libinih-dev                               # gpushare.conf
   libmicrohttpd-dev                         # Prometheus /metrics
   libglpk-dev                               # LP solver: gpushare placement's packing prices
-  libcairo2-dev                             # PNG/SVG charts of `gpushare plan replay --plot`
+  libcairo2-dev libfontconfig-dev           # PNG/SVG charts of `gpushare plan replay --plot`
   prometheus                                # promtool, to validate /metrics in tests
   curl jq                                   # tests read /metrics and the JSON API
   procps psmisc                             # ps, pkill, killall in tests

@@ -4,6 +4,7 @@
 
 #include <cairo-svg.h>
 #include <cairo.h>
+#include <fontconfig/fontconfig.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -193,6 +194,10 @@ int gs__plan_plot(const char *path, const char *title, const gs__plan_curve_t *c
     if (status == CAIRO_STATUS_SUCCESS)
         status = cairo_surface_status(s);
     cairo_surface_destroy(s);
+    /* The chart is the command's last use of text: free the font caches cairo and fontconfig
+     * keep for the process (leak checkers report them otherwise). */
+    cairo_debug_reset_static_data();
+    FcFini();
     if (status != CAIRO_STATUS_SUCCESS) {
         snprintf(err, errlen, "%s: cannot write the plot: %s", path,
                  cairo_status_to_string(status));
