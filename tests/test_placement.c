@@ -542,6 +542,28 @@ static void test_pack_values(void **state)
     gs__pack_free(pack);
 }
 
+/* Many share sizes (a daemon sees any milli-GPU): the LP prices the GS__PACK_SIZES most demanded,
+ * the rest are valued by the room they take. */
+static void test_pack_many_sizes(void **state)
+{
+    (void)state;
+    gs__shape_t shapes[199];
+    for (int i = 0; i < 199; i++)
+        shapes[i] = (gs__shape_t){.req = req(1000, 1, 5 * (i + 1)), .weight = i + 1};
+    gs__pack_t *pack = NULL;
+    assert_int_equal(gs__pack_build(shapes, 199, &pack), 0);
+    int known = 0;
+    for (int m = 1; m < GS_PLACE_MILLI; m++)
+        known += pack->known[m];
+    assert_int_equal(known, GS__PACK_SIZES);
+    assert_true(pack->known[995] && pack->known[5 * (199 - GS__PACK_SIZES + 1)]);
+    assert_false(pack->known[5 * (199 - GS__PACK_SIZES)]);
+    gs_place_request_t rare = req(1000, 1, 5);
+    assert_true(fabs(gs__pack_request_price(pack, &rare) -
+                     pack->value[5 * (GS__PACK_CORES + 1) + GS__PACK_CORES]) < 1e-9);
+    gs__pack_free(pack);
+}
+
 /* gpushare keeps the pairings of an optimal packing: with 470s, 320s, 650s and whole GPUs to
  * come, a 320 opens a fresh GPU (where a 650 will fill it to 970) rather than taking the 530
  * left by a 470 (which only another 470 fills well) -- the tightest fit, which FGD takes. */
@@ -700,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_nodes_added_later),
         cmocka_unit_test(test_pack_prices),
         cmocka_unit_test(test_pack_values),
+        cmocka_unit_test(test_pack_many_sizes),
         cmocka_unit_test(test_gpushare_pairs),
         cmocka_unit_test(test_gpushare_weights),
         cmocka_unit_test(test_workload),

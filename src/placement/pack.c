@@ -51,16 +51,29 @@ static void collect(const gs__shape_t *shapes, size_t n, sizes_t *s)
     }
 }
 
-/* The LP's prices of the shares the workload has, into pack->price and pack->known. */
+/* Keeps size m among the GS__PACK_SIZES most demanded so far (size[], demand[] by demand). */
+static void keep_top(uint32_t *size, double *demand, uint32_t *n, uint32_t m, double d)
+{
+    if (*n == GS__PACK_SIZES && d <= demand[*n - 1])
+        return;
+    uint32_t i = *n < GS__PACK_SIZES ? (*n)++ : *n - 1;
+    for (; i > 0 && demand[i - 1] < d; i--) {
+        size[i] = size[i - 1];
+        demand[i] = demand[i - 1];
+    }
+    size[i] = m;
+    demand[i] = d;
+}
+
+/* The LP's prices of the workload's most demanded shares, into pack->price and pack->known (the
+ * LP's cost grows fast with its rows; rarer sizes are valued by the room they take). */
 static int price_shares(const sizes_t *s, gs__pack_t *pack)
 {
-    uint32_t size[GS_PLACE_MILLI], n = 0;
-    double demand[GS_PLACE_MILLI], price[GS_PLACE_MILLI];
+    uint32_t size[GS__PACK_SIZES], n = 0;
+    double demand[GS__PACK_SIZES], price[GS__PACK_SIZES];
     for (uint32_t m = 1; m < GS_PLACE_MILLI; m++) {
-        if (s->demand[m] > 0) {
-            size[n] = m;
-            demand[n++] = s->demand[m];
-        }
+        if (s->demand[m] > 0)
+            keep_top(size, demand, &n, m, s->demand[m]);
     }
     int result = gs__pack_lp_prices(size, demand, n, price);
     if (result != 0)

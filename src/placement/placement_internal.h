@@ -95,6 +95,9 @@ struct gs_place_workload {
 
 /* CPU axis of the completion table: whole cores, larger amounts count as this many. */
 #define GS__PACK_CORES 128
+/* The LP prices this many share sizes at most, the most demanded (the openb traces have 20; a
+ * daemon may see any milli-GPU): 64 sizes solve in milliseconds, 999 in seconds. */
+#define GS__PACK_SIZES 64
 
 /* What GPU room is worth to the target workload, in GPUs of an optimal packing: the dual prices
  * of its GPU shares in the fractional bin-packing LP, and value[room][cores], the most a GPU with
@@ -105,8 +108,9 @@ typedef struct gs__pack {
     float *value; /* (GS_PLACE_MILLI + 1) x (GS__PACK_CORES + 1) */
 } gs__pack_t;
 
-/* Builds the packing values of shapes[0..n) (weights are their frequencies). Returns 0,
- * GS_ENOMEM or GS_EIO (the LP solver failed); *out is freed with gs__pack_free. */
+/* Builds the packing values of shapes[0..n) (weights are their frequencies): prices of the
+ * GS__PACK_SIZES most demanded share sizes, the completion table. Returns 0, GS_ENOMEM or GS_EIO
+ * (the LP solver failed); *out is freed with gs__pack_free. */
 int gs__pack_build(const gs__shape_t *shapes, size_t n, gs__pack_t **out);
 void gs__pack_free(gs__pack_t *pack);
 
