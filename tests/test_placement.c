@@ -628,6 +628,31 @@ static void test_gpushare_weights(void **state)
     gs_place_cluster_free(c);
 }
 
+/* Weights count where a shape can run, not how many of its tasks fit: on identical nodes a
+ * CPU-heavy shape (one task per node) weighs its frequency, like a light one; a shape only the
+ * big node holds weighs more. */
+static void test_gpushare_weights_cpu(void **state)
+{
+    (void)state;
+    gs_place_cluster_t *c = NULL;
+    assert_int_equal(gs_place_cluster_new(&c), 0);
+    add(c, "a", 64000, 100, 8);
+    add(c, "b", 64000, 100, 8);
+    add(c, "big", 128000, 100, 8);
+    gs_place_request_t shapes[3] = {req(40000, 1, 1000), req(4000, 1, 1000), req(100000, 8, 1000)};
+    int counts[3] = {1, 2, 1};
+    gs_place_workload_t *w = workload(3, shapes, counts);
+    gs_place_engine_t *g = engine(c, GS_PLACE_GPUSHARE, w);
+    for (size_t i = 0; i < g->nshapes; i++) {
+        const gs_place_request_t *m = &g->shapes[i].req;
+        double want = m->cpu_milli == 100000 ? 0.25 * 3 : m->cpu_milli == 40000 ? 0.25 : 0.5;
+        assert_true(fabs(g->weight[i] - want) < 1e-9);
+    }
+    gs_place_engine_free(g);
+    gs_place_workload_free(w);
+    gs_place_cluster_free(c);
+}
+
 static void test_workload(void **state)
 {
     (void)state;
@@ -725,6 +750,7 @@ int main(void)
         cmocka_unit_test(test_pack_many_sizes),
         cmocka_unit_test(test_gpushare_pairs),
         cmocka_unit_test(test_gpushare_weights),
+        cmocka_unit_test(test_gpushare_weights_cpu),
         cmocka_unit_test(test_workload),
         cmocka_unit_test(test_plan_example),
     };

@@ -29,15 +29,15 @@ static const struct trace {
     double gpushare, fgd;
     int quick;
 } traces[NTRACES] = {
-    {"openb_pod_list_default", 3.734, 4.724, 1},
-    {"openb_pod_list_cpu050", 3.723, 4.926, 0},
-    {"openb_pod_list_cpu100", 3.741, 4.892, 0},
-    {"openb_pod_list_gpushare40", 5.148, 6.010, 0},
-    {"openb_pod_list_gpushare100", 11.679, 13.360, 1},
-    {"openb_pod_list_gpuspec10", 3.821, 5.436, 0},
-    {"openb_pod_list_gpuspec33", 5.987, 12.127, 0},
-    {"openb_pod_list_multigpu20", 3.323, 4.402, 0},
-    {"openb_pod_list_multigpu30", 2.993, 3.654, 1},
+    {"openb_pod_list_default", 3.716, 4.724, 1},
+    {"openb_pod_list_cpu050", 3.715, 4.926, 0},
+    {"openb_pod_list_cpu100", 3.712, 4.892, 0},
+    {"openb_pod_list_gpushare40", 5.152, 6.010, 0},
+    {"openb_pod_list_gpushare100", 11.688, 13.360, 1},
+    {"openb_pod_list_gpuspec10", 3.815, 5.436, 0},
+    {"openb_pod_list_gpuspec33", 6.299, 12.127, 0},
+    {"openb_pod_list_multigpu20", 3.386, 4.402, 0},
+    {"openb_pod_list_multigpu30", 2.982, 3.654, 1},
 };
 
 /* Seeds 42-46 and 47-51: each group must meet the acceptance figures on its own. */

@@ -63,6 +63,18 @@ static uint64_t ceil_div(uint64_t a, uint64_t b)
     return b == 0 ? 0 : (a + b - 1) / b;
 }
 
+/* The target workload FGD and gpushare plan for: the requests as they will be placed (whole GPUs
+ * when exclusive), not the jobs as listed. */
+static int target_workload(plan_ctx_t *p)
+{
+    int result = gs_place_workload_new(&p->workload);
+    for (size_t i = 0; result == 0 && i < p->jobs->count; i++)
+        result = gs_place_workload_add(p->workload, &p->reqs[i], 1.0);
+    if (result == 0)
+        result = gs_place_workload_finish(p->workload, gs__default_coverage(p->policy));
+    return result;
+}
+
 /* Turns the jobs into requests (whole GPUs when exclusive), checks each fits an empty node,
  * and returns a lower bound on the node count in *lower (0 when some job never fits). */
 static int prepare(plan_ctx_t *p, gs_place_plan_t *out, uint32_t *lower)
@@ -99,9 +111,8 @@ static int prepare(plan_ctx_t *p, gs_place_plan_t *out, uint32_t *lower)
             lb = ceil_div(mem, p->type->mem_mib);
         *lower = lb > UINT32_MAX ? UINT32_MAX : (uint32_t)lb;
     }
-    if (result == 0 && *lower != 0 && (p->policy == GS_PLACE_FGD || p->policy == GS_PLACE_GPUSHARE))
-        result = gs_place_workload_from_pods(one, p->jobs, gs__default_coverage(p->policy),
-                                             &p->workload);
+    if (result == 0 && *lower != 0 && gs__policies[p->policy]->uses_workload)
+        result = target_workload(p);
     gs_place_cluster_free(one);
     return result;
 }

@@ -52,8 +52,9 @@ static uint32_t reachable(const gs__node_t *node, const gs_place_request_t *m, c
     return p->top[gpus < fit ? gpus : fit];
 }
 
-/* The capacity shape m could use on the empty cluster: reachable() on every node, all free. */
-static double usable_capacity(const gs_place_cluster_t *c, const gs_place_request_t *m)
+/* The GPU capacity of the nodes where a task of shape m fits when the node is empty (model, GPU
+ * count, CPU, memory). */
+static double eligible_capacity(const gs_place_cluster_t *c, const gs_place_request_t *m)
 {
     double sum = 0;
     for (size_t i = 0; i < c->count; i++) {
@@ -64,14 +65,16 @@ static double usable_capacity(const gs_place_cluster_t *c, const gs_place_reques
             empty.gpu_left[g] = GS_PLACE_MILLI;
         profile_t p;
         make_profile(&empty, &p);
-        sum += reachable(&empty, m, &p);
+        if (reachable(&empty, m, &p) > 0)
+            sum += (double)empty.ngpu * GS_PLACE_MILLI;
     }
     return sum;
 }
 
-/* A shape's weight is its frequency times the cluster's GPU capacity over the capacity it can
- * use: the density of its demand on what it can run on. Tasks confined to few nodes (a GPU
- * model, many cores, many GPUs) weigh more; shapes without GPUs or without room weigh nothing. */
+/* A shape's weight is its frequency times the cluster's GPU capacity over the capacity of the
+ * nodes it can run on: the density of its demand on them. Tasks confined to few nodes (a GPU
+ * model, many cores or much memory, many GPUs) weigh more; shapes without GPUs, or that fit no
+ * node, weigh nothing. */
 static int make_weights(gs_place_engine_t *e)
 {
     double *w = malloc((e->nshapes ? e->nshapes : 1) * sizeof(*w));
@@ -81,8 +84,8 @@ static int make_weights(gs_place_engine_t *e)
         return GS_ENOMEM;
     for (size_t i = 0; i < e->nshapes; i++) {
         const gs_place_request_t *m = &e->shapes[i].req;
-        double usable = m->num_gpu > 0 ? usable_capacity(e->cluster, m) : 0;
-        w[i] = usable > 0 ? e->shapes[i].weight * (double)e->cluster->total_milli / usable : 0;
+        double eligible = m->num_gpu > 0 ? eligible_capacity(e->cluster, m) : 0;
+        w[i] = eligible > 0 ? e->shapes[i].weight * (double)e->cluster->total_milli / eligible : 0;
     }
     return 0;
 }
