@@ -124,7 +124,7 @@ static int track_nodes(gs_place_engine_t *e)
     }
     e->nodes_seen = n;
     /* A policy's tables may depend on the whole cluster (gpushare weighs shapes by the capacity
-     * they can use). */
+     * of the nodes they fit). */
     return replan(e);
 }
 

@@ -206,9 +206,9 @@ double gs__default_coverage(gs_place_policy_t policy);
 double gs__frag_cached(gs_place_engine_t *e, const gs__node_t *node);
 
 /* FGD's decision rule, shared by FGD and gpushare: the score of a node is the decrease of its
- * fragmentation (ops->frag) mapped through a sigmoid onto the scheduler's integers 0..100; a share
- * goes to the GPU with the best score (lowest index on ties), whole GPUs are the first free ones.
- */
+ * fragmentation (ops->frag) mapped through a sigmoid onto the scheduler's integers 0..100, less
+ * 128 per milli-GPU of the policy's regret (ops->regret, when it has one); a share goes to the GPU
+ * with the best score (lowest index on ties), whole GPUs are the first free ones. */
 int64_t gs__frag_score(gs_place_engine_t *e, const gs__node_t *node, const gs_place_request_t *req);
 void gs__frag_choose(gs_place_engine_t *e, const gs__node_t *node, const gs_place_request_t *req,
                      gs_place_decision_t *d);

@@ -56,8 +56,8 @@ static int64_t points(double before, double after)
 /* Above any difference of points: a policy's regret (milli-GPU) ranks first. */
 #define REGRET_SCALE 128
 
-/* The score of placing req on node as decided in d (after is the node afterwards): the points of
- * the fragmentation decrease, less the policy's regret when it has one. */
+/* The score of placing req on node (after is the node afterwards): the points of the
+ * fragmentation decrease, less the policy's regret when it has one. */
 static int64_t score_of(gs_place_engine_t *e, const gs__node_t *node, const gs__node_t *after,
                         const gs_place_request_t *req, double before)
 {
