@@ -279,11 +279,11 @@ static void test_format_round_trip(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bytes_units),     cmocka_unit_test(test_bytes_errors),
-        cmocka_unit_test(test_bytes_decimals),  cmocka_unit_test(test_bytes_need_unit),
-        cmocka_unit_test(test_fraction),        cmocka_unit_test(test_fraction_percent),
-        cmocka_unit_test(test_percent),
-        cmocka_unit_test(test_device_list), cmocka_unit_test(test_format_round_trip),
+        cmocka_unit_test(test_bytes_units),       cmocka_unit_test(test_bytes_errors),
+        cmocka_unit_test(test_bytes_decimals),    cmocka_unit_test(test_bytes_need_unit),
+        cmocka_unit_test(test_fraction),          cmocka_unit_test(test_fraction_percent),
+        cmocka_unit_test(test_percent),           cmocka_unit_test(test_device_list),
+        cmocka_unit_test(test_format_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

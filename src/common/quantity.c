@@ -215,7 +215,8 @@ int gs_qty_parse_fraction(const char *text, uint32_t *milli, char *err, size_t e
     uint64_t value;
     if (to_milli(d.whole, d.frac, d.decimals, percent ? 10 : 1000, &value) != 0)
         return fail(GS_EINVAL, err, errlen, "invalid GPU fraction \"%s\": at most %s", text,
-                    percent ? "1 decimal in a percentage (0.1% of a GPU)" : "3 decimals (0.001 GPU)");
+                    percent ? "1 decimal in a percentage (0.1% of a GPU)"
+                            : "3 decimals (0.001 GPU)");
     if (value == 0 || value > 1000)
         return fail(GS_ERANGE, err, errlen, "invalid GPU fraction \"%s\": must be %s", text, range);
     *milli = (uint32_t)value;
