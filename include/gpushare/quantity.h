@@ -14,7 +14,8 @@
 /* Flag: zero is a valid value (otherwise it is an error). */
 #define GS_QTY_ALLOW_ZERO 1u
 
-/* Flag: a size needs a unit ("4" is refused with the hint "add a unit: 4G or 4096M"); what
+/* Flag: a size other than 0 needs a unit ("4" is refused with the hint "add a unit: 4G or
+ * 4096M"); what
  * people type (the CLI, Slurm options) is parsed with it, what programs write (the environment,
  * the protocol) without it. */
 #define GS_QTY_REQUIRE_UNIT 2u

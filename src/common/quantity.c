@@ -152,7 +152,7 @@ int gs_qty_parse_bytes(const char *text, unsigned flags, uint64_t *bytes, char *
         return fail(GS_EINVAL, err, errlen,
                     "invalid memory size \"%s\": unknown unit \"%s\" (use K, M, G, T, P or E)",
                     text, d.rest);
-    if ((flags & GS_QTY_REQUIRE_UNIT) && *d.rest == '\0') {
+    if ((flags & GS_QTY_REQUIRE_UNIT) && *d.rest == '\0' && (d.whole != 0 || d.frac != 0)) {
         char hint[64];
         unit_hint(text, &d, hint, sizeof(hint));
         return fail(GS_EINVAL, err, errlen, "invalid memory size \"%s\": add a unit: %s", text,

@@ -248,6 +248,7 @@ int main(int argc, char **argv)
     umask(022);
     d->self = gs__regions_self();
     gs__queue_init(&d->queue);
+    d->next_expiry_ms = INT64_MAX;
     d->started_ms = gs__now_ms();
     if (gethostname(d->hostname, sizeof(d->hostname) - 1) != 0)
         snprintf(d->hostname, sizeof(d->hostname), "localhost");
