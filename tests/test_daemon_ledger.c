@@ -200,8 +200,12 @@ static void test_history(void **state)
     assert_int_equal(gs__ledger_open(old, &ledger, err, sizeof(err)), 0);
     gs__lease_record_t r1 = record(1), r2 = record(2);
     snprintf(r1.request.name, sizeof(r1.request.name), "train");
-    gs__history_entry_t e = {.rec = &r1, .ended_at_ms = 1700000060000, .peak = {GIB, 2 * GIB},
-                             .index = {0, 1}, .oom_events = 3, .reason = "released"};
+    gs__history_entry_t e = {.rec = &r1,
+                             .ended_at_ms = 1700000060000,
+                             .peak = {GIB, 2 * GIB},
+                             .index = {0, 1},
+                             .oom_events = 3,
+                             .reason = "released"};
     e.job_end.known = 1;
     e.job_end.exit_status = 7;
     assert_int_equal(gs__ledger_history_add(ledger, &e), 0);

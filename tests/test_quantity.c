@@ -92,7 +92,8 @@ static void test_bytes_need_unit(void **state)
                     "invalid memory size \"4\": add a unit: 4G or 4096M");
     bytes_bad_flags("1.5", GS_QTY_REQUIRE_UNIT, GS_EINVAL,
                     "invalid memory size \"1.5\": add a unit: 1.5G or 1536M");
-    bytes_bad_flags("0", GS_QTY_REQUIRE_UNIT, GS_EINVAL, "invalid memory size \"0\": must be above zero");
+    bytes_bad_flags("0", GS_QTY_REQUIRE_UNIT, GS_EINVAL,
+                    "invalid memory size \"0\": must be above zero");
     assert_int_equal(bytes_ok("0", GS_QTY_REQUIRE_UNIT | GS_QTY_ALLOW_ZERO), 0);
     bytes_bad_flags("", GS_QTY_REQUIRE_UNIT, GS_EINVAL, "missing value");
     bytes_bad_flags("", 0, GS_EINVAL, "missing value");

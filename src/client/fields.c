@@ -8,7 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -24,9 +25,11 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 /* Length of the UTF-8 sequence starting at s (1..4), or 0 when it is not valid UTF-8. */
 static size_t utf8_length(const unsigned char *s)
 {
-    size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3
-                                                          : (s[0] & 0xF8) == 0xF0 ? 4
-                                                                                  : 0;
+    size_t n = s[0] < 0x80             ? 1
+               : (s[0] & 0xE0) == 0xC0 ? 2
+               : (s[0] & 0xF0) == 0xE0 ? 3
+               : (s[0] & 0xF8) == 0xF0 ? 4
+                                       : 0;
     if (n == 2 && s[0] < 0xC2)
         return 0; /* overlong */
     for (size_t i = 1; i < n; i++) {

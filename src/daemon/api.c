@@ -114,8 +114,8 @@ static void reply_queued(gs__daemon_t *d, gs__conn_t *conn, const gs__waiter_t *
     gs__cred_t owner;
     lease_cred(conn, &w->req, &owner);
     gs_info("user %s (pid %d%s) waits for a lease (position %u of %u: %s): command \"%s\"",
-            owner.user, (int)owner.pid, w->req.owner.set ? ", asked by root" : "",
-            w->wait.position, d->queue.length, reason, w->req.command);
+            owner.user, (int)owner.pid, w->req.owner.set ? ", asked by root" : "", w->wait.position,
+            d->queue.length, reason, w->req.command);
 }
 
 /* Queues req and runs the scheduler: it starts now if it fits without delaying a request ahead

@@ -94,8 +94,8 @@ static int set_path(parse_ctx_t *ctx, char *dst, size_t len, const char *key, co
 }
 
 /* A number of seconds from min to max (a decimal point allowed), stored in ms. */
-static int set_seconds(parse_ctx_t *ctx, const char *key, const char *value, double min,
-                       double max, unsigned *ms)
+static int set_seconds(parse_ctx_t *ctx, const char *key, const char *value, double min, double max,
+                       unsigned *ms)
 {
     char *end = NULL;
     errno = 0;
@@ -182,7 +182,8 @@ static int gpu_key(parse_ctx_t *ctx, const char *key, const char *value)
     }
     if (strcmp(key, "reserve") == 0) {
         char why[GS_QTY_ERR_MAX];
-        if (gs_qty_parse_bytes(value, GS_QTY_ALLOW_ZERO | GS_QTY_REQUIRE_UNIT, &s->reserve, why, sizeof(why)) != 0)
+        if (gs_qty_parse_bytes(value, GS_QTY_ALLOW_ZERO | GS_QTY_REQUIRE_UNIT, &s->reserve, why,
+                               sizeof(why)) != 0)
             return bad(ctx, "reserve: %s", why);
         s->set |= GS__SET_RESERVE;
         return 1;
@@ -243,9 +244,9 @@ static int begin_section(parse_ctx_t *ctx, const char *section)
 static unsigned key_bit(const char *key)
 {
     static const char *const keys[] = {
-        "socket",       "state_dir", "metrics_listen", "nvml_library",  "shim",   "region_dir",
-        "idle_timeout", "mode",      "placement",      "overprovision", "reserve",
-        "queue_aging",  "kill_grace"};
+        "socket",     "state_dir",    "metrics_listen", "nvml_library", "shim",
+        "region_dir", "idle_timeout", "mode",           "placement",    "overprovision",
+        "reserve",    "queue_aging",  "kill_grace"};
     for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (strcmp(key, keys[i]) == 0)
             return 1u << i;

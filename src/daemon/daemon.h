@@ -75,7 +75,7 @@ typedef struct gs__daemon {
     gs__lease_t *leases_tail;
     unsigned n_leases;
     gs__queue_t queue;
-    int need_schedule; /* capacity came back: try the queue at the end of the iteration */
+    int need_schedule;      /* capacity came back: try the queue at the end of the iteration */
     int64_t next_expiry_ms; /* CLOCK_REALTIME ms of the earliest time limit, INT64_MAX none */
     gs__counters_t counters;
     int64_t started_ms;

@@ -53,8 +53,8 @@ typedef struct gs__gpu_process {
     uint64_t used; /* bytes of device memory; UINT64_MAX when the driver cannot tell */
 } gs__gpu_process_t;
 
-/* Lists up to *count processes using GPU i into out and sets *count to how many. Returns 0, GS_ENOSYS when the driver has no process list, or GS_EIO. Not
- * thread-safe (the event loop's). */
+/* Lists up to *count processes using GPU i into out and sets *count to how many. Returns 0,
+ * GS_ENOSYS when the driver has no process list, or GS_EIO. Not thread-safe (the event loop's). */
 int gs__inventory_processes(gs__inventory_t *inv, unsigned i, gs__gpu_process_t *out,
                             unsigned *count);
 

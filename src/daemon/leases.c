@@ -251,9 +251,9 @@ static int ask_to_stop(gs__daemon_t *d, gs__lease_t *lease, const char *event, c
     set_state(d, lease, GS__LEASE_ENDING);
     if (lease->conn != NULL) {
         lease->revoked_ms = gs__now_ms();
-        json_t *msg = json_pack("{s:s, s:I, s:s, s:I}", "event", event, "lease",
-                                (json_int_t)lease->rec.id, "by", by, "grace_ms",
-                                (json_int_t)d->cfg.kill_grace_ms);
+        json_t *msg =
+            json_pack("{s:s, s:I, s:s, s:I}", "event", event, "lease", (json_int_t)lease->rec.id,
+                      "by", by, "grace_ms", (json_int_t)d->cfg.kill_grace_ms);
         if (msg != NULL && lease->expired)
             json_object_set_new(msg, "time_limit_ms",
                                 json_integer((json_int_t)lease->rec.request.time_limit_ms));

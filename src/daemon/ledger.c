@@ -396,10 +396,10 @@ static json_t *history_gpus(const gs__history_entry_t *e, uint64_t *limit, uint6
         const gs__record_part_t *p = &e->rec->parts[i];
         *limit += p->memory;
         *peak += e->peak[i];
-        json_array_append_new(gpus, json_pack("{s:I, s:s, s:I, s:I}", "index",
-                                              (json_int_t)e->index[i], "uuid", p->uuid,
-                                              "memory_limit", (json_int_t)p->memory,
-                                              "peak_memory", (json_int_t)e->peak[i]));
+        json_array_append_new(gpus,
+                              json_pack("{s:I, s:s, s:I, s:I}", "index", (json_int_t)e->index[i],
+                                        "uuid", p->uuid, "memory_limit", (json_int_t)p->memory,
+                                        "peak_memory", (json_int_t)e->peak[i]));
     }
     return gpus;
 }

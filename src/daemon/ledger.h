@@ -77,12 +77,12 @@ void gs__ledger_checkpoint(gs__ledger_t *ledger);
 /* A lease that ended, for the history: its record and how it went. */
 typedef struct gs__history_entry {
     const gs__lease_record_t *rec;
-    int64_t ended_at_ms;               /* CLOCK_REALTIME */
-    unsigned index[GS_MAX_DEVICES];    /* NVML index of each part's GPU */
-    uint64_t peak[GS_MAX_DEVICES];     /* the most each part's processes held at once */
-    uint64_t oom_events;               /* allocations refused over the limit */
-    gs_job_end_t job_end;              /* as its holder reported it (release) */
-    const char *reason;                /* why it ended: "released", "time limit", ... */
+    int64_t ended_at_ms;            /* CLOCK_REALTIME */
+    unsigned index[GS_MAX_DEVICES]; /* NVML index of each part's GPU */
+    uint64_t peak[GS_MAX_DEVICES];  /* the most each part's processes held at once */
+    uint64_t oom_events;            /* allocations refused over the limit */
+    gs_job_end_t job_end;           /* as its holder reported it (release) */
+    const char *reason;             /* why it ended: "released", "time limit", ... */
 } gs__history_entry_t;
 
 /* Records an ended lease in the history table (same transaction as the other writes). Returns 0

@@ -13,12 +13,12 @@
 
 /* One process on one GPU. */
 typedef struct gs__proc {
-    unsigned gpu;      /* index into the daemon's gpus[] */
-    pid_t pid;         /* as NVML reports it (the daemon's pid namespace) */
-    uint64_t used;     /* bytes of device memory from NVML; UINT64_MAX when it cannot tell */
-    uint64_t lease;    /* the lease whose region it is attached to, 0 when none */
-    uid_t uid;         /* its owner (/proc), (uid_t)-1 when it is gone */
-    char name[32];     /* its command name (/proc/PID/comm), "" when it is gone */
+    unsigned gpu;   /* index into the daemon's gpus[] */
+    pid_t pid;      /* as NVML reports it (the daemon's pid namespace) */
+    uint64_t used;  /* bytes of device memory from NVML; UINT64_MAX when it cannot tell */
+    uint64_t lease; /* the lease whose region it is attached to, 0 when none */
+    uid_t uid;      /* its owner (/proc), (uid_t)-1 when it is gone */
+    char name[32];  /* its command name (/proc/PID/comm), "" when it is gone */
 } gs__proc_t;
 
 /* A list of processes (gs__procs_collect). */

@@ -206,8 +206,8 @@ void gs__sched_pass(gs__daemon_t *d, int64_t now_ms, gs__sched_grant_fn grant)
             w->wait.position = pos++;
             w->wait.gpu = -1;
             w->wait.held = 0;
-            w->wait.ahead = holders_among(&p, d->n_gpus,
-                                          gs__place_eligible(d->gpus, d->n_gpus, &w->req));
+            w->wait.ahead =
+                holders_among(&p, d->n_gpus, gs__place_eligible(d->gpus, d->n_gpus, &w->req));
             continue;
         }
         unsigned before = d->queue.length;

@@ -74,17 +74,17 @@ json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
                             "compute", (json_int_t)gs__part_compute_percent(part)));
     }
     const gs__lease_record_t *rec = &lease->rec;
-    json_t *obj = json_pack("{s:I, s:s, s:I, s:s, s:I, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:I, s:I, "
-                     "s:I, s:s, s:I}",
-                     "id", (json_int_t)rec->id, "user", rec->user, "uid", (json_int_t)rec->uid,
-                     "command", rec->request.command, "client_pid", (json_int_t)rec->client_pid,
-                     "state", state_name(lease), "priority", (int)rec->request.priority, "request",
-                     request_view(&rec->request), "gpus", gpus, "memory_limit", (json_int_t)limit,
-                     "memory_used", (json_int_t)use.used_total, "compute_share",
-                     (json_int_t)rec->compute_share, "compute_max",
-                     (json_int_t)rec->request.compute_max, "oom_events", (json_int_t)use.oom_events,
-                     "processes", (json_int_t)use.processes, "region", rec->region, "granted_at_ms",
-                     (json_int_t)rec->granted_at_ms);
+    json_t *obj = json_pack(
+        "{s:I, s:s, s:I, s:s, s:I, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:I, s:I, "
+        "s:I, s:s, s:I}",
+        "id", (json_int_t)rec->id, "user", rec->user, "uid", (json_int_t)rec->uid, "command",
+        rec->request.command, "client_pid", (json_int_t)rec->client_pid, "state", state_name(lease),
+        "priority", (int)rec->request.priority, "request", request_view(&rec->request), "gpus",
+        gpus, "memory_limit", (json_int_t)limit, "memory_used", (json_int_t)use.used_total,
+        "compute_share", (json_int_t)rec->compute_share, "compute_max",
+        (json_int_t)rec->request.compute_max, "oom_events", (json_int_t)use.oom_events, "processes",
+        (json_int_t)use.processes, "region", rec->region, "granted_at_ms",
+        (json_int_t)rec->granted_at_ms);
     add_labels(obj, lease);
     return obj;
 }
@@ -134,13 +134,13 @@ static json_t *gpu_lease_view(const gs__lease_t *lease, unsigned part_index,
                               const gs__lease_use_t *use)
 {
     const gs__part_t *part = &lease->alloc.part[part_index];
-    json_t *obj = json_pack("{s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
-                     (json_int_t)lease->rec.id, "user", lease->rec.user, "uid",
-                     (json_int_t)lease->rec.uid, "command", lease->rec.request.command, "state",
-                     state_name(lease), "slots", (json_int_t)part->slots, "memory_limit",
-                     (json_int_t)part->memory, "memory_used", (json_int_t)use->used[part_index],
-                     "compute_share", (json_int_t)gs__part_compute_percent(part), "processes",
-                     (json_int_t)use->processes, "oom_events", (json_int_t)use->oom_events);
+    json_t *obj = json_pack(
+        "{s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "id", (json_int_t)lease->rec.id,
+        "user", lease->rec.user, "uid", (json_int_t)lease->rec.uid, "command",
+        lease->rec.request.command, "state", state_name(lease), "slots", (json_int_t)part->slots,
+        "memory_limit", (json_int_t)part->memory, "memory_used", (json_int_t)use->used[part_index],
+        "compute_share", (json_int_t)gs__part_compute_percent(part), "processes",
+        (json_int_t)use->processes, "oom_events", (json_int_t)use->oom_events);
     add_labels(obj, lease);
     return obj;
 }
@@ -154,13 +154,14 @@ static int visible(const gs__cred_t *cred, uid_t uid)
 /* One process of the per-process view. */
 static json_t *proc_view(const gs__proc_t *proc, const char *user)
 {
-    json_t *obj = json_pack("{s:I, s:s, s:I, s:I, s:s}", "pid", (json_int_t)proc->pid, "user",
-                            user, "uid", (json_int_t)(proc->uid == (uid_t)-1 ? -1 : (json_int_t)proc->uid),
-                            "lease", (json_int_t)proc->lease, "name", proc->name);
+    json_t *obj =
+        json_pack("{s:I, s:s, s:I, s:I, s:s}", "pid", (json_int_t)proc->pid, "user", user, "uid",
+                  (json_int_t)(proc->uid == (uid_t)-1 ? -1 : (json_int_t)proc->uid), "lease",
+                  (json_int_t)proc->lease, "name", proc->name);
     if (obj != NULL)
-        json_object_set_new(obj, "memory_used", proc->used == UINT64_MAX
-                                                    ? json_null()
-                                                    : json_integer((json_int_t)proc->used));
+        json_object_set_new(obj, "memory_used",
+                            proc->used == UINT64_MAX ? json_null()
+                                                     : json_integer((json_int_t)proc->used));
     return obj;
 }
 
@@ -175,7 +176,8 @@ static void add_processes(const gs__daemon_t *d, unsigned g, const gs__cred_t *c
         const gs__proc_t *proc = &procs->items[i];
         if (proc->gpu != g)
             continue;
-        const gs__lease_t *lease = proc->lease != 0 ? gs__lease_find((gs__daemon_t *)d, proc->lease) : NULL;
+        const gs__lease_t *lease =
+            proc->lease != 0 ? gs__lease_find((gs__daemon_t *)d, proc->lease) : NULL;
         uid_t owner = lease != NULL ? lease->rec.uid : proc->uid;
         if (!visible(cred, owner)) {
             hidden++;
