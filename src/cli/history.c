@@ -71,8 +71,8 @@ static int parse_since(const gs__cli_t *cli, const char *text, int64_t *ms)
 
 static int one_option(int c, char **argv, history_opts_t *opts)
 {
-    static const char *const names[] = {['S'] = "--since", ['u'] = "--user", ['l'] = "--limit",
-                                        ['s'] = "--socket"};
+    static const char *const names[] = {
+        ['S'] = "--since", ['u'] = "--user", ['l'] = "--limit", ['s'] = "--socket"};
     if (c == 'j') {
         opts->cli.json = 1;
         return 0;
@@ -106,9 +106,12 @@ static int one_option(int c, char **argv, history_opts_t *opts)
 static int parse_args(int argc, char **argv, history_opts_t *opts)
 {
     static const struct option longopts[] = {
-        {"since", required_argument, NULL, 'S'}, {"user", required_argument, NULL, 'u'},
-        {"limit", required_argument, NULL, 'l'}, {"json", no_argument, NULL, 'j'},
-        {"socket", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
+        {"since", required_argument, NULL, 'S'},
+        {"user", required_argument, NULL, 'u'},
+        {"limit", required_argument, NULL, 'l'},
+        {"json", no_argument, NULL, 'j'},
+        {"socket", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     memset(opts, 0, sizeof(*opts));

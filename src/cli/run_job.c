@@ -181,9 +181,10 @@ static void on_message(gs_client_t *client, job_t *job)
     if (result == GS_ETIMEDOUT)
         return;
     if (result != 0) {
-        gs__run_say(job->opts,
-                    json_pack("{s:s, s:I}", "event", "disconnected", "lease", (json_int_t)job->lease),
-                    "lost the connection to gpushared; the job keeps its lease");
+        gs__run_say(
+            job->opts,
+            json_pack("{s:s, s:I}", "event", "disconnected", "lease", (json_int_t)job->lease),
+            "lost the connection to gpushared; the job keeps its lease");
         job->connected = 0;
         return;
     }
