@@ -70,7 +70,7 @@ for attempt in 1 2 3 4 5; do
   daemon=
 done
 [[ -n $daemon ]] || { echo "demo: gpushared did not start" >&2; exit 1; }
-sed 's/^gpushared\[[0-9]*\]: /  /' "$work/gpushared.log"
+sed -E 's/^[0-9T:.+-]+ //; s/^gpushared\[[0-9]*\]: /  /' "$work/gpushared.log"
 
 section "four jobs at once, each in its own slice (gpushare run ... -- gs-demo-job NAME GIB SECONDS)"
 cat <<'EOF'

@@ -46,7 +46,7 @@ int gs__cli_fail(const gs__cli_t *cli, int status, const char *code, const char 
     va_start(ap, fmt);
     vsnprintf(message, sizeof(message), fmt, ap);
     va_end(ap);
-    print_error(cli, code, message, "", 0);
+    print_error(cli, code, message, "", status != GS_EXIT_USAGE);
     return status;
 }
 

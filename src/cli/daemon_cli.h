@@ -23,8 +23,9 @@ typedef struct gs__cli {
 /* Starts cli for command cmd (JSON errors on stdout). */
 void gs__cli_init(gs__cli_t *cli, const char *cmd);
 
-/* Prints an error and returns status: "gpushare CMD: MESSAGE" on stderr, or with --json
- * {"ok": false, "error": {"code": CODE, "message": MESSAGE}} on cli->json_errors. */
+/* Prints an error and returns status: "gpushare: MESSAGE" on stderr ("gpushare CMD: MESSAGE"
+ * for GS_EXIT_USAGE), or with --json {"ok": false, "error": {"code": CODE, "message": MESSAGE}}
+ * on cli->json_errors. */
 int gs__cli_fail(const gs__cli_t *cli, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

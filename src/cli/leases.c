@@ -209,8 +209,8 @@ int gs_cli_release(int argc, char **argv)
         return result < 0 ? GS_EXIT_OK : result;
     for (int i = 0; i < opts.n_ids; i++) {
         if (parse_id(opts.ids[i]) == 0)
-            return gs__cli_usage(&opts.cli, "\"%s\" is not a lease ID (see gpushare leases)",
-                                 opts.ids[i]);
+            return gs__cli_fail(&opts.cli, GS_EXIT_USAGE, "usage",
+                                "\"%s\" is not a lease ID (see gpushare leases)", opts.ids[i]);
     }
     gs_client_t *client = NULL;
     result = gs__cli_connect(&opts.cli, &client);

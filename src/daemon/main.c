@@ -241,6 +241,7 @@ int main(int argc, char **argv)
     if (status != 0)
         return status < 0 ? 0 : status;
     gs_log_init("gpushared", opts.level);
+    gs_log_set_timestamps(!gs_log_stderr_is_journal()); /* the journal stamps lines itself */
     raise_fd_limit();
     gs__daemon_t *d = calloc(1, sizeof(*d));
     if (d == NULL)
