@@ -218,17 +218,18 @@ void gs__cli_bytes_short(uint64_t bytes, char *buf, size_t len)
         snprintf(buf, len, "%.1f%c", v, units[u]);
 }
 
-void gs__cli_fit(const char *text, size_t width, char *buf, size_t len)
+const char *gs__cli_fit(const char *text, size_t width, char *buf, size_t len)
 {
     size_t n = strlen(text);
     if (n <= width || width < 2) {
         snprintf(buf, len, "%.*s", (int)(width < n ? width : n), text);
-        return;
+        return buf;
     }
     size_t keep = width - 1;
     while (keep > 0 && ((unsigned char)text[keep] & 0xC0) == 0x80)
         keep--; /* cut at a character boundary */
     snprintf(buf, len, "%.*s~", (int)keep, text);
+    return buf;
 }
 
 /* Appends text to buf at *off. */

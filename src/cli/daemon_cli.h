@@ -77,8 +77,9 @@ void gs__cli_bytes(uint64_t bytes, char *buf, size_t len);
 /* Writes bytes in at most 8 columns for narrow tables: "80G", "1.5G", "512M", "0". */
 void gs__cli_bytes_short(uint64_t bytes, char *buf, size_t len);
 
-/* Copies text into buf for a table column of width columns: cut with "~" when longer. */
-void gs__cli_fit(const char *text, size_t width, char *buf, size_t len);
+/* Copies text into buf for a table column of width columns: cut with "~" when longer. Returns
+ * buf. */
+const char *gs__cli_fit(const char *text, size_t width, char *buf, size_t len);
 
 /* Writes a request's sizing ("request" object of the protocol) as the options that ask for it:
  * "--gpu-memory 40G", "--gpus 1 --gpu-type A100-40GB", "--gpu 0.250 --compute-max 50". */

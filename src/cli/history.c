@@ -177,8 +177,10 @@ static void print_row(const json_t *lease)
                          (unsigned long long)gs__cli_uint(gpu, "index"));
         off += n > 0 && (size_t)n < sizeof(gpus) - off ? (size_t)n : 0;
     }
-    printf("%5llu  %-10.10s %-12s %-16s %7s %-5s %6s /%6s %4llu  %-20s %s\n",
-           (unsigned long long)gs__cli_uint(lease, "id"), gs__cli_str(lease, "user"),
+    char user[24];
+    printf("%5llu  %-10s %-12s %-16s %7s %-5s %6s /%6s %4llu  %-20s %s\n",
+           (unsigned long long)gs__cli_uint(lease, "id"),
+           gs__cli_fit(gs__cli_str(lease, "user"), 10, user, sizeof(user)),
            name[0] != '\0' ? name : "-", ended, held, gpus, peak, limit,
            (unsigned long long)gs__cli_uint(lease, "oom_events"), end,
            gs__cli_str(lease, "command"));

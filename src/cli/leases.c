@@ -103,8 +103,10 @@ static void print_row(const json_t *lease, int64_t now)
         gs_format_duration((uint64_t)held / 1000 * 1000, age, sizeof(age));
     gs__cli_time_left(lease, now, left, sizeof(left));
     gs__cli_fit(gs__cli_str(lease, "name"), 12, name, sizeof(name));
-    printf("%5llu  %-10.10s %-12s %-5s %-22s %7s  %-10s %6s %6s  %s\n",
-           (unsigned long long)gs__cli_uint(lease, "id"), gs__cli_str(lease, "user"),
+    char user[24];
+    printf("%5llu  %-10s %-12s %-5s %-22s %7s  %-10s %6s %6s  %s\n",
+           (unsigned long long)gs__cli_uint(lease, "id"),
+           gs__cli_fit(gs__cli_str(lease, "user"), 10, user, sizeof(user)),
            name[0] != '\0' ? name : "-", gpus, both, compute, gs__cli_str(lease, "state"), age,
            left, gs__cli_str(lease, "command"));
 }
@@ -121,7 +123,9 @@ static void print_pending(const json_t *req)
     snprintf(state, sizeof(state), "PENDING #%llu",
              (unsigned long long)gs__cli_uint(req, "position"));
     gs__cli_fit(gs__cli_str(req, "name"), 12, name, sizeof(name));
-    printf("%5s  %-10.10s %-12s %-5s %-22s %7s  %-10s %6s %6s  %s\n", "-", gs__cli_str(req, "user"),
+    char user[24];
+    printf("%5s  %-10s %-12s %-5s %-22s %7s  %-10s %6s %6s  %s\n", "-",
+           gs__cli_fit(gs__cli_str(req, "user"), 10, user, sizeof(user)),
            name[0] != '\0' ? name : "-", "-", "-", "-", state, waited, "-",
            gs__cli_str(req, "command"));
     printf("       %s: %s\n", request, gs__cli_str(req, "reason"));

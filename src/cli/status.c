@@ -168,8 +168,10 @@ static void print_lease_row(const json_t *lease, int64_t now)
         snprintf(left, sizeof(left), "%s", state);
     gs__cli_fit(gs__cli_str(lease, "name"), 10, name, sizeof(name));
     gs__cli_fit(gs__cli_str(lease, "command"), 17, command, sizeof(command));
-    printf("    %5llu %-8.8s %-10s %15s %7s %7s  %s\n",
-           (unsigned long long)gs__cli_uint(lease, "id"), gs__cli_str(lease, "user"),
+    char user[24];
+    printf("    %5llu %-8s %-10s %15s %7s %7s  %s\n",
+           (unsigned long long)gs__cli_uint(lease, "id"),
+           gs__cli_fit(gs__cli_str(lease, "user"), 8, user, sizeof(user)),
            name[0] != '\0' ? name : "-", both, compute, left, command);
     uint64_t ooms = gs__cli_uint(lease, "oom_events");
     if (ooms > 0)
@@ -193,8 +195,9 @@ static void print_processes(const json_t *gpu)
             gs__cli_bytes_short(gs__cli_uint(p, "memory_used"), mem, sizeof(mem));
         if (gs__cli_uint(p, "lease") != 0)
             snprintf(lease, sizeof(lease), "%llu", (unsigned long long)gs__cli_uint(p, "lease"));
-        printf("    %7llu %-8.8s %5s %8s  %.43s\n", (unsigned long long)gs__cli_uint(p, "pid"),
-               gs__cli_str(p, "user"), lease, mem, gs__cli_str(p, "name"));
+        char user[24];
+        printf("    %7llu %-8s %5s %8s  %.43s\n", (unsigned long long)gs__cli_uint(p, "pid"),
+               gs__cli_fit(gs__cli_str(p, "user"), 8, user, sizeof(user)), lease, mem, gs__cli_str(p, "name"));
     }
     if (hidden > 0) {
         char mem[16];
@@ -272,7 +275,9 @@ static void print_queue(const json_t *status)
         gs__cli_fit(request, 32, fitted, sizeof(fitted));
         gs_format_duration(gs__cli_uint(req, "waiting_ms") / 1000 * 1000, waited, sizeof(waited));
         gs__cli_fit(gs__cli_str(req, "command"), 11, command, sizeof(command));
-        printf("%7s %-8.8s %-10s %-32s %6s  %s\n", position, gs__cli_str(req, "user"),
+        char user[24];
+        printf("%7s %-8s %-10s %-32s %6s  %s\n", position,
+               gs__cli_fit(gs__cli_str(req, "user"), 8, user, sizeof(user)),
                name[0] != '\0' ? name : "-", fitted,
                gs__cli_uint(req, "waiting_ms") < 1000 ? "0s" : waited, command);
         gs__cli_fit(gs__cli_str(req, "reason"), WIDTH - 8, why, sizeof(why));
