@@ -4,7 +4,7 @@ SANITIZE ?=
 JOBS     ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test run asan fuzz bench format check-format clean
+.PHONY: all deps build quiet-build test run asan fuzz bench format check-format clean
 
 all: build
 
@@ -18,8 +18,16 @@ build: deps
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -j$(JOBS) --timeout 600
 
-run: build
+run: quiet-build
 	@scripts/demo.sh $(BUILD)
+
+# The build of make run: one line, and the build's own output only when it fails.
+quiet-build: deps
+	@echo "building gpushare in $(BUILD)/ (its output only if it fails) ..."
+	@log=$$(mktemp /tmp/gpushare-build.XXXXXX); \
+	if { cmake -S . -B $(BUILD) -DGS_SANITIZE=$(SANITIZE) $(CMAKE_FLAGS) && \
+	     cmake --build $(BUILD) -j$(JOBS); } >$$log 2>&1; then rm -f $$log; \
+	else cat $$log; rm -f $$log; echo "make run: the build failed (its output is above)" >&2; exit 1; fi
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, in build-asan/.
 asan:

@@ -43,6 +43,7 @@ static void usage(FILE *out)
             "  --metrics-listen A:P      Prometheus endpoint (default %s; port 0 = off)\n"
             "  --log-level LEVEL         error, warn, info (default) or debug\n"
             "  --version                 print the version\n"
+            "  -h, --help                this help\n"
             "See gpushared(8) and docs/api.md.\n",
             GS__DEFAULT_CONFIG, GS__DEFAULT_STATE_DIR, GS__DEFAULT_METRICS);
 }
