@@ -7,4 +7,6 @@ if(TARGET gsim_nvml AND TARGET gsim_cuda AND TARGET gpushare_shim)
     gs_add_script_test(cli_${script} SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/cli/${script}.sh"
                        TIMEOUT 90 LABELS "daemon;cli")
   endforeach()
+  gs_add_script_test(cli_make_run SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/cli/make_run.sh"
+                     TIMEOUT 120 LABELS "cli")
 endif()
