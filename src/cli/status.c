@@ -169,8 +169,7 @@ static void print_lease_row(const json_t *lease, int64_t now)
     gs__cli_fit(gs__cli_str(lease, "name"), 10, name, sizeof(name));
     gs__cli_fit(gs__cli_str(lease, "command"), 17, command, sizeof(command));
     char user[24];
-    printf("    %5llu %-8s %-10s %15s %7s %7s  %s\n",
-           (unsigned long long)gs__cli_uint(lease, "id"),
+    printf("    %5llu %-8s %-10s %15s %7s %7s  %s\n", (unsigned long long)gs__cli_uint(lease, "id"),
            gs__cli_fit(gs__cli_str(lease, "user"), 8, user, sizeof(user)),
            name[0] != '\0' ? name : "-", both, compute, left, command);
     uint64_t ooms = gs__cli_uint(lease, "oom_events");
@@ -197,7 +196,8 @@ static void print_processes(const json_t *gpu)
             snprintf(lease, sizeof(lease), "%llu", (unsigned long long)gs__cli_uint(p, "lease"));
         char user[24];
         printf("    %7llu %-8s %5s %8s  %.43s\n", (unsigned long long)gs__cli_uint(p, "pid"),
-               gs__cli_fit(gs__cli_str(p, "user"), 8, user, sizeof(user)), lease, mem, gs__cli_str(p, "name"));
+               gs__cli_fit(gs__cli_str(p, "user"), 8, user, sizeof(user)), lease, mem,
+               gs__cli_str(p, "name"));
     }
     if (hidden > 0) {
         char mem[16];

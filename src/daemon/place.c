@@ -148,19 +148,6 @@ static int place_pinned(const gs__gpu_t *gpus, unsigned n, const gs_lease_reques
     return out->n > 0 ? 0 : GS_ENOFIT;
 }
 
-void gs__place_describe_pinned(const gs_lease_request_t *req, char *buf, size_t len)
-{
-    if (req->n_pinned == 0) {
-        snprintf(buf, len, "no GPU has");
-        return;
-    }
-    size_t off = (size_t)snprintf(buf, len, "GPU%s ", req->n_pinned > 1 ? "s" : "");
-    for (unsigned k = 0; k < req->n_pinned && off < len; k++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%u", k > 0 ? "," : "", req->pinned[k]);
-    if (off < len)
-        snprintf(buf + off, len - off, " %s no", req->n_pinned > 1 ? "have" : "has");
-}
-
 uint32_t gs__place_eligible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req)
 {
     uint32_t mask = 0;

@@ -31,10 +31,6 @@ int gs__place_within(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t
  * among those it is pinned to ("gpus_at"); every GPU when it names neither. */
 uint32_t gs__place_eligible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req);
 
-/* Writes who has no room for req, for messages: "no GPU has" or "GPU 1 has" / "GPUs 0,1
- * have" when it is pinned. */
-void gs__place_describe_pinned(const gs_lease_request_t *req, char *buf, size_t len);
-
 /* Checks whether req could ever fit on this node, i.e. on its GPUs with nothing leased.
  * Returns 0, or GS_ENOFIT with the reason in why (one line, names the largest possible). */
 int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, char *why,

@@ -60,24 +60,24 @@ static ranked_t *rank(const gs__daemon_t *d, int64_t now_ms)
     return order;
 }
 
-/* How far gpu is from giving part now, in thousandths of the GPU (0: it fits). */
-static uint64_t shortfall(const gs__gpu_t *gpu, gs_lease_kind_t kind, const gs__part_t *part)
+/* How far gpu is from giving part now: the memory it lacks, then the compute (thousandths),
+ * then the slots, as one number to compare (0: it fits). */
+static unsigned __int128 shortfall(const gs__gpu_t *gpu, gs_lease_kind_t kind,
+                                   const gs__part_t *part)
 {
     uint64_t leasable = gs__gpu_leasable(gpu);
-    if (leasable == 0)
-        return UINT64_MAX;
-    if (gpu->mode == GS__MODE_EXCLUSIVE)
-        return gpu->n_leases > 0 ? 1000 : 0;
-    uint64_t free_mem = leasable > gpu->mem_leased ? leasable - gpu->mem_leased : 0;
-    uint64_t cost = part->memory > free_mem
-                        ? (uint64_t)((unsigned __int128)(part->memory - free_mem) * 1000 / leasable)
-                        : 0;
+    uint64_t leased =
+        gpu->mode == GS__MODE_EXCLUSIVE && gpu->n_leases > 0 ? leasable : gpu->mem_leased;
+    uint64_t free_mem = leasable > leased ? leasable - leased : 0;
+    uint64_t memory = part->memory > free_mem ? part->memory - free_mem : 0;
     uint32_t free_compute = gpu->compute_leased < 1000 ? 1000 - gpu->compute_leased : 0;
-    cost += part->compute > free_compute ? part->compute - free_compute : 0;
+    uint32_t compute = part->compute > free_compute ? part->compute - free_compute : 0;
     unsigned k = gpu->overprovision >= 1 ? gpu->overprovision : 1;
     unsigned free_slots = k > gpu->slots_leased ? k - gpu->slots_leased : 0;
-    if (kind == GS_LEASE_GPUS && part->slots > free_slots)
-        cost += (uint64_t)(part->slots - free_slots) * 1000 / k;
+    unsigned slots =
+        kind == GS_LEASE_GPUS && part->slots > free_slots ? part->slots - free_slots : 0;
+    unsigned __int128 cost =
+        ((unsigned __int128)memory << 48) | ((unsigned __int128)compute << 16) | (slots & 0xFFFF);
     return cost + (gs__gpu_fits(gpu, kind, part) ? 0 : 1);
 }
 
@@ -125,14 +125,14 @@ static uint32_t choose_hold(const gs__daemon_t *d, const gs_lease_request_t *req
     uint32_t hold = 0;
     for (unsigned c = 0; c < count; c++) {
         int best = -1;
-        uint64_t best_cost = UINT64_MAX;
+        unsigned __int128 best_cost = 0;
         for (unsigned i = 0; i < d->n_gpus; i++) {
             gs__part_t part;
             gs__part_for(&d->gpus[i], req, slots, &part);
             if (!(candidates & bit(i)) || (hold & bit(i)) ||
                 !ever_fits(&d->gpus[i], req->kind, &part))
                 continue;
-            uint64_t cost = shortfall(&d->gpus[i], req->kind, &part);
+            unsigned __int128 cost = shortfall(&d->gpus[i], req->kind, &part);
             if (best < 0 || cost < best_cost) {
                 best = (int)i;
                 best_cost = cost;

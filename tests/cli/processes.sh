@@ -9,7 +9,10 @@ GIB=$((1 << 30))
 # A CUDA process in a lease holding 1 GiB, and one outside any lease holding 2 GiB.
 bg_gs run --gpu-memory 4G --name holder -- "$PROGS/memhold" 1
 client=$!
-wait_until 10 test -n "$(job_of "$client")"
+has_job() {
+  [[ -n $(job_of "$client") ]]
+}
+wait_until 10 has_job
 pid=$(job_of "$client")
 lease=$(gs leases --json | jq '.[0].id')
 bg "$PROGS/memhold" 2
