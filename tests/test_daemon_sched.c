@@ -140,7 +140,7 @@ static void test_holds_the_closest_gpu(void **state)
     queue("tiny", GIB, NULL, 0, 1);
     gs__sched_pass(d, 5, grant);
     assert_string_equal(granted, "t");
-    assert_int_equal(big->wait.held, 2); /* the T4 */
+    assert_int_equal(big->wait.held, 2);               /* the T4 */
     assert_int_equal(d->gpus[0].mem_leased, 36 * GIB); /* tiny went to the A100 */
     assert_string_equal(why(big), "GPU 1 (T4-16GB) has 6 GiB free of the 8 GiB it needs");
 }

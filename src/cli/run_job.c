@@ -1,6 +1,7 @@
 /* gpushare run's job: its environment, signals, the daemon's events, its end and the release. */
 #include "cli.h"
 #include "run.h"
+#include "shim_path.h"
 
 #include "gpushare/error.h"
 
@@ -21,35 +22,6 @@ extern char **environ;
 
 /* How long a job has after it was asked to stop before SIGKILL, when the daemon does not say. */
 #define STOP_GRACE_MS 10000
-
-/* The shim to preload: $GPUSHARE_SHIM, else the daemon's configured one, else the
- * libgpushare.so installed next to this program (BIN/../lib). */
-static int find_shim(const json_t *granted, char *path, size_t len)
-{
-    const char *env = getenv("GPUSHARE_SHIM");
-    const char *configured = json_string_value(json_object_get(granted, "preload"));
-    if (env != NULL && env[0] != '\0') {
-        snprintf(path, len, "%s", env);
-    } else if (configured != NULL) {
-        snprintf(path, len, "%s", configured);
-    } else {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (n <= 0)
-            return GS_ENOENT;
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash != NULL)
-            *slash = '\0';
-        int w = snprintf(path, len, "%s/../lib/libgpushare.so", self);
-        if (w < 0 || (size_t)w >= len)
-            return GS_ENOENT;
-        char real[PATH_MAX];
-        if (realpath(path, real) != NULL)
-            snprintf(path, len, "%s", real);
-    }
-    return access(path, R_OK) == 0 ? 0 : GS_ENOENT;
-}
 
 /* Builds the job's environment: ours, with the lease's variables and LD_PRELOAD prepended.
  * Entries from *added on are allocated (free_environment). */
@@ -280,7 +252,8 @@ static int start_and_wait(gs_client_t *client, job_t *job, char **envp)
 int gs__run_job(gs_client_t **client, const gs__run_opts_t *opts, const json_t *granted)
 {
     char shim[PATH_MAX] = "libgpushare.so";
-    if (find_shim(granted, shim, sizeof(shim)) != 0)
+    if (gs__cli_shim_path(json_string_value(json_object_get(granted, "preload")), shim,
+                          sizeof(shim)) != 0)
         return gs__cli_fail(&opts->cli, GS_EXIT_FAIL, "no_shim",
                             "the shim %s is missing (set GPUSHARE_SHIM or shim = in "
                             "gpushare.conf): refusing to run without the lease's limits",

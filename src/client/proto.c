@@ -227,7 +227,7 @@ static int set_kind(gs_lease_request_t *req, gs_lease_kind_t kind, char *err, si
 
 static int parse_gpus(const json_t *value, gs_lease_request_t *req, char *err, size_t errlen)
 {
-    json_int_t v;
+    json_int_t v = 0;
     int result = get_int(value, "gpus", 1, GS_LEASE_GPUS_MAX, &v, err, errlen);
     if (result == 0)
         result = set_kind(req, GS_LEASE_GPUS, err, errlen);
@@ -320,7 +320,7 @@ static int parse_pinned(const json_t *value, gs_lease_request_t *req, char *err,
     req->n_pinned = 0;
     json_array_foreach(value, i, item)
     {
-        json_int_t v;
+        json_int_t v = 0;
         int result = get_int(item, "gpus_at", 0, GS_MAX_DEVICES - 1, &v, err, errlen);
         if (result != 0)
             return result;
@@ -446,7 +446,7 @@ static int parse_acquire(json_t *obj, gs_request_t *out, char *err, size_t errle
 static int parse_job_end(const char *key, const json_t *value, gs_job_end_t *end, char *err,
                          size_t errlen)
 {
-    json_int_t v;
+    json_int_t v = 0;
     int is_signal = strcmp(key, "signal") == 0;
     int result = get_int(value, key, is_signal ? 1 : 0, is_signal ? 127 : 255, &v, err, errlen);
     if (result != 0)
@@ -469,7 +469,7 @@ static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errle
     json_object_foreach(obj, key, value)
     {
         int result = 0;
-        json_int_t v;
+        json_int_t v = 0;
         if (strcmp(key, "op") == 0)
             continue;
         if (strcmp(key, "exit_status") == 0 || strcmp(key, "signal") == 0) {

@@ -1,6 +1,7 @@
 /* JSON views of leases, lease environments and the node's status. */
 #include "views.h"
 #include "procs.h"
+#include "regions.h"
 #include "scheduler.h"
 #include "server.h"
 
@@ -325,6 +326,10 @@ json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, int proce
         gs__inventory_driver(d->inv), "nvml_library", gs__inventory_library(d->inv), "placement",
         gs__policy_name(d->policy), "uptime_s", (json_int_t)((gs__now_ms() - d->started_ms) / 1000),
         "leases", (json_int_t)d->n_leases, "time_ms", (json_int_t)gs__wall_ms());
+    char regions[GS__PATH_MAX];
+    gs__regions_dir(&d->cfg, regions, sizeof(regions));
+    json_object_set_new(node, "region_dir", json_string(regions));
+    json_object_set_new(node, "shim", json_string(d->cfg.shim));
     json_t *queue = json_pack("{s:I, s:o}", "length", (json_int_t)d->queue.length, "requests",
                               gs__view_pending(d, cred));
     return json_pack("{s:o, s:o, s:o}", "node", node, "gpus", gpus, "queue", queue);
