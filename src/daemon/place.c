@@ -26,7 +26,7 @@ static int compare_one(const gs__gpu_t *a, const gs__part_t *pa, const gs__gpu_t
 
 static int allowed_gpu(uint32_t allowed, unsigned i)
 {
-    return i < 32 && (allowed & (UINT32_C(1) << i)) != 0;
+    return i < GS_MAX_DEVICES && (allowed & (UINT32_C(1) << i)) != 0;
 }
 
 static int place_one(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
@@ -35,7 +35,7 @@ static int place_one(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t
     int best = -1;
     gs__part_t parts[GS_MAX_DEVICES];
     int fits[GS_MAX_DEVICES];
-    for (unsigned i = 0; i < n; i++) {
+    for (unsigned i = 0; i < n && i < GS_MAX_DEVICES; i++) {
         gs__part_for(&gpus[i], req, 0, &parts[i]);
         parts[i].gpu = i;
         fits[i] = allowed_gpu(allowed, i) && gs__gpu_fits(&gpus[i], req->kind, &parts[i]);
