@@ -29,8 +29,8 @@ wait_eq 5 1 queue_length
 reason="GPU 0 (A100-40GB) is in use by 1 lease"
 expect_eq "$(gs status --json | jq -c '.queue.requests[0] | [.position, .user, .name, .reason]')" \
   "[1,\"$who\",\"whole\",\"$reason\"]" "the waiting request in status"
-gs status | grep -Fxq "        $reason" || fail "status does not say why it waits: $(gs status)"
-gs status | grep -Eq "^ +#1 $(fit "$who" 8) +whole +--gpus 1 --gpu-type A100-40GB +[0-9]+s  sh -c" ||
+grep -Fxq "        $reason" <<<"$(gs status)" || fail "status does not say why it waits: $(gs status)"
+grep -Eq "^ +#1 $(fit "$who" 8) +whole +--gpus 1 --gpu-type A100-40GB +[0-9]+s  sh -c" <<<"$(gs status)" ||
   fail "status has no WAITING row: $(gs status)"
 if [[ $who != root ]]; then
   listing=$(as_user2 leases)

@@ -33,7 +33,7 @@ out=$(gs top --processes --iterations 1)
 grep -Eq "^ +$pid root +$lease +1G  memhold$" <<<"$out" || fail "top --processes: $out"
 long=$(awk 'length($0) > 80' <<<"$out")
 [[ -z $long ]] || fail "top lines over 80 columns: $long"
-sed -n 2p <<<"$out" | grep -Eq '^1 GPU, 1 lease, 0 waiting +[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$' ||
+grep -Eq '^1 GPU, 1 lease, 0 waiting +[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}$' <<<"$(sed -n 2p <<<"$out")" ||
   fail "top's second line has no time: $out"
 grep -q LOGICAL <<<"$out" && fail "top still says LOGICAL: $out"
 pass "top --processes: at most 80 columns, the time on its second line, '1 lease'"

@@ -38,6 +38,6 @@ bg_gs run --gpu-memory 1G --time 1h --name long -- sleep 60
 wait_eq 5 1 lease_count
 expect_eq "$(gs leases --json | jq '.[0] | .time_limit_ms, .expires_at_ms - .granted_at_ms' | tr '\n' ' ')" \
   "3600000 3600000 " "the time limit in the lease"
-gs status | grep -Eq '^ +[0-9]+ root +long +0 / 1G +- +59m5[0-9]s  sleep 60$' || fail "no time left in status: $(gs status)"
-gs leases | grep -Eq ' long .* active +[0-9]+s +59m5[0-9]s  sleep 60$' || fail "no time left in leases: $(gs leases)"
+grep -Eq '^ +[0-9]+ root +long +0 / 1G +- +59m5[0-9]s  sleep 60$' <<<"$(gs status)" || fail "no time left in status: $(gs status)"
+grep -Eq ' long .* active +[0-9]+s +59m5[0-9]s  sleep 60$' <<<"$(gs leases)" || fail "no time left in leases: $(gs leases)"
 pass "time left shows in status and leases"

@@ -11,7 +11,7 @@ MAN8=$GS_SOURCE_DIR/docs/man/gpushared.8
 expect_eq "$(gs --version)" "gpushare 0.1.0" "gpushare --version"
 expect_eq "$(gs version)" "gpushare 0.1.0" "gpushare version"
 expect_eq "$("$BIN/gpushared" --version)" "gpushared 0.1.0" "gpushared --version"
-nvidia-smi --version | grep -q '^NVIDIA-SMI version  : ' || fail "gpusim's nvidia-smi --version"
+grep -q '^NVIDIA-SMI version  : ' <<<"$(nvidia-smi --version)" || fail "gpusim's nvidia-smi --version"
 pass "--version: gpushare, gpushared, nvidia-smi"
 
 # help CMD is CMD --help, for every command gpushare --help lists.
@@ -33,7 +33,7 @@ help_options() {
 for c in $commands "plan replay"; do
   missing=$(comm -23 <(help_options gs $c) <(man_options "$MAN1"))
   [[ -z $missing ]] || fail "gpushare.1 lacks the options of gpushare $c: $missing"
-  sed 's/\\-/-/g' "$MAN1" | grep -q "^\.SS ${c%% *}$" || fail "gpushare.1 has no section for $c"
+  grep -q "^\.SS ${c%% *}$" <<<"$(sed 's/\\-/-/g' "$MAN1")" || fail "gpushare.1 has no section for $c"
 done
 missing=$(comm -23 <(help_options "$BIN/gpushared") <(man_options "$MAN8"))
 [[ -z $missing ]] || fail "gpushared.8 lacks: $missing"
@@ -41,7 +41,7 @@ for page in "$MAN1" "$MAN8"; do
   expect_eq "$(sed -n '/^\.SH EXIT STATUS/,/^\.SH/p' "$page" | grep -c '^\.TS$')" 1 "exit code tables in $page"
 done
 for code in 0 1 2 75 126 127 128+N; do
-  sed -n '/^\.SH EXIT STATUS/,/^\.TE/p' "$MAN1" | grep -q "^$code	" || fail "gpushare.1's exit table lacks $code"
+  grep -q "^$code	" <<<"$(sed -n '/^\.SH EXIT STATUS/,/^\.TE/p' "$MAN1")" || fail "gpushare.1's exit table lacks $code"
 done
 if command -v man >/dev/null; then
   warnings=$(MANWIDTH=80 man -l "$MAN8" 2>&1 >/dev/null)
@@ -88,7 +88,7 @@ long=$(awk 'length($0) > 80' <<<"$out")
 pass "status: '1 lease', 50G FREE on an 80G GPU with 30G leased, at most 80 columns"
 
 # The daemon stamps its lines (RFC 3339, ms) unless standard error is the journal.
-head -1 "$WORK/daemon.log" | grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}[+-][0-9]{2}:[0-9]{2} gpushared\[[0-9]+\]: ' ||
+grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}[+-][0-9]{2}:[0-9]{2} gpushared\[[0-9]+\]: ' <<<"$(head -1 "$WORK/daemon.log")" ||
   fail "no timestamp: $(head -1 "$WORK/daemon.log")"
 touch "$WORK/journal.log"
 JOURNAL_STREAM=$(stat -c '%d:%i' "$WORK/journal.log") "$BIN/gpushared" --config /dev/null \
