@@ -94,11 +94,11 @@ static void test_bad_requests(void **state)
     expect("{\"op\":\"acquire\",\"gpus\":0}", GS_EINVAL, "\"gpus\" must be from 1 to 64");
     expect("{\"op\":\"acquire\",\"gpus\":\"2\"}", GS_EINVAL, "\"gpus\" must be an integer");
     expect("{\"op\":\"acquire\",\"gpus\":1,\"gpu\":\"0.5\"}", GS_EINVAL,
-           "give only one of \"gpus\", \"gpu\" and \"gpu_memory\" (--gpus, --gpu, "
-           "--gpu-memory)");
+           "give only one of \"gpus\", \"gpu\", \"gpu_memory\" and \"mig_profile\" (--gpus, --gpu, "
+           "--gpu-memory, --mig-profile)");
     expect("{\"op\":\"acquire\"}", GS_EINVAL,
-           "a lease needs a size: whole GPUs (--gpus), a fraction (--gpu) or memory "
-           "(--gpu-memory)");
+           "a lease needs a size: whole GPUs (--gpus), a fraction (--gpu), memory "
+           "(--gpu-memory) or a MIG profile (--mig-profile)");
     expect("{\"op\":\"acquire\",\"gpu\":\"0.5\",\"compute\":10}", GS_EINVAL,
            "a compute share (--compute) goes with --gpu-memory only: --gpu F sets compute to F, "
            "--gpus to whole logical GPUs");

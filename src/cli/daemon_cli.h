@@ -17,7 +17,7 @@ int gs__cli_connect(const char *socket, gs_client_t **out);
 
 /* Sends req (stolen) and waits for its reply. Returns GS_EXIT_OK with *reply (the caller
  * json_decref's it), or prints one line ("gpushare: MESSAGE") and returns the exit status for the
- * failure: GS_EXIT_TEMPFAIL for no_fit and timeout, GS_EXIT_FAIL otherwise. */
+ * failure: GS_EXIT_TEMPFAIL for no_fit, timeout and unavailable, GS_EXIT_FAIL otherwise. */
 int gs__cli_call(gs_client_t *client, json_t *req, json_t **reply);
 
 /* The exit status for an error code of the protocol. */
@@ -38,5 +38,9 @@ const char *gs__cli_str(const json_t *obj, const char *key);
 
 /* Writes bytes for a table: "4.00 GiB", "0 B". */
 void gs__cli_bytes(uint64_t bytes, char *buf, size_t len);
+
+/* Prints what a GPU's mode adds to its status rows: a problem, MIG instances, the MPS server
+ * (status_modes.c). */
+void gs__cli_print_modes(const json_t *gpu);
 
 #endif

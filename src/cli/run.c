@@ -45,7 +45,9 @@ static void usage(FILE *out)
         "  --gpus N             N whole logical GPUs\n"
         "  --gpu F              a fraction 0 < F <= 1 of one GPU's memory and compute\n"
         "  --gpu-memory SIZE    SIZE of one GPU's memory (4G, 512M, ...)\n"
+        "  --mig-profile NAME   one MIG instance of that profile (1g.10gb, 3g.40gb, ...)\n"
         "Other options:\n"
+        "  --mode MODE          only GPUs of that mode: shared, exclusive, mps or mig\n"
         "  --compute PCT        guaranteed compute share with --gpu-memory (1-100)\n"
         "  --compute-max PCT    burst cap on compute (passed as GPUSHARE_COMPUTE_MAX)\n"
         "  --priority N         -100..100 (above 0: root only); higher is served first\n"
@@ -73,7 +75,7 @@ static int usage_error(const char *fmt, ...)
 static int set_kind(gs_lease_request_t *req, gs_lease_kind_t kind)
 {
     if (req->kind != GS_LEASE_NONE && req->kind != kind)
-        return usage_error("give only one of --gpus, --gpu and --gpu-memory");
+        return usage_error("give only one of --gpus, --gpu, --gpu-memory and --mig-profile");
     req->kind = kind;
     return 0;
 }
@@ -98,6 +100,15 @@ static int lease_option(int c, const char *arg, gs_lease_request_t *req)
     case 'm':
         bad = gs_qty_parse_bytes(arg, 0, &req->memory, err, sizeof(err));
         return bad ? usage_error("--gpu-memory: %s", err) : set_kind(req, GS_LEASE_MEMORY);
+    case 'M':
+        if (strlen(arg) >= sizeof(req->mig_profile))
+            return usage_error("--mig-profile \"%s\" is too long", arg);
+        snprintf(req->mig_profile, sizeof(req->mig_profile), "%s", arg);
+        return set_kind(req, GS_LEASE_MIG);
+    case 'o':
+        if (gs_gpu_mode_parse(arg, &req->mode) != 0)
+            return usage_error("--mode \"%s\" must be shared, exclusive, mps or mig", arg);
+        return 0;
     case 'c':
         bad = gs_qty_parse_percent(arg, 0, &req->compute, err, sizeof(err));
         return bad ? usage_error("--compute: %s", err) : 0;
@@ -143,6 +154,8 @@ static int parse_args(int argc, char **argv, run_opts_t *opts)
         {"gpus", required_argument, NULL, 'n'},
         {"gpu", required_argument, NULL, 'f'},
         {"gpu-memory", required_argument, NULL, 'm'},
+        {"mig-profile", required_argument, NULL, 'M'},
+        {"mode", required_argument, NULL, 'o'},
         {"compute", required_argument, NULL, 'c'},
         {"compute-max", required_argument, NULL, 'C'},
         {"priority", required_argument, NULL, 'p'},

@@ -147,6 +147,7 @@ static void print_gpu(const json_t *gpu)
            (unsigned long long)gs__cli_uint(gpu, "index"), gs__cli_str(gpu, "name"),
            gs__cli_str(gpu, "mode"), logical, memory,
            (unsigned long long)gs__cli_uint(gpu, "utilization"));
+    gs__cli_print_modes(gpu);
     const json_t *leases = json_object_get(gpu, "leases");
     const json_t *others = json_object_get(gpu, "others");
     uint64_t n_others = gs__cli_uint(others, "leases");

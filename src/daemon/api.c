@@ -59,9 +59,11 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
     const gs__cred_t *cred = &owner;
     gs__lease_t *lease = NULL;
     char err[GS__PATH_MAX + 128];
-    if (gs__lease_grant(d, conn, cred, req, alloc, &lease, err, sizeof(err)) != 0) {
+    int result = gs__lease_grant(d, conn, cred, req, alloc, &lease, err, sizeof(err));
+    if (result != 0) {
         gs_error("cannot grant a lease to user %s: %s", cred->user, err);
-        gs__conn_send(conn, gs__api_error("acquire", "internal", err));
+        gs__conn_send(conn, gs__api_error("acquire",
+                                          result == GS_EAGAIN ? "gpu_failed" : "internal", err));
         return;
     }
     json_t *reply = ok_reply("acquire");
@@ -204,15 +206,18 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
         gs__conn_send(conn, gs__api_error("acquire", "too_many", why));
         return;
     }
-    if (gs__place_possible(d->gpus, d->n_gpus, req, why, sizeof(why)) != 0) {
+    int possible = gs__place_possible(d->gpus, d->n_gpus, req, why, sizeof(why));
+    if (possible != 0) {
         d->counters.rejected_never++;
         gs_info("user %s (pid %d): refused: %s", cred->user, (int)cred->pid, why);
-        gs__conn_send(conn, gs__api_error("acquire", "never_fits", why));
+        gs__conn_send(conn, gs__api_error("acquire",
+                                          possible == GS_EAGAIN ? "unavailable" : "never_fits",
+                                          why));
         return;
     }
     gs__alloc_t alloc;
     if (!someone_ahead(d, req->priority) &&
-        gs__place(d->gpus, d->n_gpus, req, d->policy, &alloc) == 0) {
+        gs__place_for(d->gpus, d->n_gpus, req, cred->uid, d->policy, &alloc) == 0) {
         grant(d, conn, req, &alloc);
         return;
     }
@@ -345,7 +350,9 @@ void gs__api_schedule(gs__daemon_t *d)
     gs__waiter_t *w;
     while ((w = d->queue.head) != NULL) {
         gs__alloc_t alloc;
-        if (gs__place(d->gpus, d->n_gpus, &w->req, d->policy, &alloc) != 0)
+        gs__cred_t owner;
+        lease_cred(w->owner, &w->req, &owner);
+        if (gs__place_for(d->gpus, d->n_gpus, &w->req, owner.uid, d->policy, &alloc) != 0)
             break;
         gs__queue_remove(&d->queue, w);
         grant(d, w->owner, &w->req, &alloc);

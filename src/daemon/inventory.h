@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "gpushare/nvml_abi.h"
 #include "model.h"
 
 typedef struct gs__inventory gs__inventory_t;
@@ -48,6 +49,12 @@ int gs__inventory_usage(gs__inventory_t *inv, unsigned i, gs__gpu_usage_t *usage
 
 /* Nonzero when the GPUs are simulated (see above). */
 int gs__inventory_simulated(const gs__inventory_t *inv);
+
+/* The NVML handle of GPU i (0 <= i < count), for modes that call NVML themselves. */
+nvmlDevice_t gs__inventory_handle(const gs__inventory_t *inv, unsigned i);
+
+/* The loaded library's function called name, or NULL when it has none. */
+void *gs__inventory_symbol(const gs__inventory_t *inv, const char *name);
 
 /* The loaded library's path (from dladdr) and the driver version it reports. Never NULL. */
 const char *gs__inventory_library(const gs__inventory_t *inv);

@@ -3,6 +3,7 @@
 #define GS_DAEMON_PLACE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "model.h"
 
@@ -22,12 +23,19 @@
 int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, gs__policy_t policy,
               gs__alloc_t *out);
 
+/* gs__place for a lease of user uid (a GPU's mode may serve one user at a time: mps). Every GPU
+ * is asked through its mode (mode.h): a request goes only to GPUs whose mode serves it, and a
+ * lease holds a GPU of a one-GPU mode (mps, mig) alone. */
+int gs__place_for(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, uint32_t uid,
+                  gs__policy_t policy, gs__alloc_t *out);
+
 /* Writes who has no room for req, for messages: "no GPU has" or "GPU 1 has" / "GPUs 0,1
  * have" when it is pinned. */
 void gs__place_describe_pinned(const gs_lease_request_t *req, char *buf, size_t len);
 
 /* Checks whether req could ever fit on this node, i.e. on its GPUs with nothing leased.
- * Returns 0, or GS_ENOFIT with the reason in why (one line, names the largest possible). */
+ * Returns 0, GS_ENOFIT with the reason in why (one line, names the largest possible), or
+ * GS_EAGAIN when only GPUs that cannot serve anything now could serve it (why: theirs). */
 int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, char *why,
                        size_t whylen);
 

@@ -1,5 +1,6 @@
 /* JSON views of leases, lease environments and the node's status. */
 #include "views.h"
+#include "mode.h"
 
 #include "gpushare/log.h"
 
@@ -46,11 +47,15 @@ json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
         const gs__part_t *part = &lease->alloc.part[i];
         const gs__gpu_t *gpu = &d->gpus[part->gpu];
         limit += part->memory;
-        json_array_append_new(
-            gpus, json_pack("{s:I, s:s, s:I, s:I, s:I, s:I}", "index", (json_int_t)gpu->index,
-                            "uuid", gpu->uuid, "slots", (json_int_t)part->slots, "memory_limit",
-                            (json_int_t)part->memory, "memory_used", (json_int_t)use.used[i],
-                            "compute", (json_int_t)gs__part_compute_percent(part)));
+        json_t *view = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I}", "index",
+                                 (json_int_t)gpu->index, "uuid", gpu->uuid, "mode",
+                                 gs__mode_name(gpu->mode), "slots", (json_int_t)part->slots,
+                                 "memory_limit", (json_int_t)part->memory, "memory_used",
+                                 (json_int_t)use.used[i], "compute",
+                                 (json_int_t)gs__part_compute_percent(part));
+        if (view != NULL && part->instance[0] != '\0')
+            json_object_set_new(view, "instance", json_string(part->instance));
+        json_array_append_new(gpus, view);
     }
     const gs__lease_record_t *rec = &lease->rec;
     return json_pack("{s:I, s:s, s:I, s:s, s:I, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:I, s:I, "
@@ -93,7 +98,7 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease)
     set_text(env, "CUDA_VISIBLE_DEVICES", uuids);
     set_text(env, "GPUSHARE_REGION", lease->rec.region);
     set_text(env, "GPUSHARE_MEMORY_LIMIT", limits);
-    if (lease->rec.compute_share != 0) {
+    if (lease->rec.compute_share != 0 && gs__modes_shim_compute(d, lease)) {
         snprintf(number, sizeof(number), "%u", lease->rec.compute_share);
         set_text(env, "GPUSHARE_COMPUTE_SHARE", number);
     }
@@ -103,6 +108,7 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease)
     }
     snprintf(number, sizeof(number), "%llu", (unsigned long long)lease->rec.id);
     set_text(env, "GPUSHARE_LEASE_ID", number);
+    gs__modes_env(d, lease, env);
     return env;
 }
 
@@ -111,13 +117,16 @@ static json_t *gpu_lease_view(const gs__lease_t *lease, unsigned part_index,
                               const gs__lease_use_t *use)
 {
     const gs__part_t *part = &lease->alloc.part[part_index];
-    return json_pack("{s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
+    json_t *view = json_pack("{s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
                      (json_int_t)lease->rec.id, "user", lease->rec.user, "uid",
                      (json_int_t)lease->rec.uid, "command", lease->rec.request.command, "state",
                      state_name(lease), "slots", (json_int_t)part->slots, "memory_limit",
                      (json_int_t)part->memory, "memory_used", (json_int_t)use->used[part_index],
                      "compute_share", (json_int_t)gs__part_compute_percent(part), "processes",
                      (json_int_t)use->processes, "oom_events", (json_int_t)use->oom_events);
+    if (view != NULL && part->instance[0] != '\0')
+        json_object_set_new(view, "instance", json_string(part->instance));
+    return view;
 }
 
 static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cred)
@@ -141,7 +150,7 @@ static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cre
         }
     }
     unsigned k = gpu->overprovision >= 1 ? gpu->overprovision : 1;
-    return json_pack(
+    json_t *view = json_pack(
         "{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:{s:I, "
         "s:I}}",
         "index", (json_int_t)gpu->index, "uuid", gpu->uuid, "name", gpu->name, "mode",
@@ -153,6 +162,9 @@ static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cre
         (json_int_t)((gpu->compute_leased + 5) / 10), "logical_total", (json_int_t)k,
         "logical_free", (json_int_t)gs__gpu_free_slots(gpu), "leases", leases, "others", "leases",
         (json_int_t)others, "memory_limit", (json_int_t)other_memory);
+    if (view != NULL)
+        gs__modes_describe(d, g, cred, view);
+    return view;
 }
 
 static json_t *queue_view(const gs__daemon_t *d, const gs__cred_t *cred, const void *conn)
