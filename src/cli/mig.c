@@ -49,9 +49,13 @@ static void usage(FILE *out)
             models);
 }
 
+/* One line: what, and the value given (NULL: none). */
 static int usage_error(const char *what, const char *value)
 {
-    fprintf(stderr, "gpushare mig: %s \"%s\" (see gpushare mig --help)\n", what, value);
+    if (value != NULL)
+        fprintf(stderr, "gpushare mig: %s \"%s\" (see gpushare mig --help)\n", what, value);
+    else
+        fprintf(stderr, "gpushare mig: %s (see gpushare mig --help)\n", what);
     return GS_EXIT_USAGE;
 }
 
@@ -108,7 +112,7 @@ static int parse_args(int argc, char **argv, mig_opts_t *opts)
     if (result == 0 && optind < argc)
         result = usage_error("unexpected argument", argv[optind]);
     if (result == 0 && opts->model == NULL)
-        result = usage_error("missing --model", "");
+        result = usage_error("--model is required", NULL);
     return result;
 }
 
@@ -187,7 +191,7 @@ static int cmd_plan(const mig_opts_t *opts)
     if (status != 0)
         return status;
     if (opts->n == 0)
-        return usage_error("nothing to plan: give --gpu-memory or --mig-profile", "");
+        return usage_error("nothing to plan: give --gpu-memory or --mig-profile", NULL);
     printf("MIG plan for one idle %s (%u compute slices, %u memory slots), requests in order:\n",
            cat.model, cat.compute_slices, cat.memory_slots);
     printf("%3s  %-10s %-10s %-6s %-10s %s\n", "#", "REQUEST", "PROFILE", "SLOTS", "MEMORY",

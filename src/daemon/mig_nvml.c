@@ -4,6 +4,7 @@
 #include "gpushare/error.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -85,6 +86,17 @@ static int add_profile(const gs__mig_nvml_t *nv, unsigned k, gs_mig_catalog_t *c
     return 0;
 }
 
+/* Profiles from small to large (memory, compute slices), media extensions after the plain. */
+static int profile_order(const void *a, const void *b)
+{
+    const gs_mig_profile_t *x = a, *y = b;
+    if (x->memory_bytes != y->memory_bytes)
+        return x->memory_bytes < y->memory_bytes ? -1 : 1;
+    if (x->compute != y->compute)
+        return x->compute < y->compute ? -1 : 1;
+    return x->media - y->media;
+}
+
 int gs__mig_nvml_catalog(const gs__mig_nvml_t *nv, const char *model, gs_mig_catalog_t *cat,
                          char *err, size_t errlen)
 {
@@ -99,6 +111,7 @@ int gs__mig_nvml_catalog(const gs__mig_nvml_t *nv, const char *model, gs_mig_cat
         snprintf(err, errlen, "NVML lists no usable MIG profile for this GPU");
         return GS_EIO;
     }
+    qsort(cat->profiles, cat->n_profiles, sizeof(cat->profiles[0]), profile_order);
     return 0;
 }
 

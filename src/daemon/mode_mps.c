@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 
 #define RETRY_MIN_MS 500   /* after a failed start: then doubling */
 #define RETRY_MAX_MS 30000 /* at most this long between tries */
@@ -73,9 +75,7 @@ static int mps_admit(const gs__gpu_t *gpu, const gs__ask_t *ask, gs__part_t *par
 static void mps_why_not(const gs__gpu_t *gpu, const gs__ask_t *ask, char *buf, size_t len)
 {
     const mps_gpu_t *st = state_of(gpu);
-    if (!served_kind(ask->req->kind))
-        snprintf(buf, len, "GPU %u is mode mps: it has no MIG profiles", gpu->index);
-    else if (st == NULL || st->pid == 0)
+    if (served_kind(ask->req->kind) && (st == NULL || st->pid == 0))
         snprintf(buf, len, "GPU %u (mps): its MPS control daemon is not running: %s", gpu->index,
                  st != NULL && st->error[0] != '\0' ? st->error : "not started");
 }
@@ -132,6 +132,10 @@ static int mps_start(gs__daemon_t *d, unsigned g, char *err, size_t errlen)
         return result;
     }
     gpu->mode_state = st;
+    /* The control daemons (which -d puts in the background) and their servers become gpushared's
+     * children while it runs, so that gpushared reaps them: nothing is left as a zombie under an
+     * init that does not reap (containers). After a kill -9 they are init's again. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     /* A daemon left by a gpushared that was killed still serves its leases: keep it. */
     if (gs__mps_ctl_find(&st->ctl, &st->pid, &st->start))
         gs_info("GPU %u: found its MPS control daemon again (pid %d, pipe directory %s)",
@@ -168,12 +172,20 @@ static void poll_servers(mps_gpu_t *st)
     }
 }
 
+/* Reaps the control daemons and servers that ended (gpushared is their subreaper). */
+static void reap_children(void)
+{
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        continue;
+}
+
 static void mps_tick(gs__daemon_t *d, unsigned g, int64_t now_ms)
 {
     mps_gpu_t *st = state_of(&d->gpus[g]);
     unsigned index = d->gpus[g].index;
     if (st == NULL)
         return;
+    reap_children();
     if (st->pid != 0 && !gs__mps_ctl_alive(st->pid, st->start)) {
         gs_warn("GPU %u: its MPS control daemon (pid %d) died: restarting it", index,
                 (int)st->pid);
@@ -205,6 +217,7 @@ static void mps_stop(gs__daemon_t *d, unsigned g)
                     "processes lose their MPS server",
                     gpu->index, st->n_leases);
         int killed = gs__mps_ctl_stop(&st->ctl, st->pid, st->start);
+        reap_children();
         gs_info("GPU %u: MPS control daemon (pid %d) %s", gpu->index, (int)st->pid,
                 killed ? "did not quit: killed" : "stopped");
     }

@@ -21,13 +21,6 @@ static int shared_admit(const gs__gpu_t *gpu, const gs__ask_t *ask, gs__part_t *
     return fits ? 0 : GS_ENOFIT;
 }
 
-static void shared_why_not(const gs__gpu_t *gpu, const gs__ask_t *ask, char *buf, size_t len)
-{
-    if (!pool_kind(ask->req->kind))
-        snprintf(buf, len, "GPU %u is mode %s: it has no MIG profiles", gpu->index,
-                 gs__mode_name(gpu->mode));
-}
-
 static int exclusive_admit(const gs__gpu_t *gpu, const gs__ask_t *ask, gs__part_t *part)
 {
     if (ask->req->kind != GS_LEASE_GPUS)
@@ -55,7 +48,6 @@ static const gs__mode_ops_t shared = {
     .flags = GS__MODE_POOL | GS__MODE_SHIM_COMPUTE,
     .admit = shared_admit,
     .free_slots = gs__pool_free_slots,
-    .why_not = shared_why_not,
 };
 
 static const gs__mode_ops_t exclusive = {

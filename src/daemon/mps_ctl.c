@@ -119,7 +119,17 @@ static int spawn(const gs__mps_ctl_t *ctl, const char *arg, run_t *run)
     int in[2] = {-1, -1}, out[2] = {-1, -1};
     char **env = spawn_environment(ctl);
     posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
     posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&attr);
+    /* gpushared blocks its stop signals for its signalfd and ignores SIGPIPE: the control
+     * daemon and its servers must get both back, or they could not be stopped. */
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     int result = env != NULL ? 0 : GS_ENOMEM;
     if (result == 0 && (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0))
         result = -errno;
@@ -129,9 +139,10 @@ static int spawn(const gs__mps_ctl_t *ctl, const char *arg, run_t *run)
         posix_spawn_file_actions_adddup2(&fa, out[1], 2);
         posix_spawn_file_actions_addclosefrom_np(&fa, 3); /* none of gpushared's descriptors */
         char *argv[] = {(char *)ctl->program, (char *)arg, NULL};
-        result = -posix_spawnp(&run->pid, ctl->program, &fa, NULL, argv, env);
+        result = -posix_spawnp(&run->pid, ctl->program, &fa, &attr, argv, env);
     }
     posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
     free_environment(env);
     if (in[0] >= 0)
         close(in[0]);
@@ -312,10 +323,13 @@ int gs__mps_ctl_stop(const gs__mps_ctl_t *ctl, pid_t pid, uint64_t start)
     char out[256], err[256];
     gs__mps_ctl_command(ctl, "quit\n", out, sizeof(out), err, sizeof(err));
     int64_t deadline = now_ms() + GS__MPS_CTL_TIMEOUT_MS;
-    while (gs__mps_ctl_alive(pid, start) && now_ms() < deadline)
+    while (gs__mps_ctl_alive(pid, start) && now_ms() < deadline) {
+        waitpid(pid, NULL, WNOHANG); /* when gpushared is its subreaper */
         poll(NULL, 0, 10);
+    }
     if (!gs__mps_ctl_alive(pid, start))
         return 0;
     kill(pid, SIGKILL);
+    waitpid(pid, NULL, WNOHANG);
     return 1;
 }

@@ -244,11 +244,13 @@ static void describe_unserved(const gs__gpu_t *gpus, unsigned n, const query_t *
                               size_t whylen)
 {
     const gs_lease_request_t *req = q->req;
-    int has_mode = req->mode == GS_GPU_MODE_ANY;
+    gs_gpu_mode_t mode = req->kind == GS_LEASE_MIG ? GS_GPU_MODE_MIG : req->mode;
+    int has_mode = mode == GS_GPU_MODE_ANY;
     for (unsigned i = 0; i < n && !has_mode; i++)
-        has_mode = strcmp(gs__mode_of(&gpus[i])->name, gs_gpu_mode_name(req->mode)) == 0;
+        has_mode = strcmp(gs__mode_of(&gpus[i])->name, gs_gpu_mode_name(mode)) == 0;
     if (!has_mode) {
-        snprintf(why, whylen, "no GPU on this node is mode %s", gs_gpu_mode_name(req->mode));
+        snprintf(why, whylen, "no GPU on this node is mode %s%s", gs_gpu_mode_name(mode),
+                 req->kind == GS_LEASE_MIG ? " (--mig-profile needs one)" : "");
         return;
     }
     if ((req->kind == GS_LEASE_FRACTION || req->kind == GS_LEASE_MEMORY) &&

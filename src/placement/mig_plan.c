@@ -322,31 +322,37 @@ uint32_t gs_mig_compute_percent(const gs_mig_catalog_t *cat, int p)
     return (cat->profiles[p].compute * 100 + cat->compute_slices / 2) / cat->compute_slices;
 }
 
-void gs_mig_draw(const gs_mig_catalog_t *cat, const gs_mig_layout_t *layout, char *buf, size_t len)
+/* The instance of layout that starts at slot s, or -1. */
+static int starting_at(const gs_mig_layout_t *layout, uint32_t s)
+{
+    for (unsigned i = 0; i < layout->n; i++) {
+        if (layout->inst[i].start == s)
+            return (int)i;
+    }
+    return -1;
+}
+
+void gs_mig_draw(const gs_mig_catalog_t *cat, const gs_mig_layout_t *layout, char *buf,
+                 size_t len)
 {
     size_t off = 0;
     buf[0] = '\0';
     for (uint32_t s = 0; s < cat->memory_slots && off < len;) {
-        int at = -1;
-        for (unsigned i = 0; i < layout->n; i++) {
-            if (layout->inst[i].start == s)
-                at = (int)i;
-        }
-        int n;
+        int at = starting_at(layout, s);
+        uint32_t end = s;
+        const char *what = "free", *idle = "";
         if (at < 0) {
-            n = snprintf(buf + off, len - off, "[ %u: free ]", s);
-            s++;
+            while (end + 1 < cat->memory_slots && starting_at(layout, end + 1) < 0)
+                end++; /* free slots run together */
         } else {
             const gs_mig_profile_t *p = &cat->profiles[layout->inst[at].profile];
-            uint32_t end = s + (p->size > 0 ? p->size : 1) - 1;
-            if (end > s)
-                n = snprintf(buf + off, len - off, "[ %u-%u: %s%s ]", s, end, p->name,
-                             layout->inst[at].busy ? "" : " idle");
-            else
-                n = snprintf(buf + off, len - off, "[ %u: %s%s ]", s, p->name,
-                             layout->inst[at].busy ? "" : " idle");
-            s = end + 1;
+            end = s + (p->size > 0 ? p->size : 1) - 1;
+            what = p->name;
+            idle = layout->inst[at].busy ? "" : " idle";
         }
+        int n = end > s ? snprintf(buf + off, len - off, "[ %u-%u: %s%s ]", s, end, what, idle)
+                        : snprintf(buf + off, len - off, "[ %u: %s%s ]", s, what, idle);
         off += n > 0 ? (size_t)n : 0;
+        s = end + 1;
     }
 }
