@@ -274,13 +274,17 @@ static void describe_largest(const gs__gpu_t *empty, unsigned n, const query_t *
 {
     const gs_lease_request_t *req = q->req;
     if (req->kind == GS_LEASE_GPUS) {
+        /* GPUs of one factor k together, or one GPU of a one-GPU mode alone. */
         unsigned most = 0;
         for (unsigned i = 0; i < n; i++) {
             unsigned k = overprovision_of(&empty[i]);
             unsigned sum = 0;
             for (unsigned j = 0; j < n; j++)
-                sum += overprovision_of(&empty[j]) == k && gs__gpu_free_slots(&empty[j]) > 0;
+                sum += overprovision_of(&empty[j]) == k && gs__gpu_free_slots(&empty[j]) > 0 &&
+                       !(gs__mode_of(&empty[j])->flags & GS__MODE_ONE_GPU);
             sum *= k;
+            if (gs__gpu_free_slots(&empty[i]) > 0 && k > sum)
+                sum = k;
             most = sum > most ? sum : most;
         }
         snprintf(why, whylen,
