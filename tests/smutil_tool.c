@@ -56,8 +56,7 @@ int main(int argc, char **argv)
     __typeof__(&nvmlDeviceGetHandleByIndex_v2) handle =
         (__typeof__(&nvmlDeviceGetHandleByIndex_v2))dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
     __typeof__(&nvmlDeviceGetProcessUtilization) util =
-        (__typeof__(&nvmlDeviceGetProcessUtilization))dlsym(lib,
-                                                            "nvmlDeviceGetProcessUtilization");
+        (__typeof__(&nvmlDeviceGetProcessUtilization))dlsym(lib, "nvmlDeviceGetProcessUtilization");
     nvmlDevice_t dev;
     if (init == NULL || handle == NULL || util == NULL || init() != NVML_SUCCESS ||
         handle(index, &dev) != NVML_SUCCESS) {

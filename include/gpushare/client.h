@@ -77,11 +77,11 @@ typedef struct gs_lease_request {
     int32_t priority;        /* GS_PRIORITY_MIN..GS_PRIORITY_MAX, higher is served first */
     int wait;                /* nonzero: queue when nothing fits now */
     uint32_t timeout_ms;     /* how long to stay queued, 0 = no limit */
-    char command[GS_LEASE_COMMAND_MAX]; /* for listings */
-    gs_lease_owner_t owner;             /* on behalf of another user (root only) */
-    unsigned n_pinned;                  /* "gpus_at": GPUs the lease must use, 0 = any */
-    uint8_t pinned[GS_MAX_DEVICES];     /* their NVML indexes, in CUDA ordinal order */
-    gs_gpu_mode_t mode;                 /* "mode": GPUs of this mode only */
+    char command[GS_LEASE_COMMAND_MAX];   /* for listings */
+    gs_lease_owner_t owner;               /* on behalf of another user (root only) */
+    unsigned n_pinned;                    /* "gpus_at": GPUs the lease must use, 0 = any */
+    uint8_t pinned[GS_MAX_DEVICES];       /* their NVML indexes, in CUDA ordinal order */
+    gs_gpu_mode_t mode;                   /* "mode": GPUs of this mode only */
     char mig_profile[GS_MIG_PROFILE_MAX]; /* GS_LEASE_MIG: the profile's name */
 } gs_lease_request_t;
 

@@ -25,8 +25,7 @@ nvmlReturn_t gsim_nvml_fault(const char *function)
     while (result == NVML_SUCCESS && fgets(line, sizeof(line), f) != NULL) {
         unsigned code = 0;
         line[strcspn(line, "#")] = '\0';
-        if (sscanf(line, "%127s %u", name, &code) == 2 && code != 0 &&
-            strcmp(name, function) == 0)
+        if (sscanf(line, "%127s %u", name, &code) == 2 && code != 0 && strcmp(name, function) == 0)
             result = (nvmlReturn_t)code;
     }
     fclose(f);

@@ -14,7 +14,8 @@ static const gs_cli_command_t commands[] = {
     {"leases", "list your leases (root: all)", gs_cli_leases},
     {"release", "release a lease by id", gs_cli_release},
     {"plan", "replay a workload trace or plan capacity and cost", gs_cli_plan},
-    {"mig", "plan MIG layouts: gpushare mig plan --model A100-40GB --gpu-memory 4G,12G", gs_cli_mig},
+    {"mig", "plan MIG layouts: gpushare mig plan --model A100-40GB --gpu-memory 4G,12G",
+     gs_cli_mig},
 };
 
 static void usage(FILE *out)

@@ -64,8 +64,7 @@ static int add_requests(mig_opts_t *opts, const char *list, int memory)
 {
     char copy[1024], *save = NULL;
     if (strlen(list) >= sizeof(copy) || list[0] == '\0')
-        return usage_error(memory ? "--gpu-memory: a bad list" : "--mig-profile: a bad list",
-                           list);
+        return usage_error(memory ? "--gpu-memory: a bad list" : "--mig-profile: a bad list", list);
     snprintf(copy, sizeof(copy), "%s", list);
     for (char *item = strtok_r(copy, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
         if (opts->n == MAX_REQUESTS)
@@ -85,9 +84,12 @@ static int add_requests(mig_opts_t *opts, const char *list, int memory)
 static int parse_args(int argc, char **argv, mig_opts_t *opts)
 {
     static const struct option longopts[] = {
-        {"model", required_argument, NULL, 'm'},       {"gpu-memory", required_argument, NULL, 'g'},
-        {"mig-profile", required_argument, NULL, 'p'}, {"compute", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
+        {"model", required_argument, NULL, 'm'},
+        {"gpu-memory", required_argument, NULL, 'g'},
+        {"mig-profile", required_argument, NULL, 'p'},
+        {"compute", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     memset(opts, 0, sizeof(*opts));
     opterr = 0;
@@ -227,8 +229,8 @@ static int cmd_profiles(const mig_opts_t *opts)
                 off += (size_t)snprintf(starts + off, sizeof(starts) - off, "%s%u",
                                         off > 0 ? "," : "", s);
         }
-        printf("%-12s %4u %8u %6u %10s %9u  %s\n", prof->name, prof->id, prof->compute,
-               prof->size, memory, prof->max_instances, starts);
+        printf("%-12s %4u %8u %6u %10s %9u  %s\n", prof->name, prof->id, prof->compute, prof->size,
+               memory, prof->max_instances, starts);
     }
     return GS_EXIT_OK;
 }

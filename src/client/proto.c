@@ -282,8 +282,7 @@ static int parse_memory(const json_t *value, gs_lease_request_t *req, char *err,
     return result;
 }
 
-static int parse_mig_profile(const json_t *value, gs_lease_request_t *req, char *err,
-                             size_t errlen)
+static int parse_mig_profile(const json_t *value, gs_lease_request_t *req, char *err, size_t errlen)
 {
     if (!json_is_string(value) || json_string_length(value) >= GS_MIG_PROFILE_MAX)
         return fail(GS_EINVAL, err, errlen, "\"mig_profile\" must be a string of at most %d bytes",

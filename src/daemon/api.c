@@ -62,8 +62,8 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
     int result = gs__lease_grant(d, conn, cred, req, alloc, &lease, err, sizeof(err));
     if (result != 0) {
         gs_error("cannot grant a lease to user %s: %s", cred->user, err);
-        gs__conn_send(conn, gs__api_error("acquire",
-                                          result == GS_EAGAIN ? "gpu_failed" : "internal", err));
+        gs__conn_send(
+            conn, gs__api_error("acquire", result == GS_EAGAIN ? "gpu_failed" : "internal", err));
         return;
     }
     json_t *reply = ok_reply("acquire");
@@ -210,9 +210,9 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
     if (possible != 0) {
         d->counters.rejected_never++;
         gs_info("user %s (pid %d): refused: %s", cred->user, (int)cred->pid, why);
-        gs__conn_send(conn, gs__api_error("acquire",
-                                          possible == GS_EAGAIN ? "unavailable" : "never_fits",
-                                          why));
+        gs__conn_send(
+            conn,
+            gs__api_error("acquire", possible == GS_EAGAIN ? "unavailable" : "never_fits", why));
         return;
     }
     gs__alloc_t alloc;

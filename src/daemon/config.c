@@ -237,9 +237,9 @@ static int begin_section(parse_ctx_t *ctx, const char *section)
 static unsigned key_bit(const char *key)
 {
     static const char *const keys[] = {
-        "socket",       "state_dir", "metrics_listen", "nvml_library",  "shim",   "region_dir",
-        "idle_timeout", "mode",      "placement",      "overprovision", "reserve",
-        "runtime_dir",  "mps_control"};
+        "socket",     "state_dir",    "metrics_listen", "nvml_library", "shim",
+        "region_dir", "idle_timeout", "mode",           "placement",    "overprovision",
+        "reserve",    "runtime_dir",  "mps_control"};
     for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (strcmp(key, keys[i]) == 0)
             return 1u << i;

@@ -64,7 +64,7 @@ typedef struct gs__config {
     char shim[GS__PATH_MAX];        /* LD_PRELOAD for leases, "" = the client decides */
     char runtime_dir[GS__PATH_MAX]; /* MPS pipe and log directories (tmpfs) */
     char mps_control[GS__PATH_MAX]; /* nvidia-cuda-mps-control: a path, or a name in PATH */
-    unsigned idle_timeout_ms; /* a connection with no lease that sends nothing is closed */
+    unsigned idle_timeout_ms;       /* a connection with no lease that sends nothing is closed */
     unsigned n_sections;
     gs__gpu_section_t sections[GS__MAX_GPU_SECTIONS];
 } gs__config_t;

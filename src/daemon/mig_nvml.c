@@ -148,8 +148,8 @@ static int find_uuids(const gs__mig_nvml_t *nv, gs__mig_found_t *found, unsigned
     return 0;
 }
 
-int gs__mig_nvml_list(const gs__mig_nvml_t *nv, const gs_mig_catalog_t *cat,
-                      gs__mig_found_t *found, unsigned max, char *err, size_t errlen)
+int gs__mig_nvml_list(const gs__mig_nvml_t *nv, const gs_mig_catalog_t *cat, gs__mig_found_t *found,
+                      unsigned max, char *err, size_t errlen)
 {
     unsigned n = 0;
     for (unsigned p = 0; p < cat->n_profiles; p++) {
@@ -163,8 +163,8 @@ int gs__mig_nvml_list(const gs__mig_nvml_t *nv, const gs_mig_catalog_t *cat,
             rc = nv->nvmlGpuInstanceGetInfo(gis[k], &info);
             if (rc != NVML_SUCCESS)
                 return nvml_fail(nv, rc, "nvmlGpuInstanceGetInfo", err, errlen);
-            found[n++] = (gs__mig_found_t){
-                .gi = info.id, .profile = (int)p, .start = info.placement.start};
+            found[n++] =
+                (gs__mig_found_t){.gi = info.id, .profile = (int)p, .start = info.placement.start};
         }
     }
     int result = find_uuids(nv, found, n, err, errlen);
@@ -175,11 +175,15 @@ int gs__mig_nvml_list(const gs__mig_nvml_t *nv, const gs_mig_catalog_t *cat,
 static int full_ci_profile(const gs__mig_nvml_t *nv, nvmlGpuInstance_t gi, uint32_t slices,
                            unsigned *id, char *err, size_t errlen)
 {
-    static const unsigned by_slices[9] = {
-        0, NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE, NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE,
-        NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE, NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE, 0,
-        NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE, NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE,
-        NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE};
+    static const unsigned by_slices[9] = {0,
+                                          NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE,
+                                          NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE,
+                                          NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE,
+                                          NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE,
+                                          0,
+                                          NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE,
+                                          NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE,
+                                          NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE};
     if (slices == 0 || slices > 8 || slices == 5) {
         snprintf(err, errlen, "no compute instance profile of %u slices", slices);
         return GS_EIO;
@@ -244,8 +248,8 @@ int gs__mig_nvml_create(const gs__mig_nvml_t *nv, const gs_mig_catalog_t *cat, i
     return result;
 }
 
-int gs__mig_nvml_complete(const gs__mig_nvml_t *nv, const gs_mig_catalog_t *cat,
-                          gs__mig_found_t *f, char *err, size_t errlen)
+int gs__mig_nvml_complete(const gs__mig_nvml_t *nv, const gs_mig_catalog_t *cat, gs__mig_found_t *f,
+                          char *err, size_t errlen)
 {
     if (f->has_ci)
         return 0;

@@ -49,11 +49,11 @@ typedef struct gs__mig_nvml {
 
 /* A GPU instance as NVML lists it. */
 typedef struct gs__mig_found {
-    uint32_t gi;     /* GPU instance id */
-    uint32_t ci;     /* its first compute instance's id (when has_ci) */
-    int has_ci;      /* it has a compute instance */
-    int profile;     /* index into the catalog */
-    uint32_t start;  /* first memory slot */
+    uint32_t gi;             /* GPU instance id */
+    uint32_t ci;             /* its first compute instance's id (when has_ci) */
+    int has_ci;              /* it has a compute instance */
+    int profile;             /* index into the catalog */
+    uint32_t start;          /* first memory slot */
     char uuid[GS__UUID_MAX]; /* the MIG device's UUID ("MIG-..."), "" without a CI */
 } gs__mig_found_t;
 
@@ -71,8 +71,8 @@ int gs__mig_nvml_catalog(const gs__mig_nvml_t *nv, const char *model, gs_mig_cat
                          char *err, size_t errlen);
 
 /* Lists the GPU's instances (at most max). Returns the count, or GS_EIO with one line in err. */
-int gs__mig_nvml_list(const gs__mig_nvml_t *nv, const gs_mig_catalog_t *cat,
-                      gs__mig_found_t *found, unsigned max, char *err, size_t errlen);
+int gs__mig_nvml_list(const gs__mig_nvml_t *nv, const gs_mig_catalog_t *cat, gs__mig_found_t *found,
+                      unsigned max, char *err, size_t errlen);
 
 /* Creates an instance of profile p at start, with a full compute instance. Returns 0 and *out,
  * or GS_EIO with one line in err (nothing is left behind). */
@@ -81,8 +81,8 @@ int gs__mig_nvml_create(const gs__mig_nvml_t *nv, const gs_mig_catalog_t *cat, i
 
 /* Gives GPU instance gi a full compute instance when it has none (fills f's ci and uuid).
  * Returns 0 or GS_EIO with one line in err. */
-int gs__mig_nvml_complete(const gs__mig_nvml_t *nv, const gs_mig_catalog_t *cat,
-                          gs__mig_found_t *f, char *err, size_t errlen);
+int gs__mig_nvml_complete(const gs__mig_nvml_t *nv, const gs_mig_catalog_t *cat, gs__mig_found_t *f,
+                          char *err, size_t errlen);
 
 /* Destroys GPU instance gi and its compute instances. Returns 0 or GS_EIO with one line. */
 int gs__mig_nvml_destroy(const gs__mig_nvml_t *nv, uint32_t gi, char *err, size_t errlen);

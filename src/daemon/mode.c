@@ -137,29 +137,32 @@ static const gs__mode_ops_t *part_ops(const gs__daemon_t *d, const gs__lease_t *
     return gs__mode_of(&d->gpus[lease->alloc.part[i].gpu]);
 }
 
+/* Ends parts [0, n) of lease (undoing a grant or restore that failed at part n). */
+static void end_parts(gs__daemon_t *d, gs__lease_t *lease, unsigned n)
+{
+    for (unsigned k = n; k-- > 0;) {
+        const gs__mode_ops_t *ops = part_ops(d, lease, k);
+        if (ops->end != NULL)
+            ops->end(d, lease, k);
+    }
+}
+
 int gs__modes_grant(gs__daemon_t *d, gs__lease_t *lease, char *err, size_t errlen)
 {
     for (unsigned i = 0; i < lease->alloc.n; i++) {
         const gs__mode_ops_t *ops = part_ops(d, lease, i);
         int result = ops->grant != NULL ? ops->grant(d, lease, i, err, errlen) : 0;
-        if (result == 0)
-            continue;
-        for (unsigned k = i; k-- > 0;) {
-            if (part_ops(d, lease, k)->end != NULL)
-                part_ops(d, lease, k)->end(d, lease, k);
+        if (result != 0) {
+            end_parts(d, lease, i);
+            return result;
         }
-        return result;
     }
     return 0;
 }
 
 void gs__modes_end(gs__daemon_t *d, gs__lease_t *lease)
 {
-    for (unsigned i = 0; i < lease->alloc.n; i++) {
-        const gs__mode_ops_t *ops = part_ops(d, lease, i);
-        if (ops->end != NULL)
-            ops->end(d, lease, i);
-    }
+    end_parts(d, lease, lease->alloc.n);
 }
 
 int gs__modes_restore(gs__daemon_t *d, gs__lease_t *lease)
@@ -167,13 +170,10 @@ int gs__modes_restore(gs__daemon_t *d, gs__lease_t *lease)
     for (unsigned i = 0; i < lease->alloc.n; i++) {
         const gs__mode_ops_t *ops = part_ops(d, lease, i);
         int result = ops->restore != NULL ? ops->restore(d, lease, i) : 0;
-        if (result == 0)
-            continue;
-        for (unsigned k = i; k-- > 0;) {
-            if (part_ops(d, lease, k)->end != NULL)
-                part_ops(d, lease, k)->end(d, lease, k);
+        if (result != 0) {
+            end_parts(d, lease, i);
+            return result;
         }
-        return result;
     }
     return 0;
 }

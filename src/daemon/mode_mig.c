@@ -31,8 +31,8 @@ typedef struct mig_inst {
 
 typedef struct mig_gpu {
     gs__mig_nvml_t nv;
-    int enabled;        /* MIG mode on and the catalog read */
-    char problem[256];  /* why it serves nothing, "" when it does */
+    int enabled;       /* MIG mode on and the catalog read */
+    char problem[256]; /* why it serves nothing, "" when it does */
     int64_t next_check_ms;
     gs_mig_catalog_t cat;
     gs_mig_layout_t layout;
@@ -104,11 +104,12 @@ static void mig_why_not(const gs__gpu_t *gpu, const gs__ask_t *ask, char *buf, s
     const mig_gpu_t *st = state_of(gpu);
     char names[256];
     if (!served_kind(ask->req->kind)) {
-        snprintf(buf, len, "GPU %u is mode mig: it gives MIG instances (--gpu-memory, --gpu or "
-                 "--mig-profile), not whole GPUs", gpu->index);
+        snprintf(buf, len,
+                 "GPU %u is mode mig: it gives MIG instances (--gpu-memory, --gpu or "
+                 "--mig-profile), not whole GPUs",
+                 gpu->index);
     } else if (st == NULL || !st->enabled) {
-        snprintf(buf, len, "GPU %u (mig): %s", gpu->index,
-                 st != NULL ? st->problem : "not set up");
+        snprintf(buf, len, "GPU %u (mig): %s", gpu->index, st != NULL ? st->problem : "not set up");
     } else if (ask->req->kind == GS_LEASE_MIG && profile_for(gpu, st, ask->req) < 0) {
         profile_names(&st->cat, names, sizeof(names));
         snprintf(buf, len, "GPU %u (%s) has no MIG profile \"%s\" (it has %s)", gpu->index,
@@ -132,8 +133,8 @@ static int add_instance(mig_gpu_t *st, const gs__mig_found_t *f, uint64_t lease,
     unsigned k = st->layout.n;
     if (k == GS_MIG_INSTANCES_MAX)
         return -1;
-    st->layout.inst[k] = (gs_mig_instance_t){.profile = f->profile, .start = f->start,
-                                             .busy = lease != 0};
+    st->layout.inst[k] =
+        (gs_mig_instance_t){.profile = f->profile, .start = f->start, .busy = lease != 0};
     st->inst[k] = (mig_inst_t){.nv = *f, .lease = lease, .uid = uid};
     st->layout.n++;
     return (int)k;
@@ -153,7 +154,8 @@ static int sync_instances(mig_gpu_t *st, char *err, size_t errlen)
         uint64_t lease = 0;
         uint32_t uid = 0;
         for (unsigned k = 0; k < old.layout.n; k++) {
-            if (old.inst[k].nv.gi == found[i].gi && strcmp(old.inst[k].nv.uuid, found[i].uuid) == 0) {
+            if (old.inst[k].nv.gi == found[i].gi &&
+                strcmp(old.inst[k].nv.uuid, found[i].uuid) == 0) {
                 lease = old.inst[k].lease;
                 uid = old.inst[k].uid;
             }
@@ -277,8 +279,8 @@ static int take_instance(mig_gpu_t *st, const gs__gpu_t *gpu, const gs__lease_t 
         return GS_ENOFIT;
     }
     if (plan.reuse >= 0) {
-        int result = gs__mig_nvml_complete(&st->nv, &st->cat, &st->inst[plan.reuse].nv, err,
-                                           errlen);
+        int result =
+            gs__mig_nvml_complete(&st->nv, &st->cat, &st->inst[plan.reuse].nv, err, errlen);
         if (result != 0)
             return result;
         st->reused++;
@@ -388,10 +390,11 @@ static json_t *instance_view(const mig_gpu_t *st, unsigned k, const gs__cred_t *
 {
     const gs_mig_profile_t *p = &st->cat.profiles[st->layout.inst[k].profile];
     const mig_inst_t *in = &st->inst[k];
-    json_t *v = json_pack("{s:I, s:s, s:I, s:I, s:I, s:s, s:s}", "gpu_instance", (json_int_t)in->nv.gi,
-                          "profile", p->name, "start", (json_int_t)in->nv.start, "slots",
-                          (json_int_t)p->size, "memory", (json_int_t)p->memory_bytes, "uuid",
-                          in->nv.uuid, "state", in->lease != 0 ? "leased" : "idle");
+    json_t *v =
+        json_pack("{s:I, s:s, s:I, s:I, s:I, s:s, s:s}", "gpu_instance", (json_int_t)in->nv.gi,
+                  "profile", p->name, "start", (json_int_t)in->nv.start, "slots",
+                  (json_int_t)p->size, "memory", (json_int_t)p->memory_bytes, "uuid", in->nv.uuid,
+                  "state", in->lease != 0 ? "leased" : "idle");
     if (v != NULL && in->lease != 0 && (cred->uid == 0 || cred->uid == in->uid))
         json_object_set_new(v, "lease", json_integer((json_int_t)in->lease));
     return v;
@@ -407,10 +410,10 @@ static void mig_describe(const gs__daemon_t *d, unsigned g, const gs__cred_t *cr
         json_array_append_new(instances, instance_view(st, k, cred));
     char layout[512];
     gs_mig_draw(&st->cat, &st->layout, layout, sizeof(layout));
-    json_t *mig = json_pack("{s:b, s:o, s:s, s:I, s:I, s:I}", "enabled", st->enabled, "instances",
-                            instances, "layout", st->enabled ? layout : "", "created",
-                            (json_int_t)st->created, "destroyed", (json_int_t)st->destroyed,
-                            "reused", (json_int_t)st->reused);
+    json_t *mig =
+        json_pack("{s:b, s:o, s:s, s:I, s:I, s:I}", "enabled", st->enabled, "instances", instances,
+                  "layout", st->enabled ? layout : "", "created", (json_int_t)st->created,
+                  "destroyed", (json_int_t)st->destroyed, "reused", (json_int_t)st->reused);
     if (mig != NULL)
         json_object_set_new(view, "mig", mig);
     if (st->problem[0] != '\0')

@@ -119,8 +119,8 @@ static int mps_start(gs__daemon_t *d, unsigned g, char *err, size_t errlen)
     snprintf(st->ctl.gpu_uuid, sizeof(st->ctl.gpu_uuid), "%s", gpu->uuid);
     int n = snprintf(st->ctl.pipe_dir, sizeof(st->ctl.pipe_dir), "%s/mps/%s/pipe",
                      d->cfg.runtime_dir, gpu->uuid);
-    int m = snprintf(st->ctl.log_dir, sizeof(st->ctl.log_dir), "%s/mps/%s/log",
-                     d->cfg.runtime_dir, gpu->uuid);
+    int m = snprintf(st->ctl.log_dir, sizeof(st->ctl.log_dir), "%s/mps/%s/log", d->cfg.runtime_dir,
+                     gpu->uuid);
     int result = n > 0 && m > 0 && (size_t)n < sizeof(st->ctl.pipe_dir) &&
                          (size_t)m < sizeof(st->ctl.log_dir)
                      ? gs__mps_ctl_prepare(&st->ctl, err, errlen)
@@ -150,8 +150,7 @@ static void poll_servers(mps_gpu_t *st)
 {
     char out[4096], err[256], cmd[64];
     st->n_servers = st->n_clients = 0;
-    if (gs__mps_ctl_command(&st->ctl, "get_server_list\n", out, sizeof(out), err, sizeof(err)) !=
-        0)
+    if (gs__mps_ctl_command(&st->ctl, "get_server_list\n", out, sizeof(out), err, sizeof(err)) != 0)
         return;
     for (char *line = strtok(out, "\n"); line != NULL && st->n_servers < MAX_SERVERS;
          line = strtok(NULL, "\n")) {
@@ -187,8 +186,7 @@ static void mps_tick(gs__daemon_t *d, unsigned g, int64_t now_ms)
         return;
     reap_children();
     if (st->pid != 0 && !gs__mps_ctl_alive(st->pid, st->start)) {
-        gs_warn("GPU %u: its MPS control daemon (pid %d) died: restarting it", index,
-                (int)st->pid);
+        gs_warn("GPU %u: its MPS control daemon (pid %d) died: restarting it", index, (int)st->pid);
         snprintf(st->error, sizeof(st->error), "it died (pid %d)", (int)st->pid);
         st->pid = 0;
         st->n_servers = st->n_clients = 0;
@@ -238,8 +236,8 @@ static int mps_grant(gs__daemon_t *d, gs__lease_t *lease, unsigned i, char *err,
     gs__gpu_t *gpu = &d->gpus[lease->alloc.part[i].gpu];
     mps_gpu_t *st = state_of(gpu);
     if (st == NULL || st->pid == 0) {
-        snprintf(err, errlen, "GPU %u (mps): its MPS control daemon is not running: %s",
-                 gpu->index, st != NULL && st->error[0] != '\0' ? st->error : "not started");
+        snprintf(err, errlen, "GPU %u (mps): its MPS control daemon is not running: %s", gpu->index,
+                 st != NULL && st->error[0] != '\0' ? st->error : "not started");
         return GS_EAGAIN;
     }
     hold(st, lease->rec.uid);
@@ -314,8 +312,7 @@ static void mps_describe(const gs__daemon_t *d, unsigned g, const gs__cred_t *cr
         return;
     if (st->error[0] != '\0' && st->pid == 0)
         json_object_set_new(mps, "error", json_string(st->error));
-    json_object_set_new(mps, "user",
-                        st->uid == GS__UID_ANY ? json_null() : json_integer(st->uid));
+    json_object_set_new(mps, "user", st->uid == GS__UID_ANY ? json_null() : json_integer(st->uid));
     /* Process ids of other users' jobs are root's to see. */
     if (cred->uid == 0 || cred->uid == st->uid) {
         json_object_set_new(mps, "servers", pid_array(st->servers, st->n_servers));

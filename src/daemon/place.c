@@ -50,8 +50,8 @@ static int compare_one(const gs__gpu_t *a, const gs__part_t *pa, const gs__gpu_t
 
 /* gpushare and fgd: the fragmentation-aware engine decides among the pool GPUs (shared, mps)
  * that fit; GPUs of other modes are chosen by the built-in rule when no pool GPU fits. */
-static int engine_pick(const gs__gpu_t *gpus, unsigned n, const gs__part_t *parts,
-                       const int *fits, gs__policy_t policy)
+static int engine_pick(const gs__gpu_t *gpus, unsigned n, const gs__part_t *parts, const int *fits,
+                       gs__policy_t policy)
 {
     int pool[GS_MAX_DEVICES], any = 0;
     for (unsigned i = 0; i < n; i++) {

@@ -47,12 +47,11 @@ json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
         const gs__part_t *part = &lease->alloc.part[i];
         const gs__gpu_t *gpu = &d->gpus[part->gpu];
         limit += part->memory;
-        json_t *view = json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:I}", "index",
-                                 (json_int_t)gpu->index, "uuid", gpu->uuid, "mode",
-                                 gs__mode_name(gpu->mode), "slots", (json_int_t)part->slots,
-                                 "memory_limit", (json_int_t)part->memory, "memory_used",
-                                 (json_int_t)use.used[i], "compute",
-                                 (json_int_t)gs__part_compute_percent(part));
+        json_t *view = json_pack(
+            "{s:I, s:s, s:s, s:I, s:I, s:I, s:I}", "index", (json_int_t)gpu->index, "uuid",
+            gpu->uuid, "mode", gs__mode_name(gpu->mode), "slots", (json_int_t)part->slots,
+            "memory_limit", (json_int_t)part->memory, "memory_used", (json_int_t)use.used[i],
+            "compute", (json_int_t)gs__part_compute_percent(part));
         if (view != NULL && part->instance[0] != '\0')
             json_object_set_new(view, "instance", json_string(part->instance));
         json_array_append_new(gpus, view);
@@ -117,13 +116,13 @@ static json_t *gpu_lease_view(const gs__lease_t *lease, unsigned part_index,
                               const gs__lease_use_t *use)
 {
     const gs__part_t *part = &lease->alloc.part[part_index];
-    json_t *view = json_pack("{s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
-                     (json_int_t)lease->rec.id, "user", lease->rec.user, "uid",
-                     (json_int_t)lease->rec.uid, "command", lease->rec.request.command, "state",
-                     state_name(lease), "slots", (json_int_t)part->slots, "memory_limit",
-                     (json_int_t)part->memory, "memory_used", (json_int_t)use->used[part_index],
-                     "compute_share", (json_int_t)gs__part_compute_percent(part), "processes",
-                     (json_int_t)use->processes, "oom_events", (json_int_t)use->oom_events);
+    json_t *view = json_pack(
+        "{s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "id", (json_int_t)lease->rec.id,
+        "user", lease->rec.user, "uid", (json_int_t)lease->rec.uid, "command",
+        lease->rec.request.command, "state", state_name(lease), "slots", (json_int_t)part->slots,
+        "memory_limit", (json_int_t)part->memory, "memory_used", (json_int_t)use->used[part_index],
+        "compute_share", (json_int_t)gs__part_compute_percent(part), "processes",
+        (json_int_t)use->processes, "oom_events", (json_int_t)use->oom_events);
     if (view != NULL && part->instance[0] != '\0')
         json_object_set_new(view, "instance", json_string(part->instance));
     return view;

@@ -332,8 +332,7 @@ static int starting_at(const gs_mig_layout_t *layout, uint32_t s)
     return -1;
 }
 
-void gs_mig_draw(const gs_mig_catalog_t *cat, const gs_mig_layout_t *layout, char *buf,
-                 size_t len)
+void gs_mig_draw(const gs_mig_catalog_t *cat, const gs_mig_layout_t *layout, char *buf, size_t len)
 {
     size_t off = 0;
     buf[0] = '\0';

@@ -26,17 +26,6 @@ mode = mig
 mode = mps"
 start_daemon
 
-# expect_refused STATUS LINE ARGS...: gpushare run ARGS exits with STATUS and prints exactly LINE.
-expect_refused() {
-  local want_rc=$1 want=$2 rc
-  shift 2
-  set +e
-  out=$(gs run "$@" -- true 2>&1)
-  rc=$?
-  set -e
-  expect_eq "$rc" "$want_rc" "exit status of gpushare run $*"
-  expect_eq "$out" "$want" "message of gpushare run $*"
-}
 instances() {
   gpu_field 0 '[.mig.instances[] | .profile + "@" + (.start | tostring) + ":" + .state] | join(" ")'
 }

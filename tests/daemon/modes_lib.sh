@@ -5,20 +5,6 @@ MPS_DAEMON_CONFIG="[daemon]
 runtime_dir = $WORK/run
 mps_control = $GS_BUILD_DIR/sim/nvidia-cuda-mps-control"
 
-# start_daemon_metrics: start_daemon on a free metrics port (random, tried a few times); sets
-# $METRICS_URL.
-start_daemon_metrics() {
-  local attempt port
-  for attempt in 1 2 3 4 5 6 7 8; do
-    port=$((20000 + RANDOM % 40000))
-    METRICS_LISTEN=127.0.0.1:$port
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      start_daemon && break
-    fi
-  done
-  METRICS_URL=http://$METRICS_LISTEN/metrics
-}
-
 # gpu_field GPU JQ: a value of GPU's status object (JQ applied to it).
 gpu_field() {
   gs status --json | jq -r ".gpus[$1] | $2"
@@ -57,4 +43,16 @@ end_lease() {
 # inst GPU LEASE FIELD: a field of the MIG instance that LEASE holds on GPU.
 inst() {
   gs status --json | jq -r --argjson id "$2" ".gpus[$1].mig.instances[] | select(.lease == \$id) | .$3"
+}
+
+# expect_refused STATUS LINE ARGS...: gpushare run ARGS exits with STATUS and prints exactly LINE.
+expect_refused() {
+  local want_rc=$1 want=$2 rc out
+  shift 2
+  set +e
+  out=$(gs run "$@" -- true 2>&1)
+  rc=$?
+  set -e
+  expect_eq "$rc" "$want_rc" "exit status of gpushare run $*"
+  expect_eq "$out" "$want" "message of gpushare run $*"
 }

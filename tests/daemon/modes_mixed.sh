@@ -42,12 +42,7 @@ g=$(gpu_of "$lany")
 [[ $g == 1 || $g == 2 ]] || fail "a plain 8G lease went to GPU $g"
 end_lease "$cany"
 # Whole GPUs: only GPU 2 can give one, and no lease spans a mig or mps GPU.
-set +e
-out=$(gs run --gpus 2 --no-wait -- true 2>&1)
-rc=$?
-set -e
-expect_eq "$rc" 1 "exit status of --gpus 2"
-expect_eq "$out" "gpushare: 2 logical GPUs can never be given on this node (its GPUs offer at most 1 in one lease)" "message"
+expect_refused 1 "gpushare: 2 logical GPUs can never be given on this node (its GPUs offer at most 1 in one lease)" --gpus 2 --no-wait
 pass "mig, mps and shared requests each go to their GPU, with their mode's environment"
 
 status=$(gs status)
@@ -58,6 +53,7 @@ wait_until 5 sh -c "curl -fsS '$METRICS_URL' | grep -q '^gpushare_mig_instance_m
 curl -fsS "$METRICS_URL" >"$WORK/metrics.txt"
 promtool check metrics <"$WORK/metrics.txt" >"$WORK/promtool.txt" 2>&1 ||
   { cat "$WORK/promtool.txt" >&2; fail "promtool check metrics failed"; }
+[[ ! -s $WORK/promtool.txt ]] || { cat "$WORK/promtool.txt" >&2; fail "promtool reported problems"; }
 grep -q "^gpushare_mig_instance_memory_bytes{gpu=\"0\",.*profile=\"1g.5gb\",state=\"leased\",lease=\"$lmig\"} $((5 << 30))$" "$WORK/metrics.txt" ||
   fail "no MIG instance series"
 grep -q '^gpushare_mps_daemon_up{gpu="1",' "$WORK/metrics.txt" || fail "no MPS series"
