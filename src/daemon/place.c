@@ -228,9 +228,15 @@ int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, 
 static int unavailable(const gs__gpu_t *gpus, unsigned n, const query_t *q, char *why,
                        size_t whylen)
 {
+    const gs_lease_request_t *req = q->req;
     for (unsigned i = 0; i < n; i++) {
         gs__part_t part;
-        if (admit(gpus, i, q, q->req->kind == GS_LEASE_GPUS ? 1 : 0, &part) != GS_EAGAIN)
+        int pinned = req->n_pinned == 0;
+        for (unsigned k = 0; k < req->n_pinned; k++)
+            pinned |= req->pinned[k] == gpus[i].index;
+        if (!pinned || (req->n_pinned > 1 && (gs__mode_of(&gpus[i])->flags & GS__MODE_ONE_GPU)))
+            continue; /* it could not serve this request even when it is ready */
+        if (admit(gpus, i, q, req->kind == GS_LEASE_GPUS ? 1 : 0, &part) != GS_EAGAIN)
             continue;
         gs__ask_t ask = {.req = q->req, .uid = q->uid, .slots = 0, .idle = 1};
         gs__gpu_why_not(&gpus[i], &ask, why, whylen);
@@ -260,10 +266,15 @@ static void describe_unserved(const gs__gpu_t *gpus, unsigned n, const query_t *
                  "mig; use --gpus for whole GPUs)");
         return;
     }
+    /* The reason of a GPU of the asked mode first, then any GPU's. */
     why[0] = '\0';
-    for (unsigned i = 0; i < n && why[0] == '\0'; i++) {
-        gs__ask_t ask = {.req = req, .uid = q->uid, .slots = 0, .idle = 1};
-        gs__gpu_why_not(&gpus[i], &ask, why, whylen);
+    for (int pass = 0; pass < 2 && why[0] == '\0'; pass++) {
+        for (unsigned i = 0; i < n && why[0] == '\0'; i++) {
+            int same = strcmp(gs__mode_of(&gpus[i])->name, gs_gpu_mode_name(mode)) == 0;
+            gs__ask_t ask = {.req = req, .uid = q->uid, .slots = 0, .idle = 1};
+            if (pass == 1 || same)
+                gs__gpu_why_not(&gpus[i], &ask, why, whylen);
+        }
     }
     if (why[0] == '\0')
         snprintf(why, whylen, "no GPU on this node can serve this request");
@@ -273,6 +284,21 @@ static void describe_largest(const gs__gpu_t *empty, unsigned n, const query_t *
                              size_t whylen)
 {
     const gs_lease_request_t *req = q->req;
+    uint64_t largest = 0;
+    int serving = 0;
+    for (unsigned i = 0; i < n; i++) {
+        gs__part_t part;
+        int result = admit(empty, i, q, req->kind == GS_LEASE_GPUS ? 1 : 0, &part);
+        if (result == GS_ENOTSUP || result == GS_EAGAIN)
+            continue;
+        serving = 1;
+        uint64_t l = gs__gpu_leasable(&empty[i]);
+        largest = l > largest ? l : largest;
+    }
+    if (!serving) {
+        describe_unserved(empty, n, q, why, whylen);
+        return;
+    }
     if (req->kind == GS_LEASE_GPUS) {
         /* GPUs of one factor k together, or one GPU of a one-GPU mode alone. */
         unsigned most = 0;
@@ -291,21 +317,6 @@ static void describe_largest(const gs__gpu_t *empty, unsigned n, const query_t *
                  "%u logical GPUs can never be given on this node (its GPUs offer at most %u "
                  "in one lease)",
                  req->gpus, most);
-        return;
-    }
-    uint64_t largest = 0;
-    int serving = 0;
-    for (unsigned i = 0; i < n; i++) {
-        gs__part_t part;
-        int result = admit(empty, i, q, 0, &part);
-        if (result == GS_ENOTSUP || result == GS_EAGAIN)
-            continue;
-        serving = 1;
-        uint64_t l = gs__gpu_leasable(&empty[i]);
-        largest = l > largest ? l : largest;
-    }
-    if (!serving) {
-        describe_unserved(empty, n, q, why, whylen);
         return;
     }
     char want[32], have[32];
