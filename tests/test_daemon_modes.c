@@ -104,8 +104,7 @@ static void test_one_gpu_modes(void **state)
     r.n_pinned = 2;
     r.pinned[0] = 0;
     r.pinned[1] = 1;
-    expect_never(gs, 2, &r, GS_ENOFIT,
-                 "GPU 1 is mode mps: a lease holding it holds no other GPU");
+    expect_never(gs, 2, &r, GS_ENOFIT, "GPU 1 is mode mps: a lease holding it holds no other GPU");
     assert_int_equal(gs__gpu_free_slots(&gs[1]), 1);
     assert_true(gs__mode_of(&gs[1])->flags & GS__MODE_ONE_GPU);
     assert_false(gs__mode_of(&gs[1])->flags & GS__MODE_SHIM_COMPUTE);

@@ -310,8 +310,12 @@ static void mps_describe(const gs__daemon_t *d, unsigned g, const gs__cred_t *cr
                             (json_int_t)st->n_leases, "clients", (json_int_t)st->n_clients);
     if (mps == NULL)
         return;
-    if (st->error[0] != '\0' && st->pid == 0)
+    if (st->error[0] != '\0' && st->pid == 0) {
         json_object_set_new(mps, "error", json_string(st->error));
+        char problem[sizeof(st->error) + 64];
+        snprintf(problem, sizeof(problem), "its MPS control daemon is not running: %s", st->error);
+        json_object_set_new(view, "problem", json_string(problem));
+    }
     json_object_set_new(mps, "user", st->uid == GS__UID_ANY ? json_null() : json_integer(st->uid));
     /* Process ids of other users' jobs are root's to see. */
     if (cred->uid == 0 || cred->uid == st->uid) {

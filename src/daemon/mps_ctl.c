@@ -311,6 +311,27 @@ int gs__mps_ctl_command(const gs__mps_ctl_t *ctl, const char *commands, char *ou
     return run_program(ctl, NULL, commands, out, outlen, err, errlen);
 }
 
+void gs__mps_ctl_resolve(const char *program, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (strchr(program, '/') != NULL) {
+        if (access(program, X_OK) == 0)
+            snprintf(buf, len, "%s", program);
+        return;
+    }
+    const char *dirs = getenv("PATH");
+    for (const char *p = dirs != NULL ? dirs : "/usr/bin:/bin"; *p != '\0';) {
+        size_t n = strcspn(p, ":");
+        char path[GS__PATH_MAX];
+        int w = snprintf(path, sizeof(path), "%.*s/%s", (int)n, p, program);
+        if (n > 0 && w > 0 && (size_t)w < sizeof(path) && access(path, X_OK) == 0) {
+            snprintf(buf, len, "%s", path);
+            return;
+        }
+        p += n + (p[n] == ':');
+    }
+}
+
 int gs__mps_ctl_alive(pid_t pid, uint64_t start)
 {
     uint64_t now_start = 0;

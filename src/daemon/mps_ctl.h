@@ -49,6 +49,10 @@ int gs__mps_ctl_command(const gs__mps_ctl_t *ctl, const char *commands, char *ou
  * SIGKILL. Returns 0 when it is gone by quit, 1 when it had to be killed. */
 int gs__mps_ctl_stop(const gs__mps_ctl_t *ctl, pid_t pid, uint64_t start);
 
+/* Writes where program (a path, or a name looked up in PATH) is into buf: the path, or "" when
+ * no executable file is there. */
+void gs__mps_ctl_resolve(const char *program, char *buf, size_t len);
+
 /* Nonzero when pid (started at start) is still alive. */
 int gs__mps_ctl_alive(pid_t pid, uint64_t start);
 

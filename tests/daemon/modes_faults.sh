@@ -58,6 +58,7 @@ pass "NVML MIG failures: one line naming the call; no lease, no instance left ha
 
 # MPS: the control daemon cannot start. The GPU says why; a request only it serves is refused.
 expect_eq "$(gpu_field 1 .mps.state)" down "the MPS control daemon"
+expect_eq "$(gpu_field 1 .problem)" "its MPS control daemon is not running: $WORK/mps-control -d exited with status 1: simulated failure: the MPS control daemon cannot start" "the GPU's problem"
 expect_refused 75 "gpushare: GPU 1 (mps): its MPS control daemon is not running: $WORK/mps-control -d exited with status 1: simulated failure: the MPS control daemon cannot start" --gpu-memory 4G --mode mps
 expect_eq "$(lease_count)" 0 "leases after the refusal"
 rm "$WORK/mps-broken"
