@@ -205,7 +205,15 @@ static int mig_start(gs__daemon_t *d, unsigned g, char *err, size_t errlen)
     }
     gpu->mode_state = st;
     st->next_check_ms = gs__now_ms() + CHECK_MS;
-    if (enable(st, gpu) != 0)
+    result = enable(st, gpu);
+    if (result == GS_ENOSYS) {
+        snprintf(err, errlen, "GPU %u: mode mig, but the GPU (%s) has no MIG", gpu->index,
+                 gpu->name);
+        free(st);
+        gpu->mode_state = NULL;
+        return GS_EINVAL;
+    }
+    if (result != 0)
         gs_warn("GPU %u: %s", gpu->index, st->problem);
     else
         gs_info("GPU %u: MIG on, %u profiles, %u instances found", gpu->index, st->cat.n_profiles,

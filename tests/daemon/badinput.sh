@@ -95,4 +95,5 @@ bad_config() {
 bad_config $'[gpu:all]\noverprovision = 0' "error: $WORK/bad.conf:2: overprovision \"0\" must be a whole number from 1 to 64"
 bad_config $'[daemon]\nsockets = /x' "error: $WORK/bad.conf:2: unknown key \"sockets\" in [daemon] (socket, state_dir, region_dir, runtime_dir, metrics_listen, nvml_library, shim, mps_control, idle_timeout)"
 bad_config $'[gpu:all]\nmode = mig\noverprovision = 2' "error: GPU 0: mode mig gives MIG instances: overprovision must be 1, not 2"
+GPUSIM_STATE=$WORK/sim-l4 GPUSIM_DEVICES=L4-24GB bad_config $'[gpu:all]\nmode = mig' "error: GPU 0: mode mig, but the GPU (NVIDIA L4-24GB) has no MIG"
 pass "bad configurations: one line with file:line, exit 78"
