@@ -182,7 +182,7 @@ static int enable(mig_gpu_t *st, const gs__gpu_t *gpu)
     const char *model = strncmp(gpu->name, "NVIDIA ", 7) == 0 ? gpu->name + 7 : gpu->name;
     if (result == 0)
         result = gs__mig_nvml_catalog(&st->nv, model, &st->cat, err, sizeof(err));
-    st->layout.n = 0;
+    /* Listed again with the leases they had: an instance in use never looks idle. */
     if (result == 0)
         result = sync_instances(st, err, sizeof(err));
     st->enabled = result == 0;
