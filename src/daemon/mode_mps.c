@@ -19,8 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 
 #define RETRY_MIN_MS 500   /* after a failed start: then doubling */
 #define RETRY_MAX_MS 30000 /* at most this long between tries */
@@ -37,8 +35,10 @@ typedef struct mps_gpu {
     int64_t retry_ms;        /* the current wait between attempts */
     int64_t next_try_ms;     /* when to try to start it again (while down) */
     int64_t next_poll_ms;
-    char error[256]; /* why it is down, "" while up */
-    uint32_t uid;    /* the user whose leases it serves now, GS__UID_ANY = none */
+    gs__mps_ctl_job_t poll; /* asking for servers or clients, in the background */
+    int polling_clients;    /* the running poll asks for clients (else servers) */
+    char error[256];        /* why it is down, "" while up */
+    uint32_t uid;           /* the user whose leases it serves now, GS__UID_ANY = none */
     unsigned n_leases;
     unsigned n_servers, n_clients;
     int32_t servers[MAX_SERVERS];
@@ -132,10 +132,6 @@ static int mps_start(gs__daemon_t *d, unsigned g, char *err, size_t errlen)
         return result;
     }
     gpu->mode_state = st;
-    /* The control daemons (which -d puts in the background) and their servers become gpushared's
-     * children while it runs, so that gpushared reaps them: nothing is left as a zombie under an
-     * init that does not reap (containers). After a kill -9 they are init's again. */
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
     /* A daemon left by a gpushared that was killed still serves its leases: keep it. */
     if (gs__mps_ctl_find(&st->ctl, &st->pid, &st->start))
         gs_info("GPU %u: found its MPS control daemon again (pid %d, pipe directory %s)",
@@ -145,37 +141,52 @@ static int mps_start(gs__daemon_t *d, unsigned g, char *err, size_t errlen)
     return 0;
 }
 
-/* Asks the daemon for its servers and their clients (for status and metrics). */
-static void poll_servers(mps_gpu_t *st)
+/* Reads the pids of a control program's replies (one a line) into pids; returns the count. */
+static unsigned parse_pids(char *text, int32_t *pids, unsigned max)
 {
-    char out[4096], err[256], cmd[64];
-    st->n_servers = st->n_clients = 0;
-    if (gs__mps_ctl_command(&st->ctl, "get_server_list\n", out, sizeof(out), err, sizeof(err)) != 0)
-        return;
-    for (char *line = strtok(out, "\n"); line != NULL && st->n_servers < MAX_SERVERS;
-         line = strtok(NULL, "\n")) {
+    unsigned n = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line != NULL && n < max;
+         line = strtok_r(NULL, "\n", &save)) {
         long pid = strtol(line, NULL, 10);
-        if (pid > 0)
-            st->servers[st->n_servers++] = (int32_t)pid;
+        if (pid > 0 && pid <= INT32_MAX)
+            pids[n++] = (int32_t)pid;
     }
-    for (unsigned s = 0; s < st->n_servers; s++) {
-        snprintf(cmd, sizeof(cmd), "get_client_list %d\n", (int)st->servers[s]);
-        if (gs__mps_ctl_command(&st->ctl, cmd, out, sizeof(out), err, sizeof(err)) != 0)
-            continue;
-        for (char *line = strtok(out, "\n"); line != NULL && st->n_clients < MAX_CLIENTS;
-             line = strtok(NULL, "\n")) {
-            long pid = strtol(line, NULL, 10);
-            if (pid > 0)
-                st->clients[st->n_clients++] = (int32_t)pid;
-        }
-    }
+    return n;
 }
 
-/* Reaps the control daemons and servers that ended (gpushared is their subreaper). */
-static void reap_children(void)
+/* Asks the daemon for its servers, then for their clients (for status and metrics), in the
+ * background: each step is a run of the control program that the event loop does not wait
+ * for (one run takes tens of milliseconds). */
+static void poll_servers(mps_gpu_t *st, int64_t now_ms)
 {
-    while (waitpid(-1, NULL, WNOHANG) > 0)
-        continue;
+    int ok = 0;
+    if (st->poll.pid == 0) {
+        if (now_ms < st->next_poll_ms)
+            return;
+        st->polling_clients = 0;
+        if (gs__mps_ctl_begin(&st->ctl, "get_server_list\n", &st->poll) != 0)
+            st->next_poll_ms = now_ms + POLL_MS;
+        return;
+    }
+    if (!gs__mps_ctl_poll(&st->poll, &ok))
+        return;
+    if (st->polling_clients) {
+        st->n_clients = ok ? parse_pids(st->poll.out, st->clients, MAX_CLIENTS) : 0;
+        st->next_poll_ms = now_ms + POLL_MS;
+        return;
+    }
+    st->n_servers = ok ? parse_pids(st->poll.out, st->servers, MAX_SERVERS) : 0;
+    char cmds[MAX_SERVERS * 32];
+    size_t off = 0;
+    for (unsigned k = 0; k < st->n_servers; k++)
+        off += (size_t)snprintf(cmds + off, sizeof(cmds) - off, "get_client_list %d\n",
+                                (int)st->servers[k]);
+    st->polling_clients = 1;
+    if (st->n_servers == 0 || gs__mps_ctl_begin(&st->ctl, cmds, &st->poll) != 0) {
+        st->n_clients = 0;
+        st->next_poll_ms = now_ms + POLL_MS;
+    }
 }
 
 static void mps_tick(gs__daemon_t *d, unsigned g, int64_t now_ms)
@@ -184,7 +195,6 @@ static void mps_tick(gs__daemon_t *d, unsigned g, int64_t now_ms)
     unsigned index = d->gpus[g].index;
     if (st == NULL)
         return;
-    reap_children();
     if (st->pid != 0 && !gs__mps_ctl_alive(st->pid, st->start)) {
         gs_warn("GPU %u: its MPS control daemon (pid %d) died: restarting it", index, (int)st->pid);
         snprintf(st->error, sizeof(st->error), "it died (pid %d)", (int)st->pid);
@@ -197,10 +207,8 @@ static void mps_tick(gs__daemon_t *d, unsigned g, int64_t now_ms)
         if (start_daemon(st, index, now_ms) == 0)
             d->need_schedule = 1; /* requests may have waited for it */
     }
-    if (st->pid != 0 && now_ms >= st->next_poll_ms) {
-        poll_servers(st);
-        st->next_poll_ms = now_ms + POLL_MS;
-    }
+    if (st->pid != 0 || st->poll.pid != 0)
+        poll_servers(st, now_ms);
 }
 
 static void mps_stop(gs__daemon_t *d, unsigned g)
@@ -209,13 +217,13 @@ static void mps_stop(gs__daemon_t *d, unsigned g)
     mps_gpu_t *st = state_of(gpu);
     if (st == NULL)
         return;
+    gs__mps_ctl_cancel(&st->poll);
     if (st->pid != 0) {
         if (st->n_leases > 0)
             gs_warn("GPU %u: stopping its MPS control daemon while %u leases use it: their "
                     "processes lose their MPS server",
                     gpu->index, st->n_leases);
         int killed = gs__mps_ctl_stop(&st->ctl, st->pid, st->start);
-        reap_children();
         gs_info("GPU %u: MPS control daemon (pid %d) %s", gpu->index, (int)st->pid,
                 killed ? "did not quit: killed" : "stopped");
     }

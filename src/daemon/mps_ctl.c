@@ -110,11 +110,10 @@ static void free_environment(char **env)
 /* A run of the control program: its pid and the pipes to its standard input and output. */
 typedef struct run {
     pid_t pid;
-    int in_fd;  /* write end of its stdin, -1 when closed */
     int out_fd; /* read end of its stdout and stderr */
 } run_t;
 
-static int spawn(const gs__mps_ctl_t *ctl, const char *arg, run_t *run)
+static int spawn(const gs__mps_ctl_t *ctl, const char *arg, const char *input, run_t *run)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1};
     char **env = spawn_environment(ctl);
@@ -155,9 +154,13 @@ static int spawn(const gs__mps_ctl_t *ctl, const char *arg, run_t *run)
             close(out[0]);
         return result;
     }
-    run->in_fd = in[1];
     run->out_fd = out[0];
     fcntl(run->out_fd, F_SETFL, O_NONBLOCK);
+    /* Commands are a few lines, far below a pipe's buffer: the write does not wait. A program
+     * that exits before reading makes it fail; its status then says why. */
+    ssize_t written = input != NULL ? write(in[1], input, strlen(input)) : 0;
+    (void)written;
+    close(in[1]);
     return 0;
 }
 
@@ -180,14 +183,10 @@ static int drain(int fd, char *out, size_t outlen, size_t *used)
 
 /* Feeds input, collects output until the program exits (its output may stay open in a daemon
  * it started) or the time is up (then it is killed). Returns 0 with *status, or GS_ETIMEDOUT. */
-static int finish(run_t *run, const char *input, char *out, size_t outlen, int *status)
+static int finish(run_t *run, char *out, size_t outlen, int *status)
 {
     size_t used = 0;
     out[0] = '\0';
-    /* A program that exits before reading makes this fail: its status then says why. */
-    ssize_t written = input != NULL ? write(run->in_fd, input, strlen(input)) : 0;
-    (void)written;
-    close(run->in_fd);
     int64_t deadline = now_ms() + GS__MPS_CTL_TIMEOUT_MS;
     int result = GS_ETIMEDOUT, open_out = 1;
     while (now_ms() < deadline) {
@@ -223,12 +222,12 @@ static int run_program(const gs__mps_ctl_t *ctl, const char *arg, const char *in
 {
     run_t run;
     int status = 0;
-    int result = spawn(ctl, arg, &run);
+    int result = spawn(ctl, arg, input, &run);
     if (result != 0) {
         snprintf(err, errlen, "cannot run %s: %s", ctl->program, gs_strerror(result));
         return result;
     }
-    result = finish(&run, input, out, outlen, &status);
+    result = finish(&run, out, outlen, &status);
     if (result != 0) {
         snprintf(err, errlen, "%s did not finish within %d s: killed", ctl->program,
                  GS__MPS_CTL_TIMEOUT_MS / 1000);
@@ -332,6 +331,50 @@ void gs__mps_ctl_resolve(const char *program, char *buf, size_t len)
     }
 }
 
+int gs__mps_ctl_begin(const gs__mps_ctl_t *ctl, const char *commands, gs__mps_ctl_job_t *job)
+{
+    run_t run;
+    int result = spawn(ctl, NULL, commands, &run);
+    if (result != 0)
+        return result;
+    job->pid = run.pid;
+    job->out_fd = run.out_fd;
+    job->deadline_ms = now_ms() + GS__MPS_CTL_TIMEOUT_MS;
+    job->used = 0;
+    job->out[0] = '\0';
+    return 0;
+}
+
+int gs__mps_ctl_poll(gs__mps_ctl_job_t *job, int *ok)
+{
+    int status = 0;
+    if (job->pid == 0)
+        return 0;
+    drain(job->out_fd, job->out, sizeof(job->out), &job->used);
+    pid_t done = waitpid(job->pid, &status, WNOHANG);
+    if (done == 0 && now_ms() < job->deadline_ms)
+        return 0;
+    if (done == 0) {
+        kill(job->pid, SIGKILL);
+        waitpid(job->pid, &status, 0);
+    }
+    drain(job->out_fd, job->out, sizeof(job->out), &job->used);
+    close(job->out_fd);
+    *ok = done == job->pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    job->pid = 0;
+    return 1;
+}
+
+void gs__mps_ctl_cancel(gs__mps_ctl_job_t *job)
+{
+    if (job->pid == 0)
+        return;
+    kill(job->pid, SIGKILL);
+    waitpid(job->pid, NULL, 0);
+    close(job->out_fd);
+    job->pid = 0;
+}
+
 int gs__mps_ctl_alive(pid_t pid, uint64_t start)
 {
     uint64_t now_start = 0;
@@ -344,13 +387,10 @@ int gs__mps_ctl_stop(const gs__mps_ctl_t *ctl, pid_t pid, uint64_t start)
     char out[256], err[256];
     gs__mps_ctl_command(ctl, "quit\n", out, sizeof(out), err, sizeof(err));
     int64_t deadline = now_ms() + GS__MPS_CTL_TIMEOUT_MS;
-    while (gs__mps_ctl_alive(pid, start) && now_ms() < deadline) {
-        waitpid(pid, NULL, WNOHANG); /* when gpushared is its subreaper */
+    while (gs__mps_ctl_alive(pid, start) && now_ms() < deadline)
         poll(NULL, 0, 10);
-    }
     if (!gs__mps_ctl_alive(pid, start))
         return 0;
     kill(pid, SIGKILL);
-    waitpid(pid, NULL, WNOHANG);
     return 1;
 }

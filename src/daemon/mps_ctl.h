@@ -45,6 +45,27 @@ int gs__mps_ctl_find(const gs__mps_ctl_t *ctl, pid_t *pid, uint64_t *start);
 int gs__mps_ctl_command(const gs__mps_ctl_t *ctl, const char *commands, char *out, size_t outlen,
                         char *err, size_t errlen);
 
+/* A command run in the background, so that the event loop does not wait for it: begun, then
+ * polled until it is done. */
+typedef struct gs__mps_ctl_job {
+    pid_t pid; /* the control program, 0 = none running */
+    int out_fd;
+    int64_t deadline_ms; /* CLOCK_MONOTONIC: killed past it */
+    size_t used;
+    char out[4096]; /* its replies, NUL-terminated (cut at the end when longer) */
+} gs__mps_ctl_job_t;
+
+/* Starts `program` with commands on its standard input. Returns 0, or -errno (nothing runs). */
+int gs__mps_ctl_begin(const gs__mps_ctl_t *ctl, const char *commands, gs__mps_ctl_job_t *job);
+
+/* Collects what job wrote. Returns 1 when it is done (job->out complete, *ok nonzero when it
+ * exited with status 0; job->pid is then 0), 0 while it runs. Past its deadline it is killed
+ * (done, not ok). Never blocks. */
+int gs__mps_ctl_poll(gs__mps_ctl_job_t *job, int *ok);
+
+/* Kills and reaps a running job (NULL pid is fine). */
+void gs__mps_ctl_cancel(gs__mps_ctl_job_t *job);
+
 /* Stops the daemon: `quit`, then waits up to GS__MPS_CTL_TIMEOUT_MS for pid to exit, then
  * SIGKILL. Returns 0 when it is gone by quit, 1 when it had to be killed. */
 int gs__mps_ctl_stop(const gs__mps_ctl_t *ctl, pid_t pid, uint64_t start);
