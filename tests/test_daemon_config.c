@@ -110,8 +110,8 @@ static void test_errors_name_file_and_line(void **state)
     (void)state;
     expect_error("[daemon]\nbogus = 1\n",
                  "test.conf:2: unknown key \"bogus\" in [daemon] (socket, state_dir, "
-                 "region_dir, metrics_listen, nvml_library, shim, idle_timeout, queue_aging, "
-                 "kill_grace)");
+                 "region_dir, runtime_dir, metrics_listen, nvml_library, shim, mps_control, "
+                 "idle_timeout, queue_aging, kill_grace)");
     expect_error("[gpu:all]\nmode = fast\n",
                  "test.conf:2: mode \"fast\" must be shared, mps, mig or exclusive");
     expect_error("[gpu:all]\n\noverprovision = 0\n",

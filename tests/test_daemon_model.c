@@ -293,8 +293,8 @@ static void test_exclusive_mode(void **state)
     assert_int_equal(take(&g, 1, &small, &a), GS_ENOFIT);
     char why[256];
     assert_int_equal(gs__place_possible(&g, 1, &small, why, sizeof(why)), GS_ENOFIT);
-    assert_string_equal(why, "no GPU on this node is shared (fractional leases need mode = "
-                             "shared; use --gpus for whole GPUs)");
+    assert_string_equal(why, "no GPU on this node serves fractional leases (they need mode = "
+                             "shared, mps or mig; use --gpus for whole GPUs)");
     gs_lease_request_t one = gpus_req(1);
     assert_int_equal(take(&g, 1, &one, &a), 0);
     assert_int_equal(take(&g, 1, &one, &a), GS_ENOFIT);

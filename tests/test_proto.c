@@ -94,11 +94,11 @@ static void test_bad_requests(void **state)
     expect("{\"op\":\"acquire\",\"gpus\":0}", GS_EINVAL, "\"gpus\" must be from 1 to 64");
     expect("{\"op\":\"acquire\",\"gpus\":\"2\"}", GS_EINVAL, "\"gpus\" must be an integer");
     expect("{\"op\":\"acquire\",\"gpus\":1,\"gpu\":\"0.5\"}", GS_EINVAL,
-           "give only one of \"gpus\", \"gpu\" and \"gpu_memory\" (--gpus, --gpu, "
-           "--gpu-memory)");
+           "give only one of \"gpus\", \"gpu\", \"gpu_memory\" and \"mig_profile\" (--gpus, --gpu, "
+           "--gpu-memory, --mig-profile)");
     expect("{\"op\":\"acquire\"}", GS_EINVAL,
-           "a lease needs a size: whole GPUs (--gpus), a fraction (--gpu) or memory "
-           "(--gpu-memory)");
+           "a lease needs a size: whole GPUs (--gpus), a fraction (--gpu), memory "
+           "(--gpu-memory) or a MIG profile (--mig-profile)");
     expect("{\"op\":\"acquire\",\"gpu\":\"0.5\",\"compute\":10}", GS_EINVAL,
            "a compute share (--compute) goes with --gpu-memory only: --gpu F sets compute to F, "
            "--gpus to whole logical GPUs");
@@ -383,6 +383,50 @@ static void test_release_history_status(void **state)
            "unknown or invalid field \"processes\" in list");
 }
 
+/* "mig_profile" and "mode" (issue 11): parsed, checked, encoded back. */
+static void test_modes_and_mig_profiles(void **state)
+{
+    (void)state;
+    gs_request_t req;
+    assert_int_equal(parse("{\"op\":\"acquire\",\"mig_profile\":\"1g.10gb+me\"}", &req), 0);
+    assert_int_equal(req.lease.kind, GS_LEASE_MIG);
+    assert_string_equal(req.lease.mig_profile, "1g.10gb+me");
+    assert_int_equal(req.lease.mode, GS_GPU_MODE_ANY);
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpu_memory\":\"4G\",\"mode\":\"mps\"}", &req), 0);
+    assert_int_equal(req.lease.mode, GS_GPU_MODE_MPS);
+    json_t *obj = gs_proto_acquire_json(&req.lease);
+    char *text = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(
+        text, "{\"gpu_memory\":\"4G\",\"mode\":\"mps\",\"op\":\"acquire\",\"wait\":true}");
+    free(text);
+    json_decref(obj);
+    assert_int_equal(
+        parse("{\"op\":\"acquire\",\"mig_profile\":\"3g.40gb\",\"mode\":\"mig\"}", &req), 0);
+    obj = gs_proto_acquire_json(&req.lease);
+    text = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(
+        text, "{\"mig_profile\":\"3g.40gb\",\"mode\":\"mig\",\"op\":\"acquire\",\"wait\":true}");
+    free(text);
+    json_decref(obj);
+    expect("{\"op\":\"acquire\",\"mig_profile\":\"3g 20gb\"}", GS_EINVAL,
+           "a MIG profile is a name like 1g.10gb or 3g.20gb (at most 31 letters, digits, '.' and "
+           "'+')");
+    expect("{\"op\":\"acquire\",\"mig_profile\":\"\"}", GS_EINVAL,
+           "a MIG profile is a name like 1g.10gb or 3g.20gb (at most 31 letters, digits, '.' and "
+           "'+')");
+    expect("{\"op\":\"acquire\",\"mig_profile\":7}", GS_EINVAL,
+           "\"mig_profile\" must be a string of at most 31 bytes");
+    expect("{\"op\":\"acquire\",\"mig_profile\":\"1g.5gb\",\"mode\":\"mps\"}", GS_EINVAL,
+           "a MIG profile (--mig-profile) is served by mig GPUs only, not mps ones");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"mode\":\"fast\"}", GS_EINVAL,
+           "\"mode\" must be \"shared\", \"exclusive\", \"mps\", \"mig\" or \"any\"");
+    expect("{\"op\":\"acquire\",\"mig_profile\":\"1g.5gb\",\"compute\":30}", GS_EINVAL,
+           "a compute share (--compute) goes with --gpu-memory only: --gpu F sets compute to F, "
+           "--gpus to whole logical GPUs");
+    assert_string_equal(gs_gpu_mode_name(GS_GPU_MODE_EXCLUSIVE), "exclusive");
+    assert_string_equal(gs_gpu_mode_name((gs_gpu_mode_t)9), "?");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -396,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_pinned_gpus),
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_release_history_status),
+        cmocka_unit_test(test_modes_and_mig_profiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

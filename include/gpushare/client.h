@@ -45,7 +45,21 @@ typedef enum gs_lease_kind {
     GS_LEASE_GPUS,     /* --gpus N: N whole logical GPUs */
     GS_LEASE_FRACTION, /* --gpu F: F of one GPU's memory and compute */
     GS_LEASE_MEMORY,   /* --gpu-memory SIZE [--compute PCT]: bytes on one GPU */
+    GS_LEASE_MIG,      /* --mig-profile NAME: one MIG instance of that profile */
 } gs_lease_kind_t;
+
+/* Which GPUs may serve a request, by their mode (gpushare.conf's mode =; "mode" in requests,
+ * --mode in gpushare run). */
+typedef enum gs_gpu_mode {
+    GS_GPU_MODE_ANY = 0, /* any GPU whose mode can serve the request */
+    GS_GPU_MODE_SHARED,
+    GS_GPU_MODE_EXCLUSIVE,
+    GS_GPU_MODE_MPS,
+    GS_GPU_MODE_MIG,
+} gs_gpu_mode_t;
+
+/* Room for a MIG profile name ("3g.20gb", "1g.10gb+me"), terminator included. */
+#define GS_MIG_PROFILE_MAX 32
 
 /* Room for a user name in a request ("user"), terminator included. */
 #define GS_USER_NAME_MAX 64
@@ -79,6 +93,8 @@ typedef struct gs_lease_request {
     unsigned n_gpu_types;               /* "gpu_type": models the lease may use, 0 = any */
     char gpu_types[GS_GPU_TYPES_MAX][GS_GPU_TYPE_MAX];
     uint64_t time_limit_ms; /* "time_limit_ms": the lease ends this long after its grant */
+    gs_gpu_mode_t mode;     /* "mode": GPUs of this mode only */
+    char mig_profile[GS_MIG_PROFILE_MAX]; /* GS_LEASE_MIG: the profile's name */
 } gs_lease_request_t;
 
 /* The requests of the protocol. */
@@ -127,6 +143,14 @@ void gs_lease_request_init(gs_lease_request_t *req);
 /* Checks a request's invariants (one kind, values in range, options that fit the kind).
  * Returns 0, or GS_EINVAL with a one-line message in err (may be NULL). Thread-safe. */
 int gs_lease_request_check(const gs_lease_request_t *req, char *err, size_t errlen);
+
+/* Returns the name of a GPU mode ("mps"; "any" for GS_GPU_MODE_ANY), "?" for an unknown value.
+ * Never NULL. */
+const char *gs_gpu_mode_name(gs_gpu_mode_t mode);
+
+/* Parses a GPU mode name (shared, exclusive, mps, mig; "any"). Returns 0 and *mode, or
+ * GS_EINVAL. */
+int gs_gpu_mode_parse(const char *name, gs_gpu_mode_t *mode);
 
 /* Returns the protocol name of op ("acquire"), or "?" for an unknown value. Never NULL. */
 const char *gs_op_name(gs_op_t op);

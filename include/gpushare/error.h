@@ -26,6 +26,7 @@ enum gs_error {
     GS_ECONNREFUSED = -ECONNREFUSED,
     GS_ESRCH = -ESRCH,
     GS_EBUSY = -EBUSY,
+    GS_ENOTSUP = -ENOTSUP,
     GS_EFORMAT = -10001,  /* input text is malformed */
     GS_EVERSION = -10002, /* a file or message has an incompatible version */
     GS_ELIMIT = -10003,   /* the request exceeds a configured limit */

@@ -80,6 +80,7 @@ GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
     nvmlGpuInstance_t gpuInstance, unsigned int profile, unsigned int engProfile,
     nvmlComputeInstanceProfileInfo_t *info)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     ci_desc_t d;
     nvmlReturn_t result = begin_ci_profile(gpuInstance, profile, engProfile, info, &t, &d);
@@ -97,6 +98,7 @@ GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfoV(
     nvmlGpuInstance_t gpuInstance, unsigned int profile, unsigned int engProfile,
     nvmlComputeInstanceProfileInfo_v2_t *info)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     ci_desc_t d;
     if (gsim_nvml_node() != NULL && info != NULL &&
@@ -125,6 +127,7 @@ GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfoV(
 GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(
     nvmlGpuInstance_t gpuInstance, unsigned int profileId, unsigned int *count)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     uint32_t size = 0;
     nvmlReturn_t result = gsim_nvml_begin_gi(gpuInstance, &t);
@@ -140,6 +143,7 @@ GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(
 GS_NVML_API nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(
     nvmlGpuInstance_t gpuInstance, unsigned int profileId, nvmlComputeInstance_t *computeInstance)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     uint32_t size = 0;
     int ci = -1;
@@ -160,6 +164,7 @@ GS_NVML_API nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(
 
 GS_NVML_API nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeInstance)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_ci(computeInstance, &t);
     int dev = t.dev, gi = t.gi, ci = t.ci;
@@ -175,6 +180,7 @@ GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gp
                                                             nvmlComputeInstance_t *computeInstances,
                                                             unsigned int *count)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     uint32_t size = 0;
     nvmlReturn_t result = gsim_nvml_begin_gi(gpuInstance, &t);
@@ -196,6 +202,7 @@ GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gp
 GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(
     nvmlGpuInstance_t gpuInstance, unsigned int id, nvmlComputeInstance_t *computeInstance)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_gi(gpuInstance, &t);
     if (result == NVML_SUCCESS && computeInstance == NULL)
@@ -215,6 +222,7 @@ GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(
 GS_NVML_API nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t computeInstance,
                                                        nvmlComputeInstanceInfo_t *info)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_ci(computeInstance, &t);
     if (result == NVML_SUCCESS && info == NULL)
@@ -235,6 +243,7 @@ GS_NVML_API nvmlReturn_t nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t com
 
 GS_NVML_API nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *isMigDevice)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && isMigDevice == NULL)
@@ -246,6 +255,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsign
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && id == NULL)
@@ -259,6 +269,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigne
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && id == NULL)
@@ -272,6 +283,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, uns
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && (count == NULL || t.g != NULL))
@@ -286,6 +298,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device
                                                              unsigned int index,
                                                              nvmlDevice_t *migDevice)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     int gi, ci;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
@@ -306,6 +319,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device
 GS_NVML_API nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice,
                                                                       nvmlDevice_t *device)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_device(migDevice, &t);
     if (result == NVML_SUCCESS && (device == NULL || t.g == NULL))

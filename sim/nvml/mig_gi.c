@@ -94,6 +94,7 @@ static nvmlReturn_t from_errno(int err)
 GS_NVML_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
                                               unsigned int *pendingMode)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && (currentMode == NULL || pendingMode == NULL))
@@ -111,6 +112,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int 
 GS_NVML_API nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
                                               nvmlReturn_t *activationStatus)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && (activationStatus == NULL || mode > NVML_DEVICE_MIG_ENABLE))
@@ -168,6 +170,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device
                                                              unsigned int profile,
                                                              nvmlGpuInstanceProfileInfo_t *info)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     int pi = -1;
     profile_desc_t desc;
@@ -225,6 +228,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t devic
                                                               unsigned int profile,
                                                               nvmlGpuInstanceProfileInfo_v2_t *info)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     int pi = -1;
     profile_desc_t desc;
@@ -251,6 +255,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
     nvmlDevice_t device, unsigned int profileId, nvmlGpuInstancePlacement_t *placements,
     unsigned int *count)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     int pi = -1;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
@@ -277,6 +282,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice_t 
                                                                    unsigned int profileId,
                                                                    unsigned int *count)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     int pi = -1;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
@@ -315,6 +321,7 @@ static nvmlReturn_t create_gi(nvmlDevice_t device, unsigned profileId, int start
 GS_NVML_API nvmlReturn_t nvmlDeviceCreateGpuInstance(nvmlDevice_t device, unsigned int profileId,
                                                      nvmlGpuInstance_t *gpuInstance)
 {
+    GSIM_NVML_FAULT_POINT();
     return create_gi(device, profileId, -1, 0, gpuInstance);
 }
 
@@ -322,6 +329,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
     nvmlDevice_t device, unsigned int profileId, const nvmlGpuInstancePlacement_t *placement,
     nvmlGpuInstance_t *gpuInstance)
 {
+    GSIM_NVML_FAULT_POINT();
     if (gsim_nvml_node() == NULL)
         return NVML_ERROR_UNINITIALIZED;
     if (placement == NULL || placement->start >= 32)
@@ -331,6 +339,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
 
 GS_NVML_API nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_gi(gpuInstance, &t);
     int dev = t.dev, gi = t.gi;
@@ -362,6 +371,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned
                                                    nvmlGpuInstance_t *gpuInstances,
                                                    unsigned int *count)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     int pi = -1, slots[GSIM_MAX_GI];
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
@@ -384,6 +394,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned
 GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id,
                                                       nvmlGpuInstance_t *gpuInstance)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && gpuInstance == NULL)
@@ -405,6 +416,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsig
 GS_NVML_API nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance,
                                                 nvmlGpuInstanceInfo_t *info)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_gi(gpuInstance, &t);
     if (result == NVML_SUCCESS && info == NULL)

@@ -60,4 +60,16 @@ int gsim_nvml_mig_index(const nvml_target_t *t);
 void gsim_nvml_mig_profile_name(const gsim_model_t *model, const gsim_gi_t *g, int ci, char *out,
                                 size_t len);
 
+/* The test hook (fault.c): the code GPUSIM_NVML_FAULTS injects for function, else
+ * NVML_SUCCESS. */
+nvmlReturn_t gsim_nvml_fault(const char *function);
+
+/* Returns the injected code from the calling function when there is one. */
+#define GSIM_NVML_FAULT_POINT()                                                                    \
+    do {                                                                                           \
+        nvmlReturn_t fault_ = gsim_nvml_fault(__func__);                                           \
+        if (fault_ != NVML_SUCCESS)                                                                \
+            return fault_;                                                                         \
+    } while (0)
+
 #endif

@@ -18,6 +18,9 @@ enum { GS_EXIT_OK = 0, GS_EXIT_FAIL = 1, GS_EXIT_USAGE = 2, GS_EXIT_TEMPFAIL = 7
 
 int gs_cli_plan(int argc, char **argv);
 
+/* MIG layouts from the built-in tables (src/cli/mig.c). */
+int gs_cli_mig(int argc, char **argv);
+
 /* Leases on this node, through gpushared (src/cli/run.c, status.c, leases.c). */
 int gs_cli_run(int argc, char **argv);
 int gs_cli_status(int argc, char **argv);

@@ -46,7 +46,8 @@ int gs__cli_connect(const gs__cli_t *cli, gs_client_t **out);
 
 /* Sends req (stolen) and waits for its reply. Returns GS_EXIT_OK with *reply (the caller
  * json_decref's it), or prints the error ("gpushare: MESSAGE", or JSON) and returns the exit
- * status for it: GS_EXIT_TEMPFAIL for no_fit and timeout, GS_EXIT_FAIL otherwise. */
+ * status for it: GS_EXIT_TEMPFAIL for no_fit, timeout and
+ * unavailable, GS_EXIT_FAIL otherwise. */
 int gs__cli_call(const gs__cli_t *cli, gs_client_t *client, json_t *req, json_t **reply);
 
 /* Prints the error of a reply with "ok": false (as gs__cli_call does) and returns its exit
@@ -91,5 +92,9 @@ void gs__cli_time_left(const json_t *lease, int64_t now_ms, char *buf, size_t le
 
 /* Milliseconds since the epoch (CLOCK_REALTIME). */
 int64_t gs__cli_wall_ms(void);
+
+/* Prints what a GPU's mode adds to its status rows: a problem, MIG instances, the MPS server
+ * (status_modes.c). */
+void gs__cli_print_modes(const json_t *gpu);
 
 #endif

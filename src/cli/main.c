@@ -17,6 +17,8 @@ static const gs_cli_command_t commands[] = {
     {"doctor", "check that this node is ready for leases, with a fix for each problem",
      gs_cli_doctor},
     {"plan", "replay a workload trace or plan capacity and cost", gs_cli_plan},
+    {"mig", "plan MIG layouts: gpushare mig plan --model A100-40GB --gpu-memory 4G,12G",
+     gs_cli_mig},
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

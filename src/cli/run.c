@@ -24,7 +24,9 @@ static void usage(FILE *out)
         "  --gpu F              a fraction of one GPU's memory and compute: 0.25 or 25%%\n"
         "  --gpu-memory SIZE    SIZE of one GPU's memory: 4G, 1.5G, 512M (decimals round down\n"
         "                       to whole MiB)\n"
+        "  --mig-profile NAME   one MIG instance of that profile (1g.10gb, 3g.40gb, ...)\n"
         "Other options:\n"
+        "  --mode MODE          only GPUs of that mode: shared, exclusive, mps or mig\n"
         "  --compute PCT        guaranteed compute share with --gpu-memory (1-100)\n"
         "  --compute-max PCT    burst cap on compute (passed as GPUSHARE_COMPUTE_MAX)\n"
         "  --gpu-type TYPE      only GPUs of this model (T4, A100-40GB, H100); a list T4,L4\n"
@@ -65,7 +67,7 @@ void gs__run_say(const gs__run_opts_t *opts, json_t *event, const char *fmt, ...
 static int set_kind(const gs__cli_t *cli, gs_lease_request_t *req, gs_lease_kind_t kind)
 {
     if (req->kind != GS_LEASE_NONE && req->kind != kind)
-        return gs__cli_usage(cli, "give only one of --gpus, --gpu and --gpu-memory");
+        return gs__cli_usage(cli, "give only one of --gpus, --gpu, --gpu-memory and --mig-profile");
     req->kind = kind;
     return 0;
 }
@@ -122,6 +124,15 @@ static int lease_option(const gs__cli_t *cli, int c, const char *arg, gs_lease_r
         if (gs_qty_parse_bytes(arg, GS_QTY_REQUIRE_UNIT, &req->memory, err, sizeof(err)) != 0)
             return gs__cli_usage(cli, "--gpu-memory: %s", err);
         return set_kind(cli, req, GS_LEASE_MEMORY);
+    case 'M':
+        if (strlen(arg) >= sizeof(req->mig_profile))
+            return gs__cli_usage(cli, "--mig-profile \"%s\" is too long", arg);
+        snprintf(req->mig_profile, sizeof(req->mig_profile), "%s", arg);
+        return set_kind(cli, req, GS_LEASE_MIG);
+    case 'o':
+        if (gs_gpu_mode_parse(arg, &req->mode) != 0)
+            return gs__cli_usage(cli, "--mode \"%s\" must be shared, exclusive, mps or mig", arg);
+        return 0;
     case 'c':
     case 'C':
         if (gs_qty_parse_percent(arg, 0, c == 'c' ? &req->compute : &req->compute_max, err,
@@ -164,6 +175,8 @@ static const struct option longopts[] = {
     {"gpus", required_argument, NULL, 'n'},
     {"gpu", required_argument, NULL, 'f'},
     {"gpu-memory", required_argument, NULL, 'm'},
+    {"mig-profile", required_argument, NULL, 'M'},
+    {"mode", required_argument, NULL, 'o'},
     {"compute", required_argument, NULL, 'c'},
     {"compute-max", required_argument, NULL, 'C'},
     {"priority", required_argument, NULL, 'p'},

@@ -234,6 +234,7 @@ static void print_gpu_line(const json_t *gpu)
 static void print_gpu(const json_t *gpu, int processes, int64_t now)
 {
     print_gpu_line(gpu);
+    gs__cli_print_modes(gpu);
     const json_t *leases = json_object_get(gpu, "leases");
     const json_t *others = json_object_get(gpu, "others");
     uint64_t n_others = gs__cli_uint(others, "leases");

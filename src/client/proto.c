@@ -26,6 +26,24 @@ void gs_lease_request_init(gs_lease_request_t *req)
     req->wait = 1;
 }
 
+/* A MIG profile name as nvidia-smi prints it: "3g.20gb", "1g.10gb+me". */
+static int check_mig_profile(const char *name, char *err, size_t errlen)
+{
+    size_t len = strnlen(name, GS_MIG_PROFILE_MAX);
+    int ok = len > 0 && len < GS_MIG_PROFILE_MAX;
+    for (size_t i = 0; ok && i < len; i++) {
+        char c = name[i];
+        ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+             c == '.' || c == '+';
+    }
+    if (!ok)
+        return fail(GS_EINVAL, err, errlen,
+                    "a MIG profile is a name like 1g.10gb or 3g.20gb (at most %d letters, digits, "
+                    "'.' and '+')",
+                    GS_MIG_PROFILE_MAX - 1);
+    return 0;
+}
+
 static int check_kind(const gs_lease_request_t *req, char *err, size_t errlen)
 {
     switch (req->kind) {
@@ -42,12 +60,44 @@ static int check_kind(const gs_lease_request_t *req, char *err, size_t errlen)
         if (req->memory == 0)
             return fail(GS_EINVAL, err, errlen, "GPU memory must be above zero");
         return 0;
+    case GS_LEASE_MIG:
+        return check_mig_profile(req->mig_profile, err, errlen);
     case GS_LEASE_NONE:
         break;
     }
     return fail(GS_EINVAL, err, errlen,
-                "a lease needs a size: whole GPUs (--gpus), a fraction (--gpu) or memory "
-                "(--gpu-memory)");
+                "a lease needs a size: whole GPUs (--gpus), a fraction (--gpu), memory "
+                "(--gpu-memory) or a MIG profile (--mig-profile)");
+}
+
+static const char *const gpu_mode_names[] = {"any", "shared", "exclusive", "mps", "mig"};
+
+const char *gs_gpu_mode_name(gs_gpu_mode_t mode)
+{
+    return (unsigned)mode < 5 ? gpu_mode_names[mode] : "?";
+}
+
+int gs_gpu_mode_parse(const char *name, gs_gpu_mode_t *mode)
+{
+    for (unsigned i = 0; i < 5; i++) {
+        if (strcmp(name, gpu_mode_names[i]) == 0) {
+            *mode = (gs_gpu_mode_t)i;
+            return 0;
+        }
+    }
+    return GS_EINVAL;
+}
+
+/* Which GPUs a request may go to, by mode: a MIG profile needs a MIG GPU. */
+static int check_mode(const gs_lease_request_t *req, char *err, size_t errlen)
+{
+    if ((unsigned)req->mode > GS_GPU_MODE_MIG)
+        return fail(GS_EINVAL, err, errlen, "unknown GPU mode %d", (int)req->mode);
+    if (req->kind == GS_LEASE_MIG && req->mode != GS_GPU_MODE_ANY && req->mode != GS_GPU_MODE_MIG)
+        return fail(GS_EINVAL, err, errlen,
+                    "a MIG profile (--mig-profile) is served by mig GPUs only, not %s ones",
+                    gs_gpu_mode_name(req->mode));
+    return 0;
 }
 
 /* A user name as it may appear in listings: printable, no blank, no slash. */
@@ -137,6 +187,8 @@ int gs_lease_request_check(const gs_lease_request_t *req, char *err, size_t errl
         result = check_owner(&req->owner, err, errlen);
     if (result == 0)
         result = check_pinned(req, err, errlen);
+    if (result == 0)
+        result = check_mode(req, err, errlen);
     if (result != 0)
         return result;
     if (req->compute > 100 || req->compute_max > 100)
@@ -219,8 +271,8 @@ static int set_kind(gs_lease_request_t *req, gs_lease_kind_t kind, char *err, si
 {
     if (req->kind != GS_LEASE_NONE)
         return fail(GS_EINVAL, err, errlen,
-                    "give only one of \"gpus\", \"gpu\" and \"gpu_memory\" (--gpus, --gpu, "
-                    "--gpu-memory)");
+                    "give only one of \"gpus\", \"gpu\", \"gpu_memory\" and \"mig_profile\" "
+                    "(--gpus, --gpu, --gpu-memory, --mig-profile)");
     req->kind = kind;
     return 0;
 }
@@ -256,6 +308,23 @@ static int parse_memory(const json_t *value, gs_lease_request_t *req, char *err,
     if (result == 0)
         result = set_kind(req, GS_LEASE_MEMORY, err, errlen);
     return result;
+}
+
+static int parse_mig_profile(const json_t *value, gs_lease_request_t *req, char *err, size_t errlen)
+{
+    if (!json_is_string(value) || json_string_length(value) >= GS_MIG_PROFILE_MAX)
+        return fail(GS_EINVAL, err, errlen, "\"mig_profile\" must be a string of at most %d bytes",
+                    GS_MIG_PROFILE_MAX - 1);
+    snprintf(req->mig_profile, sizeof(req->mig_profile), "%s", json_string_value(value));
+    return set_kind(req, GS_LEASE_MIG, err, errlen);
+}
+
+static int parse_mode(const json_t *value, gs_lease_request_t *req, char *err, size_t errlen)
+{
+    if (!json_is_string(value) || gs_gpu_mode_parse(json_string_value(value), &req->mode) != 0)
+        return fail(GS_EINVAL, err, errlen,
+                    "\"mode\" must be \"shared\", \"exclusive\", \"mps\", \"mig\" or \"any\"");
+    return 0;
 }
 
 static int parse_percent(const json_t *value, const char *key, uint32_t *out, char *err,
@@ -390,6 +459,10 @@ static int parse_acquire_field(const char *key, const json_t *value, gs_lease_re
         return parse_fraction(value, req, err, errlen);
     if (strcmp(key, "gpu_memory") == 0)
         return parse_memory(value, req, err, errlen);
+    if (strcmp(key, "mig_profile") == 0)
+        return parse_mig_profile(value, req, err, errlen);
+    if (strcmp(key, "mode") == 0)
+        return parse_mode(value, req, err, errlen);
     if (strcmp(key, "compute") == 0)
         return parse_percent(value, "compute", &req->compute, err, errlen);
     if (strcmp(key, "compute_max") == 0)
@@ -652,9 +725,14 @@ json_t *gs_proto_acquire_json(const gs_lease_request_t *req)
         else
             bad |= json_object_set_new(obj, "gpu_memory", json_string(text));
         break;
+    case GS_LEASE_MIG:
+        bad |= json_object_set_new(obj, "mig_profile", json_string(req->mig_profile));
+        break;
     case GS_LEASE_NONE:
         break;
     }
+    if (req->mode != GS_GPU_MODE_ANY)
+        bad |= json_object_set_new(obj, "mode", json_string(gs_gpu_mode_name(req->mode)));
     if (req->compute != 0)
         bad |= json_object_set_new(obj, "compute", json_integer(req->compute));
     if (req->compute_max != 0)

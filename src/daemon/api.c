@@ -60,9 +60,11 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
     const gs__cred_t *cred = &owner;
     gs__lease_t *lease = NULL;
     char err[GS__PATH_MAX + 128];
-    if (gs__lease_grant(d, conn, cred, req, alloc, &lease, err, sizeof(err)) != 0) {
+    int result = gs__lease_grant(d, conn, cred, req, alloc, &lease, err, sizeof(err));
+    if (result != 0) {
         gs_error("cannot grant a lease to user %s: %s", cred->user, err);
-        gs__conn_send(conn, gs__api_error("acquire", "internal", err));
+        gs__conn_send(
+            conn, gs__api_error("acquire", result == GS_EAGAIN ? "gpu_failed" : "internal", err));
         return;
     }
     json_t *reply = ok_reply("acquire");
@@ -128,7 +130,10 @@ static void admit(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
         return;
     }
     int64_t now = gs__now_ms();
+    gs__cred_t owner;
+    lease_cred(conn, req, &owner);
     w->owner = conn;
+    w->uid = owner.uid;
     w->req = *req;
     w->queued_ms = now;
     w->deadline_ms = req->timeout_ms != 0 ? now + req->timeout_ms : 0;
@@ -239,10 +244,13 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
         gs__conn_send(conn, gs__api_error("acquire", "too_many", why));
         return;
     }
-    if (gs__place_possible(d->gpus, d->n_gpus, req, why, sizeof(why)) != 0) {
+    int possible = gs__place_possible(d->gpus, d->n_gpus, req, why, sizeof(why));
+    if (possible != 0) {
         d->counters.rejected_never++;
         gs_info("user %s (pid %d): refused: %s", cred->user, (int)cred->pid, why);
-        gs__conn_send(conn, gs__api_error("acquire", "never_fits", why));
+        gs__conn_send(
+            conn,
+            gs__api_error("acquire", possible == GS_EAGAIN ? "unavailable" : "never_fits", why));
         return;
     }
     admit(d, conn, req);

@@ -42,6 +42,8 @@ void gs__config_defaults(gs__config_t *cfg)
     snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", GS__DEFAULT_STATE_DIR);
     snprintf(cfg->metrics_listen, sizeof(cfg->metrics_listen), "%s", GS__DEFAULT_METRICS);
     snprintf(cfg->nvml_library, sizeof(cfg->nvml_library), "%s", "libnvidia-ml.so.1");
+    snprintf(cfg->runtime_dir, sizeof(cfg->runtime_dir), "%s", GS__DEFAULT_RUNTIME);
+    snprintf(cfg->mps_control, sizeof(cfg->mps_control), "%s", GS__DEFAULT_MPS_CTL);
     cfg->idle_timeout_ms = GS__DEFAULT_IDLE_MS;
     cfg->queue_aging_ms = GS__DEFAULT_AGING_MS;
     cfg->kill_grace_ms = GS__DEFAULT_GRACE_MS;
@@ -119,6 +121,10 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
         return set_path(ctx, cfg->nvml_library, sizeof(cfg->nvml_library), key, value);
     if (strcmp(key, "shim") == 0)
         return set_path(ctx, cfg->shim, sizeof(cfg->shim), key, value);
+    if (strcmp(key, "runtime_dir") == 0)
+        return set_path(ctx, cfg->runtime_dir, sizeof(cfg->runtime_dir), key, value);
+    if (strcmp(key, "mps_control") == 0)
+        return set_path(ctx, cfg->mps_control, sizeof(cfg->mps_control), key, value);
     if (strcmp(key, "metrics_listen") == 0) {
         uint32_t addr;
         uint16_t port;
@@ -136,8 +142,9 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
     if (strcmp(key, "kill_grace") == 0)
         return set_seconds(ctx, key, value, 0.1, 3600, &cfg->kill_grace_ms);
     return bad(ctx,
-               "unknown key \"%s\" in [daemon] (socket, state_dir, region_dir, metrics_listen, "
-               "nvml_library, shim, idle_timeout, queue_aging, kill_grace)",
+               "unknown key \"%s\" in [daemon] (socket, state_dir, region_dir, runtime_dir, "
+               "metrics_listen, nvml_library, shim, mps_control, idle_timeout, queue_aging, "
+               "kill_grace)",
                key);
 }
 
@@ -246,7 +253,7 @@ static unsigned key_bit(const char *key)
     static const char *const keys[] = {
         "socket",     "state_dir",    "metrics_listen", "nvml_library", "shim",
         "region_dir", "idle_timeout", "mode",           "placement",    "overprovision",
-        "reserve",    "queue_aging",  "kill_grace"};
+        "reserve",    "queue_aging",  "kill_grace",     "runtime_dir",  "mps_control"};
     for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (strcmp(key, keys[i]) == 0)
             return 1u << i;

@@ -18,6 +18,8 @@
 #define GS__DEFAULT_IDLE_MS   10000
 #define GS__DEFAULT_AGING_MS  60000
 #define GS__DEFAULT_GRACE_MS  10000
+#define GS__DEFAULT_RUNTIME   "/run/gpushare"
+#define GS__DEFAULT_MPS_CTL   "nvidia-cuda-mps-control"
 
 typedef enum gs__mode {
     GS__MODE_SHARED = 0,
@@ -62,10 +64,12 @@ typedef struct gs__config {
     char region_dir[GS__PATH_MAX]; /* lease regions; "" = state_dir/regions */
     char metrics_listen[64];       /* "ADDR:PORT"; port 0 = off */
     char nvml_library[GS__PATH_MAX];
-    char shim[GS__PATH_MAX];  /* LD_PRELOAD for leases, "" = the client decides */
-    unsigned idle_timeout_ms; /* a connection with no lease that sends nothing is closed */
-    unsigned queue_aging_ms;  /* a waiting request gains a priority point per this, 0 = never */
-    unsigned kill_grace_ms;   /* SIGTERM to SIGKILL at a time limit or a release by another */
+    char shim[GS__PATH_MAX];        /* LD_PRELOAD for leases, "" = the client decides */
+    char runtime_dir[GS__PATH_MAX]; /* MPS pipe and log directories (tmpfs) */
+    char mps_control[GS__PATH_MAX]; /* nvidia-cuda-mps-control: a path, or a name in PATH */
+    unsigned idle_timeout_ms;       /* a connection with no lease that sends nothing is closed */
+    unsigned queue_aging_ms; /* a waiting request gains a priority point per this, 0 = never */
+    unsigned kill_grace_ms;  /* SIGTERM to SIGKILL at a time limit or a release by another */
     unsigned n_sections;
     gs__gpu_section_t sections[GS__MAX_GPU_SECTIONS];
 } gs__config_t;

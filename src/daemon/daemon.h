@@ -89,14 +89,15 @@ typedef struct gs__daemon {
 int64_t gs__now_ms(void);
 int64_t gs__wall_ms(void);
 
-/* Sets up the GPUs from the inventory and the config: refuses modes this build does not
- * implement and placement policies it does not have. Returns 0 or GS_EINVAL / GS_ENOSYS with
- * one line in err. */
+/* Sets up the GPUs from the inventory and the config: refuses settings a GPU's mode cannot
+ * honour and placement policies that differ between GPUs. Returns 0 or GS_EINVAL with one line
+ * in err. The modes themselves start later (gs__modes_start, mode.h). */
 int gs__daemon_setup_gpus(gs__daemon_t *d, char *err, size_t errlen);
 
-/* Grants a lease for req on alloc to cred, held by conn: creates its region (owned by the
- * caller, mode 0600), writes the ledger and takes the capacity. Returns 0 and *out, or -errno
- * with one line in err. */
+/* Grants a lease for req on alloc to cred, held by conn: sets it up on its GPUs (their modes:
+ * a MIG instance, ...), creates its region (owned by the caller, mode 0600), writes the ledger
+ * and takes the capacity. Returns 0 and *out, GS_EAGAIN when a GPU's mode could not set it up,
+ * or -errno, with one line in err; nothing is left behind on failure. */
 int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cred,
                     const gs_lease_request_t *req, const gs__alloc_t *alloc, gs__lease_t **out,
                     char *err, size_t errlen);

@@ -10,16 +10,16 @@
 
 static int check_mode(const gs__gpu_t *gpu, char *err, size_t errlen)
 {
-    if (gpu->mode == GS__MODE_MPS || gpu->mode == GS__MODE_MIG) {
-        snprintf(err, errlen,
-                 "GPU %u: mode %s is not supported by this version (use shared or exclusive)",
-                 gpu->index, gs__mode_name(gpu->mode));
-        return GS_ENOSYS;
+    if ((gpu->mode == GS__MODE_EXCLUSIVE || gpu->mode == GS__MODE_MIG) && gpu->overprovision > 1) {
+        snprintf(err, errlen, "GPU %u: mode %s gives %s: overprovision must be 1, not %u",
+                 gpu->index, gs__mode_name(gpu->mode),
+                 gpu->mode == GS__MODE_MIG ? "MIG instances" : "whole GPUs", gpu->overprovision);
+        return GS_EINVAL;
     }
-    if (gpu->mode == GS__MODE_EXCLUSIVE && gpu->overprovision > 1) {
+    if (gpu->mode == GS__MODE_MIG && gpu->reserve > 0) {
         snprintf(err, errlen,
-                 "GPU %u: mode exclusive gives whole GPUs: overprovision must be 1, not %u",
-                 gpu->index, gpu->overprovision);
+                 "GPU %u: mode mig: MIG instances have memory of their own; remove reserve",
+                 gpu->index);
         return GS_EINVAL;
     }
     if (gpu->reserve >= gpu->total) {

@@ -160,6 +160,16 @@ int gs__inventory_usage(gs__inventory_t *inv, unsigned i, gs__gpu_usage_t *usage
     return 0;
 }
 
+nvmlDevice_t gs__inventory_handle(const gs__inventory_t *inv, unsigned i)
+{
+    return i < inv->count ? inv->handles[i] : NULL;
+}
+
+void *gs__inventory_symbol(const gs__inventory_t *inv, const char *name)
+{
+    return dlsym(inv->lib, name);
+}
+
 int gs__inventory_simulated(const gs__inventory_t *inv)
 {
     return inv->simulated;

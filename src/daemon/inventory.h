@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "gpushare/nvml_abi.h"
 #include "model.h"
 
 typedef struct gs__inventory gs__inventory_t;
@@ -60,6 +61,12 @@ int gs__inventory_processes(gs__inventory_t *inv, unsigned i, gs__gpu_process_t 
 
 /* Nonzero when the GPUs are simulated (see above). */
 int gs__inventory_simulated(const gs__inventory_t *inv);
+
+/* The NVML handle of GPU i (0 <= i < count), for modes that call NVML themselves. */
+nvmlDevice_t gs__inventory_handle(const gs__inventory_t *inv, unsigned i);
+
+/* The loaded library's function called name, or NULL when it has none. */
+void *gs__inventory_symbol(const gs__inventory_t *inv, const char *name);
 
 /* The loaded library's path (from dladdr) and the driver version it reports. Never NULL. */
 const char *gs__inventory_library(const gs__inventory_t *inv);

@@ -1,5 +1,6 @@
 /* The lease lifecycle: grant, let go, revoke, reap, restore; the live use of a lease. */
 #include "daemon.h"
+#include "mode.h"
 #include "regions.h"
 #include "server.h"
 #include "views.h"
@@ -77,13 +78,14 @@ static void give(gs__daemon_t *d, const gs__alloc_t *alloc)
         gs__gpu_give(&d->gpus[alloc->part[i].gpu], &alloc->part[i]);
 }
 
-/* The region's view of a lease: one limit per CUDA ordinal (the parts' order). */
-static void region_config(const gs__lease_t *lease, gs_region_config_t *cfg)
+/* The region's view of a lease: one limit per CUDA ordinal (the parts' order); the compute
+ * share only when the shim enforces it (not where the GPU's mode does: mps, mig). */
+static void region_config(const gs__daemon_t *d, const gs__lease_t *lease, gs_region_config_t *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
     for (unsigned i = 0; i < lease->alloc.n; i++)
         cfg->limit[i] = lease->alloc.part[i].memory;
-    cfg->compute_share = lease->rec.compute_share;
+    cfg->compute_share = gs__modes_shim_compute(d, lease) ? lease->rec.compute_share : 0;
     snprintf(cfg->lease_id, sizeof(cfg->lease_id), "%llu", (unsigned long long)lease->rec.id);
 }
 
@@ -91,7 +93,6 @@ static void fill_record(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *c
                         const gs_lease_request_t *req)
 {
     gs__lease_record_t *rec = &lease->rec;
-    rec->id = gs__ledger_next_id(d->ledger);
     rec->uid = cred->uid;
     rec->gid = cred->gid;
     snprintf(rec->user, sizeof(rec->user), "%s", cred->user);
@@ -122,10 +123,19 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
         return GS_ENOMEM;
     }
     lease->alloc = *alloc;
-    set_conn(lease, conn);
+    lease->rec.id = gs__ledger_next_id(d->ledger);
     fill_record(d, lease, cred, req);
+    /* The GPUs' modes first (a MIG instance, ...): what they set up goes into the record. */
+    if (gs__modes_grant(d, lease, err, errlen) != 0) {
+        free(lease);
+        return GS_EAGAIN;
+    }
+    for (unsigned i = 0; i < lease->alloc.n; i++)
+        memcpy(lease->rec.parts[i].instance, lease->alloc.part[i].instance,
+               sizeof(lease->rec.parts[i].instance));
+    set_conn(lease, conn);
     gs_region_config_t rcfg;
-    region_config(lease, &rcfg);
+    region_config(d, lease, &rcfg);
     int result = gs__regions_take(&d->region_pool, &d->cfg, lease->rec.id, &rcfg, cred->uid,
                                   cred->gid, d->self, lease->rec.region, sizeof(lease->rec.region),
                                   &lease->region, err, errlen);
@@ -135,6 +145,8 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
         gs__regions_remove(lease->rec.region, lease->region);
     }
     if (result != 0) {
+        gs__modes_end(d, lease);
+        set_conn(lease, NULL);
         free(lease);
         return result;
     }
@@ -180,6 +192,7 @@ void gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
     if (gs_log_enabled(GS_LOG_INFO))
         gs__view_describe(d, lease, what, sizeof(what));
     record_history(d, lease, why);
+    gs__modes_end(d, lease);
     give(d, &lease->alloc);
     gs__regions_give_back(&d->region_pool, lease->rec.region, lease->region, lease->rec.uid,
                           lease->rec.gid);
@@ -401,6 +414,9 @@ static int map_parts(const gs__daemon_t *d, const gs__lease_record_t *rec, gs__a
         part->slots = rec->parts[i].slots;
         part->memory = rec->parts[i].memory;
         part->compute = rec->parts[i].compute;
+        snprintf(part->instance, sizeof(part->instance), "%s", rec->parts[i].instance);
+        part->plan.profile = -1;
+        part->plan.reuse = -1;
     }
     return 0;
 }
@@ -414,7 +430,7 @@ static int reopen_region(gs__daemon_t *d, gs__lease_t *lease)
     gs_warn("lease %llu: region %s: %s: creating it again", (unsigned long long)lease->rec.id,
             lease->rec.region, gs_strerror(result));
     gs_region_config_t rcfg;
-    region_config(lease, &rcfg);
+    region_config(d, lease, &rcfg);
     char err[256];
     result = gs__regions_create(lease->rec.region, &rcfg, lease->rec.uid, lease->rec.gid, d->self,
                                 &lease->region, err, sizeof(err));
@@ -431,7 +447,14 @@ static int restore_one(void *arg, const gs__lease_record_t *rec)
     if (lease == NULL)
         return GS_ENOMEM;
     lease->rec = *rec;
-    if (map_parts(d, rec, &lease->alloc) != 0 || reopen_region(d, lease) != 0) {
+    if (map_parts(d, rec, &lease->alloc) != 0 || gs__modes_restore(d, lease) != 0) {
+        gs__regions_remove(rec->region, NULL);
+        gs__ledger_delete(d->ledger, rec->id);
+        free(lease);
+        return 0;
+    }
+    if (reopen_region(d, lease) != 0) {
+        gs__modes_end(d, lease);
         gs__regions_remove(rec->region, lease->region);
         gs__ledger_delete(d->ledger, rec->id);
         free(lease);
@@ -464,6 +487,7 @@ static int region_in_use(void *arg, const char *path)
 int gs__leases_restore(gs__daemon_t *d)
 {
     int result = gs__ledger_load(d->ledger, restore_one, d);
+    gs__modes_restored(d);
     /* Idle regions of a daemon that was killed are nobody's: remove them. */
     int stale = gs__regions_sweep(&d->cfg, region_in_use, d);
     if (stale > 0)

@@ -229,9 +229,12 @@ static json_t *parts_json(const gs__lease_record_t *rec)
     json_t *parts = json_array();
     for (unsigned i = 0; parts != NULL && i < rec->n_parts; i++) {
         const gs__record_part_t *p = &rec->parts[i];
-        json_array_append_new(
-            parts, json_pack("{s:s, s:I, s:I, s:I}", "uuid", p->uuid, "slots", (json_int_t)p->slots,
-                             "memory", (json_int_t)p->memory, "compute", (json_int_t)p->compute));
+        json_t *part =
+            json_pack("{s:s, s:I, s:I, s:I}", "uuid", p->uuid, "slots", (json_int_t)p->slots,
+                      "memory", (json_int_t)p->memory, "compute", (json_int_t)p->compute);
+        if (part != NULL && p->instance[0] != '\0')
+            json_object_set_new(part, "instance", json_string(p->instance));
+        json_array_append_new(parts, part);
     }
     return parts;
 }
@@ -313,10 +316,10 @@ static int decode_parts(const char *text, gs__lease_record_t *rec)
     {
         if (result != 0)
             break;
-        const char *uuid = NULL;
+        const char *uuid = NULL, *instance = "";
         json_int_t slots = 0, memory = 0, compute = 0;
-        if (json_unpack(p, "{s:s, s:I, s:I, s:I}", "uuid", &uuid, "slots", &slots, "memory",
-                        &memory, "compute", &compute) != 0 ||
+        if (json_unpack(p, "{s:s, s:I, s:I, s:I, s?s}", "uuid", &uuid, "slots", &slots, "memory",
+                        &memory, "compute", &compute, "instance", &instance) != 0 ||
             slots < 0 || memory < 0 || compute < 0 || compute > 1000) {
             result = GS_EFORMAT;
             break;
@@ -326,6 +329,7 @@ static int decode_parts(const char *text, gs__lease_record_t *rec)
         part->slots = (unsigned)slots;
         part->memory = (uint64_t)memory;
         part->compute = (uint32_t)compute;
+        snprintf(part->instance, sizeof(part->instance), "%s", instance);
     }
     json_decref(parts);
     return result;

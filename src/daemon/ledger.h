@@ -21,7 +21,8 @@ typedef struct gs__record_part {
     char uuid[GS__UUID_MAX];
     unsigned slots;
     uint64_t memory;
-    uint32_t compute; /* thousandths */
+    uint32_t compute;            /* thousandths */
+    char instance[GS__UUID_MAX]; /* the mode's unit it holds ("MIG-..."), "" = none */
 } gs__record_part_t;
 
 typedef enum gs__lease_state {

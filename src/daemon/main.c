@@ -1,6 +1,7 @@
 /* gpushared: the node daemon that grants GPU leases (see docs/man/gpushared.8). */
 #include "api.h"
 #include "daemon.h"
+#include "mode.h"
 #include "place_engine.h"
 #include "metrics.h"
 #include "regions.h"
@@ -191,6 +192,8 @@ static int start(gs__daemon_t *d)
     snprintf(db, sizeof(db), "%s/state.db", d->cfg.state_dir);
     if (result == 0)
         result = gs__ledger_open(db, &d->ledger, err, sizeof(err));
+    if (result == 0)
+        result = gs__modes_start(d, err, sizeof(err));
     if (result != 0) {
         gs_error("%s", err);
         return result;
@@ -217,6 +220,7 @@ static void stop(gs__daemon_t *d)
 {
     gs__metrics_stop(d);
     gs__api_shutdown(d);
+    gs__modes_stop(d);
     gs__leases_free(d);
     gs__place_engine_free();
     gs__ledger_close(d->ledger);

@@ -2,6 +2,7 @@
 #include "metrics.h"
 
 #include "config.h"
+#include "mode.h"
 #include "gpushare/error.h"
 #include "gpushare/log.h"
 
@@ -176,13 +177,14 @@ static void render_leases(FILE *f, const gs__daemon_t *d, const lease_row_t *row
         char id[32], uid[16];
         snprintf(id, sizeof(id), "%llu", (unsigned long long)lease->rec.id);
         snprintf(uid, sizeof(uid), "%u", (unsigned)lease->rec.uid);
-        static const char *const kinds[] = {"none", "gpus", "fraction", "memory"};
+        static const char *const kinds[] = {"none", "gpus", "fraction", "memory", "mig"};
+        unsigned kind = (unsigned)lease->rec.request.kind;
         fputs("gpushare_lease_info{", f);
         put_label(f, "lease", id, 1);
         put_label(f, "user", lease->rec.user, 0);
         put_label(f, "uid", uid, 0);
         put_label(f, "state", lease->rec.state == GS__LEASE_ENDING ? "ending" : "active", 0);
-        put_label(f, "kind", kinds[lease->rec.request.kind & 3], 0);
+        put_label(f, "kind", kind < 5 ? kinds[kind] : "?", 0);
         fputs("} 1\n", f);
     }
     family(f, "gpushare_lease_memory_used_bytes", "gauge",
@@ -250,6 +252,7 @@ static void render_node(FILE *f, const gs__daemon_t *d)
 void gs__metrics_render(gs__daemon_t *d, FILE *f)
 {
     render_gpus(f, d);
+    gs__modes_metrics(d, f);
     lease_row_t *rows = calloc(d->n_leases + 1, sizeof(*rows));
     unsigned n = 0;
     for (const gs__lease_t *lease = d->leases; rows != NULL && lease != NULL;

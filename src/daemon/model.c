@@ -46,6 +46,7 @@ void gs__part_for(const gs__gpu_t *gpu, const gs_lease_request_t *req, unsigned 
         part->memory = req->memory;
         part->compute = req->compute * 10;
         break;
+    case GS_LEASE_MIG:
     case GS_LEASE_NONE:
         part->memory = 0;
         part->compute = 0;
@@ -55,9 +56,7 @@ void gs__part_for(const gs__gpu_t *gpu, const gs_lease_request_t *req, unsigned 
 
 int gs__gpu_fits(const gs__gpu_t *gpu, gs_lease_kind_t kind, const gs__part_t *part)
 {
-    if (gpu->mode == GS__MODE_EXCLUSIVE)
-        return kind == GS_LEASE_GPUS && part->slots == 1 && gpu->n_leases == 0;
-    if (gpu->mode != GS__MODE_SHARED || kind == GS_LEASE_NONE)
+    if (kind != GS_LEASE_GPUS && kind != GS_LEASE_FRACTION && kind != GS_LEASE_MEMORY)
         return 0;
     if (kind == GS_LEASE_GPUS && (part->slots == 0 || part->slots > overprovision(gpu)))
         return 0;
@@ -91,12 +90,18 @@ void gs__gpu_give(gs__gpu_t *gpu, const gs__part_t *part)
     gpu->n_leases = (unsigned)minus(gpu->n_leases, 1);
 }
 
-unsigned gs__gpu_free_slots(const gs__gpu_t *gpu)
+int gs__gpu_fits_idle(const gs__gpu_t *gpu, gs_lease_kind_t kind, const gs__part_t *part)
 {
-    if (gpu->mode == GS__MODE_EXCLUSIVE)
-        return gpu->n_leases == 0 ? 1 : 0;
-    if (gpu->mode != GS__MODE_SHARED)
-        return 0;
+    gs__gpu_t idle = *gpu;
+    idle.mem_leased = 0;
+    idle.compute_leased = 0;
+    idle.slots_leased = 0;
+    idle.n_leases = 0;
+    return gs__gpu_fits(&idle, kind, part);
+}
+
+unsigned gs__pool_free_slots(const gs__gpu_t *gpu)
+{
     unsigned k = overprovision(gpu);
     /* The largest s such that s slots fit; slots are uniform so fitting is monotonic. */
     unsigned s = k > gpu->slots_leased ? k - gpu->slots_leased : 0;

@@ -1,4 +1,6 @@
-/* The lease model: what a GPU can give, what a request takes from it, and the fit rules.
+/* The lease model: what a GPU can give, what a request takes from it, and the fit rules of its
+ * memory and compute pool (the shared, exclusive and mps modes use it; mode.h decides which
+ * requests a GPU serves and how).
  *
  * A GPU's leasable capacity is its memory minus the configured reserve, and its compute (1000
  * thousandths). With overprovision = K it is also K logical GPUs, each a slice of
@@ -34,7 +36,16 @@ typedef struct gs__gpu {
     uint32_t compute_leased; /* thousandths */
     unsigned slots_leased;
     unsigned n_leases;
+    void *mode_state; /* the mode's own state (MPS server, MIG instances): mode.h */
 } gs__gpu_t;
+
+/* What a GPU's mode decided for a part at admission, carried to the grant (mode.h). */
+typedef struct gs__mode_plan {
+    int32_t profile; /* mig: the profile's index in the GPU's catalog, -1 = none */
+    int32_t reuse;   /* mig: the idle instance to take, -1 = create one */
+    uint32_t start;  /* mig: the first memory slot of the instance to create */
+    uint32_t evict;  /* mig: idle instances to destroy first (bits of instance indexes) */
+} gs__mode_plan_t;
 
 /* What one lease holds of one GPU. */
 typedef struct gs__part {
@@ -42,6 +53,8 @@ typedef struct gs__part {
     unsigned slots;   /* logical GPUs (--gpus leases), else 0 */
     uint64_t memory;  /* bytes: the lease's limit on this device */
     uint32_t compute; /* thousandths of the GPU's compute, 0 = not guaranteed */
+    gs__mode_plan_t plan;
+    char instance[GS__UUID_MAX]; /* the mode's unit the part holds ("MIG-..."), "" = none */
 } gs__part_t;
 
 /* Where a lease sits: one part per GPU, in the order CUDA will number them. */
@@ -62,15 +75,22 @@ uint32_t gs__slot_compute(const gs__gpu_t *gpu);
 void gs__part_for(const gs__gpu_t *gpu, const gs_lease_request_t *req, unsigned slots,
                   gs__part_t *part);
 
-/* Returns nonzero when part (of a request of kind) fits on gpu now. */
+/* Returns nonzero when part (of a request of kind) fits in gpu's memory and compute pool now
+ * (the pool's rules only: which requests a GPU serves is its mode's business). */
 int gs__gpu_fits(const gs__gpu_t *gpu, gs_lease_kind_t kind, const gs__part_t *part);
+
+/* Returns nonzero when part fits in gpu's pool with nothing leased. */
+int gs__gpu_fits_idle(const gs__gpu_t *gpu, gs_lease_kind_t kind, const gs__part_t *part);
 
 /* Adds part to (take) or removes it from (give) gpu's accounting. give never underflows. */
 void gs__gpu_take(gs__gpu_t *gpu, const gs__part_t *part);
 void gs__gpu_give(gs__gpu_t *gpu, const gs__part_t *part);
 
-/* How many more logical GPUs gpu could give to --gpus leases now. */
+/* How many more logical GPUs gpu could give to --gpus leases now (asks its mode). */
 unsigned gs__gpu_free_slots(const gs__gpu_t *gpu);
+
+/* The same for the pool alone: the largest s such that s slots fit. */
+unsigned gs__pool_free_slots(const gs__gpu_t *gpu);
 
 /* The compute share to enforce for part, in whole percent (rounded to nearest, at least 1 for a
  * nonzero share); 0 when the part is not limited (no guarantee, or the whole GPU). */

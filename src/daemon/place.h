@@ -23,8 +23,14 @@
 int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, gs__policy_t policy,
               gs__alloc_t *out);
 
-/* As gs__place, on the GPUs whose bit (position in gpus[]) is set in allowed only. */
-int gs__place_within(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
+/* gs__place for a lease of user uid (a GPU's mode may serve one user at a time: mps). Every GPU
+ * is asked through its mode (mode.h): a request goes only to GPUs whose mode serves it, and a
+ * lease holds a GPU of a one-GPU mode (mps, mig) alone. */
+int gs__place_for(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, uint32_t uid,
+                  gs__policy_t policy, gs__alloc_t *out);
+
+/* As gs__place_for, on the GPUs whose bit (position in gpus[]) is set in allowed only. */
+int gs__place_within(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, uint32_t uid,
                      gs__policy_t policy, uint32_t allowed, gs__alloc_t *out);
 
 /* The GPUs (bits by position in gpus[]) req may ever use: of a model it names ("gpu_type"), and
@@ -32,7 +38,8 @@ int gs__place_within(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t
 uint32_t gs__place_eligible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req);
 
 /* Checks whether req could ever fit on this node, i.e. on its GPUs with nothing leased.
- * Returns 0, or GS_ENOFIT with the reason in why (one line, names the largest possible). */
+ * Returns 0, GS_ENOFIT with the reason in why (one line, names the largest possible), or
+ * GS_EAGAIN when only GPUs that cannot serve anything now could serve it (why: theirs). */
 int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, char *why,
                        size_t whylen);
 

@@ -29,6 +29,7 @@ typedef struct gs__waiter {
     int64_t deadline_ms; /* CLOCK_MONOTONIC ms when it gives up, 0 = never */
     int64_t queued_ms;   /* CLOCK_MONOTONIC ms when it arrived */
     void *owner;         /* the connection that asked */
+    uint32_t uid;        /* the lease's user (the caller, or whom root asks for) */
     gs_lease_request_t req;
     gs__wait_t wait;
 } gs__waiter_t;

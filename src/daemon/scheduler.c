@@ -93,8 +93,8 @@ static int ever_fits(const gs__gpu_t *gpu, gs_lease_kind_t kind, const gs__part_
 }
 
 /* The shape w takes on an empty node: how many GPUs and how many slots on each. */
-static int shape(const gs__daemon_t *d, const gs_lease_request_t *req, uint32_t candidates,
-                 unsigned *count, unsigned *slots)
+static int shape(const gs__daemon_t *d, const gs__waiter_t *w, uint32_t candidates, unsigned *count,
+                 unsigned *slots)
 {
     gs__gpu_t empty[GS_MAX_DEVICES];
     for (unsigned i = 0; i < d->n_gpus; i++) {
@@ -105,7 +105,8 @@ static int shape(const gs__daemon_t *d, const gs_lease_request_t *req, uint32_t 
         empty[i].n_leases = 0;
     }
     gs__alloc_t alloc;
-    if (gs__place_within(empty, d->n_gpus, req, GS__POLICY_BESTFIT, candidates, &alloc) != 0)
+    if (gs__place_within(empty, d->n_gpus, &w->req, w->uid, GS__POLICY_BESTFIT, candidates,
+                         &alloc) != 0)
         return GS_ENOFIT;
     *count = alloc.n;
     *slots = alloc.part[0].slots;
@@ -114,13 +115,13 @@ static int shape(const gs__daemon_t *d, const gs_lease_request_t *req, uint32_t 
 
 /* Chooses the GPUs to hold for req among candidates: the ones it is closest to fitting on.
  * Returns their mask (0 when it could never fit on the candidates). */
-static uint32_t choose_hold(const gs__daemon_t *d, const gs_lease_request_t *req,
-                            uint32_t candidates)
+static uint32_t choose_hold(const gs__daemon_t *d, const gs__waiter_t *w, uint32_t candidates)
 {
+    const gs_lease_request_t *req = &w->req;
     if (req->n_pinned > 0)
         return candidates == gs__place_eligible(d->gpus, d->n_gpus, req) ? candidates : 0;
     unsigned count = 1, slots = 0;
-    if (shape(d, req, candidates, &count, &slots) != 0)
+    if (shape(d, w, candidates, &count, &slots) != 0)
         return 0;
     uint32_t hold = 0;
     for (unsigned c = 0; c < count; c++) {
@@ -167,14 +168,15 @@ static void serve(gs__daemon_t *d, pass_t *p, gs__waiter_t *w, unsigned pos,
 {
     uint32_t eligible = gs__place_eligible(d->gpus, d->n_gpus, &w->req);
     gs__alloc_t alloc;
-    if (gs__place_within(d->gpus, d->n_gpus, &w->req, d->policy, eligible & ~p->held, &alloc) ==
-        0) {
+    if (gs__place_within(d->gpus, d->n_gpus, &w->req, w->uid, d->policy, eligible & ~p->held,
+                         &alloc) == 0) {
         grant(d, w, &alloc);
         return;
     }
-    int fits_held = (eligible & p->held) != 0 &&
-                    gs__place_within(d->gpus, d->n_gpus, &w->req, d->policy, eligible, &alloc) == 0;
-    uint32_t hold = choose_hold(d, &w->req, eligible & ~p->held);
+    int fits_held =
+        (eligible & p->held) != 0 &&
+        gs__place_within(d->gpus, d->n_gpus, &w->req, w->uid, d->policy, eligible, &alloc) == 0;
+    uint32_t hold = choose_hold(d, w, eligible & ~p->held);
     w->wait.position = pos;
     w->wait.held = hold;
     w->wait.gpu = -1;
@@ -236,7 +238,7 @@ static void describe_gpu(const gs__daemon_t *d, const gs__waiter_t *w, unsigned 
     const gs_lease_request_t *req = &w->req;
     unsigned slots = 0, count = 1;
     if (req->kind == GS_LEASE_GPUS)
-        shape(d, req, w->wait.held, &count, &slots);
+        shape(d, w, w->wait.held, &count, &slots);
     gs__part_t part;
     gs__part_for(gpu, req, slots, &part);
     uint64_t leasable = gs__gpu_leasable(gpu);

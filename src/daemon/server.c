@@ -2,6 +2,7 @@
 #include "server.h"
 #include "api.h"
 #include "metrics.h"
+#include "mode.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
@@ -354,6 +355,7 @@ static void tick(server_t *s, int64_t now, int64_t *next_reap, int64_t *next_ref
     close_idle(s, now);
     if (now >= *next_reap) {
         gs__leases_reap(s->d);
+        gs__modes_tick(s->d, now);
         *next_reap = now + REAP_MS;
     }
     if (now >= *next_refresh) {

@@ -1,6 +1,9 @@
 /* JSON views of leases, lease environments and the node's status. */
 #include "views.h"
 #include "procs.h"
+#include "mode.h"
+#include "mps_ctl.h"
+
 #include "regions.h"
 #include "scheduler.h"
 #include "server.h"
@@ -68,11 +71,14 @@ json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
         const gs__part_t *part = &lease->alloc.part[i];
         const gs__gpu_t *gpu = &d->gpus[part->gpu];
         limit += part->memory;
-        json_array_append_new(
-            gpus, json_pack("{s:I, s:s, s:I, s:I, s:I, s:I}", "index", (json_int_t)gpu->index,
-                            "uuid", gpu->uuid, "slots", (json_int_t)part->slots, "memory_limit",
-                            (json_int_t)part->memory, "memory_used", (json_int_t)use.used[i],
-                            "compute", (json_int_t)gs__part_compute_percent(part)));
+        json_t *view = json_pack(
+            "{s:I, s:s, s:s, s:I, s:I, s:I, s:I}", "index", (json_int_t)gpu->index, "uuid",
+            gpu->uuid, "mode", gs__mode_name(gpu->mode), "slots", (json_int_t)part->slots,
+            "memory_limit", (json_int_t)part->memory, "memory_used", (json_int_t)use.used[i],
+            "compute", (json_int_t)gs__part_compute_percent(part));
+        if (view != NULL && part->instance[0] != '\0')
+            json_object_set_new(view, "instance", json_string(part->instance));
+        json_array_append_new(gpus, view);
     }
     const gs__lease_record_t *rec = &lease->rec;
     json_t *obj = json_pack(
@@ -117,7 +123,7 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease)
     set_text(env, "CUDA_VISIBLE_DEVICES", uuids);
     set_text(env, "GPUSHARE_REGION", lease->rec.region);
     set_text(env, "GPUSHARE_MEMORY_LIMIT", limits);
-    if (lease->rec.compute_share != 0) {
+    if (lease->rec.compute_share != 0 && gs__modes_shim_compute(d, lease)) {
         snprintf(number, sizeof(number), "%u", lease->rec.compute_share);
         set_text(env, "GPUSHARE_COMPUTE_SHARE", number);
     }
@@ -127,6 +133,7 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease)
     }
     snprintf(number, sizeof(number), "%llu", (unsigned long long)lease->rec.id);
     set_text(env, "GPUSHARE_LEASE_ID", number);
+    gs__modes_env(d, lease, env);
     return env;
 }
 
@@ -142,6 +149,8 @@ static json_t *gpu_lease_view(const gs__lease_t *lease, unsigned part_index,
         "memory_limit", (json_int_t)part->memory, "memory_used", (json_int_t)use->used[part_index],
         "compute_share", (json_int_t)gs__part_compute_percent(part), "processes",
         (json_int_t)use->processes, "oom_events", (json_int_t)use->oom_events);
+    if (obj != NULL && part->instance[0] != '\0')
+        json_object_set_new(obj, "instance", json_string(part->instance));
     add_labels(obj, lease);
     return obj;
 }
@@ -236,6 +245,8 @@ static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cre
         json_object_set_new(view, "others", other);
     else
         json_decref(other);
+    if (view != NULL)
+        gs__modes_describe(d, g, cred, view);
     return view;
 }
 
@@ -330,6 +341,9 @@ json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, int proce
     gs__regions_dir(&d->cfg, regions, sizeof(regions));
     json_object_set_new(node, "region_dir", json_string(regions));
     json_object_set_new(node, "shim", json_string(d->cfg.shim));
+    char mps_control[GS__PATH_MAX];
+    gs__mps_ctl_resolve(d->cfg.mps_control, mps_control, sizeof(mps_control));
+    json_object_set_new(node, "mps_control", json_string(mps_control));
     json_t *queue = json_pack("{s:I, s:o}", "length", (json_int_t)d->queue.length, "requests",
                               gs__view_pending(d, cred));
     return json_pack("{s:o, s:o, s:o}", "node", node, "gpus", gpus, "queue", queue);

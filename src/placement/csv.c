@@ -121,8 +121,8 @@ int gs__csv_next(gs__csv_t *csv, char *err, size_t errlen)
         const char *q = csv->buf;
         while (is_blank(*q))
             q++;
-        if (*q == '\0')
-            continue; /* blank lines carry no row */
+        if (*q == '\0' || (csv->comments && *q == '#'))
+            continue; /* blank lines (and comments, where the caller allows them) carry no row */
         result = split(csv, err, errlen);
         return result != 0 ? result : 1;
     }

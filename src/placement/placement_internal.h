@@ -228,6 +228,7 @@ typedef struct gs__csv {
     char buf[GS__CSV_LINE_MAX];
     char *field[GS__CSV_FIELDS_MAX];
     unsigned nfields;
+    int comments; /* set by the caller: lines starting with '#' are comments */
 } gs__csv_t;
 
 void gs__csv_init(gs__csv_t *csv, const char *text, size_t len, const char *source);

@@ -16,7 +16,7 @@ pass "--version: gpushare, gpushared, nvidia-smi"
 
 # help CMD is CMD --help, for every command gpushare --help lists.
 commands=$(gs --help | sed -n 's/^  \([a-z]*\)  .*/\1/p')
-expect_eq "$(echo $commands)" "run status top leases release history doctor plan" "the commands"
+expect_eq "$(echo $commands)" "run status top leases release history doctor plan mig" "the commands"
 for c in $commands; do
   expect_eq "$(gs help "$c")" "$(gs "$c" --help)" "gpushare help $c"
 done

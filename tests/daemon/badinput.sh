@@ -22,7 +22,7 @@ expect_fail 2 'gpushare run: --gpu-memory: invalid memory size "0": must be abov
   gs run --gpu-memory 0 -- true
 expect_fail 2 'gpushare run: --gpu: invalid GPU fraction "1.5": must be above 0 and at most 1 (see gpushare run --help)' \
   gs run --gpu 1.5 -- true
-expect_fail 2 'gpushare run: give only one of --gpus, --gpu and --gpu-memory (see gpushare run --help)' \
+expect_fail 2 'gpushare run: give only one of --gpus, --gpu, --gpu-memory and --mig-profile (see gpushare run --help)' \
   gs run --gpus 1 --gpu 0.5 -- true
 expect_fail 2 'gpushare run: no command to run (see gpushare run --help)' gs run --gpus 1
 expect_fail 2 'gpushare run: --timeout: invalid duration "soon": expected e.g. 30s, 500ms, 5m, 2h or 1d (see gpushare run --help)' \
@@ -93,6 +93,7 @@ bad_config() {
   expect_eq "$(sed -E 's/^[0-9T:.+-]+ //; s/^gpushared\[[0-9]*\]: //' <<<"$out" | grep -v -e '^info: ' -e '^warn: ')" "$2" "gpushared message for: $1"
 }
 bad_config $'[gpu:all]\noverprovision = 0' "error: $WORK/bad.conf:2: overprovision \"0\" must be a whole number from 1 to 64"
-bad_config $'[daemon]\nsockets = /x' "error: $WORK/bad.conf:2: unknown key \"sockets\" in [daemon] (socket, state_dir, region_dir, metrics_listen, nvml_library, shim, idle_timeout, queue_aging, kill_grace)"
-bad_config $'[gpu:all]\nmode = mps' "error: GPU 0: mode mps is not supported by this version (use shared or exclusive)"
+bad_config $'[daemon]\nsockets = /x' "error: $WORK/bad.conf:2: unknown key \"sockets\" in [daemon] (socket, state_dir, region_dir, runtime_dir, metrics_listen, nvml_library, shim, mps_control, idle_timeout, queue_aging, kill_grace)"
+bad_config $'[gpu:all]\nmode = mig\noverprovision = 2' "error: GPU 0: mode mig gives MIG instances: overprovision must be 1, not 2"
+GPUSIM_STATE=$WORK/sim-l4 GPUSIM_DEVICES=L4-24GB bad_config $'[gpu:all]\nmode = mig' "error: GPU 0: mode mig, but the GPU (NVIDIA L4-24GB) has no MIG"
 pass "bad configurations: one line with file:line, exit 78"

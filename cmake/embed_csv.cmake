@@ -1,5 +1,6 @@
-# Turns the shared GPU model and MIG profile CSVs into models_data.h (C string literals), so the
-# simulator carries its tables with it. Run at build time with -DMODELS=.. -DPROFILES=.. -DOUT=..
+# Turns the shared GPU model and MIG profile CSVs (data/gpus) into a header of C string literals
+# (models_csv[], mig_profiles_csv[]), so a program carries its tables with it (gpusim, the MIG
+# planner). Run at build time with -DMODELS=.. -DPROFILES=.. -DOUT=..
 function(csv_to_c var file result)
   file(READ "${file}" text)
   string(REPLACE "\\" "\\\\" text "${text}")

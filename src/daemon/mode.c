@@ -1,0 +1,207 @@
+/* The mode seam's dispatch: which operations a GPU has, and fan-outs over GPUs and lease parts. */
+#include "mode.h"
+
+#include "gpushare/error.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const gs__mode_ops_t *gs__mode_of(const gs__gpu_t *gpu)
+{
+    switch (gpu->mode) {
+    case GS__MODE_EXCLUSIVE:
+        return gs__mode_exclusive_ops();
+    case GS__MODE_MPS:
+        return gs__mode_mps_ops();
+    case GS__MODE_MIG:
+        return gs__mode_mig_ops();
+    case GS__MODE_SHARED:
+        break;
+    }
+    return gs__mode_shared_ops();
+}
+
+/* The request's "mode" as the config's enum, or -1 for any. */
+static int wanted_mode(const gs_lease_request_t *req)
+{
+    switch (req->mode) {
+    case GS_GPU_MODE_SHARED:
+        return GS__MODE_SHARED;
+    case GS_GPU_MODE_EXCLUSIVE:
+        return GS__MODE_EXCLUSIVE;
+    case GS_GPU_MODE_MPS:
+        return GS__MODE_MPS;
+    case GS_GPU_MODE_MIG:
+        return GS__MODE_MIG;
+    case GS_GPU_MODE_ANY:
+        break;
+    }
+    return -1;
+}
+
+static void init_part(gs__part_t *part)
+{
+    memset(part, 0, sizeof(*part));
+    part->plan.profile = -1;
+    part->plan.reuse = -1;
+}
+
+int gs__gpu_admit(const gs__gpu_t *gpu, const gs__ask_t *ask, gs__part_t *part)
+{
+    init_part(part);
+    int want = wanted_mode(ask->req);
+    if (want >= 0 && want != (int)gpu->mode)
+        return GS_ENOTSUP;
+    return gs__mode_of(gpu)->admit(gpu, ask, part);
+}
+
+void gs__gpu_why_not(const gs__gpu_t *gpu, const gs__ask_t *ask, char *buf, size_t len)
+{
+    const gs__mode_ops_t *ops = gs__mode_of(gpu);
+    int want = wanted_mode(ask->req);
+    buf[0] = '\0';
+    if (want >= 0 && want != (int)gpu->mode)
+        snprintf(buf, len, "GPU %u is mode %s, not %s", gpu->index, ops->name,
+                 gs_gpu_mode_name(ask->req->mode));
+    else if (ops->why_not != NULL)
+        ops->why_not(gpu, ask, buf, len);
+}
+
+unsigned gs__gpu_free_slots(const gs__gpu_t *gpu)
+{
+    const gs__mode_ops_t *ops = gs__mode_of(gpu);
+    return ops->free_slots != NULL ? ops->free_slots(gpu) : 0;
+}
+
+int gs__modes_start(gs__daemon_t *d, char *err, size_t errlen)
+{
+    for (unsigned g = 0; g < d->n_gpus; g++) {
+        const gs__mode_ops_t *ops = gs__mode_of(&d->gpus[g]);
+        int result = ops->start != NULL ? ops->start(d, g, err, errlen) : 0;
+        if (result != 0) {
+            for (unsigned k = g; k-- > 0;)
+                if (gs__mode_of(&d->gpus[k])->stop != NULL)
+                    gs__mode_of(&d->gpus[k])->stop(d, k);
+            return result;
+        }
+    }
+    return 0;
+}
+
+void gs__modes_restored(gs__daemon_t *d)
+{
+    for (unsigned g = 0; g < d->n_gpus; g++) {
+        const gs__mode_ops_t *ops = gs__mode_of(&d->gpus[g]);
+        if (ops->restored != NULL)
+            ops->restored(d, g);
+    }
+}
+
+void gs__modes_stop(gs__daemon_t *d)
+{
+    for (unsigned g = 0; g < d->n_gpus; g++) {
+        const gs__mode_ops_t *ops = gs__mode_of(&d->gpus[g]);
+        if (ops->stop != NULL)
+            ops->stop(d, g);
+    }
+}
+
+void gs__modes_tick(gs__daemon_t *d, int64_t now_ms)
+{
+    for (unsigned g = 0; g < d->n_gpus; g++) {
+        const gs__mode_ops_t *ops = gs__mode_of(&d->gpus[g]);
+        if (ops->tick != NULL)
+            ops->tick(d, g, now_ms);
+    }
+}
+
+void gs__modes_metrics(const gs__daemon_t *d, FILE *f)
+{
+    /* Once per mode that some GPU has, so that each metric family is written once. */
+    const gs__mode_ops_t *done[GS_MAX_DEVICES];
+    unsigned n_done = 0;
+    for (unsigned g = 0; g < d->n_gpus; g++) {
+        const gs__mode_ops_t *ops = gs__mode_of(&d->gpus[g]);
+        int seen = 0;
+        for (unsigned k = 0; k < n_done; k++)
+            seen |= done[k] == ops;
+        if (seen || ops->metrics == NULL)
+            continue;
+        done[n_done++] = ops;
+        ops->metrics(d, f);
+    }
+}
+
+static const gs__mode_ops_t *part_ops(const gs__daemon_t *d, const gs__lease_t *lease, unsigned i)
+{
+    return gs__mode_of(&d->gpus[lease->alloc.part[i].gpu]);
+}
+
+/* Ends parts [0, n) of lease (undoing a grant or restore that failed at part n). */
+static void end_parts(gs__daemon_t *d, gs__lease_t *lease, unsigned n)
+{
+    for (unsigned k = n; k-- > 0;) {
+        const gs__mode_ops_t *ops = part_ops(d, lease, k);
+        if (ops->end != NULL)
+            ops->end(d, lease, k);
+    }
+}
+
+int gs__modes_grant(gs__daemon_t *d, gs__lease_t *lease, char *err, size_t errlen)
+{
+    for (unsigned i = 0; i < lease->alloc.n; i++) {
+        const gs__mode_ops_t *ops = part_ops(d, lease, i);
+        int result = ops->grant != NULL ? ops->grant(d, lease, i, err, errlen) : 0;
+        if (result != 0) {
+            end_parts(d, lease, i);
+            return result;
+        }
+    }
+    return 0;
+}
+
+void gs__modes_end(gs__daemon_t *d, gs__lease_t *lease)
+{
+    end_parts(d, lease, lease->alloc.n);
+}
+
+int gs__modes_restore(gs__daemon_t *d, gs__lease_t *lease)
+{
+    for (unsigned i = 0; i < lease->alloc.n; i++) {
+        const gs__mode_ops_t *ops = part_ops(d, lease, i);
+        int result = ops->restore != NULL ? ops->restore(d, lease, i) : 0;
+        if (result != 0) {
+            end_parts(d, lease, i);
+            return result;
+        }
+    }
+    return 0;
+}
+
+void gs__modes_env(const gs__daemon_t *d, const gs__lease_t *lease, json_t *env)
+{
+    char mode[16];
+    snprintf(mode, sizeof(mode), "%s", lease->alloc.n > 0 ? part_ops(d, lease, 0)->name : "");
+    json_object_set_new(env, "GPUSHARE_GPU_MODE", json_string(mode));
+    for (unsigned i = 0; i < lease->alloc.n; i++) {
+        const gs__mode_ops_t *ops = part_ops(d, lease, i);
+        if (ops->env != NULL)
+            ops->env(d, lease, i, env);
+    }
+}
+
+void gs__modes_describe(const gs__daemon_t *d, unsigned g, const gs__cred_t *cred, json_t *view)
+{
+    const gs__mode_ops_t *ops = gs__mode_of(&d->gpus[g]);
+    if (ops->describe != NULL)
+        ops->describe(d, g, cred, view);
+}
+
+int gs__modes_shim_compute(const gs__daemon_t *d, const gs__lease_t *lease)
+{
+    for (unsigned i = 0; i < lease->alloc.n; i++) {
+        if (!(part_ops(d, lease, i)->flags & GS__MODE_SHIM_COMPUTE))
+            return 0;
+    }
+    return 1;
+}

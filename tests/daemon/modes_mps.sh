@@ -1,0 +1,100 @@
+# Issue 11, acceptance 1: mode = mps on gpusim. gpushared runs the GPU's MPS control daemon; a
+# lease gets CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (its compute share),
+# CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (its memory limit) and GPUSHARE_GPU_MODE=mps; two leases at
+# 30 % and 70 % run at the same time and get 30 +- 3 and 70 +- 3 % of the SMs (NVML's per-process
+# smUtil: MPS's SM partition, by its documented semantics); a process past its pinned limit gets
+# CUDA_ERROR_OUT_OF_MEMORY from MPS itself; a killed control daemon is back within 2 s with a log
+# line; at shutdown no MPS process is left.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/modes_lib.sh"
+export GPUSIM_DEVICES=H100-80GB
+JOB=$GS_BUILD_DIR/tests/gs-demo-job
+CONFIG="$MPS_DAEMON_CONFIG
+[gpu:0]
+mode = mps"
+start_daemon_metrics
+PIPE=$WORK/run/mps/$(gs status --json | jq -r '.gpus[0].uuid')/pipe
+
+mps() {
+  gs status --json | jq -r ".gpus[0].mps$1"
+}
+
+expect_eq "$(mps .state)" up "the MPS control daemon"
+daemon1=$(mps .pid)
+expect_eq "$(cat "$PIPE/nvidia-cuda-mps-control.pid")" "$daemon1" "its pid file"
+pass "gpushared started the GPU's MPS control daemon (pipe directory $PIPE)"
+
+# The environment of a lease, exactly.
+out=$(gs run --gpu-memory 4G --compute 30 -- env | grep -E '^(CUDA_MPS_|CUDA_VISIBLE|GPUSHARE_GPU_MODE|GPUSHARE_COMPUTE)' | sort | tr '\n' ' ')
+uuid=$(gs status --json | jq -r '.gpus[0].uuid')
+expect_eq "$out" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30 CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4G CUDA_MPS_PIPE_DIRECTORY=$PIPE CUDA_VISIBLE_DEVICES=$uuid GPUSHARE_GPU_MODE=mps " "a 4G lease at 30 %"
+out=$(gs run --gpu 0.25 -- env | grep -E '^CUDA_MPS_(ACTIVE|PINNED)' | sort | tr '\n' ' ')
+expect_eq "$out" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=20G " "a quarter of the GPU"
+out=$(gs run --gpu-memory 1536M -- env | grep -E '^CUDA_MPS_(ACTIVE|PINNED)' | sort | tr '\n' ' ')
+expect_eq "$out" "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1536M " "memory alone: all SMs, no percentage"
+pass "MPS leases get the pipe directory, their share as active thread percentage and their limit pinned"
+
+# Two leases at 30 % and 70 % at the same time: each busy all along at its share of the SMs.
+bg_gs run --gpu-memory 4G --compute 30 -- "$JOB" thirty 1 8
+c30=$!
+bg_gs run --gpu-memory 4G --compute 70 -- "$JOB" seventy 1 8
+c70=$!
+wait_eq 5 2 lease_count
+wait_until 5 job_of "$c30"
+wait_until 5 job_of "$c70"
+j30=$(job_of "$c30") j70=$(job_of "$c70")
+sleep 1
+shares=$("$GS_BUILD_DIR/tests/gs-smutil" 0 4)
+s30=$(awk -v p="$j30" '$1 == p {print $2}' <<<"$shares")
+s70=$(awk -v p="$j70" '$1 == p {print $2}' <<<"$shares")
+[[ -n $s30 && -n $s70 ]] || fail "no SM share for the jobs ($j30, $j70): $shares"
+((s30 >= 27 && s30 <= 33)) || fail "the 30 % lease got $s30 % of the SMs"
+((s70 >= 67 && s70 <= 73)) || fail "the 70 % lease got $s70 % of the SMs"
+expect_eq "$(mps .clients)" 2 "MPS clients (from the control daemon)"
+clients=$(mps '.client_pids | sort | map(tostring) | join(" ")')
+expect_eq "$clients" "$(printf '%s\n' "$j30" "$j70" | sort -n | tr '\n' ' ' | sed 's/ $//')" "client pids"
+servers=$(mps '.servers | map(tostring) | join(" ")')
+[[ -n $servers ]] || fail "no MPS server listed"
+wait "$c30" || fail "the 30 % job failed"
+wait "$c70" || fail "the 70 % job failed"
+# Each is busy at least 27/30 and 67/70 of the time: both run together nearly all along (time
+# slicing would give each about half the time).
+pass "30/70 leases run at the same time with $s30 % and $s70 % of the SMs"
+
+# The pinned limit is MPS's own: without the shim, a process going past 4 GiB gets an OOM.
+set +e
+out=$(gs run --gpu-memory 4G -- env -u LD_PRELOAD "$JOB" pinned 3 1 2 0.2 2>&1)
+rc=$?
+set -e
+expect_eq "$rc" 1 "exit status of a process past its pinned limit"
+grep -q '^\[pinned\] growing failed: CUDA_ERROR_OUT_OF_MEMORY' <<<"$out" || fail "no OOM: $out"
+pass "a process past its pinned device memory limit gets CUDA_ERROR_OUT_OF_MEMORY from MPS"
+
+# A killed control daemon is started again within 2 s, with a log line.
+kill -KILL "$daemon1"
+start=$(date +%s%N)
+until [[ $(mps .pid) != "$daemon1" && $(mps .state) == up ]]; do
+  (($(date +%s%N) - start < 3000000000)) || fail "the MPS control daemon was not restarted"
+  sleep 0.02
+done
+took=$((($(date +%s%N) - start) / 1000000))
+((took <= 2000)) || fail "restarted after $took ms"
+daemon2=$(mps .pid)
+expect_eq "$(mps .restarts)" 1 "restarts"
+grep -q "GPU 0: its MPS control daemon (pid $daemon1) died: restarting it" "$WORK/daemon.log" || fail "no log line"
+gs run --gpu-memory 4G -- "$JOB" after 1 1 >/dev/null || fail "a job after the restart"
+scrape_restarts() {
+  curl -fsS "$METRICS_URL" | grep '^gpushare_mps_restarts_total' || true
+}
+wait_eq 3 "gpushare_mps_restarts_total{gpu=\"0\",uuid=\"$uuid\"} 1" scrape_restarts
+pass "SIGKILL of the MPS control daemon: restarted in $took ms, logged, counted in metrics"
+
+# Shutdown: quit, and no MPS process is left.
+servers=$(mps '.servers | map(tostring) | join(" ")')
+stop_daemon
+for p in $daemon2 $servers; do
+  gone "$p" || fail "MPS process $p is still running after gpushared stopped"
+done
+[[ ! -e $PIPE/control ]] || fail "the control socket is still there"
+grep -q "GPU 0: MPS control daemon (pid $daemon2) stopped" "$WORK/daemon.log" || fail "no stop line"
+pass "at shutdown the MPS control daemon quits and no MPS process is left"
