@@ -124,13 +124,45 @@ static void print_lease_row(const json_t *lease)
     const char *command = gs__cli_str(lease, "command");
     int ending = strcmp(gs__cli_str(lease, "state"), "ending") == 0;
     uint64_t ooms = gs__cli_uint(lease, "oom_events");
-    char oom[48] = "";
+    char oom[48] = "", over[128] = "";
     if (ooms > 0)
         snprintf(oom, sizeof(oom), " [%llu refused: over the limit]", (unsigned long long)ooms);
-    printf("     %5llu  %-10.10s %-24s %7s  %.*s%s%s%s\n",
+    uint64_t beyond = gs__cli_uint(lease, "over_limit");
+    if (beyond > 0) {
+        char real[32], by[32];
+        gs__cli_bytes(gs__cli_uint(lease, "memory_real"), real, sizeof(real));
+        gs__cli_bytes(beyond, by, sizeof(by));
+        snprintf(over, sizeof(over), " [OVER LIMIT: its processes hold %s, %s over]", real, by);
+    }
+    printf("  %s  %5llu  %-10.10s %-24s %7s  %.*s%s%s%s%s\n", beyond > 0 ? "!" : " ",
            (unsigned long long)gs__cli_uint(lease, "id"), gs__cli_str(lease, "user"), both, compute,
            COMMAND_WIDTH, command, strlen(command) > COMMAND_WIDTH ? "..." : "",
-           ending ? " (ending)" : "", oom);
+           ending ? " (ending)" : "", oom, over);
+}
+
+/* The processes on the GPU that belong to no lease: marked rows, and the others' count. */
+static void print_unmanaged(const json_t *gpu)
+{
+    const json_t *rows = json_object_get(gpu, "unmanaged");
+    const json_t *others = json_object_get(gpu, "unmanaged_others");
+    size_t i;
+    const json_t *row;
+    json_array_foreach(rows, i, row)
+    {
+        char used[32];
+        gs__cli_bytes(gs__cli_uint(row, "memory_used"), used, sizeof(used));
+        const char *command = gs__cli_str(row, "command");
+        printf("  !  pid %llu (user %s) holds %s: %.*s%s [UNMANAGED: in no lease]\n",
+               (unsigned long long)gs__cli_uint(row, "pid"), gs__cli_str(row, "user"), used,
+               COMMAND_WIDTH, command, strlen(command) > COMMAND_WIDTH ? "..." : "");
+    }
+    uint64_t n = gs__cli_uint(others, "processes");
+    if (n > 0) {
+        char used[32];
+        gs__cli_bytes(gs__cli_uint(others, "memory_used"), used, sizeof(used));
+        printf("  !         %llu other process%s of no lease (other users), %s\n",
+               (unsigned long long)n, n == 1 ? "" : "es", used);
+    }
 }
 
 static void print_gpu(const json_t *gpu)
@@ -152,6 +184,7 @@ static void print_gpu(const json_t *gpu)
     uint64_t n_others = gs__cli_uint(others, "leases");
     if (json_array_size(leases) == 0 && n_others == 0) {
         printf("     no leases\n");
+        print_unmanaged(gpu);
         return;
     }
     if (json_array_size(leases) > 0)
@@ -166,6 +199,7 @@ static void print_gpu(const json_t *gpu)
         printf("            %llu other lease%s (other users), %s\n", (unsigned long long)n_others,
                n_others == 1 ? "" : "s", mem);
     }
+    print_unmanaged(gpu);
 }
 
 static void print_queue(const json_t *status)

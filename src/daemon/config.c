@@ -24,6 +24,12 @@ typedef struct parse_ctx {
 
 static const char *const mode_names[] = {"shared", "exclusive", "mps", "mig"};
 static const char *const policy_names[] = {"gpushare", "fgd", "bestfit", "spread"};
+static const char *const enforce_names[] = {"report", "kill"};
+
+const char *gs__enforce_name(gs__enforce_t enforce)
+{
+    return (unsigned)enforce < 2 ? enforce_names[enforce] : "?";
+}
 
 const char *gs__mode_name(gs__mode_t mode)
 {
@@ -43,7 +49,12 @@ void gs__config_defaults(gs__config_t *cfg)
     snprintf(cfg->metrics_listen, sizeof(cfg->metrics_listen), "%s", GS__DEFAULT_METRICS);
     snprintf(cfg->nvml_library, sizeof(cfg->nvml_library), "%s", "libnvidia-ml.so.1");
     cfg->idle_timeout_ms = GS__DEFAULT_IDLE_MS;
+    cfg->watch_interval_ms = GS__DEFAULT_WATCH_MS;
+    cfg->watch_tolerance = GS__DEFAULT_TOLERANCE;
+    cfg->enforce = GS__ENFORCE_REPORT;
 }
+
+static int parse_enum(const char *value, const char *const *names, unsigned n, unsigned *out);
 
 static int bad(parse_ctx_t *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -91,6 +102,35 @@ static int set_path(parse_ctx_t *ctx, char *dst, size_t len, const char *key, co
     return 1;
 }
 
+/* The watchdog's keys of [daemon]: watch_interval, watch_tolerance, enforce. */
+static int watch_key(parse_ctx_t *ctx, const char *key, const char *value)
+{
+    gs__config_t *cfg = ctx->cfg;
+    if (strcmp(key, "enforce") == 0) {
+        unsigned v = 0;
+        if (parse_enum(value, enforce_names, 2, &v) != 0)
+            return bad(ctx, "enforce \"%s\" must be report or kill", value);
+        cfg->enforce = (gs__enforce_t)v;
+        return 1;
+    }
+    if (strcmp(key, "watch_tolerance") == 0) {
+        char why[GS_QTY_ERR_MAX];
+        if (gs_qty_parse_bytes(value, GS_QTY_ALLOW_ZERO, &cfg->watch_tolerance, why, sizeof(why)) !=
+            0)
+            return bad(ctx, "watch_tolerance: %s", why);
+        return 1;
+    }
+    char *end = NULL;
+    errno = 0;
+    double seconds = strtod(value, &end);
+    if (end == value || *end != '\0' || errno != 0 ||
+        !(seconds == 0 || (seconds >= 0.1 && seconds <= 3600)))
+        return bad(ctx, "watch_interval \"%s\" must be seconds from 0.1 to 3600, or 0 (off)",
+                   value);
+    cfg->watch_interval_ms = (unsigned)(seconds * 1000.0 + 0.5);
+    return 1;
+}
+
 static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
 {
     gs__config_t *cfg = ctx->cfg;
@@ -114,6 +154,9 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
                        value);
         return set_path(ctx, cfg->metrics_listen, sizeof(cfg->metrics_listen), key, value);
     }
+    if (strcmp(key, "watch_interval") == 0 || strcmp(key, "enforce") == 0 ||
+        strcmp(key, "watch_tolerance") == 0)
+        return watch_key(ctx, key, value);
     if (strcmp(key, "idle_timeout") == 0) {
         char *end = NULL;
         errno = 0;
@@ -125,7 +168,7 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
     }
     return bad(ctx,
                "unknown key \"%s\" in [daemon] (socket, state_dir, region_dir, metrics_listen, "
-               "nvml_library, shim, idle_timeout)",
+               "nvml_library, shim, idle_timeout, watch_interval, watch_tolerance, enforce)",
                key);
 }
 
@@ -230,9 +273,11 @@ static int begin_section(parse_ctx_t *ctx, const char *section)
 /* Bit of a key, to refuse a key given twice in one section. */
 static unsigned key_bit(const char *key)
 {
-    static const char *const keys[] = {
-        "socket",       "state_dir", "metrics_listen", "nvml_library",  "shim",   "region_dir",
-        "idle_timeout", "mode",      "placement",      "overprovision", "reserve"};
+    static const char *const keys[] = {"socket",          "state_dir", "metrics_listen",
+                                       "nvml_library",    "shim",      "region_dir",
+                                       "idle_timeout",    "mode",      "placement",
+                                       "overprovision",   "reserve",   "watch_interval",
+                                       "watch_tolerance", "enforce"};
     for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (strcmp(key, keys[i]) == 0)
             return 1u << i;

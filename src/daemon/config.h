@@ -15,6 +15,8 @@
 #define GS__DEFAULT_STATE_DIR "/var/lib/gpushare"
 #define GS__DEFAULT_METRICS   "127.0.0.1:9400"
 #define GS__DEFAULT_IDLE_MS   10000
+#define GS__DEFAULT_WATCH_MS  1000
+#define GS__DEFAULT_TOLERANCE (UINT64_C(128) << 20)
 
 typedef enum gs__mode {
     GS__MODE_SHARED = 0,
@@ -22,6 +24,12 @@ typedef enum gs__mode {
     GS__MODE_MPS,
     GS__MODE_MIG,
 } gs__mode_t;
+
+/* What the watchdog does about a process of no lease, or a lease over its limit. */
+typedef enum gs__enforce {
+    GS__ENFORCE_REPORT = 0, /* status, metrics and the log say so */
+    GS__ENFORCE_KILL,       /* and the offending process gets SIGKILL */
+} gs__enforce_t;
 
 typedef enum gs__policy {
     GS__POLICY_GPUSHARE = 0,
@@ -59,8 +67,11 @@ typedef struct gs__config {
     char region_dir[GS__PATH_MAX]; /* lease regions; "" = state_dir/regions */
     char metrics_listen[64];       /* "ADDR:PORT"; port 0 = off */
     char nvml_library[GS__PATH_MAX];
-    char shim[GS__PATH_MAX];  /* LD_PRELOAD for leases, "" = the client decides */
-    unsigned idle_timeout_ms; /* a connection with no lease that sends nothing is closed */
+    char shim[GS__PATH_MAX];    /* LD_PRELOAD for leases, "" = the client decides */
+    unsigned idle_timeout_ms;   /* a connection with no lease that sends nothing is closed */
+    unsigned watch_interval_ms; /* the watchdog's NVML scan; 0 = no watchdog */
+    uint64_t watch_tolerance;   /* a lease's real use may pass its limit by this much */
+    gs__enforce_t enforce;
     unsigned n_sections;
     gs__gpu_section_t sections[GS__MAX_GPU_SECTIONS];
 } gs__config_t;
@@ -85,6 +96,7 @@ int gs__config_parse_listen(const char *text, uint32_t *addr, uint16_t *port);
 
 /* Names of the enums, for logs and replies. Never NULL. */
 const char *gs__mode_name(gs__mode_t mode);
+const char *gs__enforce_name(gs__enforce_t enforce);
 const char *gs__policy_name(gs__policy_t policy);
 
 #endif

@@ -21,13 +21,15 @@
     X(nvmlDeviceGetName)                                                                           \
     X(nvmlDeviceGetUUID)                                                                           \
     X(nvmlDeviceGetMemoryInfo)                                                                     \
-    X(nvmlDeviceGetUtilizationRates)
+    X(nvmlDeviceGetUtilizationRates)                                                               \
+    X(nvmlDeviceGetComputeRunningProcesses_v3)
 
 struct gs__inventory {
     void *lib;
 #define X(name) __typeof__(&name) name;
     NVML_FUNCTIONS(X)
 #undef X
+    __typeof__(&nvmlDeviceGetMemoryInfo_v2) memory_v2; /* optional (NVML 11.5+) */
     int initialised;
     int simulated;
     char library[GS__PATH_MAX];
@@ -47,7 +49,18 @@ static int resolve(gs__inventory_t *inv, char *err, size_t errlen)
     }
     NVML_FUNCTIONS(X)
 #undef X
+    *(void **)&inv->memory_v2 = dlsym(inv->lib, "nvmlDeviceGetMemoryInfo_v2");
     return 0;
+}
+
+/* The memory the driver keeps for itself on a device (nvmlMemory_v2_t.reserved, which NVML
+ * counts as used and CUDA's total leaves out); 0 when this NVML cannot tell. */
+static uint64_t driver_reserved(gs__inventory_t *inv, nvmlDevice_t device)
+{
+    nvmlMemory_v2_t m = {.version = nvmlMemory_v2};
+    if (inv->memory_v2 == NULL || inv->memory_v2(device, &m) != NVML_SUCCESS)
+        return 0;
+    return m.reserved < m.total ? m.reserved : 0;
 }
 
 static int nvml_fail(gs__inventory_t *inv, nvmlReturn_t rc, const char *what, char *err,
@@ -77,6 +90,7 @@ static int discover(gs__inventory_t *inv, char *err, size_t errlen)
             (rc = inv->nvmlDeviceGetMemoryInfo(inv->handles[i], &memory)) != NVML_SUCCESS)
             return nvml_fail(inv, rc, "device query", err, errlen);
         gpu->total = memory.total;
+        gpu->reserved = driver_reserved(inv, inv->handles[i]);
     }
     inv->count = count;
     return 0;
@@ -155,6 +169,17 @@ int gs__inventory_usage(gs__inventory_t *inv, unsigned i, gs__gpu_usage_t *usage
     if (inv->nvmlDeviceGetUtilizationRates(inv->handles[i], &util) == NVML_SUCCESS)
         usage->utilization = util.gpu;
     return 0;
+}
+
+int gs__inventory_processes(gs__inventory_t *inv, unsigned i, nvmlProcessInfo_t *infos,
+                            unsigned *count)
+{
+    if (i >= inv->count)
+        return GS_EINVAL;
+    nvmlReturn_t rc = inv->nvmlDeviceGetComputeRunningProcesses_v3(inv->handles[i], count, infos);
+    if (rc == NVML_ERROR_INSUFFICIENT_SIZE)
+        return GS_ENOSPC;
+    return rc == NVML_SUCCESS ? 0 : GS_EIO;
 }
 
 int gs__inventory_simulated(const gs__inventory_t *inv)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "gpushare/nvml_abi.h"
 #include "model.h"
 
 typedef struct gs__inventory gs__inventory_t;
@@ -21,7 +22,8 @@ typedef struct gs__gpu_info {
     unsigned index;
     char uuid[GS__UUID_MAX];
     char name[GS__NAME_MAX];
-    uint64_t total; /* bytes */
+    uint64_t total;    /* bytes */
+    uint64_t reserved; /* bytes the driver keeps for itself (NVML shows them used), 0 unknown */
 } gs__gpu_info_t;
 
 /* Live figures of one GPU. */
@@ -45,6 +47,12 @@ const gs__gpu_info_t *gs__inventory_gpu(const gs__inventory_t *inv, unsigned i);
 
 /* Reads GPU i's memory use and utilization. Returns 0 or GS_EIO. Not thread-safe. */
 int gs__inventory_usage(gs__inventory_t *inv, unsigned i, gs__gpu_usage_t *usage);
+
+/* NVML's compute processes on GPU i (nvmlDeviceGetComputeRunningProcesses): fills infos with up
+ * to *count entries and sets *count to how many there are. Returns 0, GS_ENOSPC when infos is
+ * too small (*count is then the number needed), GS_EINVAL or GS_EIO. Not thread-safe. */
+int gs__inventory_processes(gs__inventory_t *inv, unsigned i, nvmlProcessInfo_t *infos,
+                            unsigned *count);
 
 /* Nonzero when the GPUs are simulated (see above). */
 int gs__inventory_simulated(const gs__inventory_t *inv);

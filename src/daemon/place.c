@@ -12,8 +12,8 @@
 static int compare_one(const gs__gpu_t *a, const gs__part_t *pa, const gs__gpu_t *b,
                        const gs__part_t *pb, gs__policy_t policy)
 {
-    uint64_t left_a = gs__gpu_leasable(a) - a->mem_leased - pa->memory;
-    uint64_t left_b = gs__gpu_leasable(b) - b->mem_leased - pb->memory;
+    uint64_t left_a = gs__gpu_mem_free(a) - pa->memory; /* both fit */
+    uint64_t left_b = gs__gpu_mem_free(b) - pb->memory;
     uint32_t cpu_a = 1000 - a->compute_leased - pa->compute;
     uint32_t cpu_b = 1000 - b->compute_leased - pb->compute;
     int sign = policy == GS__POLICY_SPREAD ? -1 : 1;
@@ -263,6 +263,7 @@ int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request
     for (unsigned i = 0; i < n; i++) {
         empty[i] = gpus[i];
         empty[i].mem_leased = 0;
+        empty[i].outside = 0;
         empty[i].compute_leased = 0;
         empty[i].slots_leased = 0;
         empty[i].n_leases = 0;

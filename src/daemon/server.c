@@ -2,6 +2,7 @@
 #include "server.h"
 #include "api.h"
 #include "metrics.h"
+#include "watchdog.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
@@ -355,6 +356,7 @@ static void tick(server_t *s, int64_t now, int64_t *next_reap, int64_t *next_ref
         gs__leases_reap(s->d);
         *next_reap = now + REAP_MS;
     }
+    gs__watchdog_tick(s->d, now);
     if (now >= *next_refresh) {
         gs__daemon_refresh_usage(s->d);
         gs__metrics_publish(s->d);

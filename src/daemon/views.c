@@ -1,5 +1,6 @@
 /* JSON views of leases, lease environments and the node's status. */
 #include "views.h"
+#include "watchdog.h"
 
 #include "gpushare/log.h"
 
@@ -36,6 +37,17 @@ static json_t *request_view(const gs_lease_request_t *req)
     return obj;
 }
 
+/* Adds the watchdog's figures of the lease's part: its processes' real memory (NVML) and how far
+ * it is over its limit beyond the tolerance. */
+static void add_real(const gs__daemon_t *d, const gs__lease_t *lease, unsigned part, json_t *obj)
+{
+    uint64_t real = 0, over = 0;
+    if (gs__watchdog_lease_real(d, lease, part, &real, &over) != 0)
+        return;
+    json_object_set_new(obj, "memory_real", json_integer((json_int_t)real));
+    json_object_set_new(obj, "over_limit", json_integer((json_int_t)over));
+}
+
 json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
 {
     gs__lease_use_t use;
@@ -46,11 +58,13 @@ json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
         const gs__part_t *part = &lease->alloc.part[i];
         const gs__gpu_t *gpu = &d->gpus[part->gpu];
         limit += part->memory;
-        json_array_append_new(
-            gpus, json_pack("{s:I, s:s, s:I, s:I, s:I, s:I}", "index", (json_int_t)gpu->index,
-                            "uuid", gpu->uuid, "slots", (json_int_t)part->slots, "memory_limit",
-                            (json_int_t)part->memory, "memory_used", (json_int_t)use.used[i],
-                            "compute", (json_int_t)gs__part_compute_percent(part)));
+        json_t *entry =
+            json_pack("{s:I, s:s, s:I, s:I, s:I, s:I}", "index", (json_int_t)gpu->index, "uuid",
+                      gpu->uuid, "slots", (json_int_t)part->slots, "memory_limit",
+                      (json_int_t)part->memory, "memory_used", (json_int_t)use.used[i], "compute",
+                      (json_int_t)gs__part_compute_percent(part));
+        add_real(d, lease, i, entry);
+        json_array_append_new(gpus, entry);
     }
     const gs__lease_record_t *rec = &lease->rec;
     return json_pack("{s:I, s:s, s:I, s:s, s:I, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:I, s:I, "
@@ -107,17 +121,37 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease)
 }
 
 /* One lease's entry under one GPU of the status. */
-static json_t *gpu_lease_view(const gs__lease_t *lease, unsigned part_index,
+static json_t *gpu_lease_view(const gs__daemon_t *d, const gs__lease_t *lease, unsigned part_index,
                               const gs__lease_use_t *use)
 {
     const gs__part_t *part = &lease->alloc.part[part_index];
-    return json_pack("{s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
-                     (json_int_t)lease->rec.id, "user", lease->rec.user, "uid",
-                     (json_int_t)lease->rec.uid, "command", lease->rec.request.command, "state",
-                     state_name(lease), "slots", (json_int_t)part->slots, "memory_limit",
-                     (json_int_t)part->memory, "memory_used", (json_int_t)use->used[part_index],
-                     "compute_share", (json_int_t)gs__part_compute_percent(part), "processes",
-                     (json_int_t)use->processes, "oom_events", (json_int_t)use->oom_events);
+    json_t *obj = json_pack(
+        "{s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "id", (json_int_t)lease->rec.id,
+        "user", lease->rec.user, "uid", (json_int_t)lease->rec.uid, "command",
+        lease->rec.request.command, "state", state_name(lease), "slots", (json_int_t)part->slots,
+        "memory_limit", (json_int_t)part->memory, "memory_used", (json_int_t)use->used[part_index],
+        "compute_share", (json_int_t)gs__part_compute_percent(part), "processes",
+        (json_int_t)use->processes, "oom_events", (json_int_t)use->oom_events);
+    add_real(d, lease, part_index, obj);
+    return obj;
+}
+
+/* What runs on GPU g outside the leases: the memory it takes from new leases, and the
+ * unmanaged processes (the caller's own; root: all) with the others' as a count. */
+static void add_outside(const gs__daemon_t *d, unsigned g, const gs__cred_t *cred, json_t *view)
+{
+    const gs__gpu_t *gpu = &d->gpus[g];
+    unsigned others = 0;
+    uint64_t others_bytes = 0;
+    json_t *rows = gs__watchdog_unmanaged_view(d, g, cred->uid, &others, &others_bytes);
+    json_object_set_new(view, "memory_driver_reserved",
+                        json_integer((json_int_t)gpu->driver_reserved));
+    json_object_set_new(view, "memory_outside", json_integer((json_int_t)gpu->outside));
+    json_object_set_new(view, "memory_free", json_integer((json_int_t)gs__gpu_mem_free(gpu)));
+    json_object_set_new(view, "unmanaged", rows);
+    json_object_set_new(view, "unmanaged_others",
+                        json_pack("{s:I, s:I}", "processes", (json_int_t)others, "memory_used",
+                                  (json_int_t)others_bytes));
 }
 
 static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cred)
@@ -133,7 +167,7 @@ static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cre
             if (cred->uid == 0 || cred->uid == lease->rec.uid) {
                 gs__lease_use_t use;
                 gs__lease_use(lease, &use);
-                json_array_append_new(leases, gpu_lease_view(lease, i, &use));
+                json_array_append_new(leases, gpu_lease_view(d, lease, i, &use));
             } else {
                 others++;
                 other_memory += lease->alloc.part[i].memory;
@@ -141,7 +175,7 @@ static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cre
         }
     }
     unsigned k = gpu->overprovision >= 1 ? gpu->overprovision : 1;
-    return json_pack(
+    json_t *view = json_pack(
         "{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:{s:I, "
         "s:I}}",
         "index", (json_int_t)gpu->index, "uuid", gpu->uuid, "name", gpu->name, "mode",
@@ -153,6 +187,8 @@ static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cre
         (json_int_t)((gpu->compute_leased + 5) / 10), "logical_total", (json_int_t)k,
         "logical_free", (json_int_t)gs__gpu_free_slots(gpu), "leases", leases, "others", "leases",
         (json_int_t)others, "memory_limit", (json_int_t)other_memory);
+    add_outside(d, g, cred, view);
+    return view;
 }
 
 static json_t *queue_view(const gs__daemon_t *d, const gs__cred_t *cred, const void *conn)

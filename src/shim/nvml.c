@@ -1,6 +1,7 @@
 /* NVML memory queries: nvmlDeviceGetMemoryInfo(_v2) report the lease's slice for the GPUs the
  * process's CUDA devices are (matched through CUDA_VISIBLE_DEVICES: UUIDs or indices), and the
- * driver's figures for every other GPU. NVML is loaded only when the application uses it. */
+ * driver's figures for every other GPU. NVML is loaded only when the application uses it, or
+ * when the shim measures a context of a lease (gs__nvml). */
 #define GS_NVML_API GS_EXPORT
 #include "shim.h"
 
@@ -8,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpushare/log.h"
 #include "gpushare/nvml_abi.h"
@@ -22,6 +24,12 @@ typedef struct nvml_real {
 
 static nvml_real_t real;
 static pthread_once_t nvml_once = PTHREAD_ONCE_INIT;
+
+/* What the shim itself calls (footprint.c), initialised once per process (again in a child). */
+static gs__nvml_t own;
+static pid_t own_pid;
+static int own_ready;
+static pthread_mutex_t own_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static void load_nvml(void)
 {
@@ -39,6 +47,11 @@ static void load_nvml(void)
         (__typeof__(real.nvmlDeviceGetUUID))gs__real_dlsym(lib, "nvmlDeviceGetUUID");
     real.nvmlDeviceGetIndex =
         (__typeof__(real.nvmlDeviceGetIndex))gs__real_dlsym(lib, "nvmlDeviceGetIndex");
+    own.init = (__typeof__(own.init))gs__real_dlsym(lib, "nvmlInit_v2");
+    own.by_uuid = (__typeof__(own.by_uuid))gs__real_dlsym(lib, "nvmlDeviceGetHandleByUUID");
+    own.processes =
+        (__typeof__(own.processes))gs__real_dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+    own.memory = real.nvmlDeviceGetMemoryInfo;
 }
 
 /* Returns the CUDA ordinal that device is for this process, or -1 when it is not one of its
@@ -110,6 +123,23 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
         lease_view(device, &memory->total, &memory->used, &memory->free))
         memory->reserved = 0; /* the slice has no driver reservation of its own */
     return result;
+}
+
+const gs__nvml_t *gs__nvml(void)
+{
+    pthread_once(&nvml_once, load_nvml);
+    if (own.init == NULL || own.by_uuid == NULL || own.processes == NULL || own.memory == NULL)
+        return NULL;
+    pthread_mutex_lock(&own_mutex);
+    if (!own_ready || own_pid != getpid()) {
+        own_ready = own.init() == NVML_SUCCESS;
+        own_pid = getpid();
+        if (!own_ready)
+            gs_error("cannot initialise NVML (libnvidia-ml.so.1)");
+    }
+    int ready = own_ready;
+    pthread_mutex_unlock(&own_mutex);
+    return ready ? &own : NULL;
 }
 
 void *gs__nvml_hook_by_name(const char *name)
