@@ -40,9 +40,9 @@ typedef struct gsim_mig_profile {
 } gsim_mig_profile_t;
 
 typedef struct gsim_model {
-    char name[32];       /* "H100-80GB" */
-    uint64_t memory_mib; /* nominal: MIG instance sizes derive from it */
-    uint64_t fb_mib;     /* NVML's total */
+    char name[32];         /* "H100-80GB" */
+    uint64_t memory_mib;   /* nominal: MIG instance sizes derive from it */
+    uint64_t fb_mib;       /* NVML's total */
     uint64_t reserved_mib; /* kept by the driver: NVML shows it used; CUDA's total excludes it */
     uint64_t ctx_base_mib; /* a CUDA context's device memory: this ... */
     uint64_t ctx_sm_kib;   /* ... plus this per SM the context can use */

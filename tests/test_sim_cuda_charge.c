@@ -1,6 +1,7 @@
 /* Unit test of the driver's memory charging (sim/cuda/charge.c) against a mock node: the MPS
  * pinned device memory limit is exact, also with threads racing for it, and a node that is full
- * rolls the reservation back; a context's footprint is charged outside the pinned limit. The real node and MPS detection are replaced by the mocks below. */
+ * rolls the reservation back; a context's footprint is charged outside the pinned limit. The real
+ * node and MPS detection are replaced by the mocks below. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
