@@ -343,25 +343,27 @@ static int kill_exactly(pid_t pid, uint64_t start)
     return result;
 }
 
-/* Root's processes and NVIDIA's MPS server (a root-owned executable of that name: a user cannot
- * make one) are reported but never killed. */
-static int never_killed(const gs__gpu_proc_t *p)
+/* Reported but never killed: root's processes of no lease (the node's own: DCGM, diagnostics) and
+ * NVIDIA's MPS server (a root-owned executable of that name, which no user can make). */
+static int never_killed(const gs__gpu_proc_t *p, int unmanaged)
 {
     char path[64], exe[4096];
+    if (unmanaged && p->info.uid == 0)
+        return 1;
     snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->pid);
     ssize_t n = readlink(path, exe, sizeof(exe) - 1);
     struct stat st;
-    if (p->info.uid == 0 || n <= 0)
-        return p->info.uid == 0;
+    if (n <= 0)
+        return 0;
     exe[n] = '\0';
     const char *base = strrchr(exe, '/');
     return strcmp(base != NULL ? base + 1 : exe, MPS_SERVER) == 0 && stat(exe, &st) == 0 &&
            st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
-static void kill_one(gs__watchdog_t *w, const gs__gpu_proc_t *p, const char *why)
+static void kill_one(gs__watchdog_t *w, const gs__gpu_proc_t *p, int unmanaged, const char *why)
 {
-    if (never_killed(p))
+    if (never_killed(p, unmanaged))
         return;
     int result = kill_exactly(p->pid, p->info.start);
     if (result == 0) {
@@ -384,7 +386,7 @@ static void kill_unmanaged(const gs__daemon_t *d, gs__watchdog_t *w)
         gs_qty_format_human(p->used, size, sizeof(size));
         snprintf(why, sizeof(why), "it held %s on GPU %u outside any lease", size,
                  d->gpus[p->gpu].index);
-        kill_one(w, p, why);
+        kill_one(w, p, 1, why);
     }
 }
 
@@ -421,7 +423,7 @@ static void kill_over(const gs__daemon_t *d, gs__watchdog_t *w, const gs__lease_
     for (int v; keep > bound && (v = next_victim(w, row->id, (int)k, taken)) >= 0;) {
         taken[v] = 1;
         keep -= w->procs.procs[v].used < keep ? w->procs.procs[v].used : keep;
-        kill_one(w, &w->procs.procs[v], why);
+        kill_one(w, &w->procs.procs[v], 0, why);
     }
 }
 

@@ -13,9 +13,10 @@
  * limit. Both show in `gpushare status`, in metrics and in the log (pid, user, command); with
  * enforce = kill the offenders get SIGKILL (through a pidfd, after checking the start time, so a
  * reused pid is never hit): an unmanaged process, or the lease's processes that the shim does not
- * account for, largest first, until the lease is back within its limit. Memory held outside the
- * leases (unmanaged, and leases' use over their limits) is taken from what the GPU offers new
- * leases (gs__gpu_t.outside). One owner: the event loop. */
+ * account for, largest first, until the lease is back within its limit (root's processes of no
+ * lease and NVIDIA's MPS server are reported, never killed). Memory held outside the leases
+ * (unmanaged, and leases' use over their limits) is taken from what the GPU offers new leases
+ * (gs__gpu_t.outside). One owner: the event loop. */
 #ifndef GS_DAEMON_WATCHDOG_H
 #define GS_DAEMON_WATCHDOG_H
 

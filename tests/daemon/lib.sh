@@ -99,6 +99,20 @@ start_daemon() {
   wait_until 5 gs leases >/dev/null
 }
 
+# start_daemon_metrics [ARGS...]: start_daemon with metrics on a free port of 127.0.0.1
+# (METRICS_LISTEN); tries a few random ports until gpushared can bind one.
+start_daemon_metrics() {
+  local attempt port
+  for attempt in 1 2 3 4 5 6 7 8; do
+    port=$((20000 + RANDOM % 40000))
+    METRICS_LISTEN=127.0.0.1:$port
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      start_daemon "$@" && return 0
+    fi
+  done
+  fail "no free port for the metrics"
+}
+
 stop_daemon() {
   kill -TERM "$DAEMON_PID"
   wait "$DAEMON_PID" || fail "gpushared exited with status $? on SIGTERM"
