@@ -236,7 +236,10 @@ static void test_packaged_example(void **state)
     assert_string_equal(cfg.region_dir, "/run/gpushare/regions");
     gs__gpu_settings_t s = gs__config_gpu(&cfg, 0, NULL);
     assert_int_equal(s.mode, GS__MODE_SHARED);
-    assert_int_equal(s.reserve, 512 * MIB);
+    assert_int_equal(s.reserve, 0);
+    assert_int_equal(cfg.watch_interval_ms, 1000);
+    assert_int_equal(cfg.watch_tolerance, 128 * MIB);
+    assert_int_equal(cfg.enforce, GS__ENFORCE_REPORT);
 }
 
 int main(void)
