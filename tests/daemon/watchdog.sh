@@ -44,6 +44,17 @@ hold_started() {
   HELD_PID=$(awk '/^held / { print $3 }' "$1")
 }
 
+# bypass_lease NAME: a 4G lease whose job holds 1 GiB through the shim and 6 GiB in a second
+# process without it; sets CLIENT, SHIMMED and BYPASS (pids) once both hold their memory.
+bypass_lease() {
+  bg_gs run --gpu-memory 4G -- bash -c "\"$HOG\" hold 1 >$WORK/$1-shimmed.out & env -u LD_PRELOAD \"$HOG\" hold 6 >$WORK/$1-bypass.out & wait"
+  CLIENT=$!
+  hold_started "$WORK/$1-shimmed.out"
+  SHIMMED=$HELD_PID
+  hold_started "$WORK/$1-bypass.out"
+  BYPASS=$HELD_PID
+}
+
 start_daemon_metrics
 
 # --- 2: a job's processes together never hold more than its lease, contexts included.
@@ -93,12 +104,8 @@ wait_eq 3 "$((LEASABLE_MIB << 20))" status_of '.gpus[0].memory_free'
 pass "its memory is offered again once it is gone"
 
 # --- 4 (report): a lease's process that bypasses the shim takes the lease over its limit.
-bg_gs run --gpu-memory 4G -- bash -c "\"$HOG\" hold 1 >$WORK/shimmed.out & env -u LD_PRELOAD \"$HOG\" hold 6 >$WORK/bypass.out & wait"
-client=$!
-hold_started "$WORK/shimmed.out"
-shimmed=$HELD_PID
-hold_started "$WORK/bypass.out"
-bypass=$HELD_PID
+bypass_lease report
+client=$CLIENT shimmed=$SHIMMED bypass=$BYPASS
 real=$(((7 << 30) + 2 * CONTEXT))
 within_2s "a lease over its limit in status" "[$real,$((real - (4 << 30)))]" status_of '[.gpus[0].leases[0].memory_real, .gpus[0].leases[0].over_limit]'
 id=$(gs leases --json | jq '.[0].id')
@@ -143,12 +150,8 @@ grep -q "killed pid $hog (user $victim_user, command \"$HOG hold 2\"): it held 2
 wait_eq 3 1 metric gpushare_watchdog_kills_total
 pass "enforce = kill: the unmanaged process was killed $took ms after it held memory, and logged"
 
-bg_gs run --gpu-memory 4G -- bash -c "\"$HOG\" hold 1 >$WORK/shimmed2.out & env -u LD_PRELOAD \"$HOG\" hold 6 >$WORK/bypass2.out & wait"
-client=$!
-hold_started "$WORK/shimmed2.out"
-shimmed=$HELD_PID
-hold_started "$WORK/bypass2.out"
-bypass=$HELD_PID
+bypass_lease kill
+client=$CLIENT shimmed=$SHIMMED bypass=$BYPASS
 start=$(date +%s%N)
 while kill -0 "$bypass" 2>/dev/null; do
   (($(date +%s%N) - start < 2000000000)) || fail "the bypassing process was not killed within 2 s"
