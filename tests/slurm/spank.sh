@@ -27,7 +27,7 @@ run_srun() {
 # is the user's, pinned to the GPU Slurm gave; it is gone after the step.
 CONTEXT=543162368 # a context's own memory on an H100-80GB (measured on a real one)
 set +e
-as_user srun --gpu-memory=4G --gres=gpu:1 "$JOB" grow 3 2 6 1.2 >"$WORK/a.out" 2>&1 &
+as_user srun --gpu-memory=4G --gres=gpu:1 "$JOB" grow 3 4 6 3 >"$WORK/a.out" 2>&1 &
 srun_pid=$!
 set -e
 wait_eq 10 1 lease_count
