@@ -46,9 +46,9 @@ void gs__watchdog_scan(gs__daemon_t *d);
 int gs__watchdog_lease_real(const gs__daemon_t *d, const gs__lease_t *lease, unsigned part,
                             uint64_t *real, uint64_t *over);
 
-/* The unmanaged processes of GPU g for a status reply: an array of {pid, user, uid, command,
- * memory_used} visible to cred (root: all, others: their own), and through *others_n and
- * *others_bytes how many of other users' there are and what they hold. */
+/* The unmanaged processes of GPU g for a status reply: a new array of {pid, user, uid, command,
+ * memory_used, lease} that viewer may see (root, uid 0: all; others: their own), and through
+ * *others_n and *others_bytes how many other users' there are and what they hold. */
 json_t *gs__watchdog_unmanaged_view(const gs__daemon_t *d, unsigned g, uid_t viewer,
                                     unsigned *others_n, uint64_t *others_bytes);
 
