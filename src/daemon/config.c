@@ -52,6 +52,8 @@ void gs__config_defaults(gs__config_t *cfg)
     cfg->watch_interval_ms = GS__DEFAULT_WATCH_MS;
     cfg->watch_tolerance = GS__DEFAULT_TOLERANCE;
     cfg->enforce = GS__ENFORCE_REPORT;
+    cfg->queue_aging_ms = GS__DEFAULT_AGING_MS;
+    cfg->kill_grace_ms = GS__DEFAULT_GRACE_MS;
 }
 
 static int parse_enum(const char *value, const char *const *names, unsigned n, unsigned *out);
@@ -102,6 +104,19 @@ static int set_path(parse_ctx_t *ctx, char *dst, size_t len, const char *key, co
     return 1;
 }
 
+/* A number of seconds from min to max (a decimal point allowed), stored in ms. */
+static int set_seconds(parse_ctx_t *ctx, const char *key, const char *value, double min, double max,
+                       unsigned *ms)
+{
+    char *end = NULL;
+    errno = 0;
+    double seconds = strtod(value, &end);
+    if (end == value || *end != '\0' || errno != 0 || !(seconds >= min && seconds <= max))
+        return bad(ctx, "%s \"%s\" must be seconds from %g to %g", key, value, min, max);
+    *ms = (unsigned)(seconds * 1000.0 + 0.5);
+    return 1;
+}
+
 /* The watchdog's keys of [daemon]: watch_interval, watch_tolerance, enforce. */
 static int watch_key(parse_ctx_t *ctx, const char *key, const char *value)
 {
@@ -120,15 +135,11 @@ static int watch_key(parse_ctx_t *ctx, const char *key, const char *value)
             return bad(ctx, "watch_tolerance: %s", why);
         return 1;
     }
-    char *end = NULL;
-    errno = 0;
-    double seconds = strtod(value, &end);
-    if (end == value || *end != '\0' || errno != 0 ||
-        !(seconds == 0 || (seconds >= 0.1 && seconds <= 3600)))
-        return bad(ctx, "watch_interval \"%s\" must be seconds from 0.1 to 3600, or 0 (off)",
-                   value);
-    cfg->watch_interval_ms = (unsigned)(seconds * 1000.0 + 0.5);
-    return 1;
+    if (strcmp(value, "0") == 0) {
+        cfg->watch_interval_ms = 0; /* no watchdog */
+        return 1;
+    }
+    return set_seconds(ctx, key, value, 0.1, 3600, &cfg->watch_interval_ms);
 }
 
 static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
@@ -157,18 +168,16 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
     if (strcmp(key, "watch_interval") == 0 || strcmp(key, "enforce") == 0 ||
         strcmp(key, "watch_tolerance") == 0)
         return watch_key(ctx, key, value);
-    if (strcmp(key, "idle_timeout") == 0) {
-        char *end = NULL;
-        errno = 0;
-        double seconds = strtod(value, &end);
-        if (end == value || *end != '\0' || errno != 0 || !(seconds >= 0.1 && seconds <= 3600))
-            return bad(ctx, "idle_timeout \"%s\" must be seconds from 0.1 to 3600", value);
-        cfg->idle_timeout_ms = (unsigned)(seconds * 1000.0 + 0.5);
-        return 1;
-    }
+    if (strcmp(key, "idle_timeout") == 0)
+        return set_seconds(ctx, key, value, 0.1, 3600, &cfg->idle_timeout_ms);
+    if (strcmp(key, "queue_aging") == 0)
+        return set_seconds(ctx, key, value, 0, 86400, &cfg->queue_aging_ms);
+    if (strcmp(key, "kill_grace") == 0)
+        return set_seconds(ctx, key, value, 0.1, 3600, &cfg->kill_grace_ms);
     return bad(ctx,
                "unknown key \"%s\" in [daemon] (socket, state_dir, region_dir, metrics_listen, "
-               "nvml_library, shim, idle_timeout, watch_interval, watch_tolerance, enforce)",
+               "nvml_library, shim, idle_timeout, queue_aging, kill_grace, watch_interval, "
+               "watch_tolerance, enforce)",
                key);
 }
 
@@ -213,7 +222,8 @@ static int gpu_key(parse_ctx_t *ctx, const char *key, const char *value)
     }
     if (strcmp(key, "reserve") == 0) {
         char why[GS_QTY_ERR_MAX];
-        if (gs_qty_parse_bytes(value, GS_QTY_ALLOW_ZERO, &s->reserve, why, sizeof(why)) != 0)
+        if (gs_qty_parse_bytes(value, GS_QTY_ALLOW_ZERO | GS_QTY_REQUIRE_UNIT, &s->reserve, why,
+                               sizeof(why)) != 0)
             return bad(ctx, "reserve: %s", why);
         s->set |= GS__SET_RESERVE;
         return 1;
@@ -273,11 +283,11 @@ static int begin_section(parse_ctx_t *ctx, const char *section)
 /* Bit of a key, to refuse a key given twice in one section. */
 static unsigned key_bit(const char *key)
 {
-    static const char *const keys[] = {"socket",          "state_dir", "metrics_listen",
-                                       "nvml_library",    "shim",      "region_dir",
-                                       "idle_timeout",    "mode",      "placement",
-                                       "overprovision",   "reserve",   "watch_interval",
-                                       "watch_tolerance", "enforce"};
+    static const char *const keys[] = {
+        "socket",     "state_dir",      "metrics_listen",  "nvml_library",
+        "shim",       "region_dir",     "idle_timeout",    "mode",
+        "placement",  "overprovision",  "reserve",         "queue_aging",
+        "kill_grace", "watch_interval", "watch_tolerance", "enforce"};
     for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (strcmp(key, keys[i]) == 0)
             return 1u << i;

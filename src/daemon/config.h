@@ -18,6 +18,8 @@
 #define GS__DEFAULT_IDLE_MS   10000
 #define GS__DEFAULT_WATCH_MS  1000
 #define GS__DEFAULT_TOLERANCE (UINT64_C(128) << 20)
+#define GS__DEFAULT_AGING_MS  60000
+#define GS__DEFAULT_GRACE_MS  10000
 
 typedef enum gs__mode {
     GS__MODE_SHARED = 0,
@@ -70,6 +72,8 @@ typedef struct gs__config {
     char nvml_library[GS__PATH_MAX];
     char shim[GS__PATH_MAX];    /* LD_PRELOAD for leases, "" = the client decides */
     unsigned idle_timeout_ms;   /* a connection with no lease that sends nothing is closed */
+    unsigned queue_aging_ms;    /* a waiting request gains a priority point per this, 0 = never */
+    unsigned kill_grace_ms;     /* SIGTERM to SIGKILL at a time limit or a release by another */
     unsigned watch_interval_ms; /* the watchdog's NVML scan; 0 = no watchdog */
     uint64_t watch_tolerance;   /* a lease's real use may pass its limit by this much */
     gs__enforce_t enforce;

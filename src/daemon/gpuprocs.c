@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #define LIST_START 64
+#define LIST_MAX   4096 /* processes read per GPU */
 
 /* Reads up to len - 1 bytes of path into buf (NUL-terminated). Returns the length or -1. */
 static ssize_t read_small(const char *path, char *buf, size_t len)
@@ -143,33 +144,26 @@ static int reserve(gs__gpu_procs_t *procs, unsigned n)
     return 0;
 }
 
-/* Appends GPU g's processes. NVML's list may grow between the two calls: ask again then. */
+/* Appends GPU g's processes (at most LIST_MAX of them). */
 static int collect_gpu(gs__inventory_t *inv, unsigned g, gs__gpu_procs_t *out)
 {
-    nvmlProcessInfo_t stack[LIST_START], *infos = stack;
-    unsigned count = LIST_START;
-    int result = gs__inventory_processes(inv, g, infos, &count);
-    for (int tries = 0; result == GS_ENOSPC && tries < 4; tries++) {
-        if (infos != stack)
-            free(infos);
-        count += 16;
-        infos = malloc(count * sizeof(*infos));
-        result = infos != NULL ? gs__inventory_processes(inv, g, infos, &count) : GS_ENOMEM;
-    }
+    gs__gpu_process_t *found = malloc(LIST_MAX * sizeof(*found));
+    unsigned count = LIST_MAX;
+    int result = found != NULL ? gs__inventory_processes(inv, g, found, &count) : GS_ENOMEM;
+    int listed = result == 0;
     if (result == 0)
         result = reserve(out, out->n + count);
     for (unsigned i = 0; result == 0 && i < count; i++) {
         gs__gpu_proc_t *p = &out->procs[out->n++];
         memset(p, 0, sizeof(*p));
         p->gpu = g;
-        p->pid = (pid_t)infos[i].pid;
-        p->used = infos[i].usedGpuMemory != ~0ULL ? infos[i].usedGpuMemory : 0;
+        p->pid = found[i].pid;
+        p->used = found[i].used != UINT64_MAX ? found[i].used : 0;
         p->alive = gs__proc_read(p->pid, &p->info) == 0;
         out->listed[g] += p->used;
     }
-    out->complete[g] = result == 0;
-    if (infos != stack)
-        free(infos);
+    out->complete[g] = listed && result == 0;
+    free(found);
     return result == GS_ENOMEM ? result : 0;
 }
 

@@ -21,8 +21,7 @@
     X(nvmlDeviceGetName)                                                                           \
     X(nvmlDeviceGetUUID)                                                                           \
     X(nvmlDeviceGetMemoryInfo)                                                                     \
-    X(nvmlDeviceGetUtilizationRates)                                                               \
-    X(nvmlDeviceGetComputeRunningProcesses_v3)
+    X(nvmlDeviceGetUtilizationRates)
 
 struct gs__inventory {
     void *lib;
@@ -30,6 +29,8 @@ struct gs__inventory {
     NVML_FUNCTIONS(X)
 #undef X
     __typeof__(&nvmlDeviceGetMemoryInfo_v2) memory_v2; /* optional (NVML 11.5+) */
+    /* Optional: a driver without it lists no processes. */
+    __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) running_processes;
     int initialised;
     int simulated;
     char library[GS__PATH_MAX];
@@ -50,6 +51,7 @@ static int resolve(gs__inventory_t *inv, char *err, size_t errlen)
     NVML_FUNCTIONS(X)
 #undef X
     *(void **)&inv->memory_v2 = dlsym(inv->lib, "nvmlDeviceGetMemoryInfo_v2");
+    *(void **)&inv->running_processes = dlsym(inv->lib, "nvmlDeviceGetComputeRunningProcesses_v3");
     return 0;
 }
 
@@ -171,17 +173,6 @@ int gs__inventory_usage(gs__inventory_t *inv, unsigned i, gs__gpu_usage_t *usage
     return 0;
 }
 
-int gs__inventory_processes(gs__inventory_t *inv, unsigned i, nvmlProcessInfo_t *infos,
-                            unsigned *count)
-{
-    if (i >= inv->count)
-        return GS_EINVAL;
-    nvmlReturn_t rc = inv->nvmlDeviceGetComputeRunningProcesses_v3(inv->handles[i], count, infos);
-    if (rc == NVML_ERROR_INSUFFICIENT_SIZE)
-        return GS_ENOSPC;
-    return rc == NVML_SUCCESS ? 0 : GS_EIO;
-}
-
 int gs__inventory_simulated(const gs__inventory_t *inv)
 {
     return inv->simulated;
@@ -195,4 +186,36 @@ const char *gs__inventory_library(const gs__inventory_t *inv)
 const char *gs__inventory_driver(const gs__inventory_t *inv)
 {
     return inv->driver;
+}
+
+int gs__inventory_processes(gs__inventory_t *inv, unsigned i, gs__gpu_process_t *out,
+                            unsigned *count)
+{
+    nvmlProcessInfo_t local[64];
+    nvmlProcessInfo_t *infos = local;
+    unsigned n = 64;
+    if (i >= inv->count)
+        return GS_EINVAL;
+    if (inv->running_processes == NULL)
+        return GS_ENOSYS;
+    nvmlReturn_t rc = inv->running_processes(inv->handles[i], &n, infos);
+    for (int tries = 0; rc == NVML_ERROR_INSUFFICIENT_SIZE && tries < 3; tries++) {
+        if (infos != local)
+            free(infos);
+        n += 16; /* room for processes that start meanwhile */
+        infos = malloc(n * sizeof(*infos));
+        if (infos == NULL)
+            return GS_ENOMEM;
+        rc = inv->running_processes(inv->handles[i], &n, infos);
+    }
+    unsigned listed = rc == NVML_SUCCESS ? (n < *count ? n : *count) : 0;
+    for (unsigned k = 0; k < listed; k++) {
+        out[k].pid = (pid_t)infos[k].pid;
+        /* NVML_VALUE_NOT_AVAILABLE (all ones) where the driver cannot tell, e.g. under WDDM. */
+        out[k].used = infos[k].usedGpuMemory;
+    }
+    if (infos != local)
+        free(infos);
+    *count = listed;
+    return rc == NVML_SUCCESS ? 0 : GS_EIO;
 }
