@@ -136,6 +136,14 @@ static const gs__lease_t *owner_of(const gs__daemon_t *d, const gs__gpu_proc_t *
     return NULL;
 }
 
+uint64_t gs__watchdog_lease_of(const gs__daemon_t *d, pid_t pid)
+{
+    gs__gpu_proc_t p = {.pid = pid};
+    p.alive = gs__proc_read(pid, &p.info) == 0;
+    const gs__lease_t *lease = owner_of(d, &p);
+    return lease != NULL ? lease->rec.id : 0;
+}
+
 static int part_on(const gs__lease_t *lease, unsigned gpu)
 {
     for (unsigned i = 0; i < lease->alloc.n; i++) {

@@ -23,6 +23,7 @@
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "daemon.h"
 
@@ -39,6 +40,10 @@ void gs__watchdog_tick(gs__daemon_t *d, int64_t now_ms);
 /* Scans now: reads the GPUs' processes, attributes them, updates each GPU's outside memory,
  * logs what changed and, with enforce = kill, kills the offenders. */
 void gs__watchdog_scan(gs__daemon_t *d);
+
+/* The lease process pid belongs to by the rules above (ancestry, then a region of its own user),
+ * read now from /proc; 0 when none (or it is gone). For every per-process view. */
+uint64_t gs__watchdog_lease_of(const gs__daemon_t *d, pid_t pid);
 
 /* The latest scan's figures of lease part i: the real memory of the lease's processes on its
  * GPU, and how far it is over the limit beyond the tolerance (0 when not). Returns 0, or
