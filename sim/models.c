@@ -68,6 +68,12 @@ static void add_model(char **f, int n)
     m->sms = (uint32_t)strtoul(f[2], NULL, 10);
     m->mig_compute_slices = (uint32_t)strtoul(f[3], NULL, 10);
     m->mig_memory_slices = (uint32_t)strtoul(f[4], NULL, 10);
+    m->fb_mib = n >= 9 ? strtoull(f[5], NULL, 10) : m->memory_mib;
+    if (n >= 9) {
+        m->reserved_mib = strtoull(f[6], NULL, 10);
+        m->ctx_base_mib = strtoull(f[7], NULL, 10);
+        m->ctx_sm_kib = strtoull(f[8], NULL, 10);
+    }
 }
 
 static void add_profile(char **f, int n)
@@ -107,6 +113,11 @@ size_t gsim_models(const gsim_model_t **models)
     pthread_once(&table_once, load_tables);
     *models = table.models;
     return table.count;
+}
+
+uint64_t gsim_context_bytes(const gsim_model_t *m, uint32_t sms)
+{
+    return (m->ctx_base_mib << 20) + (uint64_t)sms * (m->ctx_sm_kib << 10);
 }
 
 const gsim_model_t *gsim_model_find(const char *name)

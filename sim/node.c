@@ -108,7 +108,8 @@ static void init_device(gsim_device_t *dev, const gsim_model_t *model, const gsi
     memset(dev, 0, sizeof(*dev));
     dev->model_index = (uint32_t)(model - table);
     dev->sms = model->sms;
-    dev->total_bytes = model->memory_mib << 20;
+    dev->total_bytes = model->fb_mib << 20;
+    dev->reserved_bytes = model->reserved_mib << 20;
     snprintf(dev->name, sizeof(dev->name), "NVIDIA %s", model->name);
     make_uuid(dev->uuid, "GPU", index);
     snprintf(dev->pci_bus_id, sizeof(dev->pci_bus_id), "00000000:%02X:00.0", 0x18 + index * 0x10);
@@ -492,11 +493,17 @@ gsim_proc_t *gsim_node_self(gsim_node_t *node)
     return &node->procs[handle.slot];
 }
 
+uint64_t gsim_device_usable(const gsim_device_t *dev)
+{
+    return dev->total_bytes > dev->reserved_bytes ? dev->total_bytes - dev->reserved_bytes : 0;
+}
+
 /* Returns the domain's capacity check: 0 when bytes fit, -ENOMEM otherwise. */
 static int fits_locked(gsim_node_t *node, gsim_domain_t domain, uint64_t bytes)
 {
     gsim_device_t *dev = &node->dev[domain.dev];
-    if (bytes > dev->total_bytes - dev->used_bytes)
+    uint64_t usable = gsim_device_usable(dev);
+    if (dev->used_bytes > usable || bytes > usable - dev->used_bytes)
         return -ENOMEM;
     if (domain.gi >= 0) {
         gsim_gi_t *gi = &dev->gi[domain.gi];
@@ -562,7 +569,7 @@ int gsim_mem_info(gsim_node_t *node, gsim_domain_t domain, uint64_t *total, uint
     if (result == 0) {
         gsim_node_reap_locked(node);
         const gsim_device_t *dev = &node->dev[domain.dev];
-        *total = domain.gi >= 0 ? dev->gi[domain.gi].memory_bytes : dev->total_bytes;
+        *total = domain.gi >= 0 ? dev->gi[domain.gi].memory_bytes : gsim_device_usable(dev);
         *used = domain.gi >= 0 ? dev->gi[domain.gi].used_bytes : dev->used_bytes;
     }
     gsim_node_unlock(node);

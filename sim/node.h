@@ -40,8 +40,12 @@ typedef struct gsim_mig_profile {
 } gsim_mig_profile_t;
 
 typedef struct gsim_model {
-    char name[32]; /* "H100-80GB" */
-    uint64_t memory_mib;
+    char name[32];         /* "H100-80GB" */
+    uint64_t memory_mib;   /* nominal: MIG instance sizes derive from it */
+    uint64_t fb_mib;       /* NVML's total */
+    uint64_t reserved_mib; /* kept by the driver: NVML shows it used; CUDA's total excludes it */
+    uint64_t ctx_base_mib; /* a CUDA context's device memory: this ... */
+    uint64_t ctx_sm_kib;   /* ... plus this per SM the context can use */
     uint32_t sms;
     uint32_t mig_compute_slices; /* 0 = no MIG */
     uint32_t mig_memory_slices;
@@ -51,6 +55,10 @@ typedef struct gsim_model {
 
 /* Returns the model called name (exact, case-sensitive), or NULL. Thread-safe. */
 const gsim_model_t *gsim_model_find(const char *name);
+
+/* Returns the device memory one CUDA context takes on model m when it can use sms SMs (the whole
+ * GPU's, or a MIG instance's): the model's base part plus its per-SM part. Thread-safe. */
+uint64_t gsim_context_bytes(const gsim_model_t *m, uint32_t sms);
 
 /* Returns the number of known models and, through *models, the table. Thread-safe. */
 size_t gsim_models(const gsim_model_t **models);
@@ -114,7 +122,8 @@ typedef struct gsim_gi {
 typedef struct gsim_device {
     uint32_t model_index;
     uint32_t sms;
-    uint64_t total_bytes;
+    uint64_t total_bytes;     /* NVML's total */
+    uint64_t reserved_bytes;  /* kept by the driver: CUDA's total is total - reserved */
     uint64_t used_bytes;      /* every process's memory on this GPU, MIG instances included */
     uint64_t busy_ns_total;   /* kernel time ever reserved on this GPU */
     char name[GSIM_NAME_MAX]; /* "NVIDIA H100-80GB" */
@@ -138,7 +147,7 @@ typedef struct gsim_proc {
 } gsim_proc_t;
 
 #define GSIM_MAGIC   UINT64_C(0x31657461745f6d73) /* "sm_state1" */
-#define GSIM_VERSION 2u
+#define GSIM_VERSION 3u
 
 typedef struct gsim_node {
     uint64_t magic;
@@ -175,6 +184,10 @@ gsim_proc_t *gsim_node_self(gsim_node_t *node);
  * Returns the number of processes reclaimed. */
 int gsim_node_reap_locked(gsim_node_t *node);
 
+/* The memory of dev that processes can allocate (CUDA's total): NVML's total less the driver's
+ * reserved memory. */
+uint64_t gsim_device_usable(const gsim_device_t *dev);
+
 /* Charges bytes of physical memory in domain to the calling process. Fails with -ENOMEM when
  * the GPU (or the MIG instance) does not have them free, after reclaiming dead processes once.
  * Returns 0 or -ENOMEM/-EINVAL. Takes the lock. */
@@ -183,8 +196,9 @@ int gsim_mem_charge(gsim_node_t *node, gsim_domain_t domain, uint64_t bytes);
 /* Returns bytes charged by gsim_mem_charge. Takes the lock. Never fails. */
 void gsim_mem_uncharge(gsim_node_t *node, gsim_domain_t domain, uint64_t bytes);
 
-/* Reads the domain's total and used memory (reclaiming dead processes first). Takes the lock.
- * Returns 0 or -EINVAL for a domain that does not exist. */
+/* Reads the domain's total and used memory as CUDA sees them (reclaiming dead processes first):
+ * a whole GPU's total excludes the driver's reserved memory, used is every process's memory.
+ * Takes the lock. Returns 0 or -EINVAL for a domain that does not exist. */
 int gsim_mem_info(gsim_node_t *node, gsim_domain_t domain, uint64_t *total, uint64_t *used);
 
 /* Returns the domain's timeline (whole GPU or MIG instance), or NULL when it does not exist.

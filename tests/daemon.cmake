@@ -2,6 +2,7 @@
 gs_add_unit_test(test_daemon_config SOURCES test_daemon_config.c LIBS gs_daemon_core)
 gs_add_unit_test(test_daemon_model SOURCES test_daemon_model.c LIBS gs_daemon_core)
 gs_add_unit_test(test_daemon_ledger SOURCES test_daemon_ledger.c LIBS gs_daemon_core)
+gs_add_unit_test(test_daemon_gpuprocs SOURCES test_daemon_gpuprocs.c LIBS gs_daemon_core)
 gs_add_unit_test(test_daemon_sched SOURCES test_daemon_sched.c LIBS gs_daemon_core)
 gs_add_unit_test(test_proto SOURCES test_proto.c LIBS gs_client)
 gs_add_unit_test(test_region_attached SOURCES test_region_attached.c LIBS gs_region)
@@ -44,3 +45,18 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   gs_add_script_test(demo SCRIPT "${CMAKE_SOURCE_DIR}/scripts/demo.sh" TIMEOUT 60 LABELS daemon)
 endif()
 
+# Issue 12: contexts inside the lease, and the watchdog (unmanaged processes, leases over their
+# limits, enforce = report | kill). gs-gpu-hog holds GPU memory with or without the shim;
+# gs-nvml-procs prints NVML's per-process memory.
+if(TARGET gsim_cuda AND TARGET gpushare_shim AND TARGET gsim_nvml)
+  add_executable(gs-gpu-hog gpu_hog.c)
+  target_include_directories(gs-gpu-hog PRIVATE "${CUDA_INCLUDE_DIR}")
+  target_link_directories(gs-gpu-hog PRIVATE "${CUDA_INCLUDE_DIR}/../lib64/stubs")
+  target_link_libraries(gs-gpu-hog PRIVATE cuda)
+  add_executable(gs-nvml-procs nvml_procs.c)
+  target_link_libraries(gs-nvml-procs PRIVATE gs_common ${CMAKE_DL_LIBS})
+  set_target_properties(gs-gpu-hog gs-nvml-procs PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  add_dependencies(gs-gpu-hog gsim_cuda gsim_nvml gpushare_shim)
+  gs_add_script_test(daemon_watchdog SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/watchdog.sh"
+                     TIMEOUT 120 LABELS daemon)
+endif()

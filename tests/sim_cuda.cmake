@@ -96,10 +96,10 @@ gsim_cuda_test(sim_cuda_alloc_families COMMAND alloc_families DEVICES H100-80GB)
 gsim_cuda_prog(errors)
 gsim_cuda_test(sim_cuda_errors COMMAND errors DEVICES H100-80GB)
 
-# Exhaustion of physical memory, exactly at the model's size.
+# Exhaustion of physical memory, exactly at the model's size (less the context's own memory).
 gsim_cuda_prog(oom)
-gsim_cuda_test(sim_cuda_oom_h100 COMMAND oom 80 DEVICES H100-80GB)
-gsim_cuda_test(sim_cuda_oom_a100 COMMAND oom 40 DEVICES A100-40GB)
+gsim_cuda_test(sim_cuda_oom_h100 COMMAND oom h100 DEVICES H100-80GB)
+gsim_cuda_test(sim_cuda_oom_a100 COMMAND oom a100 DEVICES A100-40GB)
 
 # Streams, events and callbacks in simulated time (timed: run alone).
 gsim_cuda_prog(streams)

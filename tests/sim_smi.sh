@@ -41,10 +41,11 @@ expect_line "$out" "DRIVER version      : 580.65.06"
 expect_line "$out" "CUDA Version        : 13.0"
 grep -Eq '^NVML version        : 13\.580\.65\.06$' <<<"$out" || fail "--version: $out"
 
-# The table of an idle node.
+# The table of an idle node: the memory the driver reserves shows as used (an estimate of 240 MiB
+# on the A100-40GB; 480 MiB of an NVML total of 81559 MiB are measured on a real H100).
 expect_status 0 "$smi"
 expect_line "$out" "|   0  NVIDIA A100-40GB               On  | 00000000:18:00.0 Off |                  N/A |"
-expect_line "$out" "| N/A   N/A    P0              N/A /  N/A |      0MiB / 40960MiB |      0%      Default |"
+expect_line "$out" "| N/A   N/A    P0              N/A /  N/A |    240MiB / 40960MiB |      0%      Default |"
 expect_line "$out" "|                                         |                      |             Disabled |"
 expect_line "$out" "|  No running processes found                                                           |"
 
@@ -57,7 +58,7 @@ echo "charge 1 3G" >&"${HELPER[1]}"
 read -r line <&"${HELPER[0]}"
 [[ $line == ok ]] || fail "helper charge: $line"
 expect_status 0 "$smi"
-expect_line "$out" "| N/A   N/A    P0              N/A /  N/A |   3072MiB / 81920MiB |      0%      Default |"
+expect_line "$out" "| N/A   N/A    P0              N/A /  N/A |   3552MiB / 81559MiB |      0%      Default |"
 expect_line "$out" "$(printf '| %4u %4s %4s %10u %6s   %-37.37s %9uMiB |' 1 N/A N/A "$helper_pid" C test_sim_nvml_h 3072)"
 expect_status 0 "$smi" -i 0
 expect_line "$out" "|  No running processes found                                                           |"
@@ -88,7 +89,7 @@ expect_status 0 "$smi" -L
 grep -Eq '^  MIG 3g.20gb      Device  0: \(UUID: MIG-[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}\)$' <<<"$out" ||
   fail "-L: no MIG device line: $out"
 expect_status 0 "$smi" -i 0
-expect_line "$out" "| N/A   N/A    P0              N/A /  N/A |      0MiB / 40960MiB |     N/A      Default |"
+expect_line "$out" "| N/A   N/A    P0              N/A /  N/A |    240MiB / 40960MiB |     N/A      Default |"
 expect_line "$out" "|  0    2   0   0  |               0MiB / 20480MiB  |        42 | MIG 3g.20gb           |"
 
 # The process ends: its memory is reclaimed.
@@ -96,7 +97,7 @@ kill -9 "$helper_pid"
 wait "$helper_pid" 2>/dev/null || true
 helper_pid=
 expect_status 0 "$smi" -i 1
-expect_line "$out" "| N/A   N/A    P0              N/A /  N/A |      0MiB / 81920MiB |      0%      Default |"
+expect_line "$out" "| N/A   N/A    P0              N/A /  N/A |    480MiB / 81559MiB |      0%      Default |"
 
 # Tear MIG down again.
 expect_status 19 "$smi" mig -dgi

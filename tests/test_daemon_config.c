@@ -34,6 +34,9 @@ static void test_defaults(void **state)
     assert_string_equal(cfg.nvml_library, "libnvidia-ml.so.1");
     assert_string_equal(cfg.shim, "");
     assert_int_equal(cfg.idle_timeout_ms, 10000);
+    assert_int_equal(cfg.watch_interval_ms, 1000);
+    assert_int_equal(cfg.watch_tolerance, 128 * MIB);
+    assert_int_equal(cfg.enforce, GS__ENFORCE_REPORT);
     assert_int_equal(cfg.queue_aging_ms, 60000);
     assert_int_equal(cfg.kill_grace_ms, 10000);
     gs__gpu_settings_t s = gs__config_gpu(&cfg, 0, "GPU-x");
@@ -105,13 +108,42 @@ static void expect_error(const char *text, const char *message)
     assert_string_equal(err, message);
 }
 
+/* The watchdog's keys: watch_interval (seconds, 0 = off), watch_tolerance, enforce. */
+static void test_watchdog_keys(void **state)
+{
+    (void)state;
+    gs__config_t cfg;
+    char err[GS__CONFIG_ERRMAX];
+    assert_int_equal(parse(&cfg,
+                           "[daemon]\nwatch_interval = 0.25\nwatch_tolerance = 64M\n"
+                           "enforce = kill\n",
+                           err),
+                     0);
+    assert_int_equal(cfg.watch_interval_ms, 250);
+    assert_int_equal(cfg.watch_tolerance, 64 * MIB);
+    assert_int_equal(cfg.enforce, GS__ENFORCE_KILL);
+    assert_string_equal(gs__enforce_name(cfg.enforce), "kill");
+    assert_int_equal(parse(&cfg, "[daemon]\nwatch_interval = 0\nwatch_tolerance = 0\n", err), 0);
+    assert_int_equal(cfg.watch_interval_ms, 0);
+    assert_int_equal(cfg.watch_tolerance, 0);
+    expect_error("[daemon]\nenforce = stop\n",
+                 "test.conf:2: enforce \"stop\" must be report or kill");
+    expect_error("[daemon]\nwatch_interval = 0.01\n",
+                 "test.conf:2: watch_interval \"0.01\" must be seconds from 0.1 to 3600");
+    expect_error("[daemon]\nwatch_interval = soon\n",
+                 "test.conf:2: watch_interval \"soon\" must be seconds from 0.1 to 3600");
+    expect_error("[daemon]\nenforce = kill\nenforce = report\n",
+                 "test.conf:3: \"enforce\" is given twice in [daemon]");
+}
+
 static void test_errors_name_file_and_line(void **state)
 {
     (void)state;
-    expect_error("[daemon]\nbogus = 1\n",
-                 "test.conf:2: unknown key \"bogus\" in [daemon] (socket, state_dir, "
-                 "region_dir, runtime_dir, metrics_listen, nvml_library, shim, mps_control, "
-                 "idle_timeout, queue_aging, kill_grace)");
+    expect_error(
+        "[daemon]\nbogus = 1\n",
+        "test.conf:2: unknown key \"bogus\" in [daemon] (socket, state_dir, "
+        "region_dir, runtime_dir, metrics_listen, nvml_library, shim, mps_control, "
+        "idle_timeout, queue_aging, kill_grace, watch_interval, watch_tolerance, enforce)");
     expect_error("[gpu:all]\nmode = fast\n",
                  "test.conf:2: mode \"fast\" must be shared, mps, mig or exclusive");
     expect_error("[gpu:all]\n\noverprovision = 0\n",
@@ -215,7 +247,10 @@ static void test_packaged_example(void **state)
     assert_string_equal(cfg.region_dir, "/run/gpushare/regions");
     gs__gpu_settings_t s = gs__config_gpu(&cfg, 0, NULL);
     assert_int_equal(s.mode, GS__MODE_SHARED);
-    assert_int_equal(s.reserve, 512 * MIB);
+    assert_int_equal(s.reserve, 0);
+    assert_int_equal(cfg.watch_interval_ms, 1000);
+    assert_int_equal(cfg.watch_tolerance, 128 * MIB);
+    assert_int_equal(cfg.enforce, GS__ENFORCE_REPORT);
 }
 
 int main(void)
@@ -224,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_full_file),
         cmocka_unit_test(test_errors_name_file_and_line),
+        cmocka_unit_test(test_watchdog_keys),
         cmocka_unit_test(test_listen_parser),
         cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_packaged_example),

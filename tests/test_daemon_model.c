@@ -102,6 +102,42 @@ static void test_slices(void **state)
     assert_int_equal(gs__gpu_leasable(&tiny), 0);
 }
 
+/* The driver's reserved memory is never leased; memory held outside the leases (the watchdog's
+ * measure: unmanaged processes, leases over their limits) is not offered until it is freed,
+ * and slices keep their size meanwhile. */
+static void test_driver_reserved_and_outside(void **state)
+{
+    (void)state;
+    gs__gpu_t g = gpu(0, UINT64_C(85520809984), 0, 4);
+    g.driver_reserved = UINT64_C(503316480);
+    assert_int_equal(gs__gpu_leasable(&g), UINT64_C(85017493504)); /* CUDA's total */
+    assert_int_equal(gs__slot_memory(&g), UINT64_C(85017493504) / 4);
+    g.outside = 10 * GIB;
+    assert_int_equal(gs__gpu_taken(&g), 10 * GIB);
+    assert_int_equal(gs__gpu_mem_free(&g), UINT64_C(85017493504) - 10 * GIB);
+    assert_int_equal(gs__slot_memory(&g), UINT64_C(85017493504) / 4);
+    gs__part_t p = {.memory = gs__gpu_mem_free(&g)};
+    assert_true(gs__gpu_fits(&g, GS_LEASE_MEMORY, &p));
+    p.memory++;
+    assert_false(gs__gpu_fits(&g, GS_LEASE_MEMORY, &p));
+    /* A whole logical GPU of four no longer fits... */
+    assert_int_equal(gs__gpu_free_slots(&g), 3);
+    /* ...and the placement sees the same free memory. */
+    gs_lease_request_t r = memory_req(gs__gpu_mem_free(&g), 0);
+    gs__alloc_t alloc;
+    assert_int_equal(take(&g, 1, &r, &alloc), 0);
+    assert_int_equal(gs__gpu_mem_free(&g), 0);
+    g.outside = 0; /* the unmanaged process went */
+    assert_int_equal(gs__gpu_mem_free(&g), 10 * GIB);
+    /* An exclusive GPU is not given whole while something runs outside the leases. */
+    gs__gpu_t x = gpu(1, 80 * GIB, 0, 1);
+    x.mode = GS__MODE_EXCLUSIVE;
+    gs__part_t whole = {.slots = 1, .memory = 80 * GIB};
+    assert_true(gs__gpu_fits(&x, GS_LEASE_GPUS, &whole));
+    x.outside = 1;
+    assert_false(gs__gpu_fits(&x, GS_LEASE_GPUS, &whole));
+}
+
 static void test_memory_never_exceeds_leasable(void **state)
 {
     (void)state;
@@ -441,6 +477,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slices),
+        cmocka_unit_test(test_driver_reserved_and_outside),
         cmocka_unit_test(test_memory_never_exceeds_leasable),
         cmocka_unit_test(test_compute_is_admitted),
         cmocka_unit_test(test_whole_gpu_is_exclusive_of_others),

@@ -16,6 +16,7 @@
 #include "node.h"
 
 #define MS  INT64_C(1000000)
+#define MIB (UINT64_C(1) << 20)
 #define GIB (UINT64_C(1) << 30)
 
 static void test_models(void **state)
@@ -27,15 +28,27 @@ static void test_models(void **state)
     assert_int_equal(h100->sms, 132);
     assert_int_equal(h100->mig_compute_slices, 7);
     assert_int_equal(h100->n_profiles, 7);
+    /* Calibrated on a real H100 80GB HBM3 (data/gpu-facts/h100-measurements.md): NVML's total,
+     * the memory NVML shows used with no process, and NVML's per-process used memory of a
+     * process with one context. */
+    assert_int_equal(h100->fb_mib << 20, UINT64_C(85520809984));
+    assert_int_equal(h100->reserved_mib << 20, UINT64_C(503316480));
+    assert_int_equal(gsim_context_bytes(h100, h100->sms), UINT64_C(543162368));
+    /* A 1g instance's context has the base part and 16 SMs' local memory. */
+    assert_int_equal(gsim_context_bytes(h100, 16), (254 + 16 * 2) * MIB);
     const gsim_model_t *a100 = gsim_model_find("A100-40GB");
     assert_non_null(a100);
     assert_string_equal(a100->profiles[4].name, "3g.20gb");
     assert_int_equal(a100->profiles[4].id, 9);
     assert_int_equal(a100->profiles[4].starts_mask, (1u << 0) | (1u << 4));
     assert_int_equal(a100->profiles[4].size, 4);
+    assert_int_equal(a100->fb_mib, 40960); /* estimates, see gpu-models.csv */
+    assert_int_equal(a100->reserved_mib, 240);
+    assert_int_equal(gsim_context_bytes(a100, a100->sms), 470 * MIB);
     const gsim_model_t *t4 = gsim_model_find("T4-16GB");
     assert_non_null(t4);
     assert_int_equal(t4->n_profiles, 0);
+    assert_int_equal(gsim_context_bytes(t4, t4->sms), 294 * MIB);
     assert_null(gsim_model_find("B200"));
 }
 
@@ -128,6 +141,8 @@ static void test_node_memory_and_reap(void **state)
     assert_int_equal(node->n_devices, 2);
     assert_string_equal(node->dev[1].name, "NVIDIA H100-80GB");
     assert_int_equal(node->dev[0].total_bytes, 40 * GIB);
+    assert_int_equal(node->dev[0].reserved_bytes, 240 * MIB);
+    assert_int_equal(node->dev[1].total_bytes, UINT64_C(85520809984));
     assert_int_equal(strlen(node->dev[0].uuid), 40);
     assert_string_not_equal(node->dev[0].uuid, node->dev[1].uuid);
 
@@ -135,10 +150,12 @@ static void test_node_memory_and_reap(void **state)
     uint64_t total, used;
     assert_int_equal(gsim_mem_charge(node, d1, 3 * GIB), 0);
     assert_int_equal(gsim_mem_info(node, d1, &total, &used), 0);
-    assert_int_equal(total, 80 * GIB);
+    assert_int_equal(total, UINT64_C(85017493504)); /* CUDA's total: NVML's less 480 MiB */
     assert_int_equal(used, 3 * GIB);
-    assert_int_equal(gsim_mem_charge(node, d1, 78 * GIB), -ENOMEM);
-    gsim_mem_uncharge(node, d1, 3 * GIB);
+    /* Exactly CUDA's total fits, not a byte more: the reserved memory is not the processes'. */
+    assert_int_equal(gsim_mem_charge(node, d1, total - 3 * GIB + 1), -ENOMEM);
+    assert_int_equal(gsim_mem_charge(node, d1, total - 3 * GIB), 0);
+    gsim_mem_uncharge(node, d1, total);
     assert_int_equal(gsim_mem_info(node, d1, &total, &used), 0);
     assert_int_equal(used, 0);
     gsim_domain_t bad = {.dev = 2, .gi = -1};

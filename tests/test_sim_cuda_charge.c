@@ -1,6 +1,7 @@
 /* Unit test of the driver's memory charging (sim/cuda/charge.c) against a mock node: the MPS
  * pinned device memory limit is exact, also with threads racing for it, and a node that is full
- * rolls the reservation back. The real node and MPS detection are replaced by the mocks below. */
+ * rolls the reservation back; a context's footprint is charged outside the pinned limit. The real
+ * node and MPS detection are replaced by the mocks below. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,6 +60,13 @@ void gsim_mem_uncharge(gsim_node_t *node, gsim_domain_t domain, uint64_t bytes)
     pthread_mutex_unlock(&mock_mu);
 }
 
+/* The model's context size; the real formula is tested against the CSV in test_gsim_core. */
+uint64_t gsim_context_bytes(const gsim_model_t *m, uint32_t sms)
+{
+    (void)m;
+    return sms * MIB;
+}
+
 static void reset(uint64_t limit, uint64_t node_free)
 {
     mock_pinned_limit = limit;
@@ -98,6 +106,32 @@ static void test_full_node_rolls_back(void **state)
     gsim_cu_uncharge(0, 5 * MIB);
 }
 
+/* A context's footprint counts in the node, not against the pinned limit, and a node without
+ * room for it refuses the context with nothing charged. */
+static void test_context_footprint(void **state)
+{
+    (void)state;
+    struct CUctx_st ctx = {.domain = {.dev = 0, .gi = -1}};
+    mock_device.sms = 7;
+    reset(4 * MIB, 10 * MIB);
+    assert_int_equal(gsim_cu_charge_context(&ctx, 0), CUDA_SUCCESS);
+    assert_int_equal(ctx.footprint, 7 * MIB);
+    assert_int_equal(mock_node_used, 7 * MIB);
+    assert_int_equal(gsim_cu_charge(0, 3 * MIB), CUDA_SUCCESS); /* the pinned limit is intact */
+    assert_int_equal(gsim_cu_charge(0, 1), CUDA_ERROR_OUT_OF_MEMORY);
+    gsim_cu_uncharge(0, 3 * MIB);
+    gsim_cu_uncharge_context(&ctx);
+    gsim_cu_uncharge_context(&ctx); /* idempotent */
+    assert_int_equal(ctx.footprint, 0);
+    assert_int_equal(mock_node_used, 0);
+    reset(0, 6 * MIB);
+    assert_int_equal(gsim_cu_charge_context(&ctx, 0), CUDA_ERROR_OUT_OF_MEMORY);
+    assert_int_equal(ctx.footprint, 0);
+    assert_int_equal(mock_node_used, 0);
+    assert_int_equal(gsim_cu_charge_context(&ctx, 1), CUDA_ERROR_INVALID_DEVICE);
+    mock_device.sms = 0;
+}
+
 static void *charge_loop(void *arg)
 {
     int *granted = arg;
@@ -128,6 +162,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pinned_limit_is_exact),
         cmocka_unit_test(test_full_node_rolls_back),
+        cmocka_unit_test(test_context_footprint),
         cmocka_unit_test(test_racing_threads_never_exceed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

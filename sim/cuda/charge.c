@@ -42,3 +42,23 @@ void gsim_cu_uncharge(int ordinal, uint64_t bytes)
     gsim_mem_uncharge(gsim_cu_node(), dev->domain, bytes);
     atomic_fetch_sub(&held[ordinal], bytes);
 }
+
+CUresult gsim_cu_charge_context(CUcontext ctx, int ordinal)
+{
+    const gsim_cu_device_t *dev = gsim_cu_device(ordinal);
+    if (dev == NULL)
+        return CUDA_ERROR_INVALID_DEVICE;
+    uint64_t bytes = gsim_context_bytes(dev->model, dev->sms);
+    if (bytes > 0 && gsim_mem_charge(gsim_cu_node(), dev->domain, bytes) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    ctx->footprint = bytes;
+    return CUDA_SUCCESS;
+}
+
+void gsim_cu_uncharge_context(CUcontext ctx)
+{
+    if (ctx->footprint == 0)
+        return;
+    gsim_mem_uncharge(gsim_cu_node(), ctx->domain, ctx->footprint);
+    ctx->footprint = 0;
+}

@@ -167,8 +167,11 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
     gsim_cu_ctx_init_sync(ctx);
     gsim_cu_ctx_start(ctx, dev, flags, 0);
     ctx->refcount = 1;
-    result = push_ctx(ctx);
+    result = gsim_cu_charge_context(ctx, dev);
+    if (result == CUDA_SUCCESS)
+        result = push_ctx(ctx);
     if (result != CUDA_SUCCESS) {
+        gsim_cu_uncharge_context(ctx);
         pthread_cond_destroy(&ctx->cond);
         pthread_mutex_destroy(&ctx->mu);
         gsim_cu_obj_free(ctx);
@@ -188,6 +191,7 @@ static CUresult ctx_destroy(CUcontext ctx)
     pop_if_current(ctx);
     atomic_store(&ctx->active, 0);
     gsim_cu_ctx_release_resources(ctx);
+    gsim_cu_uncharge_context(ctx);
     pthread_cond_destroy(&ctx->cond);
     pthread_mutex_destroy(&ctx->mu);
     gsim_cu_obj_free(ctx);

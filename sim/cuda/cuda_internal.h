@@ -136,6 +136,16 @@ CUresult gsim_cu_charge(int ordinal, uint64_t bytes);
 /* Returns bytes charged with gsim_cu_charge. */
 void gsim_cu_uncharge(int ordinal, uint64_t bytes);
 
+/* Charges the device memory a new context on ordinal takes (gsim_context_bytes of the device's
+ * model and SMs) to this process and records it in ctx->footprint. It counts in the node (NVML's
+ * per-process and device memory, every process's free memory) but not against an MPS pinned
+ * limit, which NVIDIA documents for allocations. Returns CUDA_SUCCESS or
+ * CUDA_ERROR_OUT_OF_MEMORY (nothing charged). */
+CUresult gsim_cu_charge_context(CUcontext ctx, int ordinal);
+
+/* Returns a context's footprint (when it is destroyed); idempotent. */
+void gsim_cu_uncharge_context(CUcontext ctx);
+
 /* ---- contexts (context.c) ---- */
 
 typedef struct CUstream_st gsim_cu_stream_t;
@@ -176,6 +186,7 @@ struct CUctx_st {
     CUfunc_cache cache_config;
     CUsharedconfig shmem_config;
     unsigned char peer[GSIM_MAX_DEVICES];
+    uint64_t footprint; /* the context's own device memory, charged while it exists */
 };
 
 /* Returns nonzero when flags are valid context flags (one scheduling mode, known bits). */

@@ -51,7 +51,7 @@ static void describe_locked(gsim_node_t *node, int ordinal, gsim_domain_t dom)
     gsim_cu_device_describe_model(d);
     if (dom.gi < 0) {
         d->sms = dev->sms;
-        d->total_bytes = dev->total_bytes;
+        d->total_bytes = gsim_device_usable(dev);
         snprintf(d->name, sizeof(d->name), "%s", dev->name);
         snprintf(d->uuid, sizeof(d->uuid), "%s", dev->uuid);
         return;

@@ -32,9 +32,13 @@ GSIM_CU_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     }
     if (ctx == NULL) {
         result = CUDA_ERROR_OUT_OF_MEMORY;
-    } else {
-        if (ctx->refcount == 0)
-            gsim_cu_ctx_start(ctx, dev, primary_flags[dev], 1);
+    } else if (ctx->refcount == 0) {
+        gsim_cu_ctx_start(ctx, dev, primary_flags[dev], 1);
+        result = gsim_cu_charge_context(ctx, dev);
+        if (result != CUDA_SUCCESS)
+            atomic_store(&ctx->active, 0);
+    }
+    if (result == CUDA_SUCCESS) {
         ctx->refcount++;
         *pctx = ctx;
     }
@@ -54,6 +58,7 @@ static CUresult primary_release(CUdevice dev)
     } else if (--ctx->refcount == 0) {
         atomic_store(&ctx->active, 0);
         gsim_cu_ctx_release_resources(ctx);
+        gsim_cu_uncharge_context(ctx);
     }
     pthread_mutex_unlock(&primary_mu);
     return result;

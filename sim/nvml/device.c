@@ -205,12 +205,15 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device,
     return gsim_nvml_end(&t, result);
 }
 
-/* Reads the handle's total and used bytes, after reclaiming dead processes (lock held). */
-static void memory_of(nvml_target_t *t, uint64_t *total, uint64_t *used)
+/* Reads the handle's total, reserved and used bytes, after reclaiming dead processes (lock held).
+ * A whole GPU's used memory includes what the driver reserves, as NVML reports it (nvmlMemory_t:
+ * "Sum of Reserved and Allocated device memory"); a MIG device has no reservation of its own. */
+static void memory_of(nvml_target_t *t, uint64_t *total, uint64_t *reserved, uint64_t *used)
 {
     gsim_node_reap_locked(t->node);
     *total = t->g != NULL ? t->g->memory_bytes : t->d->total_bytes;
-    *used = t->g != NULL ? t->g->used_bytes : t->d->used_bytes;
+    *reserved = t->g != NULL ? 0 : t->d->reserved_bytes;
+    *used = *reserved + (t->g != NULL ? t->g->used_bytes : t->d->used_bytes);
     if (*used > *total)
         *used = *total;
 }
@@ -218,12 +221,12 @@ static void memory_of(nvml_target_t *t, uint64_t *total, uint64_t *used)
 GS_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
     nvml_target_t t;
-    uint64_t total, used;
+    uint64_t total, reserved, used;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && memory == NULL)
         result = NVML_ERROR_INVALID_ARGUMENT;
     if (result == NVML_SUCCESS) {
-        memory_of(&t, &total, &used);
+        memory_of(&t, &total, &reserved, &used);
         memory->total = total;
         memory->used = used;
         memory->free = total - used;
@@ -234,16 +237,16 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory
 GS_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
     nvml_target_t t;
-    uint64_t total, used;
+    uint64_t total, reserved, used;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && memory == NULL)
         result = NVML_ERROR_INVALID_ARGUMENT;
     if (result == NVML_SUCCESS && memory->version != nvmlMemory_v2)
         result = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     if (result == NVML_SUCCESS) {
-        memory_of(&t, &total, &used);
+        memory_of(&t, &total, &reserved, &used);
         memory->total = total;
-        memory->reserved = 0; /* gpusim's driver reserves nothing */
+        memory->reserved = reserved; /* included in used, as NVIDIA documents */
         memory->used = used;
         memory->free = total - used;
     }

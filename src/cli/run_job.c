@@ -103,16 +103,25 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Reaps the job, and the job's orphans this process adopted as a child subreaper. */
+static void reap(job_t *job)
+{
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        if (pid == job->pid) {
+            job->status = status;
+            job->done = 1;
+        }
+    }
+}
+
 static void on_signal(job_t *job, int sigfd)
 {
     struct signalfd_siginfo si;
     while (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         if (si.ssi_signo == SIGCHLD) {
-            int status;
-            if (waitpid(job->pid, &status, WNOHANG) == job->pid) {
-                job->status = status;
-                job->done = 1;
-            }
+            reap(job);
             continue;
         }
         /* A terminal's signal reached the whole foreground group, the job included; forward
@@ -231,6 +240,9 @@ static int start_and_wait(gs_client_t *client, job_t *job, char **envp)
         sigaddset(&mask, forwarded[i]);
     sigprocmask(SIG_BLOCK, &mask, &old_mask);
     int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    /* The job's orphans (daemons, double forks) become this process's children rather than
+     * init's: gpushared tells a lease's processes by their descent from its holder. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     pid_t parent = getpid();
     job->pid = sigfd >= 0 ? fork() : -1;
     if (job->pid == 0)

@@ -169,13 +169,45 @@ static void print_lease_row(const json_t *lease, int64_t now)
     gs__cli_fit(gs__cli_str(lease, "name"), 10, name, sizeof(name));
     gs__cli_fit(gs__cli_str(lease, "command"), 17, command, sizeof(command));
     char user[24];
-    printf("    %5llu %-8s %-10s %15s %7s %7s  %s\n", (unsigned long long)gs__cli_uint(lease, "id"),
+    uint64_t over = gs__cli_uint(lease, "over_limit");
+    printf("  %s %5llu %-8s %-10s %15s %7s %7s  %s\n", over > 0 ? "!" : " ",
+           (unsigned long long)gs__cli_uint(lease, "id"),
            gs__cli_fit(gs__cli_str(lease, "user"), 8, user, sizeof(user)),
            name[0] != '\0' ? name : "-", both, compute, left, command);
     uint64_t ooms = gs__cli_uint(lease, "oom_events");
     if (ooms > 0)
         printf("          %llu allocation%s refused: over the limit\n", (unsigned long long)ooms,
                ooms == 1 ? "" : "s");
+    if (over > 0) {
+        char real[32], by[32];
+        gs__cli_bytes(gs__cli_uint(lease, "memory_real"), real, sizeof(real));
+        gs__cli_bytes(over, by, sizeof(by));
+        printf("          OVER LIMIT: its processes hold %s (%s over)\n", real, by);
+    }
+}
+
+/* The processes on the GPU that belong to no lease (watchdog): marked rows, others counted. */
+static void print_unmanaged(const json_t *gpu)
+{
+    const json_t *others = json_object_get(gpu, "unmanaged_others");
+    size_t i;
+    const json_t *row;
+    json_array_foreach(json_object_get(gpu, "unmanaged"), i, row)
+    {
+        char used[32], line[512], fitted[160];
+        gs__cli_bytes(gs__cli_uint(row, "memory_used"), used, sizeof(used));
+        snprintf(line, sizeof(line), "  ! UNMANAGED pid %llu (%s) holds %s: %s",
+                 (unsigned long long)gs__cli_uint(row, "pid"), gs__cli_str(row, "user"), used,
+                 gs__cli_str(row, "command"));
+        printf("%s\n", gs__cli_fit(line, WIDTH, fitted, sizeof(fitted)));
+    }
+    uint64_t n = gs__cli_uint(others, "processes");
+    if (n > 0) {
+        char used[32];
+        gs__cli_bytes(gs__cli_uint(others, "memory_used"), used, sizeof(used));
+        printf("  ! UNMANAGED %llu process%s of other users hold%s %s\n", (unsigned long long)n,
+               n == 1 ? "" : "es", n == 1 ? "s" : "", used);
+    }
 }
 
 static void print_processes(const json_t *gpu)
@@ -252,6 +284,7 @@ static void print_gpu(const json_t *gpu, int processes, int64_t now)
         printf("    %llu lease%s of other users, %s leased\n", (unsigned long long)n_others,
                n_others == 1 ? "" : "s", mem);
     }
+    print_unmanaged(gpu);
     if (processes)
         print_processes(gpu);
 }

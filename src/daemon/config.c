@@ -24,6 +24,12 @@ typedef struct parse_ctx {
 
 static const char *const mode_names[] = {"shared", "exclusive", "mps", "mig"};
 static const char *const policy_names[] = {"gpushare", "fgd", "bestfit", "spread"};
+static const char *const enforce_names[] = {"report", "kill"};
+
+const char *gs__enforce_name(gs__enforce_t enforce)
+{
+    return (unsigned)enforce < 2 ? enforce_names[enforce] : "?";
+}
 
 const char *gs__mode_name(gs__mode_t mode)
 {
@@ -45,9 +51,14 @@ void gs__config_defaults(gs__config_t *cfg)
     snprintf(cfg->runtime_dir, sizeof(cfg->runtime_dir), "%s", GS__DEFAULT_RUNTIME);
     snprintf(cfg->mps_control, sizeof(cfg->mps_control), "%s", GS__DEFAULT_MPS_CTL);
     cfg->idle_timeout_ms = GS__DEFAULT_IDLE_MS;
+    cfg->watch_interval_ms = GS__DEFAULT_WATCH_MS;
+    cfg->watch_tolerance = GS__DEFAULT_TOLERANCE;
+    cfg->enforce = GS__ENFORCE_REPORT;
     cfg->queue_aging_ms = GS__DEFAULT_AGING_MS;
     cfg->kill_grace_ms = GS__DEFAULT_GRACE_MS;
 }
+
+static int parse_enum(const char *value, const char *const *names, unsigned n, unsigned *out);
 
 static int bad(parse_ctx_t *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -108,6 +119,31 @@ static int set_seconds(parse_ctx_t *ctx, const char *key, const char *value, dou
     return 1;
 }
 
+/* The watchdog's keys of [daemon]: watch_interval, watch_tolerance, enforce. */
+static int watch_key(parse_ctx_t *ctx, const char *key, const char *value)
+{
+    gs__config_t *cfg = ctx->cfg;
+    if (strcmp(key, "enforce") == 0) {
+        unsigned v = 0;
+        if (parse_enum(value, enforce_names, 2, &v) != 0)
+            return bad(ctx, "enforce \"%s\" must be report or kill", value);
+        cfg->enforce = (gs__enforce_t)v;
+        return 1;
+    }
+    if (strcmp(key, "watch_tolerance") == 0) {
+        char why[GS_QTY_ERR_MAX];
+        if (gs_qty_parse_bytes(value, GS_QTY_ALLOW_ZERO, &cfg->watch_tolerance, why, sizeof(why)) !=
+            0)
+            return bad(ctx, "watch_tolerance: %s", why);
+        return 1;
+    }
+    if (strcmp(value, "0") == 0) {
+        cfg->watch_interval_ms = 0; /* no watchdog */
+        return 1;
+    }
+    return set_seconds(ctx, key, value, 0.1, 3600, &cfg->watch_interval_ms);
+}
+
 static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
 {
     gs__config_t *cfg = ctx->cfg;
@@ -135,6 +171,9 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
                        value);
         return set_path(ctx, cfg->metrics_listen, sizeof(cfg->metrics_listen), key, value);
     }
+    if (strcmp(key, "watch_interval") == 0 || strcmp(key, "enforce") == 0 ||
+        strcmp(key, "watch_tolerance") == 0)
+        return watch_key(ctx, key, value);
     if (strcmp(key, "idle_timeout") == 0)
         return set_seconds(ctx, key, value, 0.1, 3600, &cfg->idle_timeout_ms);
     if (strcmp(key, "queue_aging") == 0)
@@ -144,7 +183,7 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
     return bad(ctx,
                "unknown key \"%s\" in [daemon] (socket, state_dir, region_dir, runtime_dir, "
                "metrics_listen, nvml_library, shim, mps_control, idle_timeout, queue_aging, "
-               "kill_grace)",
+               "kill_grace, watch_interval, watch_tolerance, enforce)",
                key);
 }
 
@@ -251,9 +290,10 @@ static int begin_section(parse_ctx_t *ctx, const char *section)
 static unsigned key_bit(const char *key)
 {
     static const char *const keys[] = {
-        "socket",     "state_dir",    "metrics_listen", "nvml_library", "shim",
-        "region_dir", "idle_timeout", "mode",           "placement",    "overprovision",
-        "reserve",    "queue_aging",  "kill_grace",     "runtime_dir",  "mps_control"};
+        "socket",     "state_dir",    "metrics_listen", "nvml_library",   "shim",
+        "region_dir", "idle_timeout", "mode",           "placement",      "overprovision",
+        "reserve",    "queue_aging",  "kill_grace",     "watch_interval", "watch_tolerance",
+        "enforce",    "runtime_dir",  "mps_control"};
     for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (strcmp(key, keys[i]) == 0)
             return 1u << i;

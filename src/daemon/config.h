@@ -16,6 +16,8 @@
 #define GS__DEFAULT_STATE_DIR GS_STATE_DIR
 #define GS__DEFAULT_METRICS   "127.0.0.1:9400"
 #define GS__DEFAULT_IDLE_MS   10000
+#define GS__DEFAULT_WATCH_MS  1000
+#define GS__DEFAULT_TOLERANCE (UINT64_C(128) << 20)
 #define GS__DEFAULT_AGING_MS  60000
 #define GS__DEFAULT_GRACE_MS  10000
 #define GS__DEFAULT_RUNTIME   "/run/gpushare"
@@ -27,6 +29,12 @@ typedef enum gs__mode {
     GS__MODE_MPS,
     GS__MODE_MIG,
 } gs__mode_t;
+
+/* What the watchdog does about a process of no lease, or a lease over its limit. */
+typedef enum gs__enforce {
+    GS__ENFORCE_REPORT = 0, /* status, metrics and the log say so */
+    GS__ENFORCE_KILL,       /* and the offending process gets SIGKILL */
+} gs__enforce_t;
 
 typedef enum gs__policy {
     GS__POLICY_GPUSHARE = 0,
@@ -68,8 +76,11 @@ typedef struct gs__config {
     char runtime_dir[GS__PATH_MAX]; /* MPS pipe and log directories (tmpfs) */
     char mps_control[GS__PATH_MAX]; /* nvidia-cuda-mps-control: a path, or a name in PATH */
     unsigned idle_timeout_ms;       /* a connection with no lease that sends nothing is closed */
-    unsigned queue_aging_ms; /* a waiting request gains a priority point per this, 0 = never */
-    unsigned kill_grace_ms;  /* SIGTERM to SIGKILL at a time limit or a release by another */
+    unsigned queue_aging_ms;    /* a waiting request gains a priority point per this, 0 = never */
+    unsigned kill_grace_ms;     /* SIGTERM to SIGKILL at a time limit or a release by another */
+    unsigned watch_interval_ms; /* the watchdog's NVML scan; 0 = no watchdog */
+    uint64_t watch_tolerance;   /* a lease's real use may pass its limit by this much */
+    gs__enforce_t enforce;
     unsigned n_sections;
     gs__gpu_section_t sections[GS__MAX_GPU_SECTIONS];
 } gs__config_t;
@@ -94,6 +105,7 @@ int gs__config_parse_listen(const char *text, uint32_t *addr, uint16_t *port);
 
 /* Names of the enums, for logs and replies. Never NULL. */
 const char *gs__mode_name(gs__mode_t mode);
+const char *gs__enforce_name(gs__enforce_t enforce);
 const char *gs__policy_name(gs__policy_t policy);
 
 #endif

@@ -26,6 +26,7 @@
 
 struct gs__conn;
 struct gs__metrics;
+typedef struct gs__watchdog gs__watchdog_t;
 
 /* Who is calling, from SO_PEERCRED (never from the request). */
 typedef struct gs__cred {
@@ -83,6 +84,7 @@ typedef struct gs__daemon {
     gs__region_pool_t region_pool;
     char hostname[64];
     struct gs__metrics *metrics;
+    gs__watchdog_t *watchdog; /* what really runs on the GPUs (watchdog.h) */
 } gs__daemon_t;
 
 /* Milliseconds of CLOCK_MONOTONIC and of CLOCK_REALTIME. */

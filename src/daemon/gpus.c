@@ -22,10 +22,10 @@ static int check_mode(const gs__gpu_t *gpu, char *err, size_t errlen)
                  gpu->index);
         return GS_EINVAL;
     }
-    if (gpu->reserve >= gpu->total) {
+    if (gs__gpu_leasable(gpu) == 0) {
         char reserve[32], total[32];
         gs_qty_format_human(gpu->reserve, reserve, sizeof(reserve));
-        gs_qty_format_human(gpu->total, total, sizeof(total));
+        gs_qty_format_human(gpu->total - gpu->driver_reserved, total, sizeof(total));
         snprintf(err, errlen, "GPU %u: reserve %s leaves nothing of its %s to lease", gpu->index,
                  reserve, total);
         return GS_EINVAL;
@@ -81,6 +81,7 @@ int gs__daemon_setup_gpus(gs__daemon_t *d, char *err, size_t errlen)
         snprintf(gpu->uuid, sizeof(gpu->uuid), "%s", info->uuid);
         snprintf(gpu->name, sizeof(gpu->name), "%s", info->name);
         gpu->total = info->total;
+        gpu->driver_reserved = info->reserved;
         gs__gpu_settings_t s = gs__config_gpu(&d->cfg, info->index, info->uuid);
         gpu->mode = s.mode;
         gpu->overprovision = s.overprovision;

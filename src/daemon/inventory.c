@@ -28,6 +28,7 @@ struct gs__inventory {
 #define X(name) __typeof__(&name) name;
     NVML_FUNCTIONS(X)
 #undef X
+    __typeof__(&nvmlDeviceGetMemoryInfo_v2) memory_v2; /* optional (NVML 11.5+) */
     /* Optional: a driver without it lists no processes. */
     __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) running_processes;
     int initialised;
@@ -49,8 +50,19 @@ static int resolve(gs__inventory_t *inv, char *err, size_t errlen)
     }
     NVML_FUNCTIONS(X)
 #undef X
+    *(void **)&inv->memory_v2 = dlsym(inv->lib, "nvmlDeviceGetMemoryInfo_v2");
     *(void **)&inv->running_processes = dlsym(inv->lib, "nvmlDeviceGetComputeRunningProcesses_v3");
     return 0;
+}
+
+/* The memory the driver keeps for itself on a device (nvmlMemory_v2_t.reserved, which NVML
+ * counts as used and CUDA's total leaves out); 0 when this NVML cannot tell. */
+static uint64_t driver_reserved(gs__inventory_t *inv, nvmlDevice_t device)
+{
+    nvmlMemory_v2_t m = {.version = nvmlMemory_v2};
+    if (inv->memory_v2 == NULL || inv->memory_v2(device, &m) != NVML_SUCCESS)
+        return 0;
+    return m.reserved < m.total ? m.reserved : 0;
 }
 
 static int nvml_fail(gs__inventory_t *inv, nvmlReturn_t rc, const char *what, char *err,
@@ -80,6 +92,7 @@ static int discover(gs__inventory_t *inv, char *err, size_t errlen)
             (rc = inv->nvmlDeviceGetMemoryInfo(inv->handles[i], &memory)) != NVML_SUCCESS)
             return nvml_fail(inv, rc, "device query", err, errlen);
         gpu->total = memory.total;
+        gpu->reserved = driver_reserved(inv, inv->handles[i]);
     }
     inv->count = count;
     return 0;

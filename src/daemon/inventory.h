@@ -23,7 +23,8 @@ typedef struct gs__gpu_info {
     unsigned index;
     char uuid[GS__UUID_MAX];
     char name[GS__NAME_MAX];
-    uint64_t total; /* bytes */
+    uint64_t total;    /* bytes */
+    uint64_t reserved; /* bytes the driver keeps for itself (NVML shows them used), 0 unknown */
 } gs__gpu_info_t;
 
 /* Live figures of one GPU. */

@@ -6,6 +6,7 @@
 #include "metrics.h"
 #include "regions.h"
 #include "server.h"
+#include "watchdog.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
@@ -167,11 +168,14 @@ static void log_gpus(const gs__daemon_t *d)
         gs_info("NVML %s, driver %s", gs__inventory_library(d->inv), gs__inventory_driver(d->inv));
     for (unsigned i = 0; i < d->n_gpus; i++) {
         const gs__gpu_t *g = &d->gpus[i];
-        char total[32], reserve[32];
+        char total[32], driver[32], reserve[32];
         gs_qty_format_human(g->total, total, sizeof(total));
+        gs_qty_format_human(g->driver_reserved, driver, sizeof(driver));
         gs_qty_format_human(g->reserve, reserve, sizeof(reserve));
-        gs_info("GPU %u: %s %s, %s, mode %s, overprovision %u, reserve %s", g->index, g->name,
-                g->uuid, total, gs__mode_name(g->mode), g->overprovision, reserve);
+        gs_info("GPU %u: %s %s, %s (%s reserved by the driver), mode %s, overprovision %u, "
+                "reserve %s",
+                g->index, g->name, g->uuid, total, driver, gs__mode_name(g->mode), g->overprovision,
+                reserve);
     }
     if (d->n_gpus == 0)
         gs_warn("no GPU found: every lease request will be refused");
@@ -219,6 +223,7 @@ static void block_signals(void)
 static void stop(gs__daemon_t *d)
 {
     gs__metrics_stop(d);
+    gs__watchdog_stop(d);
     gs__api_shutdown(d);
     gs__modes_stop(d);
     gs__leases_free(d);
@@ -265,6 +270,8 @@ int main(int argc, char **argv)
     block_signals();
     char err[GS__PATH_MAX + 256];
     int result = start(d);
+    if (result == 0 && (result = gs__watchdog_start(d)) != 0)
+        gs_error("cannot start the watchdog: %s", gs_strerror(result));
     if (result == 0 && (result = gs__metrics_start(d, err, sizeof(err))) != 0)
         gs_error("%s", err);
     if (result == 0 && (result = gs__server_run(d, err, sizeof(err))) != 0)

@@ -3,6 +3,7 @@
 
 #include "config.h"
 #include "mode.h"
+#include "watchdog.h"
 #include "gpushare/error.h"
 #include "gpushare/log.h"
 
@@ -262,7 +263,24 @@ void gs__metrics_render(gs__daemon_t *d, FILE *f)
     }
     render_leases(f, d, rows, n);
     free(rows);
+    gs__watchdog_render_metrics(d, f);
     render_node(f, d);
+}
+
+void gs__metrics_family(FILE *f, const char *name, const char *type, const char *help)
+{
+    family(f, name, type, help);
+}
+
+void gs__metrics_gpu_labels(FILE *f, const gs__daemon_t *d, const gs__gpu_t *gpu)
+{
+    gpu_labels(f, d, gpu);
+}
+
+void gs__metrics_lease_labels(FILE *f, const gs__daemon_t *d, const gs__lease_t *lease,
+                              unsigned part)
+{
+    lease_labels(f, d, lease, part);
 }
 
 void gs__metrics_publish(gs__daemon_t *d)

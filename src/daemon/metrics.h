@@ -11,6 +11,7 @@
 #define GS_DAEMON_METRICS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "daemon.h"
 
@@ -23,6 +24,13 @@ void gs__metrics_publish(gs__daemon_t *d);
 
 /* Writes the metrics text of d into f (what gs__metrics_publish serves). */
 void gs__metrics_render(gs__daemon_t *d, FILE *f);
+
+/* Helpers for other modules' families (watchdog.c): a family's HELP and TYPE lines, and the
+ * label sets of a GPU and of a lease's part (part >= lease->alloc.n: the lease alone). */
+void gs__metrics_family(FILE *f, const char *name, const char *type, const char *help);
+void gs__metrics_gpu_labels(FILE *f, const gs__daemon_t *d, const gs__gpu_t *gpu);
+void gs__metrics_lease_labels(FILE *f, const gs__daemon_t *d, const gs__lease_t *lease,
+                              unsigned part);
 
 /* Stops the HTTP server and frees the snapshot (NULL d->metrics is fine). */
 void gs__metrics_stop(gs__daemon_t *d);

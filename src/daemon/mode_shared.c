@@ -28,7 +28,7 @@ static int exclusive_admit(const gs__gpu_t *gpu, const gs__ask_t *ask, gs__part_
     gs__part_for(gpu, ask->req, ask->slots, part);
     if (part->slots != 1)
         return GS_ENOFIT;
-    return ask->idle || gpu->n_leases == 0 ? 0 : GS_ENOFIT;
+    return ask->idle || (gpu->n_leases == 0 && gpu->outside == 0) ? 0 : GS_ENOFIT;
 }
 
 static void exclusive_why_not(const gs__gpu_t *gpu, const gs__ask_t *ask, char *buf, size_t len)

@@ -1,9 +1,24 @@
 /* The lease model's fit rules: slices, demands and per-GPU accounting. */
 #include "model.h"
 
+static uint64_t minus(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : 0;
+}
+
 uint64_t gs__gpu_leasable(const gs__gpu_t *gpu)
 {
-    return gpu->total > gpu->reserve ? gpu->total - gpu->reserve : 0;
+    return minus(minus(gpu->total, gpu->driver_reserved), gpu->reserve);
+}
+
+uint64_t gs__gpu_taken(const gs__gpu_t *gpu)
+{
+    return gpu->mem_leased + gpu->outside;
+}
+
+uint64_t gs__gpu_mem_free(const gs__gpu_t *gpu)
+{
+    return minus(gs__gpu_leasable(gpu), gs__gpu_taken(gpu));
 }
 
 static unsigned overprovision(const gs__gpu_t *gpu)
@@ -60,9 +75,7 @@ int gs__gpu_fits(const gs__gpu_t *gpu, gs_lease_kind_t kind, const gs__part_t *p
         return 0;
     if (kind == GS_LEASE_GPUS && (part->slots == 0 || part->slots > overprovision(gpu)))
         return 0;
-    uint64_t leasable = gs__gpu_leasable(gpu);
-    if (part->memory == 0 || gpu->mem_leased > leasable ||
-        part->memory > leasable - gpu->mem_leased)
+    if (part->memory == 0 || part->memory > gs__gpu_mem_free(gpu))
         return 0;
     if (gpu->compute_leased > 1000 || part->compute > 1000 - gpu->compute_leased)
         return 0;
@@ -75,11 +88,6 @@ void gs__gpu_take(gs__gpu_t *gpu, const gs__part_t *part)
     gpu->compute_leased += part->compute;
     gpu->slots_leased += part->slots;
     gpu->n_leases++;
-}
-
-static uint64_t minus(uint64_t a, uint64_t b)
-{
-    return a > b ? a - b : 0;
 }
 
 void gs__gpu_give(gs__gpu_t *gpu, const gs__part_t *part)

@@ -2,10 +2,11 @@
  * memory and compute pool (the shared, exclusive and mps modes use it; mode.h decides which
  * requests a GPU serves and how).
  *
- * A GPU's leasable capacity is its memory minus the configured reserve, and its compute (1000
- * thousandths). With overprovision = K it is also K logical GPUs, each a slice of
- * (total - reserve) / K memory and 1000 / K compute. Every lease takes memory and compute from
- * the same pool, so the rules compose:
+ * A GPU's leasable capacity is its memory minus what the driver reserves and the configured
+ * reserve, and its compute (1000 thousandths). Memory held outside any lease (measured by the
+ * watchdog) is not offered until it is freed. With overprovision = K it is also K logical GPUs,
+ * each a slice of (total - reserve) / K memory and 1000 / K compute. Every lease takes memory and
+ * compute from the same pool, so the rules compose:
  *   - --gpu-memory SIZE [--compute PCT] takes SIZE and PCT (0 when not given: time-sliced,
  *     unguaranteed compute);
  *   - --gpu F takes F of the leasable memory and F of the compute;
@@ -28,8 +29,11 @@ typedef struct gs__gpu {
     unsigned index; /* NVML index */
     char uuid[GS__UUID_MAX];
     char name[GS__NAME_MAX];
-    uint64_t total;   /* device memory in bytes */
-    uint64_t reserve; /* kept for the driver's own context memory, never leased */
+    uint64_t total;           /* device memory in bytes (NVML's total) */
+    uint64_t driver_reserved; /* what the driver keeps for itself (NVML's reserved memory) */
+    uint64_t reserve;         /* the config's reserve, never leased */
+    uint64_t outside; /* held now beyond what leases account for: processes of no lease, leases
+                       * over their limits, memory NVML gives to no process (watchdog.c) */
     gs__mode_t mode;
     unsigned overprovision; /* K >= 1 */
     uint64_t mem_leased;
@@ -63,8 +67,15 @@ typedef struct gs__alloc {
     gs__part_t part[GS_MAX_DEVICES];
 } gs__alloc_t;
 
-/* Memory that leases may take on gpu: total - reserve (0 when the reserve is larger). */
+/* Memory that leases may take on gpu: total - driver_reserved - reserve (0 when they are
+ * larger). Fixed while the daemon runs, so slices keep their size. */
 uint64_t gs__gpu_leasable(const gs__gpu_t *gpu);
+
+/* Leasable memory that is taken now: promised to leases (mem_leased) or held outside them. */
+uint64_t gs__gpu_taken(const gs__gpu_t *gpu);
+
+/* Leasable memory free for a new lease now: leasable - taken, never negative. */
+uint64_t gs__gpu_mem_free(const gs__gpu_t *gpu);
 
 /* Memory and compute of one logical slot of gpu. */
 uint64_t gs__slot_memory(const gs__gpu_t *gpu);

@@ -37,8 +37,8 @@ static uint64_t left_after(uint64_t total, uint64_t a, uint64_t b)
 static int compare_one(const gs__gpu_t *a, const gs__part_t *pa, const gs__gpu_t *b,
                        const gs__part_t *pb, gs__policy_t policy)
 {
-    uint64_t left_a = left_after(gs__gpu_leasable(a), a->mem_leased, pa->memory);
-    uint64_t left_b = left_after(gs__gpu_leasable(b), b->mem_leased, pb->memory);
+    uint64_t left_a = left_after(gs__gpu_mem_free(a), 0, pa->memory);
+    uint64_t left_b = left_after(gs__gpu_mem_free(b), 0, pb->memory);
     uint64_t cpu_a = left_after(1000, a->compute_leased, pa->compute);
     uint64_t cpu_b = left_after(1000, b->compute_leased, pb->compute);
     int sign = policy == GS__POLICY_SPREAD ? -1 : 1;
@@ -437,6 +437,7 @@ int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request
             continue; /* the messages below speak of the GPUs of its models only */
         empty[m] = gpus[i];
         empty[m].mem_leased = 0;
+        empty[m].outside = 0;
         empty[m].compute_leased = 0;
         empty[m].slots_leased = 0;
         empty[m].n_leases = 0;

@@ -74,11 +74,11 @@ static void sync_state(const gs__gpu_t *gpus, unsigned n, const int *fits)
         if (gs_place_node_get(cache.cluster, (int)i, &state) != 0)
             continue;
         uint64_t leasable = gs__gpu_leasable(&gpus[i]);
-        uint32_t used = milli_of(gpus[i].mem_leased, leasable, 0);
+        uint32_t used = milli_of(gs__gpu_taken(&gpus[i]), leasable, 0);
         if (gpus[i].compute_leased > used)
             used = gpus[i].compute_leased > 1000 ? 1000 : gpus[i].compute_leased;
         state.gpu_left[0] = fits[i] ? 1000 - used : 0;
-        state.gpu_mem_left[0] = fits[i] ? leasable - gpus[i].mem_leased : 0;
+        state.gpu_mem_left[0] = fits[i] ? gs__gpu_mem_free(&gpus[i]) : 0;
         gs_place_node_set(cache.cluster, (int)i, &state);
     }
 }

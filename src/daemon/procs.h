@@ -1,8 +1,9 @@
 /* The processes on the node's GPUs, from NVML, each tied to its lease and its user.
  *
- * One data path for every per-process view (status --processes, top; a watchdog of real use can
- * read the same list): NVML says which processes hold memory on which GPU, the leases' regions
- * say which lease each process belongs to, /proc says whose it is. */
+ * The per-process view (status --processes, top): NVML says which processes hold memory on which
+ * GPU, the watchdog's rules say which lease each belongs to (gs__watchdog_lease_of: a descendant
+ * of the lease's holder, else a process of the lease's user that its region lists; the region is
+ * the user's to write and is never trusted beyond that user), /proc says whose it is. */
 #ifndef GS_DAEMON_PROCS_H
 #define GS_DAEMON_PROCS_H
 
@@ -16,7 +17,7 @@ typedef struct gs__proc {
     unsigned gpu;   /* index into the daemon's gpus[] */
     pid_t pid;      /* as NVML reports it (the daemon's pid namespace) */
     uint64_t used;  /* bytes of device memory from NVML; UINT64_MAX when it cannot tell */
-    uint64_t lease; /* the lease whose region it is attached to, 0 when none */
+    uint64_t lease; /* its lease (gs__watchdog_lease_of), 0 when none */
     uid_t uid;      /* its owner (/proc), (uid_t)-1 when it is gone */
     char name[32];  /* its command name (/proc/PID/comm), "" when it is gone */
 } gs__proc_t;

@@ -67,7 +67,7 @@ static unsigned __int128 shortfall(const gs__gpu_t *gpu, gs_lease_kind_t kind,
 {
     uint64_t leasable = gs__gpu_leasable(gpu);
     uint64_t leased =
-        gpu->mode == GS__MODE_EXCLUSIVE && gpu->n_leases > 0 ? leasable : gpu->mem_leased;
+        gpu->mode == GS__MODE_EXCLUSIVE && gpu->n_leases > 0 ? leasable : gs__gpu_taken(gpu);
     uint64_t free_mem = leasable > leased ? leasable - leased : 0;
     uint64_t memory = part->memory > free_mem ? part->memory - free_mem : 0;
     uint32_t free_compute = gpu->compute_leased < 1000 ? 1000 - gpu->compute_leased : 0;
@@ -86,6 +86,7 @@ static int ever_fits(const gs__gpu_t *gpu, gs_lease_kind_t kind, const gs__part_
 {
     gs__gpu_t empty = *gpu;
     empty.mem_leased = 0;
+    empty.outside = 0;
     empty.compute_leased = 0;
     empty.slots_leased = 0;
     empty.n_leases = 0;
@@ -100,6 +101,7 @@ static int shape(const gs__daemon_t *d, const gs__waiter_t *w, uint32_t candidat
     for (unsigned i = 0; i < d->n_gpus; i++) {
         empty[i] = d->gpus[i];
         empty[i].mem_leased = 0;
+        empty[i].outside = 0;
         empty[i].compute_leased = 0;
         empty[i].slots_leased = 0;
         empty[i].n_leases = 0;
@@ -241,8 +243,7 @@ static void describe_gpu(const gs__daemon_t *d, const gs__waiter_t *w, unsigned 
         shape(d, w, w->wait.held, &count, &slots);
     gs__part_t part;
     gs__part_for(gpu, req, slots, &part);
-    uint64_t leasable = gs__gpu_leasable(gpu);
-    uint64_t free_mem = leasable > gpu->mem_leased ? leasable - gpu->mem_leased : 0;
+    uint64_t free_mem = gs__gpu_mem_free(gpu); /* what is held outside the leases is not free */
     uint32_t free_compute = gpu->compute_leased < 1000 ? 1000 - gpu->compute_leased : 0;
     char have[32], need[32];
     gs_qty_format_human(free_mem, have, sizeof(have));

@@ -3,6 +3,7 @@
 #include "api.h"
 #include "metrics.h"
 #include "mode.h"
+#include "watchdog.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
@@ -358,6 +359,7 @@ static void tick(server_t *s, int64_t now, int64_t *next_reap, int64_t *next_ref
         gs__modes_tick(s->d, now);
         *next_reap = now + REAP_MS;
     }
+    gs__watchdog_tick(s->d, now);
     if (now >= *next_refresh) {
         gs__daemon_refresh_usage(s->d);
         gs__metrics_publish(s->d);

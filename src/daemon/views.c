@@ -4,6 +4,7 @@
 #include "mode.h"
 #include "mps_ctl.h"
 
+#include "watchdog.h"
 #include "regions.h"
 #include "scheduler.h"
 #include "server.h"
@@ -47,6 +48,17 @@ static json_t *request_view(const gs_lease_request_t *req)
     return obj;
 }
 
+/* Adds the watchdog's figures of the lease's part: its processes' real memory (NVML) and how far
+ * it is over its limit beyond the tolerance. */
+static void add_real(const gs__daemon_t *d, const gs__lease_t *lease, unsigned part, json_t *obj)
+{
+    uint64_t real = 0, over = 0;
+    if (gs__watchdog_lease_real(d, lease, part, &real, &over) != 0)
+        return;
+    json_object_set_new(obj, "memory_real", json_integer((json_int_t)real));
+    json_object_set_new(obj, "over_limit", json_integer((json_int_t)over));
+}
+
 /* The name, the time limit and when it passes, for listings. */
 static void add_labels(json_t *obj, const gs__lease_t *lease)
 {
@@ -78,6 +90,7 @@ json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
             "compute", (json_int_t)gs__part_compute_percent(part));
         if (view != NULL && part->instance[0] != '\0')
             json_object_set_new(view, "instance", json_string(part->instance));
+        add_real(d, lease, i, view);
         json_array_append_new(gpus, view);
     }
     const gs__lease_record_t *rec = &lease->rec;
@@ -138,7 +151,7 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease)
 }
 
 /* One lease's entry under one GPU of the status. */
-static json_t *gpu_lease_view(const gs__lease_t *lease, unsigned part_index,
+static json_t *gpu_lease_view(const gs__daemon_t *d, const gs__lease_t *lease, unsigned part_index,
                               const gs__lease_use_t *use)
 {
     const gs__part_t *part = &lease->alloc.part[part_index];
@@ -151,8 +164,26 @@ static json_t *gpu_lease_view(const gs__lease_t *lease, unsigned part_index,
         (json_int_t)use->processes, "oom_events", (json_int_t)use->oom_events);
     if (obj != NULL && part->instance[0] != '\0')
         json_object_set_new(obj, "instance", json_string(part->instance));
+    add_real(d, lease, part_index, obj);
     add_labels(obj, lease);
     return obj;
+}
+
+/* What runs on GPU g outside the leases: the memory it takes from new leases, and the
+ * unmanaged processes (the caller's own; root: all) with the others' as a count. */
+static void add_outside(const gs__daemon_t *d, unsigned g, const gs__cred_t *cred, json_t *view)
+{
+    const gs__gpu_t *gpu = &d->gpus[g];
+    unsigned others = 0;
+    uint64_t others_bytes = 0;
+    json_t *rows = gs__watchdog_unmanaged_view(d, g, cred->uid, &others, &others_bytes);
+    json_object_set_new(view, "memory_driver_reserved",
+                        json_integer((json_int_t)gpu->driver_reserved));
+    json_object_set_new(view, "memory_outside", json_integer((json_int_t)gpu->outside));
+    json_object_set_new(view, "unmanaged", rows);
+    json_object_set_new(view, "unmanaged_others",
+                        json_pack("{s:I, s:I}", "processes", (json_int_t)others, "memory_used",
+                                  (json_int_t)others_bytes));
 }
 
 /* Whether cred may see the details of something of uid's (root sees all). */
@@ -217,7 +248,7 @@ static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cre
             if (visible(cred, lease->rec.uid)) {
                 gs__lease_use_t use;
                 gs__lease_use(lease, &use);
-                json_array_append_new(leases, gpu_lease_view(lease, i, &use));
+                json_array_append_new(leases, gpu_lease_view(d, lease, i, &use));
             } else {
                 others++;
                 other_memory += lease->alloc.part[i].memory;
@@ -234,17 +265,19 @@ static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cre
         gs__mode_name(gpu->mode), "overprovision", (json_int_t)k, "memory_total",
         (json_int_t)gpu->total, "memory_reserved", (json_int_t)gpu->reserve, "memory_leasable",
         (json_int_t)leasable, "memory_leased", (json_int_t)gpu->mem_leased, "memory_free",
-        (json_int_t)(leasable > gpu->mem_leased ? leasable - gpu->mem_leased : 0), "memory_used",
-        (json_int_t)d->usage[g].used, "utilization", (json_int_t)d->usage[g].utilization,
-        "compute_leased", (json_int_t)((gpu->compute_leased + 5) / 10), "logical_total",
-        (json_int_t)k, "logical_free", (json_int_t)gs__gpu_free_slots(gpu), "n_leases",
-        (json_int_t)gpu->n_leases, "leases", leases);
+        (json_int_t)gs__gpu_mem_free(gpu), "memory_used", (json_int_t)d->usage[g].used,
+        "utilization", (json_int_t)d->usage[g].utilization, "compute_leased",
+        (json_int_t)((gpu->compute_leased + 5) / 10), "logical_total", (json_int_t)k,
+        "logical_free", (json_int_t)gs__gpu_free_slots(gpu), "n_leases", (json_int_t)gpu->n_leases,
+        "leases", leases);
     if (procs != NULL && view != NULL && other != NULL)
         add_processes(d, g, cred, procs, view, other);
-    if (view != NULL)
+    if (view != NULL) {
         json_object_set_new(view, "others", other);
-    else
+        add_outside(d, g, cred, view);
+    } else {
         json_decref(other);
+    }
     if (view != NULL)
         gs__modes_describe(d, g, cred, view);
     return view;

@@ -1,5 +1,6 @@
-/* Contexts: destroying a context or resetting a primary one frees its memory in the driver, so
- * the lease gets that charge back here. Creation fails closed on a bad lease configuration. */
+/* Contexts: creating one charges its own device memory to the lease (measured, footprint.c);
+ * destroying a context or resetting a primary one frees its memory in the driver, so the lease
+ * gets that charge back here. Creation fails closed on a bad lease configuration. */
 #include "shim.h"
 
 #include <pthread.h>
@@ -17,60 +18,140 @@ static pthread_mutex_t primary_mutex = PTHREAD_MUTEX_INITIALIZER;
             return CUDA_ERROR_NOT_SUPPORTED;                                                       \
     } while (0)
 
+/* Creates a context with create(pctx, arg) and charges its own memory to the lease (measured
+ * around the creation); a context that does not fit in the lease is destroyed again. */
+static CUresult create_measured(CUcontext *pctx, CUdevice dev,
+                                CUresult (*create)(CUcontext *pctx, void *arg), void *arg)
+{
+    gs__footprint_probe_t probe;
+    CUresult result = gs__footprint_begin(dev, &probe);
+    if (result == CUDA_SUCCESS)
+        result = create(pctx, arg);
+    if (result != CUDA_SUCCESS || pctx == NULL)
+        return result;
+    result = gs__footprint_commit(&probe, *pctx);
+    if (result != CUDA_SUCCESS) {
+        gs__real()->cuCtxDestroy_v2(*pctx);
+        *pctx = NULL;
+    }
+    return result;
+}
+
+typedef struct create_args {
+    unsigned int flags;
+    CUdevice dev;
+    CUexecAffinityParam *params;
+    int n_params;
+    CUctxCreateParams *create_params;
+} create_args_t;
+
+static CUresult call_create(CUcontext *pctx, void *arg)
+{
+    const create_args_t *a = arg;
+    return gs__real()->cuCtxCreate(pctx, a->flags, a->dev);
+}
+
+static CUresult call_create_v2(CUcontext *pctx, void *arg)
+{
+    const create_args_t *a = arg;
+    return gs__real()->cuCtxCreate_v2(pctx, a->flags, a->dev);
+}
+
+static CUresult call_create_v3(CUcontext *pctx, void *arg)
+{
+    const create_args_t *a = arg;
+    return gs__real()->cuCtxCreate_v3(pctx, a->params, a->n_params, a->flags, a->dev);
+}
+
+static CUresult call_create_v4(CUcontext *pctx, void *arg)
+{
+    const create_args_t *a = arg;
+    return gs__real()->cuCtxCreate_v4(pctx, a->create_params, a->flags, a->dev);
+}
+
 GS_EXPORT CUresult CUDAAPI cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
     REAL_OR_FAIL(cuCtxCreate);
-    return gs__real()->cuCtxCreate(pctx, flags, dev);
+    create_args_t a = {.flags = flags, .dev = dev};
+    return create_measured(pctx, dev, call_create, &a);
 }
 
 GS_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
     REAL_OR_FAIL(cuCtxCreate_v2);
-    return gs__real()->cuCtxCreate_v2(pctx, flags, dev);
+    create_args_t a = {.flags = flags, .dev = dev};
+    return create_measured(pctx, dev, call_create_v2, &a);
 }
 
 GS_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
                                           int numParams, unsigned int flags, CUdevice dev)
 {
     REAL_OR_FAIL(cuCtxCreate_v3);
-    return gs__real()->cuCtxCreate_v3(pctx, paramsArray, numParams, flags, dev);
+    create_args_t a = {.flags = flags, .dev = dev, .params = paramsArray, .n_params = numParams};
+    return create_measured(pctx, dev, call_create_v3, &a);
 }
 
 GS_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
                                           unsigned int flags, CUdevice dev)
 {
     REAL_OR_FAIL(cuCtxCreate_v4);
-    return gs__real()->cuCtxCreate_v4(pctx, ctxCreateParams, flags, dev);
+    create_args_t a = {.flags = flags, .dev = dev, .create_params = ctxCreateParams};
+    return create_measured(pctx, dev, call_create_v4, &a);
 }
 
-static CUresult after_destroy(CUresult result, CUcontext ctx)
+/* The context's memory is gone with it (a reset keeps the context itself, and its charge). */
+static CUresult after_destroy(CUresult result, CUcontext ctx, int context_gone)
 {
-    if (result == CUDA_SUCCESS && gs__accounting() && ctx != NULL)
+    if (result == CUDA_SUCCESS && gs__accounting() && ctx != NULL) {
         gs__track_drop_gone();
+        if (context_gone)
+            gs__footprint_end(ctx);
+    }
     return result;
 }
 
 GS_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
 {
     REAL_OR_FAIL(cuCtxDestroy_v2);
-    return after_destroy(gs__real()->cuCtxDestroy_v2(ctx), ctx);
+    return after_destroy(gs__real()->cuCtxDestroy_v2(ctx), ctx, 1);
 }
 
 GS_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx)
 {
     REAL_OR_FAIL(cuCtxDestroy);
-    return after_destroy(gs__real()->cuCtxDestroy(ctx), ctx);
+    return after_destroy(gs__real()->cuCtxDestroy(ctx), ctx, 1);
 }
 
+/* Nonzero when dev's primary context exists (is retained by someone in this process). */
+static int primary_active(CUdevice dev)
+{
+    const gs__real_t *real = gs__real();
+    unsigned int flags = 0;
+    int active = 0;
+    return real->cuDevicePrimaryCtxGetState != NULL &&
+           real->cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active;
+}
+
+/* The first retain creates the primary context: its memory is measured and charged then. */
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
     REAL_OR_FAIL(cuDevicePrimaryCtxRetain);
-    CUresult result = gs__real()->cuDevicePrimaryCtxRetain(pctx, dev);
-    if (result == CUDA_SUCCESS && dev >= 0 && dev < GS_MAX_DEVICES) {
+    gs__footprint_probe_t probe = {.dev = -1};
+    CUresult result = CUDA_SUCCESS;
+    if (gs__accounting() && !primary_active(dev))
+        result = gs__footprint_begin(dev, &probe);
+    if (result == CUDA_SUCCESS)
+        result = gs__real()->cuDevicePrimaryCtxRetain(pctx, dev);
+    if (result != CUDA_SUCCESS || pctx == NULL)
+        return result;
+    if (dev >= 0 && dev < GS_MAX_DEVICES) {
         pthread_mutex_lock(&primary_mutex);
         primary[dev] = *pctx;
         pthread_mutex_unlock(&primary_mutex);
     }
+    result = gs__footprint_commit(&probe, *pctx);
+    if (result != CUDA_SUCCESS)
+        cuDevicePrimaryCtxRelease_v2(dev); /* returns whatever it holds */
     return result;
 }
 
@@ -92,7 +173,7 @@ static CUresult after_release(CUresult result, CUdevice dev)
     int active = 1;
     if (result == CUDA_SUCCESS && real->cuDevicePrimaryCtxGetState != NULL &&
         real->cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && !active)
-        after_destroy(CUDA_SUCCESS, primary_of(dev));
+        after_destroy(CUDA_SUCCESS, primary_of(dev), 1);
     return result;
 }
 
@@ -111,11 +192,11 @@ GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
     REAL_OR_FAIL(cuDevicePrimaryCtxReset_v2);
-    return after_destroy(gs__real()->cuDevicePrimaryCtxReset_v2(dev), primary_of(dev));
+    return after_destroy(gs__real()->cuDevicePrimaryCtxReset_v2(dev), primary_of(dev), 0);
 }
 
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev)
 {
     REAL_OR_FAIL(cuDevicePrimaryCtxReset);
-    return after_destroy(gs__real()->cuDevicePrimaryCtxReset(dev), primary_of(dev));
+    return after_destroy(gs__real()->cuDevicePrimaryCtxReset(dev), primary_of(dev), 0);
 }

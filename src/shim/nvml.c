@@ -2,7 +2,8 @@
  * the process's CUDA devices are (matched through CUDA_VISIBLE_DEVICES: UUIDs or indices), and
  * with CUDA_VISIBLE_DEVICES set the device count, indexes and handle lookups show only those
  * GPUs, in CUDA's order, as CUDA does (and as NVML does in a container given those GPUs).
- * NVML is loaded only when the application uses it. */
+ * NVML is loaded only when the application uses it, or when the shim measures a context of a
+ * lease (gs__nvml). */
 #define GS_NVML_API GS_EXPORT
 /* The legacy entry points are hooked too: the unversioned names must not map to _v2. */
 #define NVML_NO_UNVERSIONED_FUNC_DEFS 1
@@ -12,6 +13,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpushare/log.h"
 #include "gpushare/nvml_abi.h"
@@ -27,6 +29,12 @@ typedef struct nvml_real {
 
 static nvml_real_t real;
 static pthread_once_t nvml_once = PTHREAD_ONCE_INIT;
+
+/* What the shim itself calls (footprint.c), initialised once per process (again in a child). */
+static gs__nvml_t own;
+static pid_t own_pid;
+static int own_ready;
+static pthread_mutex_t own_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static void load_nvml(void)
 {
@@ -46,6 +54,28 @@ static void load_nvml(void)
         lib, "nvmlDeviceIsMigDeviceHandle");
     real.parent_of_mig = (__typeof__(real.parent_of_mig))gs__real_dlsym(
         lib, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
+    own.init = (__typeof__(own.init))gs__real_dlsym(lib, "nvmlInit_v2");
+    own.by_uuid = real.nvmlDeviceGetHandleByUUID;
+    own.processes =
+        (__typeof__(own.processes))gs__real_dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+    own.memory = real.nvmlDeviceGetMemoryInfo;
+}
+
+const gs__nvml_t *gs__nvml(void)
+{
+    pthread_once(&nvml_once, load_nvml);
+    if (own.init == NULL || own.by_uuid == NULL || own.processes == NULL || own.memory == NULL)
+        return NULL;
+    pthread_mutex_lock(&own_mutex);
+    if (!own_ready || own_pid != getpid()) {
+        own_ready = own.init() == NVML_SUCCESS;
+        own_pid = getpid();
+        if (!own_ready)
+            gs_error("cannot initialise NVML (libnvidia-ml.so.1)");
+    }
+    int ready = own_ready;
+    pthread_mutex_unlock(&own_mutex);
+    return ready ? &own : NULL;
 }
 
 /* Returns the CUDA ordinal that device is for this process, or -1 when it is not one of its

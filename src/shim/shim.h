@@ -9,9 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpushare/region.h"
-
+/* Before nvml_abi.h: nvml.c exports the NVML hooks it declares (GS_NVML_API). */
 #define GS_EXPORT __attribute__((visibility("default")))
+
+#include "gpushare/nvml_abi.h"
+#include "gpushare/region.h"
 
 /* Pointers to the driver's own functions, one member per GS_HOOK / GS_DRIVER entry. */
 typedef struct gs__real {
@@ -52,6 +54,19 @@ void *gs__hook_by_name(const char *name);
 /* Returns the shim's NVML hook named name, or NULL. */
 void *gs__nvml_hook_by_name(const char *name);
 
+/* NVML's own functions that the shim calls for its measurements (never the shim's hooks). */
+typedef struct gs__nvml {
+    __typeof__(&nvmlInit_v2) init;
+    __typeof__(&nvmlDeviceGetHandleByUUID) by_uuid;
+    __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) processes;
+    __typeof__(&nvmlDeviceGetMemoryInfo) memory;
+} gs__nvml_t;
+
+/* Loads NVML (libnvidia-ml.so.1) and initialises it once per process (again in a forked child).
+ * Returns the functions, or NULL (with one log line) when NVML is missing or fails to start.
+ * Thread-safe. */
+const gs__nvml_t *gs__nvml(void);
+
 /* The real dlsym/dlopen family, found in libc without going through the shim's own dlsym. */
 void *gs__real_dlsym(void *handle, const char *name);
 
@@ -65,6 +80,7 @@ typedef enum gs__kind {
     GS_KIND_MAP,        /* a VMM mapping at a virtual address (no charge of its own) */
     GS_KIND_POOL,       /* a memory pool and its device (no charge) */
     GS_KIND_GRAPH,      /* an instantiated graph's memory plan (no charge) */
+    GS_KIND_CONTEXT,    /* a context's own device memory, measured at its creation */
 } gs__kind_t;
 
 typedef struct gs__alloc {
@@ -132,6 +148,31 @@ void gs__uncharge(const gs__alloc_t *alloc);
 /* Frees through the driver with the charge returned exactly: looks (kind, key) up, calls
  * free_fn(arg), and on success returns the charge; unknown keys pass straight through. */
 CUresult gs__free_tracked(gs__kind_t kind, uint64_t key, CUresult (*free_fn)(void *arg), void *arg);
+
+/* ---- context footprints (footprint.c) ---- */
+
+/* What gs__footprint_begin sampled before a context's creation. */
+typedef struct gs__footprint_probe {
+    int dev; /* CUDA ordinal; -1 when nothing is measured (no lease) */
+    nvmlDevice_t nvml;
+    int own_listed;  /* NVML listed this process on the device */
+    uint64_t own;    /* its NVML used memory there (0 when not listed) */
+    uint64_t device; /* the device's NVML used memory */
+} gs__footprint_probe_t;
+
+/* Samples NVML before a context is created on dev. Without a lease it samples nothing. Returns
+ * CUDA_SUCCESS, or CUDA_ERROR_NOT_SUPPORTED (one log line) when the lease limits dev and NVML
+ * cannot measure there: the context would escape the limit. */
+CUresult gs__footprint_begin(CUdevice dev, gs__footprint_probe_t *probe);
+
+/* After ctx was created on probe->dev: measures the memory its creation took and charges it to
+ * the lease (one charge per context, however many threads measured its creation). Returns
+ * CUDA_SUCCESS, or CUDA_ERROR_OUT_OF_MEMORY (one log line) when it does not fit in the lease:
+ * the caller then destroys the context. */
+CUresult gs__footprint_commit(const gs__footprint_probe_t *probe, CUcontext ctx);
+
+/* Returns ctx's charge: it was destroyed, or a primary context was released for the last time. */
+void gs__footprint_end(CUcontext ctx);
 
 /* Compute shares (compute.c): enables them for share percent (1..99) once the region is open;
  * before each kernel launch, makes the lease's pause and starts the controller if needed. */

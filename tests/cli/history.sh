@@ -5,10 +5,12 @@ source "$(dirname "$0")/lib.sh"
 GPUSIM_DEVICES=H100-80GB
 start_daemon
 GIB=$((1 << 30))
+CONTEXT=543162368 # a context's own memory on an H100-80GB, charged to the lease (issue 12)
 
-# A CUDA job that holds 1.5 GiB, is refused 1 GiB more (over its 2G) and exits 1; a plain one.
+# A CUDA job that holds 1.5 GiB beside its context, is refused 1 GiB more (over its 3G) and exits
+# 1; a plain one.
 set +e
-gs run --gpu-memory 2G --name hist -- "$JOB" hist 1.5 0.3 1 0.1 >/dev/null 2>&1
+gs run --gpu-memory 3G --name hist -- "$JOB" hist 1.5 0.3 1 0.1 >/dev/null 2>&1
 rc=$?
 set -e
 expect_eq "$rc" 1 "exit status of the job refused memory"
@@ -19,14 +21,14 @@ start_daemon
 rows=$(gs history --json)
 expect_eq "$(jq length <<<"$rows")" 2 "finished leases after the restart"
 expect_eq "$(jq -c '.[1] | [.name, .user, .command, .peak_memory, .memory_limit, .oom_events, .exit_status, .signal, .end_reason]' <<<"$rows")" \
-  "[\"hist\",\"root\",\"$JOB hist 1.5 0.3 1 0.1\",$((3 * GIB / 2)),$((2 * GIB)),1,1,null,\"released\"]" "the CUDA job's history"
-expect_eq "$(jq -c '.[1].gpus | map([.index, .peak_memory])' <<<"$rows")" "[[0,$((3 * GIB / 2))]]" "its GPU and peak"
+  "[\"hist\",\"root\",\"$JOB hist 1.5 0.3 1 0.1\",$((3 * GIB / 2 + CONTEXT)),$((3 * GIB)),1,1,null,\"released\"]" "the CUDA job's history"
+expect_eq "$(jq -c '.[1].gpus | map([.index, .peak_memory])' <<<"$rows")" "[[0,$((3 * GIB / 2 + CONTEXT))]]" "its GPU and peak"
 expect_eq "$(jq -c '.[0] | [.name, .exit_status, .request]' <<<"$rows")" '["plain",0,{"gpus":1}]' "the plain job"
 jq -e '.[1] | .duration_ms >= 100 and .ended_at_ms - .granted_at_ms == .duration_ms' <<<"$rows" >/dev/null ||
   fail "durations: $rows"
-grep -Eq '^ +[0-9]+  root +hist +[0-9-]+ [0-9:]+ +[0-9.]+m?s +0 +1.5G / +2G +1  exit 1 +'"$JOB" <<<"$(gs history)" ||
+grep -Eq '^ +[0-9]+  root +hist +[0-9-]+ [0-9:]+ +[0-9.]+m?s +0 +2.0G / +3G +1  exit 1 +'"$JOB" <<<"$(gs history)" ||
   fail "no history row: $(gs history)"
-pass "history after a restart: the job's peak 1.5 GiB, 1 OOM event, exit 1; the plain job's exit 0"
+pass "history after a restart: the job's peak 1.5 GiB and its context, 1 OOM event, exit 1; the plain job's exit 0"
 
 expect_eq "$(gs history --since 1h --json | jq length)" 2 "history --since 1h"
 expect_eq "$(gs history --since 2999-01-01)" "no finished leases" "history --since a future date"

@@ -82,7 +82,9 @@ wait_eq 5 1 lease_count
 out=$(gs status)
 grep -Eq '^1 GPU, 1 lease, 0 waiting ' <<<"$out" || fail "status says: $out"
 grep -q 'LOGICAL' <<<"$out" && fail "status still shows LOGICAL: $out"
-grep -Eq '^  0 H100-80GB +shared +50G +0 / +30G / +80G +0% +0%$' <<<"$out" || fail "GPU line: $out"
+# An H100-80GB: 79.6G of NVML total, 480M of it the driver's (used with no process), 79.2G
+# leasable (what CUDA sees), so 49.2G free beside a 30G lease.
+grep -Eq '^  0 H100-80GB +shared +49.2G +480M / +30G / +79.6G +0% +0%$' <<<"$out" || fail "GPU line: $out"
 long=$(awk 'length($0) > 80' <<<"$out")
 [[ -z $long ]] || fail "status lines over 80 columns: $long"
 pass "status: '1 lease', 50G FREE on an 80G GPU with 30G leased, at most 80 columns"

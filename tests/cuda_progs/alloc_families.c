@@ -304,7 +304,7 @@ int main(void)
     CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
     CHECK(cuCtxSetCurrent(ctx));
     size_t base = free_now();
-    CHECK_EQ(base, 80 * GIB);
+    CHECK_EQ(base, H100_TOTAL - H100_CONTEXT); /* the context's own memory */
     linear_pitch_managed(base);
     host_memory(base);
     async_and_pools(base, dev);

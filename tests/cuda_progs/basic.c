@@ -19,7 +19,7 @@ static void check_device(CUdevice dev)
     CHECK_TRUE(strcmp(name, "NVIDIA H100-80GB") == 0);
     size_t total = 0;
     CHECK(cuDeviceTotalMem(&total, dev));
-    CHECK_EQ(total, 80 * GIB);
+    CHECK_EQ(total, H100_TOTAL);
     int major = 0, minor = -1, sms = 0, warp = 0;
     CHECK(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
     CHECK(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
@@ -111,8 +111,8 @@ int main(void)
     CHECK(cuCtxCreate(&ctx, NULL, 0, dev));
     size_t free0 = 0, total = 0;
     CHECK(cuMemGetInfo(&free0, &total));
-    CHECK_EQ(total, 80 * GIB);
-    CHECK_EQ(free0, 80 * GIB);
+    CHECK_EQ(total, H100_TOTAL);
+    CHECK_EQ(free0, H100_TOTAL - H100_CONTEXT); /* the context's own memory */
     CHECK(cuProfilerStart());
     round_trip(1);
     round_trip(3 * MIB + 17);

@@ -45,4 +45,12 @@
 #define GIB (1ull << 30)
 #define MIB (1ull << 20)
 
+/* The simulated models' memory as CUDA shows it (data/gpus/gpu-models.csv): CUDA's total (NVML's
+ * less the memory the driver reserves) and the device memory of one context. The H100-80GB's
+ * figures are measured on a real H100 (data/gpu-facts), the A100-40GB's are estimates. */
+#define H100_TOTAL   85017493504ull
+#define H100_CONTEXT 543162368ull
+#define A100_TOTAL   (40 * GIB - 240 * MIB)
+#define A100_CONTEXT (470 * MIB)
+
 #endif

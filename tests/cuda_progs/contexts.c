@@ -15,7 +15,8 @@ static size_t free_on(CUcontext ctx)
     return f;
 }
 
-static void check_model(CUdevice dev, const char *name, unsigned long long gib, int major, int sms)
+static void check_model(CUdevice dev, const char *name, unsigned long long bytes, int major,
+                        int sms)
 {
     char buf[64];
     size_t total = 0;
@@ -23,7 +24,7 @@ static void check_model(CUdevice dev, const char *name, unsigned long long gib, 
     CHECK(cuDeviceGetName(buf, sizeof(buf), dev));
     CHECK_TRUE(strcmp(buf, name) == 0);
     CHECK(cuDeviceTotalMem(&total, dev));
-    CHECK_EQ(total, gib * GIB);
+    CHECK_EQ(total, bytes);
     CHECK(cuDeviceGetAttribute(&cc, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
     CHECK_EQ(cc, major);
     CHECK(cuDeviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
@@ -35,8 +36,8 @@ static void devices(void)
     int count = 0;
     CHECK(cuDeviceGetCount(&count));
     CHECK_EQ(count, 2);
-    check_model(0, "NVIDIA H100-80GB", 80, 9, 132);
-    check_model(1, "NVIDIA A100-40GB", 40, 8, 108);
+    check_model(0, "NVIDIA H100-80GB", H100_TOTAL, 9, 132);
+    check_model(1, "NVIDIA A100-40GB", A100_TOTAL, 8, 108);
     char bus[32];
     CHECK(cuDeviceGetPCIBusId(bus, sizeof(bus), 1));
     CHECK_TRUE(strcmp(bus, "0000:28:00.0") == 0);
@@ -78,9 +79,9 @@ static void primary_contexts(void)
     CHECK(cuCtxPushCurrent(p));
     CHECK(cuMemAlloc(&d, GIB));
     CHECK(cuCtxPopCurrent(NULL));
-    CHECK_EQ(free_on(p), 79 * GIB);
+    CHECK_EQ(free_on(p), H100_TOTAL - H100_CONTEXT - GIB);
     CHECK(cuDevicePrimaryCtxReset(0));
-    CHECK_EQ(free_on(p), 80 * GIB);
+    CHECK_EQ(free_on(p), H100_TOTAL - H100_CONTEXT);
     CHECK(cuDevicePrimaryCtxRelease(0));
     CHECK(cuDevicePrimaryCtxGetState(0, &flags, &active));
     CHECK_EQ(active, 1);
@@ -140,8 +141,15 @@ static void context_stack(void)
     CHECK(cuCtxPushCurrent(b));
     CHECK(cuMemAlloc(&d1, 3 * GIB));
     CHECK(cuCtxPopCurrent(NULL));
-    CHECK_EQ(free_on(a), 78 * GIB);
-    CHECK_EQ(free_on(b), 37 * GIB);
+    CHECK_EQ(free_on(a), H100_TOTAL - H100_CONTEXT - 2 * GIB);
+    CHECK_EQ(free_on(b), A100_TOTAL - A100_CONTEXT - 3 * GIB);
+    /* Each context has its own footprint: a second one on the H100 takes another. */
+    CUcontext c;
+    CHECK(cuCtxCreate(&c, NULL, 0, 0));
+    CHECK_EQ(free_on(a), H100_TOTAL - 2 * H100_CONTEXT - 2 * GIB);
+    CHECK(cuCtxDestroy(c));
+    CHECK(cuCtxGetCurrent(&cur));
+    CHECK_TRUE(cur == a);
     unsigned char in[256], out[256];
     for (int i = 0; i < 256; i++)
         in[i] = (unsigned char)i;
@@ -154,7 +162,7 @@ static void context_stack(void)
     CHECK(cuCtxDisablePeerAccess(b));
     CHECK_RESULT(cuCtxDisablePeerAccess(b), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
     CHECK(cuCtxDestroy(b));
-    CHECK_EQ(free_on(a), 78 * GIB);
+    CHECK_EQ(free_on(a), H100_TOTAL - H100_CONTEXT - 2 * GIB);
     CHECK(cuMemFree(d0));
     CHECK(cuCtxDestroy(a));
     CHECK(cuCtxGetCurrent(&cur));
@@ -166,7 +174,7 @@ static void only_the_a100(void)
     int count = 0;
     CHECK(cuDeviceGetCount(&count));
     CHECK_EQ(count, 1);
-    check_model(0, "NVIDIA A100-40GB", 40, 8, 108);
+    check_model(0, "NVIDIA A100-40GB", A100_TOTAL, 8, 108);
 }
 
 int main(int argc, char **argv)

@@ -1,6 +1,6 @@
-/* Physical exhaustion: device 0 holds exactly its model's memory (80 GiB on an H100-80GB, the
- * expected total is the argument in GiB); one byte more is CUDA_ERROR_OUT_OF_MEMORY for every
- * allocation family, and freeing makes room again. */
+/* Physical exhaustion: device 0 holds exactly its model's memory as CUDA shows it (the argument:
+ * h100 or a100, see check.h), less the context's own; one byte more is CUDA_ERROR_OUT_OF_MEMORY
+ * for every allocation family, and freeing makes room again. */
 #include <string.h>
 
 #include "check.h"
@@ -14,23 +14,27 @@ static size_t free_now(void)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2)
+    if (argc != 2 || (strcmp(argv[1], "h100") != 0 && strcmp(argv[1], "a100") != 0))
         return 2;
-    unsigned long long total_gib = strtoull(argv[1], NULL, 10);
+    int h100 = strcmp(argv[1], "h100") == 0;
+    unsigned long long expected = h100 ? H100_TOTAL : A100_TOTAL;
+    unsigned long long context = h100 ? H100_CONTEXT : A100_CONTEXT;
     CHECK(cuInit(0));
     CUcontext ctx;
     CHECK(cuCtxCreate(&ctx, NULL, 0, 0));
     size_t total = 0;
     CHECK(cuDeviceTotalMem(&total, 0));
-    CHECK_EQ(total, total_gib * GIB);
+    CHECK_EQ(total, expected);
+    size_t avail = total - context;
+    CHECK_EQ(free_now(), avail);
     CUdeviceptr p;
     CHECK_RESULT(cuMemAlloc(&p, total + 1), CUDA_ERROR_OUT_OF_MEMORY);
     CUdeviceptr chunk[16];
-    unsigned long long n = total_gib / 8;
+    unsigned long long n = avail / (8 * GIB);
     for (unsigned long long i = 0; i < n; i++)
         CHECK(cuMemAlloc(&chunk[i], 8 * GIB));
-    CHECK_EQ(free_now(), total - n * 8 * GIB);
-    size_t rest = total - n * 8 * GIB;
+    CHECK_EQ(free_now(), avail - n * 8 * GIB);
+    size_t rest = avail - n * 8 * GIB;
     CUdeviceptr last = 0;
     if (rest > 0)
         CHECK(cuMemAlloc(&last, rest));
@@ -66,7 +70,7 @@ int main(int argc, char **argv)
         CHECK(cuMemFree(chunk[i]));
     if (last != 0)
         CHECK(cuMemFree(last));
-    CHECK_EQ(free_now(), total);
+    CHECK_EQ(free_now(), avail);
     CHECK(cuStreamDestroy(s));
     CHECK(cuCtxDestroy(ctx));
     return 0;

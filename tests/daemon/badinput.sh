@@ -27,7 +27,7 @@ expect_fail 2 'gpushare run: give only one of --gpus, --gpu, --gpu-memory and --
 expect_fail 2 'gpushare run: no command to run (see gpushare run --help)' gs run --gpus 1
 expect_fail 2 'gpushare run: --timeout: invalid duration "soon": expected e.g. 30s, 500ms, 5m, 2h or 1d (see gpushare run --help)' \
   gs run --gpus 1 --timeout soon -- true
-expect_fail 1 'gpushare: 100 GiB of GPU memory can never fit on this node (the largest GPU has 80 GiB leasable after its reserve)' \
+expect_fail 1 'gpushare: 100 GiB of GPU memory can never fit on this node (the largest GPU has 79.18 GiB leasable after its reserve)' \
   gs run --gpu-memory 100G -- true
 expect_fail 1 'gpushare: only root may ask for a priority above 0' \
   env -u LD_PRELOAD setpriv --reuid=nobody --regid=nogroup --clear-groups "$BIN/gpushare" run --gpu-memory 1G --priority 5 -- true
@@ -77,7 +77,7 @@ expect_eq "$(tail -1 "$WORK/idle.out")" EOF "the idle connection"
 pass "a silent client gets idle_timeout after ${took} ms; others are served meanwhile"
 
 # Still healthy: a lease works and the daemon stops cleanly.
-gs run --gpu-memory 80G --no-wait -- true || fail "the daemon is unwell after bad input"
+gs run --gpu-memory 79G --no-wait -- true || fail "the daemon is unwell after bad input"
 stop_daemon
 pass "the daemon is unaffected"
 
@@ -93,7 +93,7 @@ bad_config() {
   expect_eq "$(sed -E 's/^[0-9T:.+-]+ //; s/^gpushared\[[0-9]*\]: //' <<<"$out" | grep -v -e '^info: ' -e '^warn: ')" "$2" "gpushared message for: $1"
 }
 bad_config $'[gpu:all]\noverprovision = 0' "error: $WORK/bad.conf:2: overprovision \"0\" must be a whole number from 1 to 64"
-bad_config $'[daemon]\nsockets = /x' "error: $WORK/bad.conf:2: unknown key \"sockets\" in [daemon] (socket, state_dir, region_dir, runtime_dir, metrics_listen, nvml_library, shim, mps_control, idle_timeout, queue_aging, kill_grace)"
+bad_config $'[daemon]\nsockets = /x' "error: $WORK/bad.conf:2: unknown key \"sockets\" in [daemon] (socket, state_dir, region_dir, runtime_dir, metrics_listen, nvml_library, shim, mps_control, idle_timeout, queue_aging, kill_grace, watch_interval, watch_tolerance, enforce)"
 bad_config $'[gpu:all]\nmode = mig\noverprovision = 2' "error: GPU 0: mode mig gives MIG instances: overprovision must be 1, not 2"
 GPUSIM_STATE=$WORK/sim-l4 GPUSIM_DEVICES=L4-24GB bad_config $'[gpu:all]\nmode = mig' "error: GPU 0: mode mig, but the GPU (NVIDIA L4-24GB) has no MIG"
 pass "bad configurations: one line with file:line, exit 78"

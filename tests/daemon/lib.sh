@@ -110,6 +110,7 @@ start_daemon_metrics() {
       start_daemon "$@" && break
     fi
   done
+  [[ -n $DAEMON_PID ]] || fail "no free port for the metrics"
   METRICS_URL=http://$METRICS_LISTEN/metrics
 }
 

@@ -29,7 +29,8 @@ out=$(gs run --gpu-memory 4G --compute 30 -- env | grep -E '^(CUDA_MPS_|CUDA_VIS
 uuid=$(gs status --json | jq -r '.gpus[0].uuid')
 expect_eq "$out" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30 CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4G CUDA_MPS_PIPE_DIRECTORY=$PIPE CUDA_VISIBLE_DEVICES=$uuid GPUSHARE_GPU_MODE=mps " "a 4G lease at 30 %"
 out=$(gs run --gpu 0.25 -- env | grep -E '^CUDA_MPS_(ACTIVE|PINNED)' | sort | tr '\n' ' ')
-expect_eq "$out" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=20G " "a quarter of the GPU"
+# A quarter of the H100's 81079 MiB leasable (CUDA's total) is 20269.75 MiB: MPS gets whole MiB.
+expect_eq "$out" "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25 CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=20269M " "a quarter of the GPU"
 out=$(gs run --gpu-memory 1536M -- env | grep -E '^CUDA_MPS_(ACTIVE|PINNED)' | sort | tr '\n' ' ')
 expect_eq "$out" "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1536M " "memory alone: all SMs, no percentage"
 pass "MPS leases get the pipe directory, their share as active thread percentage and their limit pinned"

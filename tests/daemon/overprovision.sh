@@ -1,5 +1,7 @@
 # Acceptance 3: overprovision = 4 on one GPU runs four --gpus 1 jobs at once, each with that
 # GPU's UUID and a quarter of its memory and compute; a fifth waits and starts when one ends.
+# An H100-80GB leases what CUDA sees of it: 85017493504 bytes (81079 MiB; NVML's 85520809984 less
+# the 480 MiB the driver reserves, as measured on a real one), a quarter is 20756224 KiB.
 source "$(dirname "$0")/lib.sh"
 GPUSIM_DEVICES=H100-80GB,H100-80GB
 CONFIG=$'[gpu:0]\noverprovision = 4\n[gpu:1]\nmode = exclusive'
@@ -28,15 +30,15 @@ for f in "$WORK"/job?; do
   read -r uuid limit share <"$f"
   if [[ $uuid == "$uuid0" ]]; then
     on_gpu0=$((on_gpu0 + 1))
-    expect_eq "$limit" 20G "memory limit of a quarter of an H100-80GB"
+    expect_eq "$limit" 20756224K "memory limit of a quarter of an H100-80GB"
     expect_eq "$share" 25 "compute share of a quarter"
   else
-    expect_eq "$limit" 80G "memory limit of the exclusive GPU"
+    expect_eq "$limit" 81079M "memory limit of the exclusive GPU"
     expect_eq "$share" none "compute share of a whole GPU"
   fi
 done
 expect_eq "$on_gpu0" 4 "jobs on GPU 0 with its UUID"
-pass "overprovision 4: four --gpus 1 jobs at once on $uuid0 (20G, 25% each), a further one waits"
+pass "overprovision 4: four --gpus 1 jobs at once on $uuid0 (19.79 GiB, 25% each), a further one waits"
 
 # One of GPU 0's jobs ends: the waiting one starts on GPU 0.
 for i in 1 2 3 4 5; do

@@ -9,7 +9,7 @@ lines_of() {
 
 # Fill the GPU with a lease that ends when its file disappears.
 touch "$WORK/hold"
-bg_gs run --gpu-memory 80G -- sh -c "while [ -e $WORK/hold ]; do sleep 0.05; done"
+bg_gs run --gpu-memory 79G -- sh -c "while [ -e $WORK/hold ]; do sleep 0.05; done"
 wait_eq 5 1 lease_count
 
 # --no-wait: one line, exit 75, at once.
@@ -18,7 +18,7 @@ out=$(gs run --gpu-memory 1G --no-wait -- true 2>&1)
 rc=$?
 set -e
 expect_eq "$rc" 75 "--no-wait exit status"
-expect_eq "$out" "gpushare: no room for this lease now: GPU 0 (H100-80GB) has 0 B free of the 1 GiB it needs (1 lease, 0 waiting)" "--no-wait message"
+expect_eq "$out" "gpushare: no room for this lease now: GPU 0 (H100-80GB) has 183 MiB free of the 1 GiB it needs (1 lease, 0 waiting)" "--no-wait message"
 pass "--no-wait on a full GPU: exit 75, one line"
 
 # --timeout: waits, then one line and exit 75.
@@ -30,14 +30,14 @@ elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 set -e
 expect_eq "$rc" 75 "--timeout exit status"
 expect_eq "$(printf '%s\n' "$out" | tail -1)" \
-  "gpushare: no room within 0.3 s (--timeout): gave up (GPU 0 (H100-80GB) has 0 B free of the 1 GiB it needs)" "--timeout message"
+  "gpushare: no room within 0.3 s (--timeout): gave up (GPU 0 (H100-80GB) has 183 MiB free of the 1 GiB it needs)" "--timeout message"
 [[ $elapsed_ms -ge 300 && $elapsed_ms -lt 3000 ]] || fail "--timeout took $elapsed_ms ms"
 pass "--timeout 300ms on a full GPU: exit 75 after $elapsed_ms ms"
 
-# Two waiters, FIFO: A (40G) then B (80G); a later small C waits behind them (no overtaking).
+# Two waiters, FIFO: A (40G) then B (79G); a later small C waits behind them (no overtaking).
 bg_gs run --gpu-memory 40G -- sh -c "echo A >> $WORK/order; sleep 0.3"
 wait_eq 5 1 queue_length
-bg_gs run --gpu-memory 80G -- sh -c "echo B >> $WORK/order; sleep 0.3"
+bg_gs run --gpu-memory 79G -- sh -c "echo B >> $WORK/order; sleep 0.3"
 wait_eq 5 2 queue_length
 bg_gs run --gpu-memory 1G -- sh -c "echo C >> $WORK/order"
 wait_eq 5 3 queue_length

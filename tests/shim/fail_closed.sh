@@ -48,13 +48,26 @@ check_view() { # VAR=VALUE... -- expected output line 2
     echo "ok: ${*:1:$#-1} -> $out"
   fi
 }
-check_view GPUSHARE_MEMORY_LIMIT=4G "total=4294967296 free=4294967296"
-check_view GPUSHARE_MEMORY_LIMIT=0=512M,1=2G "total=536870912 free=536870912"
-# A limit beyond the device: total never exceeds the physical 80 GiB of an H100-80GB.
-check_view GPUSHARE_MEMORY_LIMIT=100G "total=85899345920 free=85899345920"
+# The primary context's own memory (543162368 bytes on an H100-80GB) is the lease's: free is what
+# is left of the limit.
+check_view GPUSHARE_MEMORY_LIMIT=4G "total=4294967296 free=3751804928"
+check_view GPUSHARE_MEMORY_LIMIT=0=1G,1=2G "total=1073741824 free=530579456"
+# A limit beyond the device: total never exceeds CUDA's total of an H100-80GB.
+check_view GPUSHARE_MEMORY_LIMIT=100G "total=85017493504 free=84474331136"
 # The lease's own process joins it.
-check_view GPUSHARE_REGION="$regdir/r" GPUSHARE_LEASE_ID=7 "total=1073741824 free=1073741824"
+check_view GPUSHARE_REGION="$regdir/r" GPUSHARE_LEASE_ID=7 "total=1073741824 free=530579456"
 rm -rf "$regdir"
 # No lease at all: the driver's own figures.
-check_view GPUSHARE_LOG=error "total=85899345920 free=85899345920"
+check_view GPUSHARE_LOG=error "total=85017493504 free=84474331136"
+
+# A lease smaller than a context refuses the context: one line, and the program cannot run.
+err=$(mktemp)
+out=$(run GPUSHARE_MEMORY_LIMIT=256M 2>"$err" || true)
+if [[ $out != "cuInit=0" || $(grep -c . "$err") -ne 1 ]] ||
+  ! grep -qF "a CUDA context's own memory of 518 MiB on device 0 refused: out of memory in this lease (limit 256 MiB" "$err"; then
+  echo "FAIL: GPUSHARE_MEMORY_LIMIT=256M: got '$out' and:"; cat "$err"; failures=$((failures + 1))
+else
+  echo "ok: GPUSHARE_MEMORY_LIMIT=256M -> $(cat "$err")"
+fi
+rm -f "$err"
 exit $failures

@@ -1,5 +1,6 @@
-/* SIGKILL of a lease member holding 512 MiB, at random moments: within 1 s its charge is back
- * (taken back by the other members, no daemon involved), the others go on, nobody blocks. */
+/* SIGKILL of a lease member holding 512 MiB, at random moments: within 1 s its charge (its
+ * context's own memory included) is back (taken back by the other members, no daemon involved),
+ * the others go on, nobody blocks. */
 #include <cuda.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #define SURVIVORS 4
 #define HOLD      (100 * MIB)
 #define VICTIM    (512 * MIB)
+#define CONTEXT   UINT64_C(543162368) /* a context's own memory on an H100-80GB */
 #define ROUNDS    6
 
 static double now_s(void)
@@ -61,7 +63,7 @@ int main(void)
     char path[4200];
     snprintf(path, sizeof(path), "%s/lease.region", getenv("GS_TEST_TMP"));
     setenv("GPUSHARE_REGION", path, 1);
-    setenv("GPUSHARE_MEMORY_LIMIT", "2G", 1);
+    setenv("GPUSHARE_MEMORY_LIMIT", "6G", 1); /* 5 contexts, 4 holds and the victim's */
     volatile unsigned long *progress =
         mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (progress == MAP_FAILED)
@@ -77,14 +79,14 @@ int main(void)
         usleep(10000);
     if (region == NULL)
         return fail("the region never appeared");
-    const uint64_t base = SURVIVORS * HOLD;
+    const uint64_t base = SURVIVORS * (CONTEXT + HOLD);
     unsigned seed = 42;
     int bad = 0;
     for (int round = 0; round < ROUNDS && !bad; round++) {
         pid_t victim = fork();
         if (victim == 0)
             return member(VICTIM, &progress[SURVIVORS]);
-        if (wait_used_at_least(region, base + VICTIM, 10.0) < base + VICTIM) {
+        if (wait_used_at_least(region, base + CONTEXT + VICTIM, 10.0) < base + CONTEXT + VICTIM) {
             bad = fail("the victim never got its memory");
             break;
         }

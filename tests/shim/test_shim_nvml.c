@@ -1,7 +1,8 @@
 /* Through NVML too, a process sees its lease: nvmlDeviceGetMemoryInfo(_v2) of the lease's GPU
- * report the slice (total = limit, used = the lease's use), other GPUs their real figures; with
- * CUDA_VISIBLE_DEVICES set, NVML lists only those GPUs, in CUDA's order (count, indexes,
- * handles). Run under the shim with GPUSHARE_MEMORY_LIMIT=1G on two simulated H100-80GB. */
+ * report the slice (total = limit, used = the lease's use, its context included), other GPUs their
+ * real figures; with CUDA_VISIBLE_DEVICES set, NVML lists only those GPUs, in CUDA's order (count,
+ * indexes, handles). Run under the shim with GPUSHARE_MEMORY_LIMIT=1G on two simulated
+ * H100-80GB. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,7 +19,11 @@
 
 #define MIB   (UINT64_C(1) << 20)
 #define LIMIT (UINT64_C(1) << 30)
-#define H100  (UINT64_C(80) << 30)
+/* An H100-80GB as NVML shows it (measured on a real one; gpusim models it): its total, the
+ * memory the driver reserves (shown as used), and a context's own memory (charged to the lease). */
+#define H100_TOTAL    UINT64_C(85520809984)
+#define H100_RESERVED UINT64_C(503316480)
+#define CONTEXT       UINT64_C(543162368)
 
 static nvmlDevice_t gpu0, gpu1;
 static char uuid0[NVML_DEVICE_UUID_V2_BUFFER_SIZE], uuid1[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
@@ -49,18 +54,18 @@ static void test_lease_gpu_shows_the_slice(void **state)
     nvmlMemory_t mem;
     assert_int_equal(nvmlDeviceGetMemoryInfo(gpu1, &mem), NVML_SUCCESS);
     assert_int_equal(mem.total, LIMIT);
-    assert_int_equal(mem.used, 300 * MIB);
-    assert_int_equal(mem.free, LIMIT - 300 * MIB);
+    assert_int_equal(mem.used, CONTEXT + 300 * MIB);
+    assert_int_equal(mem.free, LIMIT - CONTEXT - 300 * MIB);
     nvmlMemory_v2_t mem2 = {.version = nvmlMemory_v2};
     assert_int_equal(nvmlDeviceGetMemoryInfo_v2(gpu1, &mem2), NVML_SUCCESS);
     assert_int_equal(mem2.total, LIMIT);
-    assert_int_equal(mem2.used, 300 * MIB);
-    assert_int_equal(mem2.free, LIMIT - 300 * MIB);
+    assert_int_equal(mem2.used, CONTEXT + 300 * MIB);
+    assert_int_equal(mem2.free, LIMIT - CONTEXT - 300 * MIB);
     assert_int_equal(mem2.reserved, 0);
     assert_int_equal(cuMemFree(p), CUDA_SUCCESS);
     assert_int_equal(nvmlDeviceGetMemoryInfo(gpu1, &mem), NVML_SUCCESS);
-    assert_int_equal(mem.used, 0);
-    assert_int_equal(mem.free, LIMIT);
+    assert_int_equal(mem.used, CONTEXT);
+    assert_int_equal(mem.free, LIMIT - CONTEXT);
 }
 
 static void test_other_gpu_is_untouched(void **state)
@@ -68,8 +73,9 @@ static void test_other_gpu_is_untouched(void **state)
     (void)state;
     nvmlMemory_t mem;
     assert_int_equal(nvmlDeviceGetMemoryInfo(gpu0, &mem), NVML_SUCCESS);
-    assert_int_equal(mem.total, H100);
-    assert_int_equal(mem.free + mem.used, H100);
+    assert_int_equal(mem.total, H100_TOTAL);
+    assert_int_equal(mem.used, H100_RESERVED); /* nothing of this process is there */
+    assert_int_equal(mem.free + mem.used, H100_TOTAL);
 }
 
 /* Inside a one-GPU lease NVML shows one GPU, as CUDA does (issue 14). */

@@ -1,6 +1,7 @@
-/* 64 processes share one lease region with a 2 GiB limit and allocate and free random sizes
- * (1-256 MiB) through the shim for several seconds: the region's use never exceeds the limit,
- * and at the end equals the sum of the allocations still live. */
+/* 64 processes share one lease region with a limit of 2 GiB beside their contexts' own memory
+ * and allocate and free random sizes (1-256 MiB) through the shim for several seconds: the
+ * region's use never exceeds the limit, and at the end equals the sum of the allocations still
+ * live and the contexts. */
 #include <cuda.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,8 +14,9 @@
 #include "gpushare/region.h"
 
 #define MIB      (UINT64_C(1) << 20)
-#define LIMIT    (UINT64_C(2) << 30)
 #define PROCS    64
+#define CONTEXT  UINT64_C(543162368) /* a context's own memory on an H100-80GB */
+#define LIMIT    ((UINT64_C(2) << 30) + PROCS * CONTEXT)
 #define HELD_MAX 8
 #define SECONDS  3
 
@@ -25,14 +27,22 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* A member of the lease: churns until the deadline, reports what it holds, waits for EOF. */
-static int child(double deadline, int report_fd, int hold_fd)
+/* A member of the lease: creates its context, says so on ready_fd, waits for the start (EOF on
+ * go_fd: every member's context exists), churns for SECONDS, reports what it holds, waits for
+ * EOF on hold_fd. */
+static int child(int report_fd, int hold_fd, int ready_fd, int go_fd)
 {
     CUdevice dev;
     CUcontext ctx;
     if (cuInit(0) != 0 || cuDeviceGet(&dev, 0) != 0 || cuDevicePrimaryCtxRetain(&ctx, dev) != 0 ||
         cuCtxSetCurrent(ctx) != 0)
         return 10;
+    char c;
+    if (write(ready_fd, "r", 1) != 1)
+        return 14;
+    while (read(go_fd, &c, 1) > 0)
+        ;
+    double deadline = now_s() + SECONDS;
     unsigned seed = (unsigned)getpid();
     CUdeviceptr ptr[HELD_MAX] = {0};
     uint64_t size[HELD_MAX] = {0};
@@ -62,7 +72,6 @@ static int child(double deadline, int report_fd, int hold_fd)
     int n = snprintf(line, sizeof(line), "%llu %lu %lu\n", (unsigned long long)held, ops, ooms);
     if (write(report_fd, line, (size_t)n) != n)
         return 13;
-    char c;
     while (read(hold_fd, &c, 1) > 0)
         ;
     return 0;
@@ -76,31 +85,45 @@ static int fail(const char *what)
 
 int main(int argc, char **argv)
 {
-    if (argc == 5 && strcmp(argv[1], "--child") == 0)
-        return child(atof(argv[2]), atoi(argv[3]), atoi(argv[4]));
+    if (argc == 6 && strcmp(argv[1], "--child") == 0)
+        return child(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
     char region_path[4200];
     snprintf(region_path, sizeof(region_path), "%s/lease.region", getenv("GS_TEST_TMP"));
     setenv("GPUSHARE_REGION", region_path, 1);
-    setenv("GPUSHARE_MEMORY_LIMIT", "2G", 1);
-    int report[2], hold[2];
-    if (pipe(report) != 0 || pipe(hold) != 0)
+    char limit[32];
+    snprintf(limit, sizeof(limit), "%llu", (unsigned long long)LIMIT);
+    setenv("GPUSHARE_MEMORY_LIMIT", limit, 1);
+    int report[2], hold[2], ready[2], go[2];
+    if (pipe(report) != 0 || pipe(hold) != 0 || pipe(ready) != 0 || pipe(go) != 0)
         return fail("pipe");
-    double deadline = now_s() + 1.0 + SECONDS; /* one second for all to start */
-    char deadline_s[32], report_s[16], hold_s[16];
-    snprintf(deadline_s, sizeof(deadline_s), "%.6f", deadline);
+    char report_s[16], hold_s[16], ready_s[16], go_s[16];
     snprintf(report_s, sizeof(report_s), "%d", report[1]);
     snprintf(hold_s, sizeof(hold_s), "%d", hold[0]);
+    snprintf(ready_s, sizeof(ready_s), "%d", ready[1]);
+    snprintf(go_s, sizeof(go_s), "%d", go[0]);
     pid_t kids[PROCS];
     for (int i = 0; i < PROCS; i++) {
         kids[i] = fork();
         if (kids[i] == 0) {
             close(hold[1]);
-            execl(argv[0], argv[0], "--child", deadline_s, report_s, hold_s, (char *)NULL);
+            close(go[1]);
+            execl(argv[0], argv[0], "--child", report_s, hold_s, ready_s, go_s, (char *)NULL);
             _exit(127);
         }
     }
     close(report[1]);
     close(hold[0]);
+    close(ready[1]);
+    close(go[0]);
+    /* Every member's context first: they all fit in the lease, then they churn together. */
+    char c;
+    int n_ready = 0;
+    while (n_ready < PROCS && read(ready[0], &c, 1) == 1)
+        n_ready++;
+    close(go[1]);
+    double deadline = now_s() + SECONDS;
+    if (n_ready < PROCS)
+        return fail("a member could not create its context");
     /* Watch the shared counter while they churn. */
     gs_region_t *region = NULL;
     uint64_t max_seen = 0;
@@ -139,8 +162,8 @@ int main(int argc, char **argv)
     int bad = 0;
     if (max_seen > LIMIT || stats.peak[0] > LIMIT)
         bad = fail("the limit was exceeded");
-    if (stats.used[0] != held_total)
-        bad = fail("used differs from the sum of live allocations");
+    if (stats.used[0] != held_total + PROCS * CONTEXT)
+        bad = fail("used differs from the sum of live allocations and contexts");
     if (ooms_total == 0)
         bad = fail("the limit was never reached: the test did not contend");
     close(hold[1]);
