@@ -446,12 +446,15 @@ static void test_forked_child_does_not_keep_parent_alive(void **state)
             _exit(1);
         pid_t child = fork();
         if (child == 0) {
+            /* Reported only once it has its own descriptor: until then it shares the member's
+             * liveness lock. */
             gs_region_after_fork(mine);
+            child = getpid();
+            if (write(report[1], &child, sizeof(child)) != (ssize_t)sizeof(child))
+                _exit(1);
             pause();
             _exit(0);
         }
-        if (write(report[1], &child, sizeof(child)) != (ssize_t)sizeof(child))
-            _exit(1);
         pause();
         _exit(0);
     }
