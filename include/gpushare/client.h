@@ -76,13 +76,15 @@ typedef enum gs_op {
     GS_OP_RELEASE,
     GS_OP_LIST,
     GS_OP_STATUS,
+    GS_OP_JOIN, /* a process of a lease asks for its region (the shim, gs_region_join) */
 } gs_op_t;
 
 /* One parsed request line. */
 typedef struct gs_request {
     gs_op_t op;
     gs_lease_request_t lease; /* GS_OP_ACQUIRE */
-    uint64_t lease_id;        /* GS_OP_RELEASE */
+    uint64_t lease_id;        /* GS_OP_RELEASE, GS_OP_JOIN */
+    int force;                /* GS_OP_RELEASE: end it whatever its processes do (root) */
 } gs_request_t;
 
 /* Room for the message of any function below. */

@@ -147,6 +147,8 @@ const char *gs_op_name(gs_op_t op)
         return "list";
     case GS_OP_STATUS:
         return "status";
+    case GS_OP_JOIN:
+        return "join";
     }
     return "?";
 }
@@ -361,6 +363,7 @@ static int parse_acquire(json_t *obj, gs_request_t *out, char *err, size_t errle
     return gs_lease_request_check(&out->lease, err, errlen);
 }
 
+/* release and join name a lease; release may add "force" (the daemon accepts it from root). */
 static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errlen)
 {
     const char *key;
@@ -370,8 +373,15 @@ static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errle
     {
         if (strcmp(key, "op") == 0)
             continue;
+        if (out->op == GS_OP_RELEASE && strcmp(key, "force") == 0) {
+            if (!json_is_boolean(value))
+                return fail(GS_EINVAL, err, errlen, "\"force\" must be true or false");
+            out->force = json_is_true(value);
+            continue;
+        }
         if (strcmp(key, "lease") != 0)
-            return fail(GS_EINVAL, err, errlen, "unknown field \"%s\" in release", key);
+            return fail(GS_EINVAL, err, errlen, "unknown field \"%s\" in %s", key,
+                        gs_op_name(out->op));
         json_int_t v;
         int result = get_int(value, "lease", 1, INT64_MAX, &v, err, errlen);
         if (result != 0)
@@ -380,7 +390,8 @@ static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errle
         seen = 1;
     }
     if (!seen)
-        return fail(GS_EINVAL, err, errlen, "release needs \"lease\": the lease id");
+        return fail(GS_EINVAL, err, errlen, "%s needs \"lease\": the lease id",
+                    gs_op_name(out->op));
     return 0;
 }
 
@@ -409,7 +420,7 @@ static int parse_op(json_t *obj, gs_request_t *out, char *err, size_t errlen)
     if (!json_is_string(op))
         return fail(GS_EINVAL, err, errlen, "a request needs \"op\": a string");
     const char *name = json_string_value(op);
-    for (gs_op_t o = GS_OP_HELLO; o <= GS_OP_STATUS; o++) {
+    for (gs_op_t o = GS_OP_HELLO; o <= GS_OP_JOIN; o++) {
         if (strcmp(name, gs_op_name(o)) == 0) {
             out->op = o;
             return 0;
@@ -418,7 +429,7 @@ static int parse_op(json_t *obj, gs_request_t *out, char *err, size_t errlen)
     char shown[40];
     copy_display(shown, sizeof(shown), name);
     return fail(GS_EINVAL, err, errlen,
-                "unknown op \"%s\" (hello, acquire, release, list or status)", shown);
+                "unknown op \"%s\" (hello, acquire, release, list, status or join)", shown);
 }
 
 int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char *err,
@@ -444,7 +455,7 @@ int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char
         goto out;
     if (out->op == GS_OP_ACQUIRE)
         result = parse_acquire(obj, out, err, errlen);
-    else if (out->op == GS_OP_RELEASE)
+    else if (out->op == GS_OP_RELEASE || out->op == GS_OP_JOIN)
         result = parse_release(obj, out, err, errlen);
     else
         result = parse_simple(obj, out, err, errlen);

@@ -27,16 +27,24 @@ static json_t *ok_reply(const char *op)
 
 static gs__waiter_t *find_waiter(const gs__daemon_t *d, const gs__conn_t *conn)
 {
-    for (gs__waiter_t *w = d->queue.head; w != NULL; w = w->next) {
-        if (w->owner == conn)
-            return w;
-    }
-    return NULL;
+    (void)d;
+    return gs__conn_waiter(conn);
 }
 
 int gs__api_conn_busy(const gs__daemon_t *d, const gs__conn_t *conn)
 {
     return gs__conn_leases(conn) > 0 || find_waiter(d, conn) != NULL;
+}
+
+/* Takes w out of the queue and frees it; its connection waits for nothing any more. */
+static void dequeue(gs__daemon_t *d, gs__waiter_t *w)
+{
+    gs__queue_remove(&d->queue, w);
+    gs__conn_set_waiter(w->owner, NULL);
+    gs__user_t *user = gs__conn_user(w->owner);
+    if (user->queued > 0)
+        user->queued--;
+    free(w);
 }
 
 /* Whom a lease is for: the caller, or the user root asked for (req->owner, already resolved by
@@ -96,8 +104,10 @@ static void enqueue(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t 
     w->req = *req;
     w->deadline_ms = req->timeout_ms != 0 ? gs__now_ms() + req->timeout_ms : 0;
     gs__queue_push(&d->queue, w);
+    gs__conn_set_waiter(conn, w);
+    gs__conn_user(conn)->queued++;
     d->counters.queued++;
-    unsigned position = gs__queue_position(&d->queue, w);
+    unsigned position = w == d->queue.tail ? d->queue.length : gs__queue_position(&d->queue, w);
     json_t *reply = ok_reply("acquire");
     json_object_set_new(reply, "state", json_string("queued"));
     json_object_set_new(reply, "position", json_integer(position));
@@ -204,6 +214,16 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
         gs__conn_send(conn, gs__api_error("acquire", "too_many", why));
         return;
     }
+    const gs__user_t *caller = gs__conn_user(conn);
+    if (req->wait && gs__conn_cred(conn)->uid != 0 &&
+        caller->queued >= d->cfg.max_queued_per_user) {
+        snprintf(why, sizeof(why),
+                 "user %s already has %u requests waiting, the most one user may have "
+                 "(max_queued_per_user)",
+                 gs__conn_cred(conn)->user, caller->queued);
+        gs__conn_send(conn, gs__api_error("acquire", "too_many", why));
+        return;
+    }
     if (gs__place_possible(d->gpus, d->n_gpus, req, why, sizeof(why)) != 0) {
         d->counters.rejected_never++;
         gs_info("user %s (pid %d): refused: %s", cred->user, (int)cred->pid, why);
@@ -228,32 +248,75 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
     enqueue(d, conn, req);
 }
 
-static void handle_release(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
+/* The lease id names, if the caller may act on it; otherwise replies the error and returns NULL. */
+static gs__lease_t *lease_for(gs__daemon_t *d, gs__conn_t *conn, const char *op, uint64_t id)
 {
     const gs__cred_t *cred = gs__conn_cred(conn);
     gs__lease_t *lease = gs__lease_find(d, id);
     char msg[128];
     if (lease == NULL) {
         snprintf(msg, sizeof(msg), "no lease %llu", (unsigned long long)id);
-        gs__conn_send(conn, gs__api_error("release", "not_found", msg));
-        return;
+        gs__conn_send(conn, gs__api_error(op, "not_found", msg));
+        return NULL;
     }
     if (cred->uid != 0 && cred->uid != lease->rec.uid) {
         snprintf(msg, sizeof(msg), "lease %llu belongs to another user", (unsigned long long)id);
-        gs_warn("user %s (pid %d) tried to release lease %llu of user %s", cred->user,
-                (int)cred->pid, (unsigned long long)id, lease->rec.user);
-        gs__conn_send(conn, gs__api_error("release", "permission_denied", msg));
+        gs_warn("user %s (pid %d) tried to %s lease %llu of user %s", cred->user, (int)cred->pid,
+                op, (unsigned long long)id, lease->rec.user);
+        gs__conn_send(conn, gs__api_error(op, "permission_denied", msg));
+        return NULL;
+    }
+    return lease;
+}
+
+static void handle_release(gs__daemon_t *d, gs__conn_t *conn, uint64_t id, int force)
+{
+    const gs__cred_t *cred = gs__conn_cred(conn);
+    if (force && cred->uid != 0) {
+        gs__conn_send(conn, gs__api_error("release", "permission_denied",
+                                          "only root may release a lease by force"));
         return;
     }
+    gs__lease_t *lease = lease_for(d, conn, "release", id);
+    if (lease == NULL)
+        return;
     int ended;
-    if (lease->conn == conn || gs__lease_is_holder(lease, cred))
+    if (force)
+        ended = gs__lease_force(d, lease, cred);
+    else if (lease->conn == conn || gs__lease_is_holder(lease, cred))
         ended = gs__lease_let_go(d, lease, "released by its holder");
     else
         ended = gs__lease_revoke(d, lease, cred);
     json_t *reply = ok_reply("release");
     json_object_set_new(reply, "lease", json_integer((json_int_t)id));
     json_object_set_new(reply, "state", json_string(ended ? "ended" : "ending"));
+    if (!ended && force)
+        json_object_set_new(reply, "kill_grace_ms", json_integer(d->cfg.kill_grace_ms));
     gs__conn_send(conn, reply);
+}
+
+/* A process of the lease asks for its region (gs_region_join): the sealed memfd travels with
+ * the reply. Only the lease's user (or root) gets it, and only while the lease is active. */
+static void handle_join(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
+{
+    gs__lease_t *lease = lease_for(d, conn, "join", id);
+    if (lease == NULL)
+        return;
+    char msg[160];
+    if (lease->rec.state != GS__LEASE_ACTIVE || lease->kill_at_ms != 0 || lease->region == NULL) {
+        snprintf(msg, sizeof(msg), "lease %llu %s: no process may join it", (unsigned long long)id,
+                 lease->region == NULL ? "has no region" : "is ending");
+        gs__conn_send(conn, gs__api_error("join", "ended", msg));
+        return;
+    }
+    json_t *reply = ok_reply("join");
+    json_object_set_new(reply, "lease", json_integer((json_int_t)id));
+    int result = gs__conn_send_fd(conn, reply, gs_region_fd(lease->region));
+    if (result != 0) {
+        snprintf(msg, sizeof(msg), "cannot pass the region of lease %llu: %s",
+                 (unsigned long long)id, gs_strerror(result));
+        gs__conn_send(conn, gs__api_error("join", "internal", msg));
+    }
 }
 
 static void handle_hello(gs__daemon_t *d, gs__conn_t *conn)
@@ -310,7 +373,10 @@ void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t
         handle_acquire(d, conn, &req.lease);
         break;
     case GS_OP_RELEASE:
-        handle_release(d, conn, req.lease_id);
+        handle_release(d, conn, req.lease_id, req.force);
+        break;
+    case GS_OP_JOIN:
+        handle_join(d, conn, req.lease_id);
         break;
     case GS_OP_LIST:
         handle_list(d, conn);
@@ -327,13 +393,13 @@ void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn)
     if (w != NULL) {
         if (w == d->queue.head)
             d->need_schedule = 1;
-        gs__queue_remove(&d->queue, w);
+        dequeue(d, w);
         gs_info("user %s (pid %d) gave up waiting", gs__conn_cred(conn)->user,
                 (int)gs__conn_cred(conn)->pid);
-        free(w);
     }
     gs__lease_t *next;
-    for (gs__lease_t *lease = d->leases; lease != NULL; lease = next) {
+    for (gs__lease_t *lease = gs__conn_leases(conn) > 0 ? d->leases : NULL; lease != NULL;
+         lease = next) {
         next = lease->next;
         if (lease->conn == conn)
             gs__lease_let_go(d, lease, "its client disconnected");
@@ -347,35 +413,34 @@ void gs__api_schedule(gs__daemon_t *d)
         gs__alloc_t alloc;
         if (gs__place(d->gpus, d->n_gpus, &w->req, d->policy, &alloc) != 0)
             break;
-        gs__queue_remove(&d->queue, w);
-        grant(d, w->owner, &w->req, &alloc);
-        free(w);
+        gs__conn_t *owner = w->owner;
+        gs_lease_request_t req = w->req;
+        dequeue(d, w);
+        grant(d, owner, &req, &alloc);
     }
 }
 
 void gs__api_expire(gs__daemon_t *d, int64_t now_ms)
 {
-    gs__waiter_t *next;
-    for (gs__waiter_t *w = d->queue.head; w != NULL; w = next) {
-        next = w->next;
-        if (w->deadline_ms == 0 || now_ms < w->deadline_ms)
-            continue;
+    gs__waiter_t *w;
+    while ((w = gs__queue_first_deadline(&d->queue)) != NULL && now_ms >= w->deadline_ms) {
         if (w == d->queue.head)
             d->need_schedule = 1;
-        gs__queue_remove(&d->queue, w);
         d->counters.timeouts++;
         char msg[128];
         snprintf(msg, sizeof(msg), "no GPU had room within %.1f s (--timeout): gave up",
                  w->req.timeout_ms / 1000.0);
-        gs__conn_send(w->owner, gs__api_error("acquire", "timeout", msg));
-        gs_info("user %s (pid %d): %s", gs__conn_cred(w->owner)->user,
-                (int)gs__conn_cred(w->owner)->pid, msg);
-        free(w);
+        gs__conn_t *owner = w->owner;
+        dequeue(d, w);
+        gs__conn_send(owner, gs__api_error("acquire", "timeout", msg));
+        gs_info("user %s (pid %d): %s", gs__conn_cred(owner)->user, (int)gs__conn_cred(owner)->pid,
+                msg);
     }
 }
 
 void gs__api_shutdown(gs__daemon_t *d)
 {
+    /* The connections are gone already: only the waiters are freed. */
     while (d->queue.head != NULL) {
         gs__waiter_t *w = d->queue.head;
         gs__queue_remove(&d->queue, w);

@@ -43,6 +43,11 @@ void gs__config_defaults(gs__config_t *cfg)
     snprintf(cfg->metrics_listen, sizeof(cfg->metrics_listen), "%s", GS__DEFAULT_METRICS);
     snprintf(cfg->nvml_library, sizeof(cfg->nvml_library), "%s", "libnvidia-ml.so.1");
     cfg->idle_timeout_ms = GS__DEFAULT_IDLE_MS;
+    cfg->max_connections_per_user = GS__DEFAULT_MAX_CONNS;
+    cfg->max_queued_per_user = GS__DEFAULT_MAX_QUEUED;
+    cfg->max_output_per_connection = GS__DEFAULT_MAX_OUTPUT;
+    cfg->kill_grace_ms = GS__DEFAULT_KILL_GRACE;
+    cfg->metrics_users = GS__METRICS_USERS_NONE;
 }
 
 static int bad(parse_ctx_t *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -91,6 +96,43 @@ static int set_path(parse_ctx_t *ctx, char *dst, size_t len, const char *key, co
     return 1;
 }
 
+/* idle_timeout, kill_grace: seconds from 0.1 to 3600, kept in ms. */
+static int set_seconds(parse_ctx_t *ctx, const char *key, const char *value, unsigned *ms)
+{
+    char *end = NULL;
+    errno = 0;
+    double seconds = strtod(value, &end);
+    if (end == value || *end != '\0' || errno != 0 || !(seconds >= 0.1 && seconds <= 3600))
+        return bad(ctx, "%s \"%s\" must be seconds from 0.1 to 3600", key, value);
+    *ms = (unsigned)(seconds * 1000.0 + 0.5);
+    return 1;
+}
+
+/* The per-user counts: a whole number from 1 to 65536. */
+static int set_count(parse_ctx_t *ctx, const char *key, const char *value, unsigned *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long n = strtoul(value, &end, 10);
+    if (value[0] < '0' || value[0] > '9' || *end != '\0' || errno != 0 || n < 1 || n > 65536)
+        return bad(ctx, "%s \"%s\" must be a whole number from 1 to 65536", key, value);
+    *out = (unsigned)n;
+    return 1;
+}
+
+/* max_output_per_connection: a size from 64K to 1G. */
+static int set_output(parse_ctx_t *ctx, const char *value, unsigned *out)
+{
+    char why[GS_QTY_ERR_MAX];
+    uint64_t bytes = 0;
+    if (gs_qty_parse_bytes(value, 0, &bytes, why, sizeof(why)) != 0)
+        return bad(ctx, "max_output_per_connection: %s", why);
+    if (bytes < 65536 || bytes > (UINT64_C(1) << 30))
+        return bad(ctx, "max_output_per_connection \"%s\" must be from 64K to 1G", value);
+    *out = (unsigned)bytes;
+    return 1;
+}
+
 static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
 {
     gs__config_t *cfg = ctx->cfg;
@@ -114,18 +156,25 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
                        value);
         return set_path(ctx, cfg->metrics_listen, sizeof(cfg->metrics_listen), key, value);
     }
-    if (strcmp(key, "idle_timeout") == 0) {
-        char *end = NULL;
-        errno = 0;
-        double seconds = strtod(value, &end);
-        if (end == value || *end != '\0' || errno != 0 || !(seconds >= 0.1 && seconds <= 3600))
-            return bad(ctx, "idle_timeout \"%s\" must be seconds from 0.1 to 3600", value);
-        cfg->idle_timeout_ms = (unsigned)(seconds * 1000.0 + 0.5);
+    if (strcmp(key, "idle_timeout") == 0 || strcmp(key, "kill_grace") == 0)
+        return set_seconds(ctx, key, value,
+                           key[0] == 'i' ? &cfg->idle_timeout_ms : &cfg->kill_grace_ms);
+    if (strcmp(key, "max_connections_per_user") == 0)
+        return set_count(ctx, key, value, &cfg->max_connections_per_user);
+    if (strcmp(key, "max_queued_per_user") == 0)
+        return set_count(ctx, key, value, &cfg->max_queued_per_user);
+    if (strcmp(key, "max_output_per_connection") == 0)
+        return set_output(ctx, value, &cfg->max_output_per_connection);
+    if (strcmp(key, "metrics_users") == 0) {
+        if (strcmp(value, "all") != 0 && strcmp(value, "none") != 0)
+            return bad(ctx, "metrics_users \"%s\" must be all or none", value);
+        cfg->metrics_users = value[0] == 'a' ? GS__METRICS_USERS_ALL : GS__METRICS_USERS_NONE;
         return 1;
     }
     return bad(ctx,
-               "unknown key \"%s\" in [daemon] (socket, state_dir, region_dir, metrics_listen, "
-               "nvml_library, shim, idle_timeout)",
+               "unknown key \"%s\" in [daemon] (socket, state_dir, metrics_listen, nvml_library, "
+               "shim, idle_timeout, kill_grace, max_connections_per_user, max_queued_per_user, "
+               "max_output_per_connection, metrics_users)",
                key);
 }
 
@@ -230,9 +279,22 @@ static int begin_section(parse_ctx_t *ctx, const char *section)
 /* Bit of a key, to refuse a key given twice in one section. */
 static unsigned key_bit(const char *key)
 {
-    static const char *const keys[] = {
-        "socket",       "state_dir", "metrics_listen", "nvml_library",  "shim",   "region_dir",
-        "idle_timeout", "mode",      "placement",      "overprovision", "reserve"};
+    static const char *const keys[] = {"socket",
+                                       "state_dir",
+                                       "metrics_listen",
+                                       "nvml_library",
+                                       "shim",
+                                       "region_dir",
+                                       "idle_timeout",
+                                       "mode",
+                                       "placement",
+                                       "overprovision",
+                                       "reserve",
+                                       "kill_grace",
+                                       "max_connections_per_user",
+                                       "max_queued_per_user",
+                                       "max_output_per_connection",
+                                       "metrics_users"};
     for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (strcmp(key, keys[i]) == 0)
             return 1u << i;

@@ -1,5 +1,6 @@
 /* JSON views of leases, lease environments and the node's status. */
 #include "views.h"
+#include "server.h"
 
 #include "gpushare/log.h"
 
@@ -159,7 +160,10 @@ static json_t *queue_view(const gs__daemon_t *d, const gs__cred_t *cred, const v
 {
     json_t *mine = json_array();
     unsigned position = 1;
-    for (const gs__waiter_t *w = d->queue.head; w != NULL; w = w->next, position++) {
+    /* A user's status shows the request of its own connection: nothing to look for without. */
+    const gs__waiter_t *first =
+        cred->uid == 0 || (conn != NULL && gs__conn_waiter(conn) != NULL) ? d->queue.head : NULL;
+    for (const gs__waiter_t *w = first; w != NULL; w = w->next, position++) {
         if (w->owner != conn && cred->uid != 0)
             continue;
         json_array_append_new(mine, json_pack("{s:I, s:s, s:o}", "position", (json_int_t)position,

@@ -93,6 +93,6 @@ bad_config() {
   expect_eq "$(sed 's/^gpushared\[[0-9]*\]: //' <<<"$out" | grep -v -e '^info: ' -e '^warn: ')" "$2" "gpushared message for: $1"
 }
 bad_config $'[gpu:all]\noverprovision = 0' "error: $WORK/bad.conf:2: overprovision \"0\" must be a whole number from 1 to 64"
-bad_config $'[daemon]\nsockets = /x' "error: $WORK/bad.conf:2: unknown key \"sockets\" in [daemon] (socket, state_dir, region_dir, metrics_listen, nvml_library, shim, idle_timeout)"
+bad_config $'[daemon]\nsockets = /x' "error: $WORK/bad.conf:2: unknown key \"sockets\" in [daemon] (socket, state_dir, metrics_listen, nvml_library, shim, idle_timeout, kill_grace, max_connections_per_user, max_queued_per_user, max_output_per_connection, metrics_users)"
 bad_config $'[gpu:all]\nmode = mps' "error: GPU 0: mode mps is not supported by this version (use shared or exclusive)"
 pass "bad configurations: one line with file:line, exit 78"

@@ -1,0 +1,42 @@
+/* Per-user counters: a small chained hash of uids. */
+#include "users.h"
+
+#include <stdlib.h>
+
+gs__user_t *gs__users_get(gs__users_t *users, uid_t uid)
+{
+    gs__user_t **head = &users->bucket[(unsigned)uid % GS__USERS_BUCKETS];
+    for (gs__user_t *u = *head; u != NULL; u = u->next) {
+        if (u->uid == uid)
+            return u;
+    }
+    gs__user_t *u = calloc(1, sizeof(*u));
+    if (u == NULL)
+        return NULL;
+    u->uid = uid;
+    u->warned_ms = INT64_MIN / 2;
+    u->next = *head;
+    *head = u;
+    return u;
+}
+
+int gs__users_log_due(gs__user_t *u, int64_t now_ms)
+{
+    if (now_ms - u->warned_ms < 5000) {
+        u->refused++;
+        return 0;
+    }
+    u->warned_ms = now_ms;
+    return 1;
+}
+
+void gs__users_free(gs__users_t *users)
+{
+    for (unsigned b = 0; b < GS__USERS_BUCKETS; b++) {
+        while (users->bucket[b] != NULL) {
+            gs__user_t *u = users->bucket[b];
+            users->bucket[b] = u->next;
+            free(u);
+        }
+    }
+}
