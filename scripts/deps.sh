@@ -12,7 +12,6 @@ packages=(
   libsqlite3-dev sqlite3                    # the daemon's ledger
   libjansson-dev                            # the JSON-lines API
   libinih-dev                               # gpushare.conf
-  libmicrohttpd-dev                         # Prometheus /metrics
   prometheus                                # promtool, to validate /metrics in tests
   curl jq                                   # tests read /metrics and the JSON API
   procps psmisc                             # ps, pkill, killall in tests

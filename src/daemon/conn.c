@@ -132,8 +132,10 @@ static ssize_t send_with_fd(gs__conn_t *conn, const char *data, size_t len)
     } control;
     memset(&control, 0, sizeof(control));
     struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
-    struct msghdr msg = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof(control.buf)};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.buf,
+                         .msg_controllen = sizeof(control.buf)};
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;

@@ -24,7 +24,7 @@ struct gs__conn {
     size_t in_len;
     char *out;
     size_t out_len, out_cap;
-    int pass_fd;    /* a descriptor to send with the byte at out[pass_at], -1 = none */
+    int pass_fd; /* a descriptor to send with the byte at out[pass_at], -1 = none */
     size_t pass_at;
     int64_t last_active_ms;
     int closing;     /* close once the output is written */

@@ -77,8 +77,7 @@ static void adopt_region(void *arg, gs_region_t *region)
     gs__daemon_t *d = arg;
     uint64_t ino = gs__regions_ino(region);
     for (gs__lease_t *lease = d->leases; ino != 0 && lease != NULL; lease = lease->next) {
-        if (lease->rec.region_ino == ino && lease->region == NULL &&
-            lease->rec.region[0] != '\0') {
+        if (lease->rec.region_ino == ino && lease->region == NULL && lease->rec.region[0] != '\0') {
             lease->region = region;
             return;
         }
@@ -113,7 +112,8 @@ static void finish_one(gs__daemon_t *d, gs__lease_t *lease)
                          sizeof(lease->rec.region));
     lease->rec.region_ino = gs__regions_ino(lease->region);
     char why[160];
-    if (lease->rec.region_ino != ino && gs__ledger_put(d->ledger, &lease->rec, why, sizeof(why)) != 0)
+    if (lease->rec.region_ino != ino &&
+        gs__ledger_put(d->ledger, &lease->rec, why, sizeof(why)) != 0)
         gs_error("lease %llu: cannot record its new region: %s", (unsigned long long)lease->rec.id,
                  why);
     char what[256] = "";
