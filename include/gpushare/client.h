@@ -97,6 +97,13 @@ void gs_lease_request_init(gs_lease_request_t *req);
  * Returns 0, or GS_EINVAL with a one-line message in err (may be NULL). Thread-safe. */
 int gs_lease_request_check(const gs_lease_request_t *req, char *err, size_t errlen);
 
+/* Copies src (UTF-8 text from a user) into dst (len bytes) for display: every control character
+ * (C0, DEL, C1) becomes \xHH or \uXXXX, and so do the formatting characters that reorder or
+ * break lines (bidirectional marks, embeddings, overrides, isolates; U+2028/U+2029), so no
+ * listing can carry terminal escapes or disguised text to another user's screen. Cut before a
+ * character or escape that would not fit whole. Thread-safe. */
+void gs_display_escape(char *dst, size_t len, const char *src);
+
 /* Returns the protocol name of op ("acquire"), or "?" for an unknown value. Never NULL. */
 const char *gs_op_name(gs_op_t op);
 

@@ -11,16 +11,22 @@
 typedef struct list_opts {
     const char *socket;
     int json;
+    int force;      /* release --force */
     const char *id; /* release */
 } list_opts_t;
 
 static void usage(FILE *out, int release)
 {
     if (release)
-        fprintf(out,
-                "usage: gpushare release [--json] [--socket PATH] ID\n\n"
-                "Releases lease ID (yours; root: any). Its job is asked to stop (SIGTERM, then\n"
-                "SIGKILL after 10 s) and the lease ends when no process uses it any more.\n");
+        fprintf(
+            out,
+            "usage: gpushare release [--force] [--json] [--socket PATH] ID\n\n"
+            "Releases lease ID (yours; root: any). Its job is asked to stop (SIGTERM, then\n"
+            "SIGKILL after gpushared's kill_grace, 10 s by default) and the lease ends when no\n"
+            "process uses it any more.\n"
+            "  --force              root: every process that holds the lease's region is\n"
+            "                       stopped too, whatever the lease's records say; waits\n"
+            "                       until the lease has ended\n");
     else
         fprintf(out, "usage: gpushare leases [--json] [--socket PATH]\n\n"
                      "Lists your leases (root: every lease on the node).\n");
@@ -34,6 +40,7 @@ static int parse_args(int argc, char **argv, list_opts_t *opts, int release)
 {
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'j'},
+        {"force", no_argument, NULL, 'f'},
         {"socket", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -48,6 +55,8 @@ static int parse_args(int argc, char **argv, list_opts_t *opts, int release)
             return -1;
         } else if (c == 'j') {
             opts->json = 1;
+        } else if (c == 'f' && release) {
+            opts->force = 1;
         } else if (c == 's') {
             opts->socket = optarg;
         } else {
@@ -123,6 +132,50 @@ int gs_cli_leases(int argc, char **argv)
     return GS_EXIT_OK;
 }
 
+/* Nonzero while the caller's listing still has lease id. */
+static int still_listed(gs_client_t *client, unsigned long long id, int *status)
+{
+    json_t *reply = NULL;
+    *status = gs__cli_call(client, json_pack("{s:s}", "op", "list"), &reply);
+    if (*status != GS_EXIT_OK)
+        return 0;
+    int found = 0;
+    size_t i;
+    const json_t *lease;
+    json_array_foreach(json_object_get(reply, "leases"), i, lease)
+    {
+        found |= gs__cli_uint(lease, "id") == id;
+    }
+    json_decref(reply);
+    return found;
+}
+
+/* After a forced release: waits until the lease is gone (its processes got SIGKILL after the
+ * daemon's kill grace), at most that grace and 10 s more. */
+static int wait_ended(gs_client_t *client, unsigned long long id, uint64_t grace_ms)
+{
+    struct timespec nap = {.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000};
+    int status = GS_EXIT_OK;
+    for (uint64_t waited = 0; waited < grace_ms + 10000; waited += 100) {
+        if (!still_listed(client, id, &status))
+            return status;
+        nanosleep(&nap, NULL);
+    }
+    fprintf(stderr,
+            "gpushare: lease %llu is still ending %.0f s after its release: a process of root "
+            "still holds its region (see gpushare leases)\n",
+            id, (double)(grace_ms + 10000) / 1000.0);
+    return GS_EXIT_FAIL;
+}
+
+static json_t *release_request(unsigned long long id, int force)
+{
+    json_t *req = json_pack("{s:s, s:I}", "op", "release", "lease", (json_int_t)id);
+    if (req != NULL && force)
+        json_object_set_new(req, "force", json_true());
+    return req;
+}
+
 int gs_cli_release(int argc, char **argv)
 {
     list_opts_t opts;
@@ -140,15 +193,23 @@ int gs_cli_release(int argc, char **argv)
     json_t *reply = NULL;
     result = gs__cli_connect(opts.socket, &client);
     if (result == GS_EXIT_OK)
-        result = gs__cli_call(
-            client, json_pack("{s:s, s:I}", "op", "release", "lease", (json_int_t)id), &reply);
+        result = gs__cli_call(client, release_request(id, opts.force), &reply);
+    int ended = result == GS_EXIT_OK && strcmp(gs__cli_str(reply, "state"), "ended") == 0;
+    if (result == GS_EXIT_OK && opts.force && !ended) {
+        result = wait_ended(client, id, gs__cli_uint(reply, "kill_grace_ms"));
+        ended = result == GS_EXIT_OK;
+        if (ended)
+            json_object_set_new(reply, "state", json_string("ended"));
+    }
     gs_client_close(client);
-    if (result != GS_EXIT_OK)
+    if (result != GS_EXIT_OK) {
+        json_decref(reply);
         return result;
+    }
     if (opts.json)
         gs__cli_print_json(reply);
-    else if (strcmp(gs__cli_str(reply, "state"), "ended") == 0)
-        printf("lease %llu released\n", id);
+    else if (ended)
+        printf("lease %llu %s\n", id, opts.force ? "ended (released by force)" : "released");
     else
         printf("lease %llu is ending: its job was asked to stop\n", id);
     json_decref(reply);

@@ -17,12 +17,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HTTP_CONNS      1024 /* connections at once; beyond, the oldest idle one goes */
-#define HTTP_REQUEST    2048 /* bytes of a request's line and headers */
-#define HTTP_HEAD       256
-#define HTTP_IDLE_MS    5000  /* to send a whole request */
-#define HTTP_STALL_MS   10000 /* for the client to take some of the reply */
-#define HTTP_EVENTS     64
+#define HTTP_CONNS    1024 /* connections at once; beyond, the oldest idle one goes */
+#define HTTP_REQUEST  2048 /* bytes of a request's line and headers */
+#define HTTP_HEAD     256
+#define HTTP_IDLE_MS  5000  /* to send a whole request */
+#define HTTP_STALL_MS 10000 /* for the client to take some of the reply */
+#define HTTP_EVENTS   64
 
 /* A published document, shared by the replies that send it. */
 typedef struct doc {
@@ -32,7 +32,7 @@ typedef struct doc {
 } doc_t;
 
 typedef struct http_conn {
-    int fd; /* -1: a free slot */
+    int fd;           /* -1: a free slot */
     int64_t since_ms; /* accepted, or last progress of the reply */
     int replying;
     size_t in_len;
@@ -196,8 +196,8 @@ static void write_reply(gs__http_t *h, http_conn_t *c)
     size_t body_len = c->doc != NULL ? c->doc->len : c->extra_len;
     while (c->sent < c->head_len + body_len) {
         const char *p = c->sent < c->head_len ? c->head + c->sent : body + (c->sent - c->head_len);
-        size_t len = c->sent < c->head_len ? c->head_len - c->sent
-                                           : body_len - (c->sent - c->head_len);
+        size_t len =
+            c->sent < c->head_len ? c->head_len - c->sent : body_len - (c->sent - c->head_len);
         ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
