@@ -120,8 +120,11 @@ static int map_checked(int fd, unsigned flags, const char *path, gs_region_t **o
     if (result == 0 && (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != sizeof(region_layout_t)))
         result = GS_EVERSION;
     if (result == 0 && (flags & GS_REGION_SEALED)) {
+        /* A file that cannot carry seals (EINVAL) is as unsealed as one that has none. */
         int seals = fcntl(fd, F_GET_SEALS);
-        result = seals < 0 ? -errno : (seals & REGION_SEALS) == REGION_SEALS ? 0 : GS_EPERM;
+        result = seals < 0 && errno != EINVAL                           ? -errno
+                 : seals >= 0 && (seals & REGION_SEALS) == REGION_SEALS ? 0
+                                                                        : GS_EPERM;
     }
     if (result == 0)
         result = map_file(fd, &map);
