@@ -37,8 +37,8 @@ static gs_region_t *make(void)
 /* A writable mapping of r's bytes, as a process of the lease has. */
 static region_layout_t *map_of(const gs_region_t *r)
 {
-    void *p = mmap(NULL, sizeof(region_layout_t), PROT_READ | PROT_WRITE, MAP_SHARED,
-                   gs_region_fd(r), 0);
+    void *p =
+        mmap(NULL, sizeof(region_layout_t), PROT_READ | PROT_WRITE, MAP_SHARED, gs_region_fd(r), 0);
     assert_true(p != MAP_FAILED);
     return p;
 }
@@ -50,9 +50,8 @@ static void test_sealed_cannot_be_resized(void **state)
     (void)state;
     gs_region_t *r = make();
     gs_region_t *member = NULL;
-    assert_int_equal(gs_region_adopt(dup(gs_region_fd(r)), GS_REGION_SEALED | GS_REGION_MEMBER,
-                                     &member),
-                     0);
+    assert_int_equal(
+        gs_region_adopt(dup(gs_region_fd(r)), GS_REGION_SEALED | GS_REGION_MEMBER, &member), 0);
     for (int i = 0; i < 2; i++) {
         int fd = gs_region_fd(i == 0 ? r : member);
         assert_int_equal(ftruncate(fd, 0), -1);

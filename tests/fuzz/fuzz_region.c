@@ -78,8 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned flags = data[0], dev = data[1] % (GS_MAX_DEVICES + 1);
     uint64_t bytes;
     memcpy(&bytes, data + 2, sizeof(bytes));
-    region_layout_t *map = mmap(NULL, sizeof(*map), PROT_READ | PROT_WRITE, MAP_SHARED,
-                                gs_region_fd(made), 0);
+    region_layout_t *map =
+        mmap(NULL, sizeof(*map), PROT_READ | PROT_WRITE, MAP_SHARED, gs_region_fd(made), 0);
     if (map == MAP_FAILED)
         abort();
     overwrite(map, data + 10, size - 10, flags);
