@@ -7,7 +7,7 @@ GPUSIM_DEVICES=H100-80GB
 # The state directory on a filesystem of 1 MiB that the test fills.
 mkdir -p "$WORK/state"
 mount -t tmpfs -o size=1m gs-test-state "$WORK/state"
-trap 'umount -l "$WORK/state" 2>/dev/null || true; cleanup' EXIT
+trap 'rc=$?; umount -l "$WORK/state" 2>/dev/null; (exit $rc); cleanup' EXIT
 start_daemon
 
 bg_gs run --gpu-memory 10G -- "$TOOL" charge 1G
@@ -60,7 +60,7 @@ with open(sys.argv[1], "r+b") as f:
     f.write(bytes((i * 7919 + 13) % 256 for i in range(4096)))
 PY
 set +e
-out=$("$BIN/gpushared" --config "$WORK/gpushare.conf" --state-dir "$WORK/state" --metrics-listen 127.0.0.1:0 2>&1)
+out=$(timeout 10 "$BIN/gpushared" --config "$WORK/gpushare.conf" --state-dir "$WORK/state" --metrics-listen 127.0.0.1:0 2>&1)
 rc=$?
 set -e
 expect_eq "$rc" 1 "exit status on a damaged ledger"

@@ -7,7 +7,7 @@ GPUSIM_DEVICES=H100-80GB
 # Earlier versions kept regions as files here, on a small filesystem a user could fill.
 mkdir -p "$WORK/regions"
 mount -t tmpfs -o size=16m,mode=0711 gs-test-regions "$WORK/regions"
-trap 'umount -l "$WORK/regions" 2>/dev/null || true; cleanup' EXIT
+trap 'rc=$?; umount -l "$WORK/regions" 2>/dev/null; (exit $rc); cleanup' EXIT
 CONFIG=$'[daemon]\nregion_dir = '"$WORK/regions"
 start_daemon
 
