@@ -87,8 +87,7 @@ static int forge(int argc, char **argv)
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(region_layout_t))
         return 1;
-    region_layout_t *map =
-        mmap(NULL, sizeof(*map), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    region_layout_t *map = mmap(NULL, sizeof(*map), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED)
         return 1;
     for (int i = 0; i < n && i < GS_REGION_MAX_PROCS; i++) {

@@ -115,6 +115,8 @@ static int check_integrity(gs__ledger_t *ledger, char *err, size_t errlen)
     int ok = text != NULL && strcmp((const char *)text, "ok") == 0;
     if (!ok)
         snprintf(err, errlen, "%s", text != NULL ? (const char *)text : sqlite3_errmsg(ledger->db));
+    for (char *p = err; !ok && *p != '\0'; p++)
+        *p = *p == '\n' ? ' ' : *p; /* one line */
     sqlite3_finalize(stmt);
     return ok ? 0 : GS_EIO;
 }

@@ -10,7 +10,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +25,11 @@
 #define REAP_MS    250  /* the reaper */
 #define REFRESH_MS 1000 /* NVML figures, the metrics snapshot, the ledger's file */
 #define MAX_EVENTS 64
-#define ACCEPT_MAX 256 /* connections taken per wake-up */
+#define ACCEPT_MAX 1024 /* connections taken per wake-up */
+/* Connections waiting to be taken: everyone's, first come first served. A short queue bounds
+ * how long a caller waits behind another user's flood of connections (each is refused in a few
+ * microseconds); a caller that finds it full waits in connect() for its turn. */
+#define LISTEN_BACKLOG 128
 
 typedef struct server {
     gs__daemon_t *d;
@@ -84,16 +87,6 @@ static void touch(server_t *s, gs__conn_t *conn, int64_t now)
     s->idle_tail = conn;
 }
 
-static void lookup_user(gs__cred_t *cred)
-{
-    struct passwd pw, *found = NULL;
-    char buf[4096];
-    if (getpwuid_r(cred->uid, &pw, buf, sizeof(buf), &found) == 0 && found != NULL)
-        snprintf(cred->user, sizeof(cred->user), "%s", found->pw_name);
-    else
-        snprintf(cred->user, sizeof(cred->user), "%u", (unsigned)cred->uid);
-}
-
 /* Answers a connection that is not taken with one error line (if its socket has room) and
  * closes it; the log says so at most every 5 s per user. */
 static void turn_away(server_t *s, int fd, gs__user_t *user, const gs__cred_t *cred)
@@ -116,7 +109,9 @@ static void turn_away(server_t *s, int fd, gs__user_t *user, const gs__cred_t *c
     (void)s;
 }
 
-/* Reads who is calling; refuses a user at their connection limit. Returns 0 or -1 (fd closed). */
+/* Reads who is calling; refuses a user at their connection limit. Returns 0 or -1 (fd closed).
+ * A refusal costs a few system calls: a flood of connections delays the others behind it in the
+ * socket's queue as little as possible. */
 static int admit(server_t *s, int fd, gs__cred_t *cred, gs__user_t **user)
 {
     struct ucred uc;
@@ -130,7 +125,7 @@ static int admit(server_t *s, int fd, gs__cred_t *cred, gs__user_t **user)
     cred->uid = uc.uid;
     cred->gid = uc.gid;
     cred->pid = uc.pid;
-    lookup_user(cred);
+    snprintf(cred->user, sizeof(cred->user), "%s", (*user)->name);
     if (uc.uid != 0 && (*user)->conns >= s->d->cfg.max_connections_per_user) {
         turn_away(s, fd, *user, cred);
         return -1;
@@ -494,7 +489,7 @@ static int open_socket(const char *path, char *err, size_t errlen)
     if (result == 0 && fd < 0)
         result = -errno;
     if (result == 0 && (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
-                        chmod(path, 0666) != 0 || listen(fd, SOMAXCONN) != 0))
+                        chmod(path, 0666) != 0 || listen(fd, LISTEN_BACKLOG) != 0))
         result = -errno;
     if (result != 0) {
         snprintf(err, errlen, "cannot listen on %s: %s", path, gs_strerror(result));

@@ -1,7 +1,20 @@
 /* Per-user counters: a small chained hash of uids. */
 #include "users.h"
 
+#include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
+
+/* The user's name, or its uid in digits when it has none. */
+static void lookup_name(gs__user_t *u)
+{
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+    if (getpwuid_r(u->uid, &pw, buf, sizeof(buf), &found) == 0 && found != NULL)
+        snprintf(u->name, sizeof(u->name), "%s", found->pw_name);
+    else
+        snprintf(u->name, sizeof(u->name), "%u", (unsigned)u->uid);
+}
 
 gs__user_t *gs__users_get(gs__users_t *users, uid_t uid)
 {
@@ -15,6 +28,7 @@ gs__user_t *gs__users_get(gs__users_t *users, uid_t uid)
         return NULL;
     u->uid = uid;
     u->warned_ms = INT64_MIN / 2;
+    lookup_name(u);
     u->next = *head;
     *head = u;
     return u;

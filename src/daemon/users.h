@@ -8,6 +8,7 @@
 typedef struct gs__user {
     struct gs__user *next; /* in its bucket */
     uid_t uid;
+    char name[64];     /* from the passwd database, looked up once (or the uid in digits) */
     unsigned conns;    /* connections open */
     unsigned queued;   /* requests waiting */
     int64_t warned_ms; /* when a refusal of this user was last logged (CLOCK_MONOTONIC) */
@@ -22,7 +23,8 @@ typedef struct gs__users {
     gs__user_t *bucket[GS__USERS_BUCKETS];
 } gs__users_t;
 
-/* Returns uid's entry, created with zero counts when new; NULL when out of memory. */
+/* Returns uid's entry, created with zero counts (and its name looked up) when new; NULL when
+ * out of memory. */
 gs__user_t *gs__users_get(gs__users_t *users, uid_t uid);
 
 /* Nonzero when a refusal of u should be logged now (at most one line per 5 s per user; the
