@@ -96,10 +96,11 @@ int gs_region_fd(const gs_region_t *region);
  * membership counts. A private region answers from its records. Returns 1, 0 or -errno. */
 int gs_region_in_use(const gs_region_t *region);
 
-/* Makes a region whose lease has ended ready for a new lease with cfg: every record, counter
- * and charge back to zero, the new limits, share and id. Only a region no process maps as a
- * member (gs_region_in_use; a private one: no record and no charge) can be recycled. Returns 0,
- * GS_EBUSY, or -errno. Not thread-safe against users of the region (there must be none). */
+/* Makes a region whose lease has ended ready for a new lease with cfg: every record in use,
+ * counter and charge back to zero, the new limits, share and id (free records are left as they
+ * are: a region must go back only to a lease of the same user). Only a region no process maps as
+ * a member (gs_region_in_use; a private one: no record and no charge) can be recycled. Returns
+ * 0, GS_EBUSY, or -errno. Not thread-safe against users of the region (there must be none). */
 int gs_region_recycle(gs_region_t *region, const gs_region_config_t *cfg);
 
 /* Joins a lease's region named by spec, the value of GPUSHARE_REGION: "gpushared:ID:SOCKET"

@@ -292,7 +292,8 @@ static void flush_conn(server_t *s, gs__conn_t *conn)
     /* Caught up: the requests that waited in the buffer are served now. */
     if (was_paused && !gs__conn_paused(conn) && conn->in_len > 0)
         handle_lines(s, conn);
-    set_events(s, conn);
+    if (!conn->pending)
+        set_events(s, conn);
 }
 
 static void flush_pending(server_t *s)
@@ -406,7 +407,9 @@ static void dispatch(server_t *s, struct epoll_event *ev)
         else
             conn_gone(s, conn); /* hung up while paused: nobody will read the replies */
     }
-    if (!conn->dead)
+    /* A connection with output is flushed at the end of the iteration, which sets its events
+     * then: most replies leave at once, with no epoll_ctl at all. */
+    if (!conn->dead && !conn->pending)
         set_events(s, conn);
 }
 

@@ -338,8 +338,12 @@ int gs_region_recycle(gs_region_t *region, const gs_region_config_t *cfg)
     if (busy != 0)
         return busy < 0 ? busy : GS_EBUSY;
     /* Nobody maps it: whatever its records say (a process that died while attaching, or one
-     * that rewrote them) is stale. Everything starts again from zero. */
-    memset(map->procs, 0, sizeof(map->procs));
+     * that rewrote them) is stale. Records in use start again from zero; a free one is zero
+     * unless a process of the same lease wrote it, and regions go back only to their user. */
+    for (int i = 0; i < GS_REGION_MAX_PROCS; i++) {
+        if (map->procs[i].pid != 0)
+            memset(&map->procs[i], 0, sizeof(map->procs[i]));
+    }
     for (unsigned d = 0; d < GS_MAX_DEVICES; d++) {
         map->device[d] = 0;
         map->peak[d] = 0;
