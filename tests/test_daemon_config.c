@@ -225,7 +225,12 @@ static void test_packaged_example(void **state)
     gs__config_defaults(&cfg);
     assert_int_equal(gs__config_load(&cfg, path, err, sizeof(err)), 0);
     assert_string_equal(cfg.socket, "/run/gpushare/gpushared.sock");
-    assert_string_equal(cfg.region_dir, "/run/gpushare/regions");
+    assert_string_equal(cfg.region_dir, "");
+    assert_int_equal(cfg.kill_grace_ms, 10000);
+    assert_int_equal(cfg.max_connections_per_user, 256);
+    assert_int_equal(cfg.max_queued_per_user, 128);
+    assert_int_equal(cfg.max_output_per_connection, 4 * MIB);
+    assert_int_equal(cfg.metrics_users, GS__METRICS_USERS_NONE);
     gs__gpu_settings_t s = gs__config_gpu(&cfg, 0, NULL);
     assert_int_equal(s.mode, GS__MODE_SHARED);
     assert_int_equal(s.reserve, 512 * MIB);

@@ -116,6 +116,14 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
                     const gs_lease_request_t *req, const gs__alloc_t *alloc, gs__lease_t **out,
                     char *err, size_t errlen)
 {
+    /* Finding another user's regions after a restart and stopping their processes both need
+     * root: a daemon of an ordinary user serves that user only. */
+    if (d->self.uid != 0 && cred->uid != d->self.uid) {
+        snprintf(err, errlen,
+                 "gpushared runs as uid %u and cannot serve uid %u (run it as root)",
+                 (unsigned)d->self.uid, (unsigned)cred->uid);
+        return GS_EPERM;
+    }
     gs__lease_t *lease = calloc(1, sizeof(*lease));
     if (lease == NULL) {
         snprintf(err, errlen, "out of memory");
