@@ -4,17 +4,10 @@
 source "$(dirname "$0")/hostile_lib.sh"
 GPUSIM_DEVICES=H100-80GB
 
-# start_with_metrics CONFIG: starts gpushared with CONFIG on a free port; sets $url.
+# start_with_metrics CONFIG: starts gpushared with CONFIG on a free metrics port.
 start_with_metrics() {
   CONFIG=$1
-  for attempt in 1 2 3 4 5 6 7 8; do
-    port=$((20000 + RANDOM % 40000))
-    METRICS_LISTEN=127.0.0.1:$port
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      start_daemon && break
-    fi
-  done
-  url=http://$METRICS_LISTEN/metrics
+  start_daemon_with_metrics
 }
 
 scrape() {

@@ -99,6 +99,19 @@ start_daemon() {
   wait_until 5 gs leases >/dev/null
 }
 
+# start_daemon_with_metrics: start_daemon with the metrics endpoint on a free port (a few random
+# ones are tried); sets $port, $METRICS_LISTEN and $url.
+start_daemon_with_metrics() {
+  for attempt in 1 2 3 4 5 6 7 8; do
+    port=$((20000 + RANDOM % 40000))
+    METRICS_LISTEN=127.0.0.1:$port
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      start_daemon && break
+    fi
+  done
+  url=http://$METRICS_LISTEN/metrics
+}
+
 stop_daemon() {
   kill -TERM "$DAEMON_PID"
   wait "$DAEMON_PID" || fail "gpushared exited with status $? on SIGTERM"

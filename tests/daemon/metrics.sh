@@ -6,15 +6,7 @@ GPUSIM_DEVICES=H100-80GB,A100-40GB
 CONFIG=$'[daemon]\nmetrics_users = all\n[gpu:all]\nplacement = bestfit'
 command -v promtool >/dev/null || fail "promtool is missing (Debian package prometheus; scripts/deps.sh)"
 
-# A free port: try a few random ones until gpushared can bind one.
-for attempt in 1 2 3 4 5 6 7 8; do
-  port=$((20000 + RANDOM % 40000))
-  METRICS_LISTEN=127.0.0.1:$port
-  if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-    start_daemon && break
-  fi
-done
-url=http://$METRICS_LISTEN/metrics
+start_daemon_with_metrics
 curl -fsS "$url" >/dev/null || fail "no metrics on $url"
 
 bg_gs run --gpu-memory 8G --compute 30 -- "$TOOL" charge 3G
