@@ -13,7 +13,7 @@
  * "Uses its region" is the kernel's answer (gs_region_in_use: a process maps it), never what the
  * region's records say: a lease's processes may write anything there. A lease released by
  * someone else, or forced (root), is stopped by the daemon itself: its processes (found through
- * /proc, procs.h) get SIGTERM, then SIGKILL after kill_grace, and its capacity comes back only
+ * /proc, proctab.h) get SIGTERM, then SIGKILL after kill_grace, and its capacity comes back only
  * once they are gone. A lease whose ledger row cannot be deleted keeps its capacity until it
  * can. */
 #ifndef GS_DAEMON_DAEMON_H
@@ -28,7 +28,7 @@
 #include "inventory.h"
 #include "ledger.h"
 #include "model.h"
-#include "procs.h"
+#include "proctab.h"
 #include "queue.h"
 #include "regions.h"
 #include "users.h"
@@ -56,7 +56,7 @@ typedef struct gs__lease {
     int64_t next_scan_ms;    /* when to look for its processes again while killing */
     int forced;              /* stopped by force: every process holding its region, not only its
                                 job */
-    gs__proc_list_t victims; /* the processes it signalled, until they are gone */
+    gs__proc_refs_t victims; /* the processes it signalled, until they are gone */
     unsigned reap_cursor;    /* where bounded reaping of its records goes on */
     int end_failed;          /* its row could not be deleted: ended again by the reaper */
 } gs__lease_t;

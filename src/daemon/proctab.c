@@ -1,5 +1,5 @@
-/* The node's processes through /proc: region holders, descendants, signals, regions to adopt. */
-#include "procs.h"
+/* The node's process table (/proc): region holders, descendants, signals, regions to adopt. */
+#include "proctab.h"
 
 #include "gpushare/error.h"
 
@@ -79,7 +79,7 @@ static uid_t real_uid(pid_t pid)
     return line != NULL ? (uid_t)strtoul(line + 5, NULL, 10) : (uid_t)-1;
 }
 
-static int list_has(const gs__proc_list_t *list, pid_t pid)
+static int list_has(const gs__proc_refs_t *list, pid_t pid)
 {
     for (unsigned i = 0; i < list->n; i++) {
         if (list->v[i].pid == pid)
@@ -88,13 +88,13 @@ static int list_has(const gs__proc_list_t *list, pid_t pid)
     return 0;
 }
 
-static int list_add(gs__proc_list_t *list, const proc_info_t *info)
+static int list_add(gs__proc_refs_t *list, const proc_info_t *info)
 {
     if (info->pid <= 1 || info->pid == getpid() || list_has(list, info->pid))
         return 0;
     if (list->n == list->cap) {
         unsigned cap = list->cap != 0 ? 2 * list->cap : 16;
-        gs__proc_id_t *grown = realloc(list->v, cap * sizeof(*grown));
+        gs__proc_ref_t *grown = realloc(list->v, cap * sizeof(*grown));
         if (grown == NULL)
             return GS_ENOMEM;
         list->v = grown;
@@ -180,7 +180,7 @@ static int is_region(void *arg, const char *path)
 
 /* The region's holders (their real uid but root), then the holder's descendants of uid. */
 static int add_lease_procs(const gs__lease_procs_query_t *q, const proc_table_t *t,
-                           gs__proc_list_t *list)
+                           gs__proc_refs_t *list)
 {
     int added = 0, r;
     struct stat st;
@@ -223,7 +223,7 @@ static int add_lease_procs(const gs__lease_procs_query_t *q, const proc_table_t 
     return added;
 }
 
-int gs__procs_of_lease(const gs__lease_procs_query_t *q, gs__proc_list_t *list)
+int gs__proctab_of_lease(const gs__lease_procs_query_t *q, gs__proc_refs_t *list)
 {
     proc_table_t t = {0};
     int result = read_table(&t);
@@ -234,7 +234,7 @@ int gs__procs_of_lease(const gs__lease_procs_query_t *q, gs__proc_list_t *list)
 }
 
 /* Whether p is still the process listed (same pid, same start time). */
-static int still_there(const gs__proc_id_t *p)
+static int still_there(const gs__proc_ref_t *p)
 {
     proc_info_t info;
     uint64_t start = 0;
@@ -243,7 +243,7 @@ static int still_there(const gs__proc_id_t *p)
     return p->start == 0 || info.start == p->start;
 }
 
-static unsigned prune(gs__proc_list_t *list, int sig)
+static unsigned prune(gs__proc_refs_t *list, int sig)
 {
     unsigned kept = 0;
     for (unsigned i = 0; i < list->n; i++) {
@@ -257,17 +257,17 @@ static unsigned prune(gs__proc_list_t *list, int sig)
     return kept;
 }
 
-unsigned gs__procs_signal(gs__proc_list_t *list, int sig)
+unsigned gs__proctab_signal(gs__proc_refs_t *list, int sig)
 {
     return prune(list, sig);
 }
 
-unsigned gs__procs_alive(gs__proc_list_t *list)
+unsigned gs__proctab_alive(gs__proc_refs_t *list)
 {
     return prune(list, 0);
 }
 
-void gs__procs_clear(gs__proc_list_t *list)
+void gs__proctab_clear(gs__proc_refs_t *list)
 {
     free(list->v);
     list->v = NULL;
@@ -322,7 +322,7 @@ static int adopt_one(void *arg, const char *path)
     return 0;
 }
 
-int gs__procs_find_regions(uid_t owner, void (*found)(void *arg, gs_region_t *region), void *arg)
+int gs__proctab_find_regions(uid_t owner, void (*found)(void *arg, gs_region_t *region), void *arg)
 {
     finder_t f = {.owner = owner, .found = found, .arg = arg};
     proc_table_t t = {0};
