@@ -2,6 +2,7 @@
 gs_add_unit_test(test_daemon_config SOURCES test_daemon_config.c LIBS gs_daemon_core)
 gs_add_unit_test(test_daemon_model SOURCES test_daemon_model.c LIBS gs_daemon_core)
 gs_add_unit_test(test_daemon_ledger SOURCES test_daemon_ledger.c LIBS gs_daemon_core)
+gs_add_unit_test(test_daemon_sched SOURCES test_daemon_sched.c LIBS gs_daemon_core)
 gs_add_unit_test(test_proto SOURCES test_proto.c LIBS gs_client)
 gs_add_unit_test(test_region_attached SOURCES test_region_attached.c LIBS gs_region)
 gs_add_fuzz_target(fuzz_request SOURCES fuzz/fuzz_request.c LIBS gs_client
@@ -32,6 +33,13 @@ if(TARGET gsim_nvml AND TARGET gpushare_shim)
                        TIMEOUT 120 LABELS "daemon;hostile")
     set_tests_properties(daemon_${script} PROPERTIES SKIP_RETURN_CODE 77)
   endforeach()
+  # gpushare doctor: a ready node, then each check failing in turn.
+  add_executable(gs-nvml-set nvml_set.c)
+  target_link_libraries(gs-nvml-set PRIVATE gsim_nvml)
+  set_target_properties(gs-nvml-set PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  gs_add_script_test(daemon_doctor SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/doctor.sh"
+                     TIMEOUT 90 LABELS daemon)
+  set_tests_properties(daemon_doctor PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 
 # The demo's CUDA job (scripts/demo.sh, make run) and the daemon tests with real CUDA jobs: a
@@ -48,3 +56,4 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
                      TIMEOUT 90 LABELS daemon)
   gs_add_script_test(demo SCRIPT "${CMAKE_SOURCE_DIR}/scripts/demo.sh" TIMEOUT 60 LABELS daemon)
 endif()
+

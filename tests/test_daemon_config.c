@@ -34,6 +34,7 @@ static void test_defaults(void **state)
     assert_string_equal(cfg.nvml_library, "libnvidia-ml.so.1");
     assert_string_equal(cfg.shim, "");
     assert_int_equal(cfg.idle_timeout_ms, 10000);
+    assert_int_equal(cfg.queue_aging_ms, 60000);
     assert_int_equal(cfg.kill_grace_ms, 10000);
     assert_int_equal(cfg.max_connections_per_user, 256);
     assert_int_equal(cfg.max_queued_per_user, 128);
@@ -60,14 +61,15 @@ static void test_full_file(void **state)
                        "nvml_library = /opt/sim/libnvidia-ml.so.1\n"
                        "shim = /opt/lib/libgpushare.so\n"
                        "idle_timeout = 1.5\n"
-                       "kill_grace = 2\n"
+                       "queue_aging = 0\n"
+                       "kill_grace = 2.5\n"
                        "max_connections_per_user = 8\n"
                        "max_queued_per_user = 3\n"
                        "max_output_per_connection = 1M\n"
                        "metrics_users = all\n"
                        "\n"
                        "[gpu:all]\n"
-                       "reserve = 512M\n"
+                       "reserve = 0.5G\n"
                        "placement = spread\n"
                        "[gpu:1]\n"
                        "overprovision = 4\n"
@@ -82,7 +84,8 @@ static void test_full_file(void **state)
     assert_string_equal(cfg.nvml_library, "/opt/sim/libnvidia-ml.so.1");
     assert_string_equal(cfg.shim, "/opt/lib/libgpushare.so");
     assert_int_equal(cfg.idle_timeout_ms, 1500);
-    assert_int_equal(cfg.kill_grace_ms, 2000);
+    assert_int_equal(cfg.queue_aging_ms, 0);
+    assert_int_equal(cfg.kill_grace_ms, 2500);
     assert_int_equal(cfg.max_connections_per_user, 8);
     assert_int_equal(cfg.max_queued_per_user, 3);
     assert_int_equal(cfg.max_output_per_connection, MIB);
@@ -119,7 +122,7 @@ static void test_errors_name_file_and_line(void **state)
     (void)state;
     expect_error("[daemon]\nbogus = 1\n",
                  "test.conf:2: unknown key \"bogus\" in [daemon] (socket, state_dir, "
-                 "metrics_listen, nvml_library, shim, idle_timeout, kill_grace, "
+                 "metrics_listen, nvml_library, shim, idle_timeout, queue_aging, kill_grace, "
                  "max_connections_per_user, max_queued_per_user, max_output_per_connection, "
                  "metrics_users)");
     expect_error("[daemon]\nmax_connections_per_user = 0\n",
@@ -129,8 +132,6 @@ static void test_errors_name_file_and_line(void **state)
                  "test.conf:2: max_output_per_connection \"1K\" must be from 64K to 1G");
     expect_error("[daemon]\nmetrics_users = some\n",
                  "test.conf:2: metrics_users \"some\" must be all or none");
-    expect_error("[daemon]\nkill_grace = 0\n",
-                 "test.conf:2: kill_grace \"0\" must be seconds from 0.1 to 3600");
     expect_error("[gpu:all]\nmode = fast\n",
                  "test.conf:2: mode \"fast\" must be shared, mps, mig or exclusive");
     expect_error("[gpu:all]\n\noverprovision = 0\n",
@@ -140,8 +141,10 @@ static void test_errors_name_file_and_line(void **state)
     expect_error("[gpu:all]\noverprovision = -1\n",
                  "test.conf:2: overprovision \"-1\" must be a whole number from 1 to 64");
     expect_error("[gpu:0]\nreserve = lots\n",
-                 "test.conf:2: reserve: invalid memory size \"lots\": expected a number such as "
-                 "4G, 512M or 4096");
+                 "test.conf:2: reserve: invalid memory size \"lots\": expected a number and a "
+                 "unit such as 4G, 1.5G or 512M");
+    expect_error("[gpu:0]\nreserve = 1.1\n",
+                 "test.conf:2: reserve: invalid memory size \"1.1\": add a unit: 1.1G or 1126M");
     expect_error("[gpu:0]\nplacement = random\n",
                  "test.conf:2: placement \"random\" must be gpushare, fgd, bestfit or spread");
     expect_error("[gpu:0]\nsize = 1\n",
@@ -167,6 +170,10 @@ static void test_errors_name_file_and_line(void **state)
                  "127.0.0.1:9400; port 0 turns metrics off)");
     expect_error("[daemon]\nidle_timeout = 0\n",
                  "test.conf:2: idle_timeout \"0\" must be seconds from 0.1 to 3600");
+    expect_error("[daemon]\nkill_grace = 0\n",
+                 "test.conf:2: kill_grace \"0\" must be seconds from 0.1 to 3600");
+    expect_error("[daemon]\nqueue_aging = -1\n",
+                 "test.conf:2: queue_aging \"-1\" must be seconds from 0 to 86400");
     expect_error("[daemon]\nsocket =\n", "test.conf:2: socket must not be empty");
     char longline[400];
     snprintf(longline, sizeof(longline), "[daemon]\nsocket = /%0250d\n", 0);

@@ -446,11 +446,11 @@ static void test_forked_child_does_not_keep_parent_alive(void **state)
             _exit(1);
         pid_t child = fork();
         if (child == 0) {
-            /* Reported only once it has its own descriptor: until then it shares the member's
-             * liveness lock. */
+            /* Reports only once it has dropped the inherited descriptor: the member is killed
+             * after that, as it would be any time after fork() returned (pthread_atfork). */
             gs_region_after_fork(mine);
-            child = getpid();
-            if (write(report[1], &child, sizeof(child)) != (ssize_t)sizeof(child))
+            pid_t self = getpid();
+            if (write(report[1], &self, sizeof(self)) != (ssize_t)sizeof(self))
                 _exit(1);
             pause();
             _exit(0);

@@ -1,6 +1,7 @@
 /* The API's requests: parse, authorise by SO_PEERCRED, act, reply; the wait queue's service. */
 #include "api.h"
 #include "place.h"
+#include "scheduler.h"
 #include "views.h"
 
 #include "gpushare/error.h"
@@ -36,15 +37,22 @@ int gs__api_conn_busy(const gs__daemon_t *d, const gs__conn_t *conn)
     return gs__conn_leases(conn) > 0 || find_waiter(d, conn) != NULL;
 }
 
-/* Takes w out of the queue and frees it; its connection waits for nothing any more. */
-static void dequeue(gs__daemon_t *d, gs__waiter_t *w)
+/* w joins the queue: its connection waits for it, its user has one more request waiting. */
+static void enqueue(gs__daemon_t *d, gs__waiter_t *w)
+{
+    gs__queue_push(&d->queue, w);
+    gs__conn_set_waiter(w->owner, w);
+    gs__conn_user(w->owner)->queued++;
+}
+
+/* w leaves the queue (the caller frees it). */
+static void unqueue(gs__daemon_t *d, gs__waiter_t *w)
 {
     gs__queue_remove(&d->queue, w);
     gs__conn_set_waiter(w->owner, NULL);
     gs__user_t *user = gs__conn_user(w->owner);
     if (user->queued > 0)
         user->queued--;
-    free(w);
 }
 
 /* Whom a lease is for: the caller, or the user root asked for (req->owner, already resolved by
@@ -87,37 +95,69 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
             req->owner.set ? ", asked by root" : "", what, req->command);
 }
 
-/* Nonzero when a queued request would be served before one of this priority. */
-static int someone_ahead(const gs__daemon_t *d, int32_t priority)
+/* The scheduler's grant: the waiter leaves the queue with its lease. */
+static void grant_waiter(gs__daemon_t *d, gs__waiter_t *w, const gs__alloc_t *alloc)
 {
-    return d->queue.head != NULL && d->queue.head->req.priority >= priority;
+    unqueue(d, w);
+    grant(d, w->owner, &w->req, alloc);
+    free(w);
 }
 
-static void enqueue(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *req)
+/* Refuses a request that cannot start now and may not wait, saying why. */
+static void refuse_no_fit(gs__daemon_t *d, gs__conn_t *conn, gs__waiter_t *w)
+{
+    char why[512], reason[384];
+    d->counters.rejected_no_fit++;
+    gs__sched_describe(d, w, reason, sizeof(reason));
+    snprintf(why, sizeof(why), "no room for this lease now: %s (%u lease%s, %u waiting)", reason,
+             d->n_leases, d->n_leases == 1 ? "" : "s", d->queue.length);
+    gs__conn_send(conn, gs__api_error("acquire", "no_fit", why));
+}
+
+/* Tells the caller its request waits: where in the queue and why. */
+static void reply_queued(gs__daemon_t *d, gs__conn_t *conn, const gs__waiter_t *w)
+{
+    char reason[384];
+    gs__sched_describe(d, w, reason, sizeof(reason));
+    d->counters.queued++;
+    json_t *reply = ok_reply("acquire");
+    json_object_set_new(reply, "state", json_string("queued"));
+    json_object_set_new(reply, "position", json_integer(w->wait.position));
+    json_object_set_new(reply, "queue_length", json_integer(d->queue.length));
+    json_object_set_new(reply, "reason", json_string(reason));
+    gs__conn_send(conn, reply);
+    gs__cred_t owner;
+    lease_cred(conn, &w->req, &owner);
+    gs_info("user %s (pid %d%s) waits for a lease (position %u of %u: %s): command \"%s\"",
+            owner.user, (int)owner.pid, w->req.owner.set ? ", asked by root" : "", w->wait.position,
+            d->queue.length, reason, w->req.command);
+}
+
+/* Queues req and runs the scheduler: it starts now if it fits without delaying a request ahead
+ * of it, else it waits (or, without wait, is refused). */
+static void admit(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *req)
 {
     gs__waiter_t *w = calloc(1, sizeof(*w));
     if (w == NULL) {
         gs__conn_send(conn, gs__api_error("acquire", "internal", "out of memory"));
         return;
     }
+    int64_t now = gs__now_ms();
     w->owner = conn;
     w->req = *req;
-    w->deadline_ms = req->timeout_ms != 0 ? gs__now_ms() + req->timeout_ms : 0;
-    gs__queue_push(&d->queue, w);
-    gs__conn_set_waiter(conn, w);
-    gs__conn_user(conn)->queued++;
-    d->counters.queued++;
-    unsigned position = w == d->queue.tail ? d->queue.length : gs__queue_position(&d->queue, w);
-    json_t *reply = ok_reply("acquire");
-    json_object_set_new(reply, "state", json_string("queued"));
-    json_object_set_new(reply, "position", json_integer(position));
-    json_object_set_new(reply, "queue_length", json_integer(d->queue.length));
-    gs__conn_send(conn, reply);
-    gs__cred_t owner;
-    lease_cred(conn, req, &owner);
-    gs_info("user %s (pid %d%s) waits for a lease (position %u of %u): command \"%s\"", owner.user,
-            (int)owner.pid, req->owner.set ? ", asked by root" : "", position, d->queue.length,
-            req->command);
+    w->queued_ms = now;
+    w->deadline_ms = req->timeout_ms != 0 ? now + req->timeout_ms : 0;
+    enqueue(d, w);
+    gs__sched_pass(d, now, grant_waiter);
+    if (find_waiter(d, conn) == NULL)
+        return; /* granted */
+    if (req->wait) {
+        reply_queued(d, conn, w);
+        return;
+    }
+    unqueue(d, w);
+    refuse_no_fit(d, conn, w);
+    free(w);
 }
 
 /* A user (root excepted) holds at most this many leases: each maps a region in the daemon. */
@@ -230,22 +270,9 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
         gs__conn_send(conn, gs__api_error("acquire", "never_fits", why));
         return;
     }
-    gs__alloc_t alloc;
-    if (!someone_ahead(d, req->priority) &&
-        gs__place(d->gpus, d->n_gpus, req, d->policy, &alloc) == 0) {
-        grant(d, conn, req, &alloc);
-        return;
-    }
-    if (!req->wait) {
-        d->counters.rejected_no_fit++;
-        char where[64];
-        gs__place_describe_pinned(req, where, sizeof(where));
-        snprintf(why, sizeof(why), "%s room for this lease now (%u leases, %u waiting)", where,
-                 d->n_leases, d->queue.length);
-        gs__conn_send(conn, gs__api_error("acquire", "no_fit", why));
-        return;
-    }
-    enqueue(d, conn, req);
+    admit(d, conn, req);
+    if (!req->wait)
+        d->need_schedule = 1; /* a refused request held GPUs during the pass */
 }
 
 /* The lease id names, if the caller may act on it; otherwise replies the error and returns NULL. */
@@ -269,28 +296,30 @@ static gs__lease_t *lease_for(gs__daemon_t *d, gs__conn_t *conn, const char *op,
     return lease;
 }
 
-static void handle_release(gs__daemon_t *d, gs__conn_t *conn, uint64_t id, int force)
+static void handle_release(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t *req)
 {
     const gs__cred_t *cred = gs__conn_cred(conn);
-    if (force && cred->uid != 0) {
+    if (req->force && cred->uid != 0) {
         gs__conn_send(conn, gs__api_error("release", "permission_denied",
                                           "only root may release a lease by force"));
         return;
     }
-    gs__lease_t *lease = lease_for(d, conn, "release", id);
+    gs__lease_t *lease = lease_for(d, conn, "release", req->lease_id);
     if (lease == NULL)
         return;
     int ended;
-    if (force)
+    if (req->job_end.known)
+        lease->job_end = req->job_end;
+    if (req->force)
         ended = gs__lease_force(d, lease, cred);
     else if (lease->conn == conn || gs__lease_is_holder(lease, cred))
-        ended = gs__lease_let_go(d, lease, "released by its holder");
+        ended = gs__lease_let_go(d, lease, lease->expired ? "time limit" : "released");
     else
         ended = gs__lease_revoke(d, lease, cred);
     json_t *reply = ok_reply("release");
-    json_object_set_new(reply, "lease", json_integer((json_int_t)id));
+    json_object_set_new(reply, "lease", json_integer((json_int_t)req->lease_id));
     json_object_set_new(reply, "state", json_string(ended ? "ended" : "ending"));
-    if (!ended && force)
+    if (!ended && req->force)
         json_object_set_new(reply, "kill_grace_ms", json_integer(d->cfg.kill_grace_ms));
     gs__conn_send(conn, reply);
 }
@@ -303,7 +332,8 @@ static void handle_join(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
     if (lease == NULL)
         return;
     char msg[160];
-    if (lease->rec.state != GS__LEASE_ACTIVE || lease->kill_at_ms != 0 || lease->region == NULL) {
+    if (lease->rec.state != GS__LEASE_ACTIVE || lease->kill_at_ms != 0 || lease->expired ||
+        lease->region == NULL) {
         snprintf(msg, sizeof(msg), "lease %llu %s: no process may join it", (unsigned long long)id,
                  lease->region == NULL ? "has no region" : "is ending");
         gs__conn_send(conn, gs__api_error("join", "ended", msg));
@@ -342,12 +372,34 @@ static void handle_list(gs__daemon_t *d, gs__conn_t *conn)
     }
     json_t *reply = ok_reply("list");
     json_object_set_new(reply, "leases", leases);
+    json_object_set_new(reply, "pending", gs__view_pending(d, cred));
     gs__conn_send(conn, reply);
 }
 
-static void handle_status(gs__daemon_t *d, gs__conn_t *conn)
+/* history: root sees everyone's (or one user's), others only their own. */
+static void handle_history(gs__daemon_t *d, gs__conn_t *conn, const gs_history_query_t *q)
 {
-    json_t *reply = gs__view_status(d, gs__conn_cred(conn), conn);
+    const gs__cred_t *cred = gs__conn_cred(conn);
+    if (cred->uid != 0 && q->user[0] != '\0' && strcmp(q->user, cred->user) != 0) {
+        gs__conn_send(conn, gs__api_error("history", "permission_denied",
+                                          "only root may see the history of other users"));
+        return;
+    }
+    json_t *leases = NULL;
+    int64_t uid = cred->uid == 0 ? -1 : (int64_t)cred->uid;
+    const char *user = cred->uid == 0 && q->user[0] != '\0' ? q->user : NULL;
+    if (gs__ledger_history(d->ledger, q, uid, user, &leases) != 0) {
+        gs__conn_send(conn, gs__api_error("history", "internal", "cannot read the history"));
+        return;
+    }
+    json_t *reply = ok_reply("history");
+    json_object_set_new(reply, "leases", leases);
+    gs__conn_send(conn, reply);
+}
+
+static void handle_status(gs__daemon_t *d, gs__conn_t *conn, int processes)
+{
+    json_t *reply = gs__view_status(d, gs__conn_cred(conn), processes);
     json_object_set_new(reply, "ok", json_true());
     json_object_set_new(reply, "op", json_string("status"));
     gs__conn_send(conn, reply);
@@ -373,7 +425,7 @@ void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t
         handle_acquire(d, conn, &req.lease);
         break;
     case GS_OP_RELEASE:
-        handle_release(d, conn, req.lease_id, req.force);
+        handle_release(d, conn, &req);
         break;
     case GS_OP_JOIN:
         handle_join(d, conn, req.lease_id);
@@ -382,7 +434,10 @@ void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t
         handle_list(d, conn);
         break;
     case GS_OP_STATUS:
-        handle_status(d, conn);
+        handle_status(d, conn, req.processes);
+        break;
+    case GS_OP_HISTORY:
+        handle_history(d, conn, &req.history);
         break;
     }
 }
@@ -391,11 +446,11 @@ void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn)
 {
     gs__waiter_t *w = find_waiter(d, conn);
     if (w != NULL) {
-        if (w == d->queue.head)
-            d->need_schedule = 1;
-        dequeue(d, w);
+        d->need_schedule = 1; /* what it held may now go to others */
+        unqueue(d, w);
         gs_info("user %s (pid %d) gave up waiting", gs__conn_cred(conn)->user,
                 (int)gs__conn_cred(conn)->pid);
+        free(w);
     }
     gs__lease_t *next;
     for (gs__lease_t *lease = gs__conn_leases(conn) > 0 ? d->leases : NULL; lease != NULL;
@@ -408,39 +463,30 @@ void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn)
 
 void gs__api_schedule(gs__daemon_t *d)
 {
-    gs__waiter_t *w;
-    while ((w = d->queue.head) != NULL) {
-        gs__alloc_t alloc;
-        if (gs__place(d->gpus, d->n_gpus, &w->req, d->policy, &alloc) != 0)
-            break;
-        gs__conn_t *owner = w->owner;
-        gs_lease_request_t req = w->req;
-        dequeue(d, w);
-        grant(d, owner, &req, &alloc);
-    }
+    if (d->queue.head != NULL)
+        gs__sched_pass(d, gs__now_ms(), grant_waiter);
 }
 
 void gs__api_expire(gs__daemon_t *d, int64_t now_ms)
 {
     gs__waiter_t *w;
     while ((w = gs__queue_first_deadline(&d->queue)) != NULL && now_ms >= w->deadline_ms) {
-        if (w == d->queue.head)
-            d->need_schedule = 1;
+        d->need_schedule = 1; /* what it held may now go to others */
+        char msg[512], reason[384];
+        gs__sched_describe(d, w, reason, sizeof(reason));
+        unqueue(d, w);
         d->counters.timeouts++;
-        char msg[128];
-        snprintf(msg, sizeof(msg), "no GPU had room within %.1f s (--timeout): gave up",
-                 w->req.timeout_ms / 1000.0);
-        gs__conn_t *owner = w->owner;
-        dequeue(d, w);
-        gs__conn_send(owner, gs__api_error("acquire", "timeout", msg));
-        gs_info("user %s (pid %d): %s", gs__conn_cred(owner)->user, (int)gs__conn_cred(owner)->pid,
-                msg);
+        snprintf(msg, sizeof(msg), "no room within %.1f s (--timeout): gave up (%s)",
+                 w->req.timeout_ms / 1000.0, reason);
+        gs__conn_send(w->owner, gs__api_error("acquire", "timeout", msg));
+        gs_info("user %s (pid %d): %s", gs__conn_cred(w->owner)->user,
+                (int)gs__conn_cred(w->owner)->pid, msg);
+        free(w);
     }
 }
 
 void gs__api_shutdown(gs__daemon_t *d)
 {
-    /* The connections are gone already: only the waiters are freed. */
     while (d->queue.head != NULL) {
         gs__waiter_t *w = d->queue.head;
         gs__queue_remove(&d->queue, w);

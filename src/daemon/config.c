@@ -43,10 +43,11 @@ void gs__config_defaults(gs__config_t *cfg)
     snprintf(cfg->metrics_listen, sizeof(cfg->metrics_listen), "%s", GS__DEFAULT_METRICS);
     snprintf(cfg->nvml_library, sizeof(cfg->nvml_library), "%s", "libnvidia-ml.so.1");
     cfg->idle_timeout_ms = GS__DEFAULT_IDLE_MS;
+    cfg->queue_aging_ms = GS__DEFAULT_AGING_MS;
+    cfg->kill_grace_ms = GS__DEFAULT_GRACE_MS;
     cfg->max_connections_per_user = GS__DEFAULT_MAX_CONNS;
     cfg->max_queued_per_user = GS__DEFAULT_MAX_QUEUED;
     cfg->max_output_per_connection = GS__DEFAULT_MAX_OUTPUT;
-    cfg->kill_grace_ms = GS__DEFAULT_KILL_GRACE;
     cfg->metrics_users = GS__METRICS_USERS_NONE;
 }
 
@@ -96,14 +97,15 @@ static int set_path(parse_ctx_t *ctx, char *dst, size_t len, const char *key, co
     return 1;
 }
 
-/* idle_timeout, kill_grace: seconds from 0.1 to 3600, kept in ms. */
-static int set_seconds(parse_ctx_t *ctx, const char *key, const char *value, unsigned *ms)
+/* A number of seconds from min to max (a decimal point allowed), stored in ms. */
+static int set_seconds(parse_ctx_t *ctx, const char *key, const char *value, double min, double max,
+                       unsigned *ms)
 {
     char *end = NULL;
     errno = 0;
     double seconds = strtod(value, &end);
-    if (end == value || *end != '\0' || errno != 0 || !(seconds >= 0.1 && seconds <= 3600))
-        return bad(ctx, "%s \"%s\" must be seconds from 0.1 to 3600", key, value);
+    if (end == value || *end != '\0' || errno != 0 || !(seconds >= min && seconds <= max))
+        return bad(ctx, "%s \"%s\" must be seconds from %g to %g", key, value, min, max);
     *ms = (unsigned)(seconds * 1000.0 + 0.5);
     return 1;
 }
@@ -156,9 +158,12 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
                        value);
         return set_path(ctx, cfg->metrics_listen, sizeof(cfg->metrics_listen), key, value);
     }
-    if (strcmp(key, "idle_timeout") == 0 || strcmp(key, "kill_grace") == 0)
-        return set_seconds(ctx, key, value,
-                           key[0] == 'i' ? &cfg->idle_timeout_ms : &cfg->kill_grace_ms);
+    if (strcmp(key, "idle_timeout") == 0)
+        return set_seconds(ctx, key, value, 0.1, 3600, &cfg->idle_timeout_ms);
+    if (strcmp(key, "queue_aging") == 0)
+        return set_seconds(ctx, key, value, 0, 86400, &cfg->queue_aging_ms);
+    if (strcmp(key, "kill_grace") == 0)
+        return set_seconds(ctx, key, value, 0.1, 3600, &cfg->kill_grace_ms);
     if (strcmp(key, "max_connections_per_user") == 0)
         return set_count(ctx, key, value, &cfg->max_connections_per_user);
     if (strcmp(key, "max_queued_per_user") == 0)
@@ -173,8 +178,8 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
     }
     return bad(ctx,
                "unknown key \"%s\" in [daemon] (socket, state_dir, metrics_listen, nvml_library, "
-               "shim, idle_timeout, kill_grace, max_connections_per_user, max_queued_per_user, "
-               "max_output_per_connection, metrics_users)",
+               "shim, idle_timeout, queue_aging, kill_grace, max_connections_per_user, "
+               "max_queued_per_user, max_output_per_connection, metrics_users)",
                key);
 }
 
@@ -219,7 +224,8 @@ static int gpu_key(parse_ctx_t *ctx, const char *key, const char *value)
     }
     if (strcmp(key, "reserve") == 0) {
         char why[GS_QTY_ERR_MAX];
-        if (gs_qty_parse_bytes(value, GS_QTY_ALLOW_ZERO, &s->reserve, why, sizeof(why)) != 0)
+        if (gs_qty_parse_bytes(value, GS_QTY_ALLOW_ZERO | GS_QTY_REQUIRE_UNIT, &s->reserve, why,
+                               sizeof(why)) != 0)
             return bad(ctx, "reserve: %s", why);
         s->set |= GS__SET_RESERVE;
         return 1;
@@ -290,6 +296,7 @@ static unsigned key_bit(const char *key)
                                        "placement",
                                        "overprovision",
                                        "reserve",
+                                       "queue_aging",
                                        "kill_grace",
                                        "max_connections_per_user",
                                        "max_queued_per_user",

@@ -11,16 +11,18 @@
 #define GS__UUID_MAX      96
 #define GS__CONFIG_ERRMAX 512
 
-#define GS__DEFAULT_CONFIG    "/etc/gpushare/gpushare.conf"
-#define GS__DEFAULT_STATE_DIR "/var/lib/gpushare"
+/* GS_CONFIG_PATH and GS_STATE_DIR follow the install prefix (cmake/gs_paths.cmake). */
+#define GS__DEFAULT_CONFIG    GS_CONFIG_PATH
+#define GS__DEFAULT_STATE_DIR GS_STATE_DIR
 #define GS__DEFAULT_METRICS   "127.0.0.1:9400"
 #define GS__DEFAULT_IDLE_MS   10000
+#define GS__DEFAULT_AGING_MS  60000
+#define GS__DEFAULT_GRACE_MS  10000
 
 /* Per-user limits (root is exempt): what one user can make the daemon hold. */
 #define GS__DEFAULT_MAX_CONNS  256                /* connections open at once */
 #define GS__DEFAULT_MAX_QUEUED 128                /* requests waiting at once */
 #define GS__DEFAULT_MAX_OUTPUT (4u * 1024 * 1024) /* unread replies of one connection, bytes */
-#define GS__DEFAULT_KILL_GRACE 10000              /* ms between SIGTERM and SIGKILL */
 
 /* Who the per-lease metric series show (metrics_users). */
 typedef enum gs__metrics_users {
@@ -73,10 +75,11 @@ typedef struct gs__config {
     char nvml_library[GS__PATH_MAX];
     char shim[GS__PATH_MAX];  /* LD_PRELOAD for leases, "" = the client decides */
     unsigned idle_timeout_ms; /* a connection with no lease that sends nothing is closed */
+    unsigned queue_aging_ms;  /* a waiting request gains a priority point per this, 0 = never */
+    unsigned kill_grace_ms;   /* SIGTERM to SIGKILL at a time limit or a release by another */
     unsigned max_connections_per_user;
     unsigned max_queued_per_user;
     unsigned max_output_per_connection; /* bytes */
-    unsigned kill_grace_ms;             /* SIGTERM, then SIGKILL this much later */
     gs__metrics_users_t metrics_users;
     unsigned n_sections;
     gs__gpu_section_t sections[GS__MAX_GPU_SECTIONS];

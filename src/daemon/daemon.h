@@ -51,7 +51,11 @@ typedef struct gs__lease {
     gs__alloc_t alloc; /* the parts, with indexes into the daemon's gpus[] */
     gs_region_t *region;
     struct gs__conn *conn;   /* the holder's connection, NULL when it has none */
-    int64_t revoked_ms;      /* when another caller released it (monotonic), 0 = not */
+    int64_t revoked_ms;      /* when it was asked to stop: released by another caller or its
+                                time limit passed (monotonic), 0 = not */
+    int expired;             /* its time limit passed */
+    gs_job_end_t job_end;    /* how its job ended, as the holder said when releasing it */
+    char end_reason[96];     /* why it is ending, for the history ("" while active) */
     int64_t kill_at_ms;      /* being stopped: when SIGKILL follows the SIGTERM, 0 = not */
     int64_t next_scan_ms;    /* when to look for its processes again while killing */
     int forced;              /* stopped by force: every process holding its region, not only its
@@ -70,7 +74,8 @@ typedef struct gs__counters {
     uint64_t rejected_never;
     uint64_t timeouts;
     uint64_t revoked;
-    uint64_t reaped; /* ended because the holder was gone */
+    uint64_t expired; /* reached their time limit */
+    uint64_t reaped;  /* ended because the holder was gone */
     uint64_t bad_requests;
 } gs__counters_t;
 
@@ -87,7 +92,8 @@ typedef struct gs__daemon {
     gs__lease_t *reap_next; /* where bounded reaping of records goes on */
     unsigned n_leases;
     gs__queue_t queue;
-    int need_schedule; /* capacity came back: try the queue at the end of the iteration */
+    int need_schedule;      /* capacity came back: try the queue at the end of the iteration */
+    int64_t next_expiry_ms; /* CLOCK_REALTIME ms of the earliest time limit, INT64_MAX none */
     gs__counters_t counters;
     int64_t started_ms;
     gs__regions_owner_t self; /* the daemon's uid and gid */
@@ -124,16 +130,24 @@ int gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why);
 int gs__lease_let_go(gs__daemon_t *d, gs__lease_t *lease, const char *why);
 
 /* Someone else (root, or the owner from another connection) releases the lease: the holder is
- * told (a "revoked" event, or SIGTERM to its process when it has no connection), the daemon
- * stops its job (the holder's descendants of the lease's user: SIGTERM, SIGKILL after
- * kill_grace) and the lease ends as in gs__lease_let_go once they are gone. Returns 1 when it
- * ended at once. */
+ * told (a "revoked" event with the grace period, or SIGTERM to its process when it has no
+ * connection), the daemon stops its job (the holder's descendants of the lease's user: SIGTERM,
+ * SIGKILL after kill_grace) and the lease ends as in gs__lease_let_go once they are gone.
+ * Returns 1 when it ended at once. */
 int gs__lease_revoke(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *by);
 
 /* Root ends the lease whatever its processes do: as gs__lease_revoke, and every process that
  * holds its region (but root's) is stopped too. Its capacity comes back once they are gone.
  * Returns 1 when it ended at once. */
 int gs__lease_force(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *by);
+
+/* Ends the time of the leases whose time limit passed at wall_ms (CLOCK_REALTIME): each is
+ * stopped as in gs__lease_revoke (by "time limit"). Costs nothing until the earliest limit is
+ * due. */
+void gs__leases_expire(gs__daemon_t *d, int64_t wall_ms);
+
+/* The CLOCK_REALTIME ms at which the lease's time limit passes, 0 when it has none. */
+int64_t gs__lease_expiry(const gs__lease_t *lease);
 
 /* Finds a lease by id, or NULL. */
 gs__lease_t *gs__lease_find(gs__daemon_t *d, uint64_t id);

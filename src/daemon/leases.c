@@ -119,8 +119,7 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
     /* Finding another user's regions after a restart and stopping their processes both need
      * root: a daemon of an ordinary user serves that user only. */
     if (d->self.uid != 0 && cred->uid != d->self.uid) {
-        snprintf(err, errlen,
-                 "gpushared runs as uid %u and cannot serve uid %u (run it as root)",
+        snprintf(err, errlen, "gpushared runs as uid %u and cannot serve uid %u (run it as root)",
                  (unsigned)d->self.uid, (unsigned)cred->uid);
         return GS_EPERM;
     }
@@ -149,13 +148,45 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
     gs__lease_take(d, alloc);
     gs__lease_link(d, lease);
     d->counters.granted++;
+    int64_t expiry = gs__lease_expiry(lease);
+    if (expiry != 0 && expiry < d->next_expiry_ms)
+        d->next_expiry_ms = expiry;
     *out = lease;
     return 0;
+}
+
+int64_t gs__lease_expiry(const gs__lease_t *lease)
+{
+    uint64_t limit = lease->rec.request.time_limit_ms;
+    return limit != 0 ? lease->rec.granted_at_ms + (int64_t)limit : 0;
+}
+
+/* Writes the ended lease into the history, with its peak use from its region. The history is
+ * kept for people: a failure is logged by the ledger and ends the lease all the same. */
+static void record_history(gs__daemon_t *d, const gs__lease_t *lease, const char *why)
+{
+    gs__history_entry_t e;
+    memset(&e, 0, sizeof(e));
+    e.rec = &lease->rec;
+    e.ended_at_ms = gs__wall_ms();
+    gs_region_stats_t stats;
+    if (lease->region != NULL && gs_region_snapshot(lease->region, &stats) == 0) {
+        for (unsigned i = 0; i < lease->alloc.n && i < GS_MAX_DEVICES; i++)
+            e.peak[i] = stats.peak[i] > (uint64_t)INT64_MAX ? 0 : stats.peak[i];
+        e.oom_events = stats.oom_events > (uint64_t)INT64_MAX ? 0 : stats.oom_events;
+    }
+    for (unsigned i = 0; i < lease->alloc.n && i < GS_MAX_DEVICES; i++)
+        e.index[i] = d->gpus[lease->alloc.part[i].gpu].index;
+    e.job_end = lease->job_end;
+    e.reason = lease->end_reason[0] != '\0' ? lease->end_reason : why;
+    gs__ledger_history_add(d->ledger, &e);
 }
 
 int gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
 {
     char reason[160];
+    if (!lease->end_failed)
+        record_history(d, lease, why);
     if (gs__ledger_delete(d->ledger, lease->rec.id, reason, sizeof(reason)) != 0) {
         if (!lease->end_failed)
             gs_error("lease %llu cannot end (%s): its ledger row cannot be deleted: %s; its "
@@ -210,8 +241,17 @@ int gs__lease_end_when_idle(gs__daemon_t *d, gs__lease_t *lease, const char *why
     return 0;
 }
 
+/* Remembers the first reason the lease started to end, for the history. */
+static void set_reason(gs__lease_t *lease, const char *why)
+{
+    if (lease->end_reason[0] == '\0')
+        snprintf(lease->end_reason, sizeof(lease->end_reason), "%.*s",
+                 (int)sizeof(lease->end_reason) - 1, why);
+}
+
 int gs__lease_let_go(gs__daemon_t *d, gs__lease_t *lease, const char *why)
 {
+    set_reason(lease, why);
     set_conn(lease, NULL);
     return gs__lease_end_when_idle(d, lease, why);
 }
@@ -274,34 +314,90 @@ void gs__lease_stop_step(gs__daemon_t *d, gs__lease_t *lease, int64_t now)
         gs_debug("lease %llu: SIGKILL to %u processes", (unsigned long long)lease->rec.id, left);
 }
 
-/* A release by someone else than the holder: tell the holder, stop the job. */
-static void revoke_common(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *by, int force)
+/* Tells the lease's holder to stop its job: an event (type "revoked" or "expired") with the
+ * grace period when it is connected, else SIGTERM to its process (gpushare run forwards it to its
+ * job). */
+static void tell_holder(gs__daemon_t *d, gs__lease_t *lease, const char *event, const char *by)
 {
-    d->counters.revoked++;
-    gs_info("lease %llu released%s by %s (uid %u)", (unsigned long long)lease->rec.id,
-            force ? " by force" : "", by->user, (unsigned)by->uid);
-    set_state(d, lease, GS__LEASE_ENDING);
     if (lease->conn != NULL) {
-        if (lease->revoked_ms == 0)
-            lease->revoked_ms = gs__now_ms();
-        gs__conn_send(lease->conn, json_pack("{s:s, s:I, s:s}", "event", "revoked", "lease",
-                                             (json_int_t)lease->rec.id, "by", by->user));
+        json_t *msg =
+            json_pack("{s:s, s:I, s:s, s:I}", "event", event, "lease", (json_int_t)lease->rec.id,
+                      "by", by, "grace_ms", (json_int_t)d->cfg.kill_grace_ms);
+        if (msg != NULL && lease->expired)
+            json_object_set_new(msg, "time_limit_ms",
+                                json_integer((json_int_t)lease->rec.request.time_limit_ms));
+        gs__conn_send(lease->conn, msg);
     } else if (gs__lease_holder_alive(lease) && !lease->rec.request.owner.set) {
-        kill(lease->rec.client_pid, SIGTERM); /* gpushare run forwards it to its job */
+        kill(lease->rec.client_pid, SIGTERM);
     }
+}
+
+/* A lease asked to stop by someone else than its holder (or its time limit): tell the holder,
+ * stop the job. */
+static void ask_to_stop(gs__daemon_t *d, gs__lease_t *lease, const char *event, const char *by,
+                        int force)
+{
+    set_state(d, lease, GS__LEASE_ENDING);
+    if (lease->revoked_ms == 0)
+        lease->revoked_ms = gs__now_ms();
+    tell_holder(d, lease, event, by);
     stop_processes(d, lease, force);
 }
 
 int gs__lease_revoke(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *by)
 {
-    revoke_common(d, lease, by, 0);
-    return gs__lease_end_when_idle(d, lease, "released");
+    d->counters.revoked++;
+    gs_info("lease %llu released by %s (uid %u)", (unsigned long long)lease->rec.id, by->user,
+            (unsigned)by->uid);
+    char why[GS__USER_MAX + 16];
+    snprintf(why, sizeof(why), "released by %s", by->user);
+    set_reason(lease, why);
+    ask_to_stop(d, lease, "revoked", by->user, 0);
+    return gs__lease_end_when_idle(d, lease, lease->end_reason);
 }
 
 int gs__lease_force(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *by)
 {
-    revoke_common(d, lease, by, 1);
-    return gs__lease_end_when_idle(d, lease, "released by force");
+    d->counters.revoked++;
+    gs_info("lease %llu released by force by %s (uid %u)", (unsigned long long)lease->rec.id,
+            by->user, (unsigned)by->uid);
+    char why[GS__USER_MAX + 32];
+    snprintf(why, sizeof(why), "released by force by %s", by->user);
+    set_reason(lease, why);
+    ask_to_stop(d, lease, "revoked", by->user, 1);
+    return gs__lease_end_when_idle(d, lease, lease->end_reason);
+}
+
+/* The lease's time is up: its job is stopped as after a release by someone else. */
+static void expire(gs__daemon_t *d, gs__lease_t *lease)
+{
+    char limit[32];
+    gs_format_duration(lease->rec.request.time_limit_ms, limit, sizeof(limit));
+    gs_info("lease %llu of user %s reached its time limit (%s): stopping its job",
+            (unsigned long long)lease->rec.id, lease->rec.user, limit);
+    d->counters.expired++;
+    lease->expired = 1;
+    set_reason(lease, "time limit");
+    ask_to_stop(d, lease, "expired", "time limit", 0);
+    gs__lease_end_when_idle(d, lease, lease->end_reason); /* may end and free it */
+}
+
+void gs__leases_expire(gs__daemon_t *d, int64_t wall_ms)
+{
+    if (wall_ms < d->next_expiry_ms)
+        return;
+    d->next_expiry_ms = INT64_MAX;
+    gs__lease_t *next;
+    for (gs__lease_t *lease = d->leases; lease != NULL; lease = next) {
+        next = lease->next;
+        int64_t expiry = gs__lease_expiry(lease);
+        if (expiry == 0 || lease->expired)
+            continue;
+        if (expiry <= wall_ms)
+            expire(d, lease);
+        else if (expiry < d->next_expiry_ms)
+            d->next_expiry_ms = expiry;
+    }
 }
 
 int gs__lease_is_holder(const gs__lease_t *lease, const gs__cred_t *cred)

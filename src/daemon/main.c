@@ -43,6 +43,7 @@ static void usage(FILE *out)
             "  --metrics-listen A:P      Prometheus endpoint (default %s; port 0 = off)\n"
             "  --log-level LEVEL         error, warn, info (default) or debug\n"
             "  --version                 print the version\n"
+            "  -h, --help                this help\n"
             "See gpushared(8) and docs/api.md.\n",
             GS__DEFAULT_CONFIG, GS__DEFAULT_STATE_DIR, GS__DEFAULT_METRICS);
 }
@@ -260,6 +261,7 @@ int main(int argc, char **argv)
     if (status != 0)
         return status < 0 ? 0 : status;
     gs_log_init("gpushared", opts.level);
+    gs_log_set_timestamps(!gs_log_stderr_is_journal()); /* the journal stamps lines itself */
     raise_fd_limit();
     gs__daemon_t *d = calloc(1, sizeof(*d));
     if (d == NULL)
@@ -267,6 +269,7 @@ int main(int argc, char **argv)
     umask(022);
     d->self = gs__regions_self();
     gs__queue_init(&d->queue);
+    d->next_expiry_ms = INT64_MAX;
     d->started_ms = gs__now_ms();
     if (gethostname(d->hostname, sizeof(d->hostname) - 1) != 0)
         snprintf(d->hostname, sizeof(d->hostname), "localhost");

@@ -228,6 +228,8 @@ static void render_node(FILE *f, const gs__daemon_t *d)
     counter(f, "gpushare_leases_reaped_total", "Leases ended because their holder was gone.",
             c->reaped);
     counter(f, "gpushare_leases_revoked_total", "Leases released by another caller.", c->revoked);
+    counter(f, "gpushare_leases_expired_total", "Leases that reached their time limit.",
+            c->expired);
     family(f, "gpushare_requests_rejected_total", "counter", "Lease requests refused, by reason.");
     fprintf(f, "gpushare_requests_rejected_total{reason=\"no_fit\"} %llu\n",
             (unsigned long long)c->rejected_no_fit);

@@ -66,6 +66,9 @@ static int restore_one(void *arg, const gs__lease_record_t *rec)
         lease->rec.region[0] = '\0';
     gs__lease_take(d, &lease->alloc);
     gs__lease_link(d, lease);
+    int64_t expiry = gs__lease_expiry(lease);
+    if (expiry != 0 && expiry < d->next_expiry_ms)
+        d->next_expiry_ms = expiry;
     return 0;
 }
 
