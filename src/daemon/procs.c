@@ -8,9 +8,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Which lease each process attached to a region belongs to, sorted by pid. */
+/* Which lease each process attached to a region belongs to, sorted by pid. A region's records
+ * are written by the lease's processes: a pid they name is believed only for a process of the
+ * lease's user (uid), so no lease can claim another user's process. */
 typedef struct owner {
     pid_t pid;
+    uid_t uid;
     uint64_t lease;
 } owner_t;
 
@@ -41,7 +44,8 @@ static int lease_owners(const gs__daemon_t *d, owner_t **out)
             owners = grown;
         }
         for (int i = 0; i < k; i++)
-            owners[n++] = (owner_t){.pid = recs[i].pid, .lease = lease->rec.id};
+            owners[n++] =
+                (owner_t){.pid = recs[i].pid, .uid = lease->rec.uid, .lease = lease->rec.id};
     }
     if (n > 0)
         qsort(owners, n, sizeof(*owners), by_pid);
@@ -49,11 +53,21 @@ static int lease_owners(const gs__daemon_t *d, owner_t **out)
     return (int)n;
 }
 
-static uint64_t lease_of(const owner_t *owners, int n, pid_t pid)
+/* The lease of pid among the records of leases of uid (another user's lease may name the same
+ * pid: it is passed over). */
+static uint64_t lease_of(const owner_t *owners, int n, pid_t pid, uid_t uid)
 {
     owner_t key = {.pid = pid};
     const owner_t *found = n > 0 ? bsearch(&key, owners, (size_t)n, sizeof(key), by_pid) : NULL;
-    return found != NULL ? found->lease : 0;
+    if (found == NULL)
+        return 0;
+    while (found > owners && found[-1].pid == pid)
+        found--;
+    for (; found < owners + n && found->pid == pid; found++) {
+        if (found->uid == uid)
+            return found->lease;
+    }
+    return 0;
 }
 
 /* The owner and command name of pid from /proc. */
@@ -112,8 +126,8 @@ int gs__procs_collect(gs__daemon_t *d, gs__procs_t *procs)
             proc->gpu = g;
             proc->pid = found[k].pid;
             proc->used = found[k].used;
-            proc->lease = lease_of(owners, n_owners, found[k].pid);
             identify(proc);
+            proc->lease = lease_of(owners, n_owners, found[k].pid, proc->uid);
         }
     }
     free(owners);

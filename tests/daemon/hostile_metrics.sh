@@ -17,7 +17,8 @@ scrape() {
 start_with_metrics ""
 bg "${AS_USER2[@]}" "$BIN/gpushare" run --gpu-memory 4G -- sleep 600
 wait_eq 5 1 lease_count
-wait_until 3 sh -c "curl -fsS '$url' | grep -q '^gpushare_leases 1$'"
+scraped() { grep -q "^gpushare_leases $1\$" <<<"$(curl -fsS "$url" 2>/dev/null)"; }
+wait_until 3 scraped 1
 scrape >"$WORK/none.txt"
 named='[{,]uid=\|[{,]user=\|[{,]lease=\|^gpushare_lease_'
 grep -q "$USER2\|$named" "$WORK/none.txt" && fail "users or leases in the default metrics: $(grep "$USER2\|$named" "$WORK/none.txt" | head -3)"
@@ -28,7 +29,7 @@ pass "metrics_users = none (the default): no user, uid or lease in the metrics"
 bg "${AS_USER2[@]}" "$HOSTILE" tcpidle "$port" 2000 >"$WORK/idle.out"
 wait_until 30 grep -q opened "$WORK/idle.out"
 for i in 1 2 3; do
-  scrape | grep -q '^gpushare_leases 1$' || fail "scrape $i beside 2,000 idle connections"
+  grep -q '^gpushare_leases 1$' <<<"$(scrape)" || fail "scrape $i beside 2,000 idle connections"
 done
 pass "2,000 idle connections of another user: every scrape is answered ($(cat "$WORK/idle.out"))"
 for p in "${BG_PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
@@ -42,7 +43,7 @@ bg "$HOSTILE" hold "$GPUSHARE_SOCKET" 2000 '{"op":"acquire","gpu_memory":"1M","w
 wait_until 60 grep -q granted "$WORK/hold.out"
 expect_eq "$(cat "$WORK/hold.out")" "granted 2000" "leases granted"
 [[ $(ls "/proc/$DAEMON_PID/fd" | wc -l) -gt 2000 ]] || fail "the daemon holds fewer than 2,000 descriptors"
-wait_until 3 sh -c "curl -fsS '$url' | grep -q '^gpushare_leases 2000$'"
+wait_until 3 scraped 2000
 scrape >"$WORK/all.txt"
 expect_eq "$(grep -c '^gpushare_lease_info{' "$WORK/all.txt")" 2000 "gpushare_lease_info series"
 expect_eq "$(grep -c "^gpushare_lease_memory_limit_bytes{lease=\"[0-9]*\",user=\"root\",gpu=\"0\"" "$WORK/all.txt")" 2000 "limit series"
