@@ -12,7 +12,6 @@ packages=(
   libsqlite3-dev sqlite3                    # the daemon's ledger
   libjansson-dev                            # the JSON-lines API
   libinih-dev                               # gpushare.conf
-  libmicrohttpd-dev                         # Prometheus /metrics
   libglpk-dev                               # LP solver: gpushare placement's packing prices
   libcairo2-dev libfontconfig-dev           # PNG/SVG charts of `gpushare plan replay --plot`
   prometheus                                # promtool, to validate /metrics in tests

@@ -15,12 +15,25 @@ gs_add_fuzz_target(fuzz_request SOURCES fuzz/fuzz_request.c LIBS gs_client
 add_executable(gs-daemon-tool daemon_tool.c)
 target_link_libraries(gs-daemon-tool PRIVATE gs_region gs_common)
 set_target_properties(gs-daemon-tool PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+# gs-hostile: a hostile local user (issue 15): resizes or rewrites its region, floods the daemon.
+add_executable(gs-hostile hostile_tool.c)
+target_link_libraries(gs-hostile PRIVATE gs_region gs_common)
+target_include_directories(gs-hostile PRIVATE "${CMAKE_SOURCE_DIR}/src/region")
+target_compile_options(gs-hostile PRIVATE -mcx16)
+set_target_properties(gs-hostile PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
 if(TARGET gsim_nvml AND TARGET gpushare_shim)
   foreach(script queue overprovision reclaim restart permissions metrics badinput)
     gs_add_script_test(daemon_${script} SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/${script}.sh"
                        TIMEOUT 90 LABELS daemon)
   endforeach()
   set_tests_properties(daemon_permissions PROPERTIES SKIP_RETURN_CODE 77)
+  # Issue 15: a hostile local user (a second system user; root needed, skipped otherwise).
+  foreach(script hostile_region hostile_ledger hostile_records hostile_flood hostile_metrics
+          hostile_display)
+    gs_add_script_test(daemon_${script} SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/${script}.sh"
+                       TIMEOUT 120 LABELS "daemon;hostile")
+    set_tests_properties(daemon_${script} PROPERTIES SKIP_RETURN_CODE 77)
+  endforeach()
   # gpushare doctor: a ready node, then each check failing in turn.
   add_executable(gs-nvml-set nvml_set.c)
   target_link_libraries(gs-nvml-set PRIVATE gsim_nvml)

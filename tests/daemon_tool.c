@@ -22,7 +22,8 @@ static void usage(void)
             "                                             region $GPUSHARE_REGION, then sleep\n"
             "       gs-daemon-tool send SOCKET [MS]        send stdin, print replies until EOF\n"
             "       gs-daemon-tool bigline SOCKET BYTES [MS] send a line of BYTES without newline\n"
-            "       gs-daemon-tool idle SOCKET MS          connect, send nothing, print replies\n");
+            "       gs-daemon-tool idle SOCKET MS          connect, send nothing, print replies\n"
+            "       gs-daemon-tool join REGION             join a lease's region, print its id\n");
 }
 
 static volatile sig_atomic_t stop;
@@ -45,11 +46,12 @@ static int charge(int argc, char **argv)
     double seconds = argc > 3 ? atof(argv[3]) : 1e9;
     gs_region_t *region = NULL;
     int slot = -1;
-    int result = gs_region_open(path, &region);
-    if (result == 0)
-        result = gs_region_attach(region, &slot);
+    char why[256];
+    int result = gs_region_join(path, &region, why, sizeof(why));
+    if (result == 0 && (result = gs_region_attach(region, &slot)) != 0)
+        snprintf(why, sizeof(why), "%s", gs_strerror(result));
     if (result != 0) {
-        fprintf(stderr, "gs-daemon-tool charge: %s: %s\n", path, gs_strerror(result));
+        fprintf(stderr, "gs-daemon-tool charge: %s: %s\n", path, why);
         return 1;
     }
     if (gs_region_reserve(region, slot, 0, bytes) != 0) {
@@ -141,8 +143,26 @@ static int bigline(int argc, char **argv)
     return drain(fd, argc > 4 ? atoi(argv[4]) : 2000);
 }
 
+/* Joins the region GPUSHARE_REGION would name (argv[2]) as a process of the lease would. */
+static int join(int argc, char **argv)
+{
+    if (argc < 3)
+        return 2;
+    gs_region_t *region = NULL;
+    char why[256];
+    if (gs_region_join(argv[2], &region, why, sizeof(why)) != 0) {
+        fprintf(stderr, "gs-daemon-tool join: %s\n", why);
+        return 1;
+    }
+    printf("joined lease %s\n", gs_region_lease_id(region));
+    gs_region_close(region);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 3 && strcmp(argv[1], "join") == 0)
+        return join(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "charge") == 0)
         return charge(argc, argv);
     if (argc >= 3 && strcmp(argv[1], "send") == 0)

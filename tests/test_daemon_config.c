@@ -39,6 +39,10 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.enforce, GS__ENFORCE_REPORT);
     assert_int_equal(cfg.queue_aging_ms, 60000);
     assert_int_equal(cfg.kill_grace_ms, 10000);
+    assert_int_equal(cfg.max_connections_per_user, 256);
+    assert_int_equal(cfg.max_queued_per_user, 128);
+    assert_int_equal(cfg.max_output_per_connection, 4 * MIB);
+    assert_int_equal(cfg.metrics_users, GS__METRICS_USERS_NONE);
     gs__gpu_settings_t s = gs__config_gpu(&cfg, 0, "GPU-x");
     assert_int_equal(s.mode, GS__MODE_SHARED);
     assert_int_equal(s.overprovision, 1);
@@ -62,6 +66,10 @@ static void test_full_file(void **state)
                        "idle_timeout = 1.5\n"
                        "queue_aging = 0\n"
                        "kill_grace = 2.5\n"
+                       "max_connections_per_user = 8\n"
+                       "max_queued_per_user = 3\n"
+                       "max_output_per_connection = 1M\n"
+                       "metrics_users = all\n"
                        "\n"
                        "[gpu:all]\n"
                        "reserve = 0.5G\n"
@@ -81,6 +89,10 @@ static void test_full_file(void **state)
     assert_int_equal(cfg.idle_timeout_ms, 1500);
     assert_int_equal(cfg.queue_aging_ms, 0);
     assert_int_equal(cfg.kill_grace_ms, 2500);
+    assert_int_equal(cfg.max_connections_per_user, 8);
+    assert_int_equal(cfg.max_queued_per_user, 3);
+    assert_int_equal(cfg.max_output_per_connection, MIB);
+    assert_int_equal(cfg.metrics_users, GS__METRICS_USERS_ALL);
     assert_int_equal(cfg.n_sections, 3);
 
     gs__gpu_settings_t s0 = gs__config_gpu(&cfg, 0, "GPU-zzz");
@@ -139,11 +151,18 @@ static void test_watchdog_keys(void **state)
 static void test_errors_name_file_and_line(void **state)
 {
     (void)state;
-    expect_error(
-        "[daemon]\nbogus = 1\n",
-        "test.conf:2: unknown key \"bogus\" in [daemon] (socket, state_dir, "
-        "region_dir, runtime_dir, metrics_listen, nvml_library, shim, mps_control, "
-        "idle_timeout, queue_aging, kill_grace, watch_interval, watch_tolerance, enforce)");
+    expect_error("[daemon]\nbogus = 1\n",
+                 "test.conf:2: unknown key \"bogus\" in [daemon] (socket, state_dir, runtime_dir, "
+                 "metrics_listen, nvml_library, shim, mps_control, idle_timeout, queue_aging, "
+                 "kill_grace, watch_interval, watch_tolerance, enforce, max_connections_per_user, "
+                 "max_queued_per_user, max_output_per_connection, metrics_users)");
+    expect_error("[daemon]\nmax_connections_per_user = 0\n",
+                 "test.conf:2: max_connections_per_user \"0\" must be a whole number from 1 to "
+                 "65536");
+    expect_error("[daemon]\nmax_output_per_connection = 1K\n",
+                 "test.conf:2: max_output_per_connection \"1K\" must be from 64K to 1G");
+    expect_error("[daemon]\nmetrics_users = some\n",
+                 "test.conf:2: metrics_users \"some\" must be all or none");
     expect_error("[gpu:all]\nmode = fast\n",
                  "test.conf:2: mode \"fast\" must be shared, mps, mig or exclusive");
     expect_error("[gpu:all]\n\noverprovision = 0\n",
@@ -244,7 +263,12 @@ static void test_packaged_example(void **state)
     gs__config_defaults(&cfg);
     assert_int_equal(gs__config_load(&cfg, path, err, sizeof(err)), 0);
     assert_string_equal(cfg.socket, "/run/gpushare/gpushared.sock");
-    assert_string_equal(cfg.region_dir, "/run/gpushare/regions");
+    assert_string_equal(cfg.region_dir, "");
+    assert_int_equal(cfg.kill_grace_ms, 10000);
+    assert_int_equal(cfg.max_connections_per_user, 256);
+    assert_int_equal(cfg.max_queued_per_user, 128);
+    assert_int_equal(cfg.max_output_per_connection, 4 * MIB);
+    assert_int_equal(cfg.metrics_users, GS__METRICS_USERS_NONE);
     gs__gpu_settings_t s = gs__config_gpu(&cfg, 0, NULL);
     assert_int_equal(s.mode, GS__MODE_SHARED);
     assert_int_equal(s.reserve, 0);

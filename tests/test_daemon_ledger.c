@@ -1,4 +1,4 @@
-/* Unit tests of the ledger: round trip, ids never reused, group commit, kill -9 durability. */
+/* Unit tests of the ledger: round trip, ids never reused, kill -9 durability, integrity. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +20,7 @@
 
 static char dir[] = "/tmp/gs-ledger-test-XXXXXX";
 static char path[256];
+static char why[256];
 
 static gs__lease_record_t record(uint64_t id)
 {
@@ -49,6 +50,7 @@ static gs__lease_record_t record(uint64_t id)
     rec.compute_share = 30;
     snprintf(rec.region, sizeof(rec.region), "/var/lib/gpushare/regions/%llu",
              (unsigned long long)id);
+    rec.region_ino = 4242 + id;
     rec.state = GS__LEASE_ACTIVE;
     rec.granted_at_ms = 1700000000000;
     return rec;
@@ -107,9 +109,8 @@ static void test_round_trip(void **state)
     rb.state = GS__LEASE_ENDING;
     /* A MIG lease's part names its instance. */
     snprintf(rb.parts[0].instance, sizeof(rb.parts[0].instance), "MIG-5f2d9a1c");
-    assert_int_equal(gs__ledger_put(ledger, &ra), 0);
-    assert_int_equal(gs__ledger_put(ledger, &rb), 0);
-    assert_int_equal(gs__ledger_commit(ledger), 0);
+    assert_int_equal(gs__ledger_put(ledger, &ra, why, sizeof(why)), 0);
+    assert_int_equal(gs__ledger_put(ledger, &rb, why, sizeof(why)), 0);
     gs__ledger_close(ledger);
 
     ledger = open_ledger();
@@ -120,9 +121,8 @@ static void test_round_trip(void **state)
     assert_memory_equal(&l.recs[1], &rb, sizeof(rb));
 
     /* Ids are never reused, even when the largest was deleted. */
-    assert_int_equal(gs__ledger_delete(ledger, b), 0);
-    assert_int_equal(gs__ledger_set_state(ledger, a, GS__LEASE_ENDING), 0);
-    assert_int_equal(gs__ledger_commit(ledger), 0);
+    assert_int_equal(gs__ledger_delete(ledger, b, why, sizeof(why)), 0);
+    assert_int_equal(gs__ledger_set_state(ledger, a, GS__LEASE_ENDING, why, sizeof(why)), 0);
     gs__ledger_close(ledger);
     ledger = open_ledger();
     assert_int_equal(gs__ledger_next_id(ledger), 3);
@@ -131,12 +131,12 @@ static void test_round_trip(void **state)
     assert_int_equal(l.count, 1);
     assert_int_equal(l.recs[0].id, a);
     assert_int_equal(l.recs[0].state, GS__LEASE_ENDING);
-    assert_int_equal(gs__ledger_delete(ledger, a), 0);
+    assert_int_equal(gs__ledger_delete(ledger, a, why, sizeof(why)), 0);
     gs__ledger_close(ledger);
 }
 
-/* A child writes and commits, then writes without committing, and is killed with SIGKILL: the
- * committed lease is there, the uncommitted one is not. */
+/* A child writes two leases and deletes one, and is killed with SIGKILL: every write that
+ * returned is there (each is its own transaction), and the ids go on after the largest. */
 static void test_kill_9_keeps_committed(void **state)
 {
     (void)state;
@@ -150,8 +150,9 @@ static void test_kill_9_keeps_committed(void **state)
         if (gs__ledger_open(path, &ledger, err, sizeof(err)) != 0)
             _exit(1);
         gs__lease_record_t r10 = record(10), r11 = record(11);
-        if (gs__ledger_put(ledger, &r10) != 0 || gs__ledger_commit(ledger) != 0 ||
-            gs__ledger_put(ledger, &r11) != 0)
+        if (gs__ledger_put(ledger, &r10, why, sizeof(why)) != 0 ||
+            gs__ledger_put(ledger, &r11, why, sizeof(why)) != 0 ||
+            gs__ledger_delete(ledger, 11, why, sizeof(why)) != 0)
             _exit(1);
         if (write(ready[1], "x", 1) != 1)
             _exit(1);
@@ -172,8 +173,89 @@ static void test_kill_9_keeps_committed(void **state)
     assert_int_equal(gs__ledger_load(ledger, collect, &l), 0);
     assert_int_equal(l.count, 1);
     assert_int_equal(l.recs[0].id, 10);
-    assert_int_equal(gs__ledger_next_id(ledger), 11);
+    assert_int_equal(gs__ledger_next_id(ledger), 12);
+    assert_int_equal(gs__ledger_delete(ledger, 10, why, sizeof(why)), 0);
     gs__ledger_close(ledger);
+}
+
+/* Overwrites the bytes of page (1-based, 4096-byte pages) of file with a pattern. */
+static void spoil_page(const char *file, int page)
+{
+    FILE *f = fopen(file, "r+b");
+    assert_non_null(f);
+    char junk[4096];
+    for (size_t i = 0; i < sizeof(junk); i++)
+        junk[i] = (char)(i * 7919 + 13);
+    assert_int_equal(fseek(f, (long)(page - 1) * 4096, SEEK_SET), 0);
+    assert_int_equal(fwrite(junk, 1, sizeof(junk), f), sizeof(junk));
+    fclose(f);
+}
+
+/* A ledger with a page of garbage, and a file that is no database at all: refused with one line
+ * naming the file and the recovery, never read as "no leases". */
+static void test_damaged_ledger_is_refused(void **state)
+{
+    (void)state;
+    char damaged[300], err[512];
+    snprintf(damaged, sizeof(damaged), "%s/damaged.db", dir);
+    gs__ledger_t *ledger = NULL;
+    assert_int_equal(gs__ledger_open(damaged, &ledger, err, sizeof(err)), 0);
+    for (uint64_t id = 1; id <= 40; id++) {
+        gs__lease_record_t rec = record(id);
+        assert_int_equal(gs__ledger_put(ledger, &rec, why, sizeof(why)), 0);
+    }
+    gs__ledger_checkpoint(ledger);
+    gs__ledger_close(ledger);
+    spoil_page(damaged, 3);
+    ledger = NULL;
+    assert_int_equal(gs__ledger_open(damaged, &ledger, err, sizeof(err)), GS_EIO);
+    assert_null(ledger);
+    char expected[400];
+    snprintf(expected, sizeof(expected),
+             "the ledger %s is damaged (SQLite integrity_check: ", damaged);
+    assert_memory_equal(err, expected, strlen(expected));
+    assert_non_null(strstr(err, "see RECOVERY in gpushared(8)"));
+
+    spoil_page(damaged, 1);
+    assert_int_equal(gs__ledger_open(damaged, &ledger, err, sizeof(err)), GS_EIO);
+    snprintf(expected, sizeof(expected), "cannot read the ledger %s: file is not a database",
+             damaged);
+    assert_string_equal(err, expected);
+}
+
+/* The ledger's file removed under a running daemon: noticed, and written again with the live
+ * leases; ids go on where they were. A file put in its place is noticed too. */
+static void test_rewrite_after_removal(void **state)
+{
+    (void)state;
+    char err[512];
+    gs__ledger_t *ledger = open_ledger();
+    uint64_t first = gs__ledger_next_id(ledger), second = gs__ledger_next_id(ledger);
+    gs__lease_record_t r1 = record(first), r2 = record(second);
+    assert_int_equal(gs__ledger_put(ledger, &r1, why, sizeof(why)), 0);
+    assert_int_equal(gs__ledger_put(ledger, &r2, why, sizeof(why)), 0);
+    assert_int_equal(gs__ledger_intact(ledger), 1);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(gs__ledger_intact(ledger), 0);
+    const gs__lease_record_t *live[] = {&r2};
+    assert_int_equal(gs__ledger_rewrite(ledger, live, 1, err, sizeof(err)), 0);
+    assert_int_equal(gs__ledger_intact(ledger), 1);
+    gs__ledger_close(ledger);
+    ledger = open_ledger();
+    loaded_t l = {0};
+    assert_int_equal(gs__ledger_load(ledger, collect, &l), 0);
+    assert_int_equal(l.count, 1);
+    assert_memory_equal(&l.recs[0], &r2, sizeof(r2));
+    assert_int_equal(gs__ledger_next_id(ledger), second + 1);
+    char other[300];
+    snprintf(other, sizeof(other), "%s/other", dir);
+    FILE *f = fopen(other, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(rename(other, path), 0);
+    assert_int_equal(gs__ledger_intact(ledger), -1);
+    gs__ledger_close(ledger);
+    unlink(path);
 }
 
 static void test_newer_schema_is_refused(void **state)
@@ -185,11 +267,11 @@ static void test_newer_schema_is_refused(void **state)
     assert_int_equal(system(cmd), 0);
     gs__ledger_t *ledger = NULL;
     assert_int_equal(gs__ledger_open(other, &ledger, err, sizeof(err)), GS_EVERSION);
-    assert_string_equal(err, "the ledger was written by a newer gpushared (schema 7 > 2)");
+    assert_string_equal(err, "the ledger was written by a newer gpushared (schema 7 > 3)");
 }
 
 /* Ended leases go to the history (issue 14): kept across a reopen, most recent first, filtered
- * by time, uid and user; a schema 1 ledger gains the table. */
+ * by time, uid and user; a schema 1 ledger gains the table (and the regions' inodes). */
 static void test_history(void **state)
 {
     (void)state;
@@ -215,7 +297,6 @@ static void test_history(void **state)
     f.job_end.known = 1;
     f.job_end.signal = 9;
     assert_int_equal(gs__ledger_history_add(ledger, &f), 0);
-    assert_int_equal(gs__ledger_commit(ledger), 0);
     gs__ledger_close(ledger);
 
     assert_int_equal(gs__ledger_open(old, &ledger, err, sizeof(err)), 0);
@@ -256,7 +337,7 @@ static void test_history(void **state)
     assert_int_equal(json_array_size(rows), 1);
     json_decref(rows);
     gs__ledger_close(ledger);
-    snprintf(cmd, sizeof(cmd), "test \"$(sqlite3 %s 'PRAGMA user_version;')\" = 2", old);
+    snprintf(cmd, sizeof(cmd), "test \"$(sqlite3 %s 'PRAGMA user_version;')\" = 3", old);
     assert_int_equal(system(cmd), 0);
 }
 
@@ -265,6 +346,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_kill_9_keeps_committed),
+        cmocka_unit_test(test_damaged_ledger_is_refused),
+        cmocka_unit_test(test_rewrite_after_removal),
         cmocka_unit_test(test_newer_schema_is_refused),
         cmocka_unit_test(test_history),
     };

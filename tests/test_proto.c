@@ -117,7 +117,7 @@ static void test_bad_requests(void **state)
            "\"lease\" must be from 1 to 9223372036854775807");
     expect("{\"op\":\"list\",\"all\":true}", GS_EINVAL, "unknown or invalid field \"all\" in list");
     expect("{\"op\":\"steal\"}", GS_EINVAL,
-           "unknown op \"steal\" (hello, acquire, release, list, status or history)");
+           "unknown op \"steal\" (hello, acquire, release, list, status, history or join)");
     expect("{\"op\":7}", GS_EINVAL, "a request needs \"op\": a string");
     expect("[1,2]", GS_EFORMAT, "a request must be a JSON object");
     expect("{\"op\":\"list\"", GS_EFORMAT,
@@ -221,7 +221,22 @@ static void test_command_is_sanitised(void **state)
     gs_request_t req;
     assert_int_equal(
         parse("{\"op\":\"acquire\",\"gpus\":1,\"command\":\"evil\\u001b[2Jx\\n\"}", &req), 0);
-    assert_string_equal(req.lease.command, "evil?[2Jx?");
+    assert_string_equal(req.lease.command, "evil\\x1b[2Jx\\x0a");
+    /* C1 (U+009B, CSI), DEL, bidirectional overrides and isolates, a line separator. */
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpus\":1,\"command\":\"a\\u009b31mb\\u007fc"
+                           "\\u202eevil.txt\\u202c\\u2066x\\u2069\\u2028y\\u061cz\\u200fq\"}",
+                           &req),
+                     0);
+    assert_string_equal(req.lease.command, "a\\u009b31mb\\x7fc\\u202eevil.txt\\u202c\\u2066x"
+                                           "\\u2069\\u2028y\\u061cz\\u200fq");
+    /* Printable text beyond ASCII is kept as it is. */
+    assert_int_equal(
+        parse("{\"op\":\"acquire\",\"gpus\":1,\"command\":\"caf\u00e9 \u65e5\"}", &req), 0);
+    assert_string_equal(req.lease.command, "caf\u00e9 \u65e5");
+    /* An escape that does not fit whole is left out. */
+    char shown[8];
+    gs_display_escape(shown, sizeof(shown), "abcd\x1b");
+    assert_string_equal(shown, "abcd");
     /* A long command is cut at a character boundary (here inside a 2-byte character). */
     char line[1024];
     int n = snprintf(line, sizeof(line), "{\"op\":\"acquire\",\"gpus\":1,\"command\":\"");

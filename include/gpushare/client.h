@@ -105,6 +105,7 @@ typedef enum gs_op {
     GS_OP_LIST,
     GS_OP_STATUS,
     GS_OP_HISTORY,
+    GS_OP_JOIN, /* a process of a lease asks for its region (the shim, gs_region_join) */
 } gs_op_t;
 
 /* How a lease's job ended, as its holder reports it in release ("exit_status" / "signal"). */
@@ -128,8 +129,9 @@ typedef struct gs_history_query {
 typedef struct gs_request {
     gs_op_t op;
     gs_lease_request_t lease;   /* GS_OP_ACQUIRE */
-    uint64_t lease_id;          /* GS_OP_RELEASE */
+    uint64_t lease_id;          /* GS_OP_RELEASE, GS_OP_JOIN */
     gs_job_end_t job_end;       /* GS_OP_RELEASE */
+    int force;                  /* GS_OP_RELEASE: end it whatever its processes do (root) */
     int processes;              /* GS_OP_STATUS: "processes": list each GPU's processes */
     gs_history_query_t history; /* GS_OP_HISTORY */
 } gs_request_t;
@@ -151,6 +153,13 @@ const char *gs_gpu_mode_name(gs_gpu_mode_t mode);
 /* Parses a GPU mode name (shared, exclusive, mps, mig; "any"). Returns 0 and *mode, or
  * GS_EINVAL. */
 int gs_gpu_mode_parse(const char *name, gs_gpu_mode_t *mode);
+
+/* Copies src (UTF-8 text from a user) into dst (len bytes) for display: every control character
+ * (C0, DEL, C1) becomes \xHH or \uXXXX, and so do the formatting characters that reorder or
+ * break lines (bidirectional marks, embeddings, overrides, isolates; U+2028/U+2029), so no
+ * listing can carry terminal escapes or disguised text to another user's screen. Cut before a
+ * character or escape that would not fit whole. Thread-safe. */
+void gs_display_escape(char *dst, size_t len, const char *src);
 
 /* Returns the protocol name of op ("acquire"), or "?" for an unknown value. Never NULL. */
 const char *gs_op_name(gs_op_t op);

@@ -10,10 +10,17 @@
  * protocol is described in src/region/region_internal.h.
  *
  * Processes are identified through /proc: all members of a lease and whoever reaps them must
- * share one pid namespace. */
+ * share one pid namespace.
+ *
+ * A region is a file: one the shim makes itself (GPUSHARE_REGION=PATH, the user's own), or one
+ * gpushared makes for a lease: a sealed memfd nobody can shrink or grow, which processes of the
+ * lease get from the daemon (gs_region_join). Everything read from a region may have been written
+ * by any process of its lease: readers do bounded work and trust nothing it says about who is
+ * alive beyond that lease's own accounting. */
 #ifndef GPUSHARE_REGION_H
 #define GPUSHARE_REGION_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -53,20 +60,58 @@ typedef struct gs_region_process {
     uint64_t used[GS_MAX_DEVICES];
 } gs_region_process_t;
 
+/* gs_region_adopt flags: the descriptor must be sealed against resizing (a region of gpushared);
+ * the caller is one of the lease's processes (it takes the membership lock, gs_region_in_use). */
+#define GS_REGION_SEALED 1u
+#define GS_REGION_MEMBER 2u
+
+/* The name gpushared's region memfds carry (/proc/PID/fd/N reads "/memfd:gpushare-region"). */
+#define GS_REGION_MEMFD_NAME "gpushare-region"
+
 /* Creates the region file at path with cfg and file mode (e.g. 0600), atomically: the file
- * appears complete or not at all. Returns 0 and *out, GS_EEXIST when path exists, or -errno.
- * The caller owns *out (gs_region_close). */
+ * appears complete (all its space allocated) or not at all; the caller becomes a member.
+ * Returns 0 and *out, GS_EEXIST when path exists, or -errno. The caller owns *out
+ * (gs_region_close). */
 int gs_region_create(const char *path, const gs_region_config_t *cfg, mode_t mode,
                      gs_region_t **out);
 
-/* Makes a region whose lease has ended ready for a new lease with cfg: counters to zero, the new
- * limits, share and id. Only a region nobody is attached to can be recycled. Returns 0, or
- * GS_EBUSY when a process is (or may be) attached or charge remains. Not thread-safe against
- * users of the region (there must be none). */
+/* Creates a region for a lease of gpushared: an anonymous memory file (memfd, named
+ * GS_REGION_MEMFD_NAME, mode 0666, owned by the caller) with all its pages allocated, sealed so
+ * that nobody, its holders included, can shrink or grow it. The caller is not a member. Returns
+ * 0 and *out, or -errno (GS_ENOMEM / GS_ENOSPC when its memory cannot be had). */
+int gs_region_create_sealed(const gs_region_config_t *cfg, gs_region_t **out);
+
+/* Maps the region behind fd, taking ownership of fd whatever happens: checks that it is a
+ * regular file of the region's size, magic and version, with GS_REGION_SEALED that it cannot be
+ * resized (GS_EPERM otherwise); with GS_REGION_MEMBER the caller joins as a member through a
+ * description of its own. Returns 0 and *out, GS_EVERSION for something that is not a compatible
+ * region, or -errno. */
+int gs_region_adopt(int fd, unsigned flags, gs_region_t **out);
+
+/* The region's descriptor (owned by the handle; -1 for a private region), e.g. to pass it on. */
+int gs_region_fd(const gs_region_t *region);
+
+/* Asks the kernel whether some process maps the region as a member (the membership lock, see
+ * src/region/region_internal.h): 1 or 0, whatever the region's content says; the caller's own
+ * membership counts. A private region answers from its records. Returns 1, 0 or -errno. */
+int gs_region_in_use(const gs_region_t *region);
+
+/* Makes a region whose lease has ended ready for a new lease with cfg: every record in use,
+ * counter and charge back to zero, the new limits, share and id (free records are left as they
+ * are: a region must go back only to a lease of the same user). Only a region no process maps as
+ * a member (gs_region_in_use; a private one: no record and no charge) can be recycled. Returns
+ * 0, GS_EBUSY, or -errno. Not thread-safe against users of the region (there must be none). */
 int gs_region_recycle(gs_region_t *region, const gs_region_config_t *cfg);
 
-/* Opens an existing region, checking magic, version and size. Returns 0 and *out, GS_ENOENT,
- * GS_EVERSION for a file that is not a compatible region, or -errno. */
+/* Joins a lease's region named by spec, the value of GPUSHARE_REGION: "gpushared:ID:SOCKET"
+ * asks the gpushared listening on SOCKET for lease ID's region (it checks the caller's uid;
+ * the daemon being restarted is waited for up to 5 s); anything else is a path
+ * (gs_region_open). The caller becomes a member. Returns 0 and *out, or a negative code with one
+ * line in err. */
+int gs_region_join(const char *spec, gs_region_t **out, char *err, size_t errlen);
+
+/* Opens an existing region file as a member, checking magic, version and size. Returns 0 and
+ * *out, GS_ENOENT, GS_EVERSION for a file that is not a compatible region, or -errno. */
 int gs_region_open(const char *path, gs_region_t **out);
 
 /* Opens path, first creating it with cfg (mode 0600) when it does not exist; concurrent callers
@@ -109,6 +154,11 @@ void gs_region_count_oom(gs_region_t *region, int slot);
  * processes may reap the same region at once. */
 int gs_region_reap(gs_region_t *region);
 
+/* Bounded reaping: looks at the records from *cursor on, spending one unit of *budget per record
+ * in use (a liveness check), and stops when the budget is spent (*cursor is then where to go on)
+ * or at the end of the table (*cursor = 0). Returns how many were reclaimed. */
+int gs_region_reap_some(gs_region_t *region, unsigned *cursor, unsigned *budget);
+
 /* Like gs_region_reap but at most once per interval_ms across all processes of the region
  * (the first caller after the interval does it). Returns how many were reclaimed. */
 int gs_region_reap_if_due(gs_region_t *region, unsigned interval_ms);
@@ -145,8 +195,9 @@ void gs_region_set_throttle(gs_region_t *region, uint64_t ns);
  * is gone. Returns nonzero when the caller is the controller. Thread-safe. */
 int gs_region_claim_controller(gs_region_t *region);
 
-/* Returns the lease id the region was made (or recycled) for. */
-const char *gs_region_lease_id(const gs_region_t *region);
+/* Returns the lease id the region was made (or recycled) for: a terminated copy kept in the
+ * handle until the next call. */
+const char *gs_region_lease_id(gs_region_t *region);
 
 /* Reads /proc/PID/stat: sets *start_time and returns 1 when pid is alive and not a zombie, 0
  * when it is gone. Thread-safe. */

@@ -360,7 +360,10 @@ static void check_regions(doctor_t *doc)
 {
     const char *dir = gs__cli_str(node_info(doc), "region_dir");
     struct statfs fs;
-    if (dir[0] == '\0')
+    if (strcmp(gs__cli_str(node_info(doc), "regions"), "memfd") == 0)
+        report(doc, LEVEL_OK, "regions", NULL,
+               "lease regions are sealed memfds of gpushared (no directory, no disk)");
+    else if (dir[0] == '\0')
         report(doc, LEVEL_WARN, "regions", "fix the daemon check first",
                "not checked: gpushared did not say where its lease regions are");
     else if (statfs(dir, &fs) != 0)

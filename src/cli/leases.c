@@ -7,21 +7,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct list_opts {
     gs__cli_t cli;
     char **ids; /* release */
     int n_ids;
+    int force; /* release --force */
 } list_opts_t;
 
 static void usage(FILE *out, int release)
 {
     if (release)
         fprintf(out,
-                "usage: gpushare release [--json] [--socket PATH] ID...\n\n"
+                "usage: gpushare release [--force] [--json] [--socket PATH] ID...\n\n"
                 "Releases the leases ID... (yours; root: any). A job is asked to stop (SIGTERM,\n"
                 "then SIGKILL after the daemon's grace period) and its lease ends when no process\n"
-                "uses it any more.\n");
+                "uses it any more.\n"
+                "  --force              root: every process that holds the lease's region is\n"
+                "                       stopped too, whatever the lease's records say; waits\n"
+                "                       until the lease has ended\n");
     else
         fprintf(out,
                 "usage: gpushare leases [--json] [--socket PATH]\n\n"
@@ -38,6 +43,7 @@ static int parse_args(int argc, char **argv, list_opts_t *opts, int release)
 {
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'j'},
+        {"force", no_argument, NULL, 'f'},
         {"socket", required_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -52,6 +58,8 @@ static int parse_args(int argc, char **argv, list_opts_t *opts, int release)
             return -1;
         } else if (c == 'j') {
             opts->cli.json = 1;
+        } else if (c == 'f' && release) {
+            opts->force = 1;
         } else if (c == 's') {
             if (gs__cli_value(&opts->cli, "--socket", optarg) != 0)
                 return GS_EXIT_USAGE;
@@ -180,6 +188,44 @@ static unsigned long long parse_id(const char *text)
     return id;
 }
 
+/* Nonzero while the caller's listing still has lease id. */
+static int still_listed(gs_client_t *client, unsigned long long id, int *failed)
+{
+    json_t *reply = NULL;
+    json_t *req = json_pack("{s:s}", "op", "list");
+    *failed = req == NULL || gs_client_call(client, req, GS_CLI_CALL_TIMEOUT_MS, &reply) != 0;
+    json_decref(req);
+    int found = 0;
+    size_t i;
+    const json_t *lease;
+    json_array_foreach(json_object_get(reply, "leases"), i, lease)
+    {
+        found |= gs__cli_uint(lease, "id") == id;
+    }
+    json_decref(reply);
+    return found;
+}
+
+/* After a forced release: waits until the lease is gone (its processes got SIGKILL after the
+ * daemon's kill grace), at most that grace and 10 s more. Returns 0 when it ended. */
+static int wait_ended(const list_opts_t *opts, gs_client_t *client, unsigned long long id,
+                      uint64_t grace_ms)
+{
+    struct timespec nap = {.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000};
+    int failed = 0;
+    for (uint64_t waited = 0; waited < grace_ms + 10000; waited += 100) {
+        if (!still_listed(client, id, &failed))
+            return failed ? gs__cli_fail(&opts->cli, GS_EXIT_FAIL, "unreachable",
+                                         "no reply from gpushared")
+                          : 0;
+        nanosleep(&nap, NULL);
+    }
+    return gs__cli_fail(&opts->cli, GS_EXIT_FAIL, "ending",
+                        "lease %llu is still ending %.0f s after its release: a process of root "
+                        "still holds its region (see gpushare leases)",
+                        id, (double)(grace_ms + 10000) / 1000.0);
+}
+
 /* Releases one lease: its reply (success or error) goes into out with --json, else it is
  * printed. Returns the exit status for it. */
 static int release_one(const list_opts_t *opts, gs_client_t *client, unsigned long long id,
@@ -187,19 +233,28 @@ static int release_one(const list_opts_t *opts, gs_client_t *client, unsigned lo
 {
     json_t *reply = NULL;
     json_t *req = json_pack("{s:s, s:I}", "op", "release", "lease", (json_int_t)id);
+    if (req != NULL && opts->force)
+        json_object_set_new(req, "force", json_true());
     int result = req != NULL ? gs_client_call(client, req, GS_CLI_CALL_TIMEOUT_MS, &reply) : -1;
     json_decref(req);
     if (result != 0)
         return gs__cli_fail(&opts->cli, GS_EXIT_FAIL, "unreachable", "no reply from gpushared");
     const char *code = gs_reply_error(reply, NULL);
     int status = code != NULL ? gs__cli_exit_for(code) : GS_EXIT_OK;
+    int ended = code == NULL && strcmp(gs__cli_str(reply, "state"), "ended") == 0;
+    if (code == NULL && opts->force && !ended) {
+        status = wait_ended(opts, client, id, gs__cli_uint(reply, "kill_grace_ms"));
+        ended = status == GS_EXIT_OK;
+        if (ended)
+            json_object_set_new(reply, "state", json_string("ended"));
+    }
     if (opts->cli.json)
         json_array_append(out, reply);
     else if (code != NULL)
         gs__cli_reply_error(&opts->cli, reply);
-    else if (strcmp(gs__cli_str(reply, "state"), "ended") == 0)
-        printf("lease %llu released\n", id);
-    else
+    else if (ended)
+        printf("lease %llu %s\n", id, opts->force ? "ended (released by force)" : "released");
+    else if (status == GS_EXIT_OK)
         printf("lease %llu is ending: its job was asked to stop\n", id);
     json_decref(reply);
     return status;

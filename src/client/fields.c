@@ -53,6 +53,12 @@ int gs_lease_name_check(const char *name, char *err, size_t errlen)
             return fail(err, errlen, "a name must be text without control characters");
         i += n;
     }
+    /* C1 controls and the characters that reorder text are refused too: whatever the display
+     * escape would change (gs_display_escape) is not plain text. */
+    char shown[GS_LEASE_NAME_MAX * 6 + 1];
+    gs_display_escape(shown, sizeof(shown), name);
+    if (strcmp(shown, name) != 0)
+        return fail(err, errlen, "a name must be text without control characters");
     return 0;
 }
 

@@ -227,6 +227,8 @@ const char *gs_op_name(gs_op_t op)
         return "status";
     case GS_OP_HISTORY:
         return "history";
+    case GS_OP_JOIN:
+        return "join";
     }
     return "?";
 }
@@ -337,19 +339,60 @@ static int parse_percent(const json_t *value, const char *key, uint32_t *out, ch
     return result;
 }
 
-/* Copies a display string, replacing control characters so no listing can carry terminal
- * escape sequences to another user's screen; over-long text is cut. */
-static void copy_display(char *dst, size_t len, const char *src)
+/* Decodes the UTF-8 character at s into *cp; returns its length (1 for a byte that is not
+ * valid UTF-8, decoded as itself). */
+static int utf8_next(const unsigned char *s, uint32_t *cp)
 {
-    size_t i = 0;
-    for (; src[i] != '\0' && i + 1 < len; i++) {
-        unsigned char c = (unsigned char)src[i];
-        dst[i] = (char)(c < 0x20 || c == 0x7f ? '?' : c);
+    int n = s[0] < 0x80             ? 1
+            : (s[0] & 0xE0) == 0xC0 ? 2
+            : (s[0] & 0xF0) == 0xE0 ? 3
+            : (s[0] & 0xF8) == 0xF0 ? 4
+                                    : 0;
+    uint32_t v = n == 1 ? s[0] : n == 2 ? s[0] & 0x1F : n == 3 ? s[0] & 0x0F : s[0] & 0x07;
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) {
+            n = 0;
+            break;
+        }
+        v = (v << 6) | (s[i] & 0x3F);
     }
-    /* Cut at a character boundary so that valid UTF-8 stays valid. */
-    while (i > 0 && ((unsigned char)src[i] & 0xC0) == 0x80)
-        i--;
-    dst[i] = '\0';
+    if (n == 0) {
+        *cp = s[0];
+        return 1;
+    }
+    *cp = v;
+    return n;
+}
+
+/* Characters a terminal acts on instead of showing: C0 controls and DEL, C1 controls (U+009B is
+ * CSI), and the formatting characters that reorder or break text (bidirectional marks,
+ * embeddings, overrides and isolates; line and paragraph separators). */
+static int is_control(uint32_t cp)
+{
+    return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x061C || cp == 0x200E ||
+           cp == 0x200F || (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+void gs_display_escape(char *dst, size_t len, const char *src)
+{
+    size_t out = 0;
+    const unsigned char *p = (const unsigned char *)src;
+    while (*p != '\0') {
+        uint32_t cp;
+        int n = utf8_next(p, &cp);
+        char esc[8];
+        int w = !is_control(cp) ? 0
+                : cp < 0x80     ? snprintf(esc, sizeof(esc), "\\x%02x", (unsigned)cp)
+                                : snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)cp);
+        size_t need = w > 0 ? (size_t)w : (size_t)n;
+        if (out + need + 1 > len)
+            break; /* cut before a character or an escape that does not fit whole */
+        memcpy(dst + out, w > 0 ? esc : (const char *)p, need);
+        out += need;
+        p += n;
+    }
+    if (len > 0)
+        dst[out] = '\0';
 }
 
 /* "uid", "gid" and "user": whom the lease is for (the daemon accepts them from root only). */
@@ -486,7 +529,7 @@ static int parse_acquire_field(const char *key, const json_t *value, gs_lease_re
     if (strcmp(key, "command") == 0) {
         if (!json_is_string(value))
             return fail(GS_EINVAL, err, errlen, "\"command\" must be a string");
-        copy_display(req->command, sizeof(req->command), json_string_value(value));
+        gs_display_escape(req->command, sizeof(req->command), json_string_value(value));
         return 0;
     }
     if (strcmp(key, "uid") == 0 || strcmp(key, "gid") == 0 || strcmp(key, "user") == 0)
@@ -534,6 +577,8 @@ static int parse_job_end(const char *key, const json_t *value, gs_job_end_t *end
     return 0;
 }
 
+/* release and join name a lease; release may add "force" (the daemon accepts it from root) and
+ * how its job ended. */
 static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errlen)
 {
     const char *key;
@@ -545,20 +590,27 @@ static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errle
         json_int_t v = 0;
         if (strcmp(key, "op") == 0)
             continue;
-        if (strcmp(key, "exit_status") == 0 || strcmp(key, "signal") == 0) {
+        if (out->op == GS_OP_RELEASE && strcmp(key, "force") == 0) {
+            if (!json_is_boolean(value))
+                return fail(GS_EINVAL, err, errlen, "\"force\" must be true or false");
+            out->force = json_is_true(value);
+        } else if (out->op == GS_OP_RELEASE &&
+                   (strcmp(key, "exit_status") == 0 || strcmp(key, "signal") == 0)) {
             result = parse_job_end(key, value, &out->job_end, err, errlen);
         } else if (strcmp(key, "lease") == 0) {
             result = get_int(value, "lease", 1, INT64_MAX, &v, err, errlen);
             out->lease_id = (uint64_t)v;
             seen = 1;
         } else {
-            result = fail(GS_EINVAL, err, errlen, "unknown field \"%s\" in release", key);
+            result = fail(GS_EINVAL, err, errlen, "unknown field \"%s\" in %s", key,
+                          gs_op_name(out->op));
         }
         if (result != 0)
             return result;
     }
     if (!seen)
-        return fail(GS_EINVAL, err, errlen, "release needs \"lease\": the lease id");
+        return fail(GS_EINVAL, err, errlen, "%s needs \"lease\": the lease id",
+                    gs_op_name(out->op));
     return 0;
 }
 
@@ -628,16 +680,17 @@ static int parse_op(json_t *obj, gs_request_t *out, char *err, size_t errlen)
     if (!json_is_string(op))
         return fail(GS_EINVAL, err, errlen, "a request needs \"op\": a string");
     const char *name = json_string_value(op);
-    for (gs_op_t o = GS_OP_HELLO; o <= GS_OP_HISTORY; o++) {
+    for (gs_op_t o = GS_OP_HELLO; o <= GS_OP_JOIN; o++) {
         if (strcmp(name, gs_op_name(o)) == 0) {
             out->op = o;
             return 0;
         }
     }
     char shown[40];
-    copy_display(shown, sizeof(shown), name);
+    gs_display_escape(shown, sizeof(shown), name);
     return fail(GS_EINVAL, err, errlen,
-                "unknown op \"%s\" (hello, acquire, release, list, status or history)", shown);
+                "unknown op \"%s\" (hello, acquire, release, list, status, history or join)",
+                shown);
 }
 
 int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char *err,
@@ -663,7 +716,7 @@ int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char
         goto out;
     if (out->op == GS_OP_ACQUIRE)
         result = parse_acquire(obj, out, err, errlen);
-    else if (out->op == GS_OP_RELEASE)
+    else if (out->op == GS_OP_RELEASE || out->op == GS_OP_JOIN)
         result = parse_release(obj, out, err, errlen);
     else if (out->op == GS_OP_HISTORY)
         result = parse_history(obj, out, err, errlen);

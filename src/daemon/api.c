@@ -28,16 +28,31 @@ static json_t *ok_reply(const char *op)
 
 static gs__waiter_t *find_waiter(const gs__daemon_t *d, const gs__conn_t *conn)
 {
-    for (gs__waiter_t *w = d->queue.head; w != NULL; w = w->next) {
-        if (w->owner == conn)
-            return w;
-    }
-    return NULL;
+    (void)d;
+    return gs__conn_waiter(conn);
 }
 
 int gs__api_conn_busy(const gs__daemon_t *d, const gs__conn_t *conn)
 {
     return gs__conn_leases(conn) > 0 || find_waiter(d, conn) != NULL;
+}
+
+/* w joins the queue: its connection waits for it, its user has one more request waiting. */
+static void enqueue(gs__daemon_t *d, gs__waiter_t *w)
+{
+    gs__queue_push(&d->queue, w);
+    gs__conn_set_waiter(w->owner, w);
+    gs__conn_user(w->owner)->queued++;
+}
+
+/* w leaves the queue (the caller frees it). */
+static void unqueue(gs__daemon_t *d, gs__waiter_t *w)
+{
+    gs__queue_remove(&d->queue, w);
+    gs__conn_set_waiter(w->owner, NULL);
+    gs__user_t *user = gs__conn_user(w->owner);
+    if (user->queued > 0)
+        user->queued--;
 }
 
 /* Whom a lease is for: the caller, or the user root asked for (req->owner, already resolved by
@@ -85,7 +100,7 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
 /* The scheduler's grant: the waiter leaves the queue with its lease. */
 static void grant_waiter(gs__daemon_t *d, gs__waiter_t *w, const gs__alloc_t *alloc)
 {
-    gs__queue_remove(&d->queue, w);
+    unqueue(d, w);
     grant(d, w->owner, &w->req, alloc);
     free(w);
 }
@@ -137,7 +152,7 @@ static void admit(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
     w->req = *req;
     w->queued_ms = now;
     w->deadline_ms = req->timeout_ms != 0 ? now + req->timeout_ms : 0;
-    gs__queue_push(&d->queue, w);
+    enqueue(d, w);
     gs__sched_pass(d, now, grant_waiter);
     if (find_waiter(d, conn) == NULL)
         return; /* granted */
@@ -145,7 +160,7 @@ static void admit(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
         reply_queued(d, conn, w);
         return;
     }
-    gs__queue_remove(&d->queue, w);
+    unqueue(d, w);
     refuse_no_fit(d, conn, w);
     free(w);
 }
@@ -244,6 +259,16 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
         gs__conn_send(conn, gs__api_error("acquire", "too_many", why));
         return;
     }
+    const gs__user_t *caller = gs__conn_user(conn);
+    if (req->wait && gs__conn_cred(conn)->uid != 0 &&
+        caller->queued >= d->cfg.max_queued_per_user) {
+        snprintf(why, sizeof(why),
+                 "user %s already has %u requests waiting, the most one user may have "
+                 "(max_queued_per_user)",
+                 gs__conn_cred(conn)->user, caller->queued);
+        gs__conn_send(conn, gs__api_error("acquire", "too_many", why));
+        return;
+    }
     int possible = gs__place_possible(d->gpus, d->n_gpus, req, why, sizeof(why));
     if (possible != 0) {
         d->counters.rejected_never++;
@@ -258,35 +283,78 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
         d->need_schedule = 1; /* a refused request held GPUs during the pass */
 }
 
-static void handle_release(gs__daemon_t *d, gs__conn_t *conn, uint64_t id,
-                           const gs_job_end_t *job_end)
+/* The lease id names, if the caller may act on it; otherwise replies the error and returns NULL. */
+static gs__lease_t *lease_for(gs__daemon_t *d, gs__conn_t *conn, const char *op, uint64_t id)
 {
     const gs__cred_t *cred = gs__conn_cred(conn);
     gs__lease_t *lease = gs__lease_find(d, id);
     char msg[128];
     if (lease == NULL) {
         snprintf(msg, sizeof(msg), "no lease %llu", (unsigned long long)id);
-        gs__conn_send(conn, gs__api_error("release", "not_found", msg));
-        return;
+        gs__conn_send(conn, gs__api_error(op, "not_found", msg));
+        return NULL;
     }
     if (cred->uid != 0 && cred->uid != lease->rec.uid) {
         snprintf(msg, sizeof(msg), "lease %llu belongs to another user", (unsigned long long)id);
-        gs_warn("user %s (pid %d) tried to release lease %llu of user %s", cred->user,
-                (int)cred->pid, (unsigned long long)id, lease->rec.user);
-        gs__conn_send(conn, gs__api_error("release", "permission_denied", msg));
+        gs_warn("user %s (pid %d) tried to %s lease %llu of user %s", cred->user, (int)cred->pid,
+                op, (unsigned long long)id, lease->rec.user);
+        gs__conn_send(conn, gs__api_error(op, "permission_denied", msg));
+        return NULL;
+    }
+    return lease;
+}
+
+static void handle_release(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t *req)
+{
+    const gs__cred_t *cred = gs__conn_cred(conn);
+    if (req->force && cred->uid != 0) {
+        gs__conn_send(conn, gs__api_error("release", "permission_denied",
+                                          "only root may release a lease by force"));
         return;
     }
+    gs__lease_t *lease = lease_for(d, conn, "release", req->lease_id);
+    if (lease == NULL)
+        return;
     int ended;
-    if (job_end->known)
-        lease->job_end = *job_end;
-    if (lease->conn == conn || gs__lease_is_holder(lease, cred))
+    if (req->job_end.known)
+        lease->job_end = req->job_end;
+    if (req->force)
+        ended = gs__lease_force(d, lease, cred);
+    else if (lease->conn == conn || gs__lease_is_holder(lease, cred))
         ended = gs__lease_let_go(d, lease, lease->expired ? "time limit" : "released");
     else
         ended = gs__lease_revoke(d, lease, cred);
     json_t *reply = ok_reply("release");
-    json_object_set_new(reply, "lease", json_integer((json_int_t)id));
+    json_object_set_new(reply, "lease", json_integer((json_int_t)req->lease_id));
     json_object_set_new(reply, "state", json_string(ended ? "ended" : "ending"));
+    if (!ended && req->force)
+        json_object_set_new(reply, "kill_grace_ms", json_integer(d->cfg.kill_grace_ms));
     gs__conn_send(conn, reply);
+}
+
+/* A process of the lease asks for its region (gs_region_join): the sealed memfd travels with
+ * the reply. Only the lease's user (or root) gets it, and only while the lease is active. */
+static void handle_join(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
+{
+    gs__lease_t *lease = lease_for(d, conn, "join", id);
+    if (lease == NULL)
+        return;
+    char msg[160];
+    if (lease->rec.state != GS__LEASE_ACTIVE || lease->kill_at_ms != 0 || lease->expired ||
+        lease->region == NULL) {
+        snprintf(msg, sizeof(msg), "lease %llu %s: no process may join it", (unsigned long long)id,
+                 lease->region == NULL ? "has no region" : "is ending");
+        gs__conn_send(conn, gs__api_error("join", "ended", msg));
+        return;
+    }
+    json_t *reply = ok_reply("join");
+    json_object_set_new(reply, "lease", json_integer((json_int_t)id));
+    int result = gs__conn_send_fd(conn, reply, gs_region_fd(lease->region));
+    if (result != 0) {
+        snprintf(msg, sizeof(msg), "cannot pass the region of lease %llu: %s",
+                 (unsigned long long)id, gs_strerror(result));
+        gs__conn_send(conn, gs__api_error("join", "internal", msg));
+    }
 }
 
 static void handle_hello(gs__daemon_t *d, gs__conn_t *conn)
@@ -365,7 +433,10 @@ void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t
         handle_acquire(d, conn, &req.lease);
         break;
     case GS_OP_RELEASE:
-        handle_release(d, conn, req.lease_id, &req.job_end);
+        handle_release(d, conn, &req);
+        break;
+    case GS_OP_JOIN:
+        handle_join(d, conn, req.lease_id);
         break;
     case GS_OP_LIST:
         handle_list(d, conn);
@@ -384,13 +455,14 @@ void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn)
     gs__waiter_t *w = find_waiter(d, conn);
     if (w != NULL) {
         d->need_schedule = 1; /* what it held may now go to others */
-        gs__queue_remove(&d->queue, w);
+        unqueue(d, w);
         gs_info("user %s (pid %d) gave up waiting", gs__conn_cred(conn)->user,
                 (int)gs__conn_cred(conn)->pid);
         free(w);
     }
     gs__lease_t *next;
-    for (gs__lease_t *lease = d->leases; lease != NULL; lease = next) {
+    for (gs__lease_t *lease = gs__conn_leases(conn) > 0 ? d->leases : NULL; lease != NULL;
+         lease = next) {
         next = lease->next;
         if (lease->conn == conn)
             gs__lease_let_go(d, lease, "its client disconnected");
@@ -405,15 +477,12 @@ void gs__api_schedule(gs__daemon_t *d)
 
 void gs__api_expire(gs__daemon_t *d, int64_t now_ms)
 {
-    gs__waiter_t *next;
-    for (gs__waiter_t *w = d->queue.head; w != NULL; w = next) {
-        next = w->next;
-        if (w->deadline_ms == 0 || now_ms < w->deadline_ms)
-            continue;
+    gs__waiter_t *w;
+    while ((w = gs__queue_first_deadline(&d->queue)) != NULL && now_ms >= w->deadline_ms) {
         d->need_schedule = 1; /* what it held may now go to others */
         char msg[512], reason[384];
         gs__sched_describe(d, w, reason, sizeof(reason));
-        gs__queue_remove(&d->queue, w);
+        unqueue(d, w);
         d->counters.timeouts++;
         snprintf(msg, sizeof(msg), "no room within %.1f s (--timeout): gave up (%s)",
                  w->req.timeout_ms / 1000.0, reason);

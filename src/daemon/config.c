@@ -56,6 +56,10 @@ void gs__config_defaults(gs__config_t *cfg)
     cfg->enforce = GS__ENFORCE_REPORT;
     cfg->queue_aging_ms = GS__DEFAULT_AGING_MS;
     cfg->kill_grace_ms = GS__DEFAULT_GRACE_MS;
+    cfg->max_connections_per_user = GS__DEFAULT_MAX_CONNS;
+    cfg->max_queued_per_user = GS__DEFAULT_MAX_QUEUED;
+    cfg->max_output_per_connection = GS__DEFAULT_MAX_OUTPUT;
+    cfg->metrics_users = GS__METRICS_USERS_NONE;
 }
 
 static int parse_enum(const char *value, const char *const *names, unsigned n, unsigned *out);
@@ -144,6 +148,31 @@ static int watch_key(parse_ctx_t *ctx, const char *key, const char *value)
     return set_seconds(ctx, key, value, 0.1, 3600, &cfg->watch_interval_ms);
 }
 
+/* The per-user counts: a whole number from 1 to 65536. */
+static int set_count(parse_ctx_t *ctx, const char *key, const char *value, unsigned *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long n = strtoul(value, &end, 10);
+    if (value[0] < '0' || value[0] > '9' || *end != '\0' || errno != 0 || n < 1 || n > 65536)
+        return bad(ctx, "%s \"%s\" must be a whole number from 1 to 65536", key, value);
+    *out = (unsigned)n;
+    return 1;
+}
+
+/* max_output_per_connection: a size from 64K to 1G. */
+static int set_output(parse_ctx_t *ctx, const char *value, unsigned *out)
+{
+    char why[GS_QTY_ERR_MAX];
+    uint64_t bytes = 0;
+    if (gs_qty_parse_bytes(value, 0, &bytes, why, sizeof(why)) != 0)
+        return bad(ctx, "max_output_per_connection: %s", why);
+    if (bytes < 65536 || bytes > (UINT64_C(1) << 30))
+        return bad(ctx, "max_output_per_connection \"%s\" must be from 64K to 1G", value);
+    *out = (unsigned)bytes;
+    return 1;
+}
+
 static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
 {
     gs__config_t *cfg = ctx->cfg;
@@ -180,10 +209,23 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
         return set_seconds(ctx, key, value, 0, 86400, &cfg->queue_aging_ms);
     if (strcmp(key, "kill_grace") == 0)
         return set_seconds(ctx, key, value, 0.1, 3600, &cfg->kill_grace_ms);
+    if (strcmp(key, "max_connections_per_user") == 0)
+        return set_count(ctx, key, value, &cfg->max_connections_per_user);
+    if (strcmp(key, "max_queued_per_user") == 0)
+        return set_count(ctx, key, value, &cfg->max_queued_per_user);
+    if (strcmp(key, "max_output_per_connection") == 0)
+        return set_output(ctx, value, &cfg->max_output_per_connection);
+    if (strcmp(key, "metrics_users") == 0) {
+        if (strcmp(value, "all") != 0 && strcmp(value, "none") != 0)
+            return bad(ctx, "metrics_users \"%s\" must be all or none", value);
+        cfg->metrics_users = value[0] == 'a' ? GS__METRICS_USERS_ALL : GS__METRICS_USERS_NONE;
+        return 1;
+    }
     return bad(ctx,
-               "unknown key \"%s\" in [daemon] (socket, state_dir, region_dir, runtime_dir, "
-               "metrics_listen, nvml_library, shim, mps_control, idle_timeout, queue_aging, "
-               "kill_grace, watch_interval, watch_tolerance, enforce)",
+               "unknown key \"%s\" in [daemon] (socket, state_dir, runtime_dir, metrics_listen, "
+               "nvml_library, shim, mps_control, idle_timeout, queue_aging, kill_grace, "
+               "watch_interval, watch_tolerance, enforce, max_connections_per_user, "
+               "max_queued_per_user, max_output_per_connection, metrics_users)",
                key);
 }
 
@@ -289,11 +331,28 @@ static int begin_section(parse_ctx_t *ctx, const char *section)
 /* Bit of a key, to refuse a key given twice in one section. */
 static unsigned key_bit(const char *key)
 {
-    static const char *const keys[] = {
-        "socket",     "state_dir",    "metrics_listen", "nvml_library",   "shim",
-        "region_dir", "idle_timeout", "mode",           "placement",      "overprovision",
-        "reserve",    "queue_aging",  "kill_grace",     "watch_interval", "watch_tolerance",
-        "enforce",    "runtime_dir",  "mps_control"};
+    static const char *const keys[] = {"socket",
+                                       "state_dir",
+                                       "metrics_listen",
+                                       "nvml_library",
+                                       "shim",
+                                       "region_dir",
+                                       "idle_timeout",
+                                       "mode",
+                                       "placement",
+                                       "overprovision",
+                                       "reserve",
+                                       "queue_aging",
+                                       "kill_grace",
+                                       "watch_interval",
+                                       "watch_tolerance",
+                                       "enforce",
+                                       "runtime_dir",
+                                       "mps_control",
+                                       "max_connections_per_user",
+                                       "max_queued_per_user",
+                                       "max_output_per_connection",
+                                       "metrics_users"};
     for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (strcmp(key, keys[i]) == 0)
             return 1u << i;

@@ -23,6 +23,17 @@
 #define GS__DEFAULT_RUNTIME   "/run/gpushare"
 #define GS__DEFAULT_MPS_CTL   "nvidia-cuda-mps-control"
 
+/* Per-user limits (root is exempt): what one user can make the daemon hold. */
+#define GS__DEFAULT_MAX_CONNS  256                /* connections open at once */
+#define GS__DEFAULT_MAX_QUEUED 128                /* requests waiting at once */
+#define GS__DEFAULT_MAX_OUTPUT (4u * 1024 * 1024) /* unread replies of one connection, bytes */
+
+/* Who the per-lease metric series show (metrics_users). */
+typedef enum gs__metrics_users {
+    GS__METRICS_USERS_NONE = 0, /* no per-lease series: nothing about users (the default) */
+    GS__METRICS_USERS_ALL,      /* every lease, labelled with its user and uid */
+} gs__metrics_users_t;
+
 typedef enum gs__mode {
     GS__MODE_SHARED = 0,
     GS__MODE_EXCLUSIVE,
@@ -69,7 +80,7 @@ typedef struct gs__config {
     char path[GS__PATH_MAX]; /* the file read, "" when none */
     char socket[GS__PATH_MAX];
     char state_dir[GS__PATH_MAX];
-    char region_dir[GS__PATH_MAX]; /* lease regions; "" = state_dir/regions */
+    char region_dir[GS__PATH_MAX]; /* no longer used (regions are sealed memfds); accepted */
     char metrics_listen[64];       /* "ADDR:PORT"; port 0 = off */
     char nvml_library[GS__PATH_MAX];
     char shim[GS__PATH_MAX];        /* LD_PRELOAD for leases, "" = the client decides */
@@ -81,6 +92,10 @@ typedef struct gs__config {
     unsigned watch_interval_ms; /* the watchdog's NVML scan; 0 = no watchdog */
     uint64_t watch_tolerance;   /* a lease's real use may pass its limit by this much */
     gs__enforce_t enforce;
+    unsigned max_connections_per_user;
+    unsigned max_queued_per_user;
+    unsigned max_output_per_connection; /* bytes */
+    gs__metrics_users_t metrics_users;
     unsigned n_sections;
     gs__gpu_section_t sections[GS__MAX_GPU_SECTIONS];
 } gs__config_t;

@@ -1,4 +1,4 @@
-/* The lease lifecycle: grant, let go, revoke, reap, restore; the live use of a lease. */
+/* The lease lifecycle: grant, end, let go, revoke, force; the live use of a lease. */
 #include "daemon.h"
 #include "mode.h"
 #include "regions.h"
@@ -28,10 +28,7 @@ int64_t gs__wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* After the grace period, the holder gets this long to report before the daemon acts. */
-#define STOP_SLACK_MS 1000
-
-static void link_lease(gs__daemon_t *d, gs__lease_t *lease)
+void gs__lease_link(gs__daemon_t *d, gs__lease_t *lease)
 {
     lease->next = NULL;
     lease->prev = d->leases_tail;
@@ -45,6 +42,8 @@ static void link_lease(gs__daemon_t *d, gs__lease_t *lease)
 
 static void unlink_lease(gs__daemon_t *d, gs__lease_t *lease)
 {
+    if (d->reap_next == lease)
+        d->reap_next = lease->next;
     if (lease->prev != NULL)
         lease->prev->next = lease->next;
     else
@@ -66,7 +65,7 @@ static void set_conn(gs__lease_t *lease, struct gs__conn *conn)
         gs__conn_count_lease(conn, +1);
 }
 
-static void take(gs__daemon_t *d, const gs__alloc_t *alloc)
+void gs__lease_take(gs__daemon_t *d, const gs__alloc_t *alloc)
 {
     for (unsigned i = 0; i < alloc->n; i++)
         gs__gpu_take(&d->gpus[alloc->part[i].gpu], &alloc->part[i]);
@@ -80,7 +79,8 @@ static void give(gs__daemon_t *d, const gs__alloc_t *alloc)
 
 /* The region's view of a lease: one limit per CUDA ordinal (the parts' order); the compute
  * share only when the shim enforces it (not where the GPU's mode does: mps, mig). */
-static void region_config(const gs__daemon_t *d, const gs__lease_t *lease, gs_region_config_t *cfg)
+void gs__lease_region_config(const gs__daemon_t *d, const gs__lease_t *lease,
+                             gs_region_config_t *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
     for (unsigned i = 0; i < lease->alloc.n; i++)
@@ -111,12 +111,20 @@ static void fill_record(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *c
     rec->compute_share = lease->alloc.n > 0 ? gs__part_compute_percent(&lease->alloc.part[0]) : 0;
     rec->state = GS__LEASE_ACTIVE;
     rec->granted_at_ms = gs__wall_ms();
+    gs__regions_spec(d->cfg.socket, rec->id, rec->region, sizeof(rec->region));
 }
 
 int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cred,
                     const gs_lease_request_t *req, const gs__alloc_t *alloc, gs__lease_t **out,
                     char *err, size_t errlen)
 {
+    /* Finding another user's regions after a restart and stopping their processes both need
+     * root: a daemon of an ordinary user serves that user only. */
+    if (d->self.uid != 0 && cred->uid != d->self.uid) {
+        snprintf(err, errlen, "gpushared runs as uid %u and cannot serve uid %u (run it as root)",
+                 (unsigned)d->self.uid, (unsigned)cred->uid);
+        return GS_EPERM;
+    }
     gs__lease_t *lease = calloc(1, sizeof(*lease));
     if (lease == NULL) {
         snprintf(err, errlen, "out of memory");
@@ -135,14 +143,14 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
                sizeof(lease->rec.parts[i].instance));
     set_conn(lease, conn);
     gs_region_config_t rcfg;
-    region_config(d, lease, &rcfg);
-    int result = gs__regions_take(&d->region_pool, &d->cfg, lease->rec.id, &rcfg, cred->uid,
-                                  cred->gid, d->self, lease->rec.region, sizeof(lease->rec.region),
-                                  &lease->region, err, errlen);
-    if (result == 0 && gs__ledger_put(d->ledger, &lease->rec) != 0) {
-        snprintf(err, errlen, "cannot record the lease in the ledger");
-        result = GS_EIO;
-        gs__regions_remove(lease->rec.region, lease->region);
+    gs__lease_region_config(d, lease, &rcfg);
+    int result =
+        gs__regions_take(&d->region_pool, &rcfg, cred->uid, cred->gid, &lease->region, err, errlen);
+    lease->rec.region_ino = gs__regions_ino(lease->region);
+    char why[160];
+    if (result == 0 && (result = gs__ledger_put(d->ledger, &lease->rec, why, sizeof(why))) != 0) {
+        snprintf(err, errlen, "cannot record the lease in the ledger: %s", why);
+        gs__regions_give_back(&d->region_pool, lease->region, cred->uid, cred->gid);
     }
     if (result != 0) {
         gs__modes_end(d, lease);
@@ -150,8 +158,9 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
         free(lease);
         return result;
     }
-    take(d, alloc);
-    link_lease(d, lease);
+    set_conn(lease, conn);
+    gs__lease_take(d, alloc);
+    gs__lease_link(d, lease);
     d->counters.granted++;
     int64_t expiry = gs__lease_expiry(lease);
     if (expiry != 0 && expiry < d->next_expiry_ms)
@@ -166,7 +175,8 @@ int64_t gs__lease_expiry(const gs__lease_t *lease)
     return limit != 0 ? lease->rec.granted_at_ms + (int64_t)limit : 0;
 }
 
-/* Writes the ended lease into the history, with its peak use from its region. */
+/* Writes the ended lease into the history, with its peak use from its region. The history is
+ * kept for people: a failure is logged by the ledger and ends the lease all the same. */
 static void record_history(gs__daemon_t *d, const gs__lease_t *lease, const char *why)
 {
     gs__history_entry_t e;
@@ -176,8 +186,8 @@ static void record_history(gs__daemon_t *d, const gs__lease_t *lease, const char
     gs_region_stats_t stats;
     if (lease->region != NULL && gs_region_snapshot(lease->region, &stats) == 0) {
         for (unsigned i = 0; i < lease->alloc.n && i < GS_MAX_DEVICES; i++)
-            e.peak[i] = stats.peak[i];
-        e.oom_events = stats.oom_events;
+            e.peak[i] = stats.peak[i] > (uint64_t)INT64_MAX ? 0 : stats.peak[i];
+        e.oom_events = stats.oom_events > (uint64_t)INT64_MAX ? 0 : stats.oom_events;
     }
     for (unsigned i = 0; i < lease->alloc.n && i < GS_MAX_DEVICES; i++)
         e.index[i] = d->gpus[lease->alloc.part[i].gpu].index;
@@ -186,34 +196,42 @@ static void record_history(gs__daemon_t *d, const gs__lease_t *lease, const char
     gs__ledger_history_add(d->ledger, &e);
 }
 
-void gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
+int gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
 {
+    char reason[160];
+    if (!lease->end_failed)
+        record_history(d, lease, why);
+    if (gs__ledger_delete(d->ledger, lease->rec.id, reason, sizeof(reason)) != 0) {
+        if (!lease->end_failed)
+            gs_error("lease %llu cannot end (%s): its ledger row cannot be deleted: %s; its "
+                     "capacity stays taken until it can",
+                     (unsigned long long)lease->rec.id, why, reason);
+        lease->end_failed = 1;
+        return GS_EIO;
+    }
     char what[256] = "";
     if (gs_log_enabled(GS_LOG_INFO))
         gs__view_describe(d, lease, what, sizeof(what));
-    record_history(d, lease, why);
     gs__modes_end(d, lease);
+    set_conn(lease, NULL);
     give(d, &lease->alloc);
-    gs__regions_give_back(&d->region_pool, lease->rec.region, lease->region, lease->rec.uid,
-                          lease->rec.gid);
-    gs__ledger_delete(d->ledger, lease->rec.id);
+    gs__regions_give_back(&d->region_pool, lease->region, lease->rec.uid, lease->rec.gid);
     unlink_lease(d, lease);
     gs_info("lease %llu ended (%s): user %s, %s, held %.1f s", (unsigned long long)lease->rec.id,
             why, lease->rec.user, what, (double)(gs__wall_ms() - lease->rec.granted_at_ms) / 1e3);
     d->counters.ended++;
     d->need_schedule = 1;
+    gs__proctab_clear(&lease->victims);
     free(lease);
+    return 0;
 }
 
-/* Live processes of the lease's region, after reclaiming the charge of dead ones. */
-static unsigned live_processes(gs__lease_t *lease)
+int gs__lease_busy(gs__lease_t *lease)
 {
-    if (lease->region == NULL)
-        return 0;
-    gs_region_reap(lease->region);
-    gs_region_stats_t stats;
-    gs_region_snapshot(lease->region, &stats);
-    return stats.n_procs;
+    int mapped = lease->region != NULL ? gs_region_in_use(lease->region) : 0;
+    if (mapped != 0)
+        return 1; /* an error answering counts as in use: never free capacity on a doubt */
+    return lease->victims.n > 0 && gs__proctab_alive(&lease->victims) > 0;
 }
 
 static void set_state(gs__daemon_t *d, gs__lease_t *lease, gs__lease_state_t state)
@@ -221,7 +239,21 @@ static void set_state(gs__daemon_t *d, gs__lease_t *lease, gs__lease_state_t sta
     if (lease->rec.state == state)
         return;
     lease->rec.state = state;
-    gs__ledger_set_state(d->ledger, lease->rec.id, state);
+    /* The state in the ledger only says how a restored lease is listed; a failure is logged by
+     * the ledger and costs nothing else (an "active" lease whose holder is gone ends anyway). */
+    char why[160];
+    gs__ledger_set_state(d->ledger, lease->rec.id, state, why, sizeof(why));
+}
+
+int gs__lease_end_when_idle(gs__daemon_t *d, gs__lease_t *lease, const char *why)
+{
+    if (!gs__lease_busy(lease))
+        return gs__lease_end(d, lease, why) == 0;
+    if (lease->rec.state != GS__LEASE_ENDING)
+        gs_info("lease %llu ending (%s): waiting for its processes to exit",
+                (unsigned long long)lease->rec.id, why);
+    set_state(d, lease, GS__LEASE_ENDING);
+    return 0;
 }
 
 /* Remembers the first reason the lease started to end, for the history. */
@@ -236,19 +268,10 @@ int gs__lease_let_go(gs__daemon_t *d, gs__lease_t *lease, const char *why)
 {
     set_reason(lease, why);
     set_conn(lease, NULL);
-    unsigned procs = live_processes(lease);
-    if (procs == 0) {
-        gs__lease_end(d, lease, why);
-        return 1;
-    }
-    if (lease->rec.state != GS__LEASE_ENDING)
-        gs_info("lease %llu ending (%s): waiting for its %u processes to exit",
-                (unsigned long long)lease->rec.id, why, procs);
-    set_state(d, lease, GS__LEASE_ENDING);
-    return 0;
+    return gs__lease_end_when_idle(d, lease, why);
 }
 
-static int holder_alive(const gs__lease_t *lease)
+int gs__lease_holder_alive(const gs__lease_t *lease)
 {
     uint64_t start = 0;
     if (lease->rec.client_pid <= 0 || !gs_proc_alive(lease->rec.client_pid, &start))
@@ -256,14 +279,62 @@ static int holder_alive(const gs__lease_t *lease)
     return lease->rec.client_start == 0 || start == 0 || start == lease->rec.client_start;
 }
 
-/* Asks the lease's holder to stop its job: an event (type "revoked" or "expired") with the grace
- * period when it is connected, else SIGTERM to its process (gpushare run forwards it to its
- * job). Returns 1 when the lease ended at once. */
-static int ask_to_stop(gs__daemon_t *d, gs__lease_t *lease, const char *event, const char *by)
+/* Whom stopping the lease signals: its job (the holder's descendants of the lease's user); by
+ * force also every process holding its region and, at the SIGKILL, the holder itself when it
+ * is the user's own client (a gpushare run that was stopped). */
+static gs__lease_procs_query_t victims_of(const gs__lease_t *lease, int killing)
 {
-    set_state(d, lease, GS__LEASE_ENDING);
+    gs__lease_procs_query_t q = {
+        .region = lease->forced ? lease->region : NULL,
+        .holder = lease->rec.client_pid,
+        .holder_start = lease->rec.client_start,
+        .uid = lease->rec.uid,
+        .with_holder = killing && lease->forced && !lease->rec.request.owner.set,
+    };
+    return q;
+}
+
+/* Finds the lease's processes and sends them SIGTERM (the holder was told already); SIGKILL
+ * follows after kill_grace (the reaper, gs__lease_stop_step). */
+static void stop_processes(gs__daemon_t *d, gs__lease_t *lease, int force)
+{
+    int64_t now = gs__now_ms();
+    lease->forced |= force;
+    gs__lease_procs_query_t q = victims_of(lease, 0);
+    int found = gs__proctab_of_lease(&q, &lease->victims);
+    unsigned left = gs__proctab_signal(&lease->victims, SIGTERM);
+    if (lease->kill_at_ms == 0 || force)
+        lease->kill_at_ms = now + (int64_t)d->cfg.kill_grace_ms;
+    lease->next_scan_ms = lease->kill_at_ms;
+    gs_info("lease %llu: SIGTERM to %u of its processes (%d found); SIGKILL in %.1f s to those "
+            "left",
+            (unsigned long long)lease->rec.id, left, found, d->cfg.kill_grace_ms / 1000.0);
+}
+
+void gs__lease_stop_step(gs__daemon_t *d, gs__lease_t *lease, int64_t now)
+{
+    (void)d;
+    if (now < lease->kill_at_ms) {
+        gs__proctab_alive(&lease->victims);
+        return;
+    }
+    if (now >= lease->next_scan_ms) {
+        /* Once a second: processes started since (or missed) are stopped too. */
+        gs__lease_procs_query_t q = victims_of(lease, 1);
+        gs__proctab_of_lease(&q, &lease->victims);
+        lease->next_scan_ms = now + 1000;
+    }
+    unsigned left = gs__proctab_signal(&lease->victims, SIGKILL);
+    if (left > 0)
+        gs_debug("lease %llu: SIGKILL to %u processes", (unsigned long long)lease->rec.id, left);
+}
+
+/* Tells the lease's holder to stop its job: an event (type "revoked" or "expired") with the
+ * grace period when it is connected, else SIGTERM to its process (gpushare run forwards it to its
+ * job). */
+static void tell_holder(gs__daemon_t *d, gs__lease_t *lease, const char *event, const char *by)
+{
     if (lease->conn != NULL) {
-        lease->revoked_ms = gs__now_ms();
         json_t *msg =
             json_pack("{s:s, s:I, s:s, s:I}", "event", event, "lease", (json_int_t)lease->rec.id,
                       "by", by, "grace_ms", (json_int_t)d->cfg.kill_grace_ms);
@@ -271,13 +342,21 @@ static int ask_to_stop(gs__daemon_t *d, gs__lease_t *lease, const char *event, c
             json_object_set_new(msg, "time_limit_ms",
                                 json_integer((json_int_t)lease->rec.request.time_limit_ms));
         gs__conn_send(lease->conn, msg);
-        return 0;
-    }
-    /* No connection (the daemon restarted meanwhile): gpushare run forwards SIGTERM to its job. */
-    if (holder_alive(lease))
+    } else if (gs__lease_holder_alive(lease) && !lease->rec.request.owner.set) {
         kill(lease->rec.client_pid, SIGTERM);
-    lease->revoked_ms = gs__now_ms();
-    return gs__lease_let_go(d, lease, lease->end_reason);
+    }
+}
+
+/* A lease asked to stop by someone else than its holder (or its time limit): tell the holder,
+ * stop the job. */
+static void ask_to_stop(gs__daemon_t *d, gs__lease_t *lease, const char *event, const char *by,
+                        int force)
+{
+    set_state(d, lease, GS__LEASE_ENDING);
+    if (lease->revoked_ms == 0)
+        lease->revoked_ms = gs__now_ms();
+    tell_holder(d, lease, event, by);
+    stop_processes(d, lease, force);
 }
 
 int gs__lease_revoke(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *by)
@@ -288,10 +367,23 @@ int gs__lease_revoke(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *by)
     char why[GS__USER_MAX + 16];
     snprintf(why, sizeof(why), "released by %s", by->user);
     set_reason(lease, why);
-    return ask_to_stop(d, lease, "revoked", by->user);
+    ask_to_stop(d, lease, "revoked", by->user, 0);
+    return gs__lease_end_when_idle(d, lease, lease->end_reason);
 }
 
-/* The lease's time is up: its job is asked to stop, and stopped after the grace period. */
+int gs__lease_force(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *by)
+{
+    d->counters.revoked++;
+    gs_info("lease %llu released by force by %s (uid %u)", (unsigned long long)lease->rec.id,
+            by->user, (unsigned)by->uid);
+    char why[GS__USER_MAX + 32];
+    snprintf(why, sizeof(why), "released by force by %s", by->user);
+    set_reason(lease, why);
+    ask_to_stop(d, lease, "revoked", by->user, 1);
+    return gs__lease_end_when_idle(d, lease, lease->end_reason);
+}
+
+/* The lease's time is up: its job is stopped as after a release by someone else. */
 static void expire(gs__daemon_t *d, gs__lease_t *lease)
 {
     char limit[32];
@@ -301,7 +393,8 @@ static void expire(gs__daemon_t *d, gs__lease_t *lease)
     d->counters.expired++;
     lease->expired = 1;
     set_reason(lease, "time limit");
-    ask_to_stop(d, lease, "expired", "time limit");
+    ask_to_stop(d, lease, "expired", "time limit", 0);
+    gs__lease_end_when_idle(d, lease, lease->end_reason); /* may end and free it */
 }
 
 void gs__leases_expire(gs__daemon_t *d, int64_t wall_ms)
@@ -316,21 +409,9 @@ void gs__leases_expire(gs__daemon_t *d, int64_t wall_ms)
         if (expiry == 0 || lease->expired)
             continue;
         if (expiry <= wall_ms)
-            expire(d, lease); /* may end and free it */
+            expire(d, lease);
         else if (expiry < d->next_expiry_ms)
             d->next_expiry_ms = expiry;
-    }
-}
-
-/* SIGKILL to every process still attached to the lease's region (after the grace period). */
-static void kill_processes(gs__lease_t *lease)
-{
-    gs_region_process_t procs[64];
-    int n = lease->region != NULL ? gs_region_processes(lease->region, procs, 64) : 0;
-    for (int i = 0; i < n; i++) {
-        uint64_t start = 0;
-        if (gs_proc_alive(procs[i].pid, &start) && start == procs[i].start_time)
-            kill(procs[i].pid, SIGKILL);
     }
 }
 
@@ -349,42 +430,6 @@ gs__lease_t *gs__lease_find(gs__daemon_t *d, uint64_t id)
     return NULL;
 }
 
-/* A lease asked to stop whose holder still holds it after the grace period: its processes that
- * are left are killed and the holder is cut off, so the lease ends. */
-static void stop_overdue(gs__daemon_t *d, gs__lease_t *lease)
-{
-    if (lease->revoked_ms == 0 ||
-        gs__now_ms() - lease->revoked_ms <= (int64_t)d->cfg.kill_grace_ms + STOP_SLACK_MS)
-        return;
-    if (lease->conn != NULL)
-        gs_warn("lease %llu: its holder did not stop within %.1f s of the %s",
-                (unsigned long long)lease->rec.id, d->cfg.kill_grace_ms / 1000.0,
-                lease->expired ? "time limit" : "release");
-    kill_processes(lease);
-    set_conn(lease, NULL);
-}
-
-void gs__leases_reap(gs__daemon_t *d)
-{
-    gs__lease_t *next;
-    for (gs__lease_t *lease = d->leases; lease != NULL; lease = next) {
-        next = lease->next;
-        stop_overdue(d, lease);
-        if (lease->conn != NULL) {
-            if (lease->region != NULL)
-                gs_region_reap_if_due(lease->region, 200);
-            continue;
-        }
-        if (lease->rec.state == GS__LEASE_ACTIVE && holder_alive(lease))
-            continue;
-        if (lease->rec.state == GS__LEASE_ACTIVE)
-            d->counters.reaped++;
-        gs__lease_let_go(d, lease,
-                         lease->rec.state == GS__LEASE_ACTIVE ? "its holder is gone"
-                                                              : "its processes exited");
-    }
-}
-
 void gs__leases_free(gs__daemon_t *d)
 {
     gs__regions_pool_clear(&d->region_pool);
@@ -392,114 +437,9 @@ void gs__leases_free(gs__daemon_t *d)
         gs__lease_t *lease = d->leases;
         unlink_lease(d, lease);
         gs_region_close(lease->region);
+        gs__proctab_clear(&lease->victims);
         free(lease);
     }
-}
-
-/* Maps a stored lease's GPUs (by UUID) to today's indexes. Returns 0 or GS_ENOENT. */
-static int map_parts(const gs__daemon_t *d, const gs__lease_record_t *rec, gs__alloc_t *alloc)
-{
-    alloc->n = 0;
-    for (unsigned i = 0; i < rec->n_parts; i++) {
-        unsigned g = 0;
-        while (g < d->n_gpus && strcmp(d->gpus[g].uuid, rec->parts[i].uuid) != 0)
-            g++;
-        if (g == d->n_gpus) {
-            gs_warn("lease %llu: its GPU %s is not on this node any more: ending it",
-                    (unsigned long long)rec->id, rec->parts[i].uuid);
-            return GS_ENOENT;
-        }
-        gs__part_t *part = &alloc->part[alloc->n++];
-        part->gpu = g;
-        part->slots = rec->parts[i].slots;
-        part->memory = rec->parts[i].memory;
-        part->compute = rec->parts[i].compute;
-        snprintf(part->instance, sizeof(part->instance), "%s", rec->parts[i].instance);
-        part->plan.profile = -1;
-        part->plan.reuse = -1;
-    }
-    return 0;
-}
-
-/* Reopens a restored lease's region; recreates it when it vanished. */
-static int reopen_region(gs__daemon_t *d, gs__lease_t *lease)
-{
-    int result = gs_region_open(lease->rec.region, &lease->region);
-    if (result == 0)
-        return 0;
-    gs_warn("lease %llu: region %s: %s: creating it again", (unsigned long long)lease->rec.id,
-            lease->rec.region, gs_strerror(result));
-    gs_region_config_t rcfg;
-    region_config(d, lease, &rcfg);
-    char err[256];
-    result = gs__regions_create(lease->rec.region, &rcfg, lease->rec.uid, lease->rec.gid, d->self,
-                                &lease->region, err, sizeof(err));
-    if (result != 0)
-        gs_error("lease %llu: %s", (unsigned long long)lease->rec.id, err);
-    (void)d;
-    return result;
-}
-
-static int restore_one(void *arg, const gs__lease_record_t *rec)
-{
-    gs__daemon_t *d = arg;
-    gs__lease_t *lease = calloc(1, sizeof(*lease));
-    if (lease == NULL)
-        return GS_ENOMEM;
-    lease->rec = *rec;
-    if (map_parts(d, rec, &lease->alloc) != 0 || gs__modes_restore(d, lease) != 0) {
-        gs__regions_remove(rec->region, NULL);
-        gs__ledger_delete(d->ledger, rec->id);
-        free(lease);
-        return 0;
-    }
-    if (reopen_region(d, lease) != 0) {
-        gs__modes_end(d, lease);
-        gs__regions_remove(rec->region, lease->region);
-        gs__ledger_delete(d->ledger, rec->id);
-        free(lease);
-        return 0;
-    }
-    take(d, &lease->alloc);
-    link_lease(d, lease);
-    int64_t expiry = gs__lease_expiry(lease);
-    if (expiry != 0 && expiry < d->next_expiry_ms)
-        d->next_expiry_ms = expiry;
-    char what[256] = "";
-    gs__view_describe(d, lease, what, sizeof(what));
-    gs_info("lease %llu restored: user %s, %s, holder pid %d%s", (unsigned long long)rec->id,
-            rec->user, what, (int)rec->client_pid,
-            rec->state == GS__LEASE_ENDING ? " (ending)" : "");
-    return 0;
-}
-
-/* Whether path is the region of a live lease. */
-static int region_in_use(void *arg, const char *path)
-{
-    const gs__daemon_t *d = arg;
-    for (const gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next) {
-        if (strcmp(lease->rec.region, path) == 0)
-            return 1;
-    }
-    return 0;
-}
-
-int gs__leases_restore(gs__daemon_t *d)
-{
-    int result = gs__ledger_load(d->ledger, restore_one, d);
-    gs__modes_restored(d);
-    /* Idle regions of a daemon that was killed are nobody's: remove them. */
-    int stale = gs__regions_sweep(&d->cfg, region_in_use, d);
-    if (stale > 0)
-        gs_info("removed %d region files no lease uses", stale);
-    for (unsigned g = 0; g < d->n_gpus; g++) {
-        if (d->gpus[g].mem_leased > gs__gpu_leasable(&d->gpus[g]))
-            gs_warn("GPU %u: restored leases hold more memory than it can lease now (was the "
-                    "configuration changed?); new leases wait until they end",
-                    d->gpus[g].index);
-    }
-    gs__ledger_commit(d->ledger);
-    return result;
 }
 
 void gs__lease_use(const gs__lease_t *lease, gs__lease_use_t *use)
@@ -509,9 +449,12 @@ void gs__lease_use(const gs__lease_t *lease, gs__lease_use_t *use)
     if (lease->region == NULL || gs_region_snapshot(lease->region, &stats) != 0)
         return;
     for (unsigned i = 0; i < lease->alloc.n && i < GS_MAX_DEVICES; i++) {
-        use->used[i] = stats.used[i];
-        use->used_total += stats.used[i];
+        /* What the lease's processes wrote: shown, never more than a JSON integer holds. */
+        use->used[i] = stats.used[i] > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : stats.used[i];
+        use->used_total += use->used[i];
     }
-    use->oom_events = stats.oom_events;
+    if (use->used_total > (uint64_t)INT64_MAX)
+        use->used_total = (uint64_t)INT64_MAX;
+    use->oom_events = stats.oom_events > (uint64_t)INT64_MAX ? 0 : stats.oom_events;
     use->processes = stats.n_procs;
 }

@@ -4,23 +4,27 @@
 #include "gpushare/error.h"
 #include "gpushare/log.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 
 enum { ST_PUT, ST_STATE, ST_DELETE, ST_HISTORY, ST_COUNT };
 
 struct gs__ledger {
     sqlite3 *db;
     sqlite3_stmt *stmt[ST_COUNT];
-    int in_txn;
     uint64_t next_id;
     unsigned commits_since_checkpoint;
+    char path[GS__PATH_MAX + 16];
+    dev_t dev; /* the file opened, to notice it removed or replaced */
+    ino_t ino;
 };
 
 /* A checkpoint copies the WAL into the database and syncs both to disk: milliseconds on a disk.
@@ -38,10 +42,11 @@ static const char *const schema =
     " request TEXT NOT NULL," /* the acquire request, as the protocol's JSON */
     " parts TEXT NOT NULL,"   /* JSON array of {uuid, slots, memory, compute} */
     " compute_share INTEGER NOT NULL,"
-    " region TEXT NOT NULL,"
-    " state TEXT NOT NULL," /* active | ending */
+    " region TEXT NOT NULL," /* gpushared:ID:SOCKET, how its processes join its region */
+    " state TEXT NOT NULL,"  /* active | ending */
     " granted_at INTEGER NOT NULL,"
-    " updated_at INTEGER NOT NULL)";
+    " updated_at INTEGER NOT NULL,"
+    " region_ino INTEGER NOT NULL DEFAULT 0)"; /* its memfd's inode, found again after a restart */
 
 /* Schema 2: ended leases, kept for `gpushare history`. */
 static const char *const history_schema =
@@ -57,9 +62,11 @@ static const char *const history_schema =
     "CREATE INDEX IF NOT EXISTS history_ended ON history (ended_at)";
 
 static const char *const sql[ST_COUNT] = {
-    [ST_PUT] = ("INSERT OR REPLACE INTO leases (id, uid, gid, user, command, client_pid, "
-                "client_start, request, parts, compute_share, region, state, granted_at, "
-                "updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)"),
+    [ST_PUT] =
+        ("INSERT OR REPLACE INTO leases (id, uid, gid, user, command, client_pid, "
+         "client_start, request, parts, compute_share, region, state, granted_at, "
+         "updated_at, region_ino) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+         "?13, ?13, ?14)"),
     [ST_STATE] = ("UPDATE leases SET state = ?2, updated_at = strftime('%s','now') * 1000 "
                   "WHERE id = ?1"),
     [ST_DELETE] = "DELETE FROM leases WHERE id = ?1",
@@ -74,26 +81,34 @@ static const char *state_name(gs__lease_state_t state)
     return state == GS__LEASE_ENDING ? "ending" : "active";
 }
 
-static int exec(gs__ledger_t *ledger, const char *statement)
+/* Runs statements; SQLite's message goes into err. Returns 0 or GS_EIO. */
+static int exec(gs__ledger_t *ledger, const char *statement, char *err, size_t errlen)
 {
     char *msg = NULL;
     if (sqlite3_exec(ledger->db, statement, NULL, NULL, &msg) == SQLITE_OK)
         return 0;
-    gs_error("ledger: %s: %s", statement, msg != NULL ? msg : "error");
+    snprintf(err, errlen, "%s", msg != NULL ? msg : sqlite3_errmsg(ledger->db));
     sqlite3_free(msg);
     return GS_EIO;
 }
 
-/* Reads a single integer from a query (0 when it has no row). */
-static int64_t query_int(gs__ledger_t *ledger, const char *query)
+/* Reads a single integer from a query into *value (0 when it has no row). Returns 0, or GS_EIO
+ * with SQLite's message in err. */
+static int query_int(gs__ledger_t *ledger, const char *query, int64_t *value, char *err,
+                     size_t errlen)
 {
     sqlite3_stmt *stmt = NULL;
-    int64_t value = 0;
-    if (sqlite3_prepare_v2(ledger->db, query, -1, &stmt, NULL) == SQLITE_OK &&
-        sqlite3_step(stmt) == SQLITE_ROW)
-        value = sqlite3_column_int64(stmt, 0);
+    *value = 0;
+    int rc = sqlite3_prepare_v2(ledger->db, query, -1, &stmt, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(stmt);
+        if (rc == SQLITE_ROW)
+            *value = sqlite3_column_int64(stmt, 0);
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        snprintf(err, errlen, "%s", sqlite3_errmsg(ledger->db));
     sqlite3_finalize(stmt);
-    return value;
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : GS_EIO;
 }
 
 /* Creates the file with mode 0600 first: it holds every user's commands. */
@@ -106,35 +121,114 @@ static int create_private(const char *path)
     return 0;
 }
 
+/* SQLite's integrity_check: "ok", or the first problem in err. */
+static int check_integrity(gs__ledger_t *ledger, char *err, size_t errlen)
+{
+    sqlite3_stmt *stmt = NULL;
+    int rc = sqlite3_prepare_v2(ledger->db, "PRAGMA integrity_check(1)", -1, &stmt, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(stmt);
+    const unsigned char *text = rc == SQLITE_ROW ? sqlite3_column_text(stmt, 0) : NULL;
+    int ok = text != NULL && strcmp((const char *)text, "ok") == 0;
+    if (!ok)
+        snprintf(err, errlen, "%s", text != NULL ? (const char *)text : sqlite3_errmsg(ledger->db));
+    for (char *p = err; !ok && *p != '\0'; p++)
+        *p = *p == '\n' ? ' ' : *p; /* one line */
+    sqlite3_finalize(stmt);
+    return ok ? 0 : GS_EIO;
+}
+
 static int setup(gs__ledger_t *ledger, char *err, size_t errlen)
 {
-    int version = (int)query_int(ledger, "PRAGMA user_version");
-    if (version > SCHEMA_VERSION) {
+    char why[256] = "";
+    int64_t version = 0, seq = 0;
+    int result = query_int(ledger, "PRAGMA user_version", &version, why, sizeof(why));
+    if (result == 0 && version > SCHEMA_VERSION) {
         snprintf(err, errlen, "the ledger was written by a newer gpushared (schema %d > %d)",
-                 version, SCHEMA_VERSION);
+                 (int)version, SCHEMA_VERSION);
         return GS_EVERSION;
     }
     /* Exclusive: the daemon is the ledger's only user (a second gpushared on the same state
      * directory fails here), and SQLite keeps the WAL index in memory without file locks. */
-    if (exec(ledger, "PRAGMA locking_mode=EXCLUSIVE") != 0 ||
-        exec(ledger, "PRAGMA journal_mode=WAL") != 0 ||
-        exec(ledger, "PRAGMA synchronous=NORMAL") != 0 ||
-        exec(ledger, "PRAGMA wal_autocheckpoint=0") != 0 || exec(ledger, schema) != 0 ||
-        exec(ledger, history_schema) != 0 || exec(ledger, "PRAGMA user_version=2") != 0) {
-        snprintf(err, errlen, "cannot set up the ledger: %s", sqlite3_errmsg(ledger->db));
+    if (result == 0)
+        result = exec(ledger,
+                      "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL; "
+                      "PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0",
+                      why, sizeof(why));
+    if (result == 0 && check_integrity(ledger, why, sizeof(why)) != 0) {
+        snprintf(err, errlen,
+                 "the ledger %s is damaged (SQLite integrity_check: %.200s): gpushared will not "
+                 "guess which leases it held; see RECOVERY in gpushared(8)",
+                 ledger->path, why);
         return GS_EIO;
     }
-    for (int i = 0; i < ST_COUNT; i++) {
+    if (result == 0)
+        result = exec(ledger, schema, why, sizeof(why));
+    if (result == 0)
+        result = exec(ledger, history_schema, why, sizeof(why));
+    /* Schemas 1 and 2 had no region_ino: their leases come back with new regions. */
+    int64_t has_ino = 0;
+    if (result == 0)
+        result = query_int(ledger,
+                           "SELECT COUNT(*) FROM pragma_table_info('leases') "
+                           "WHERE name = 'region_ino'",
+                           &has_ino, why, sizeof(why));
+    if (result == 0 && has_ino == 0)
+        result = exec(ledger, "ALTER TABLE leases ADD COLUMN region_ino INTEGER NOT NULL DEFAULT 0",
+                      why, sizeof(why));
+    if (result == 0)
+        result = exec(ledger, "PRAGMA user_version=3", why, sizeof(why));
+    for (int i = 0; result == 0 && i < ST_COUNT; i++) {
         if (sqlite3_prepare_v3(ledger->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &ledger->stmt[i],
                                NULL) != SQLITE_OK) {
-            snprintf(err, errlen, "cannot prepare the ledger: %s", sqlite3_errmsg(ledger->db));
-            return GS_EIO;
+            snprintf(why, sizeof(why), "%s", sqlite3_errmsg(ledger->db));
+            result = GS_EIO;
         }
     }
     /* AUTOINCREMENT's sequence remembers the largest id ever stored, deleted rows included. */
-    ledger->next_id =
-        (uint64_t)query_int(ledger, "SELECT seq FROM sqlite_sequence WHERE name = 'leases'") + 1;
+    if (result == 0)
+        result = query_int(ledger, "SELECT seq FROM sqlite_sequence WHERE name = 'leases'", &seq,
+                           why, sizeof(why));
+    if (result != 0) {
+        snprintf(err, errlen, "cannot read the ledger %s: %s", ledger->path, why);
+        return result;
+    }
+    if ((uint64_t)seq + 1 > ledger->next_id)
+        ledger->next_id = (uint64_t)seq + 1;
     return 0;
+}
+
+static void close_db(gs__ledger_t *ledger)
+{
+    for (int i = 0; i < ST_COUNT; i++) {
+        sqlite3_finalize(ledger->stmt[i]);
+        ledger->stmt[i] = NULL;
+    }
+    sqlite3_close(ledger->db);
+    ledger->db = NULL;
+}
+
+/* Opens (creating) the database at ledger->path and sets it up. */
+static int open_db(gs__ledger_t *ledger, char *err, size_t errlen)
+{
+    int result = create_private(ledger->path);
+    if (result != 0) {
+        snprintf(err, errlen, "cannot create the ledger %s: %s", ledger->path, gs_strerror(result));
+        return result;
+    }
+    if (sqlite3_open_v2(ledger->path, &ledger->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "cannot open the ledger %s: %s", ledger->path,
+                 ledger->db != NULL ? sqlite3_errmsg(ledger->db) : "out of memory");
+        return GS_EIO;
+    }
+    sqlite3_busy_timeout(ledger->db, 2000);
+    struct stat st;
+    if (stat(ledger->path, &st) == 0) {
+        ledger->dev = st.st_dev;
+        ledger->ino = st.st_ino;
+    }
+    return setup(ledger, err, errlen);
 }
 
 int gs__ledger_open(const char *path, gs__ledger_t **out, char *err, size_t errlen)
@@ -142,21 +236,9 @@ int gs__ledger_open(const char *path, gs__ledger_t **out, char *err, size_t errl
     gs__ledger_t *ledger = calloc(1, sizeof(*ledger));
     if (ledger == NULL)
         return GS_ENOMEM;
-    int result = create_private(path);
-    if (result != 0) {
-        snprintf(err, errlen, "cannot create the ledger %s: %s", path, gs_strerror(result));
-        free(ledger);
-        return result;
-    }
-    if (sqlite3_open_v2(path, &ledger->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
-        SQLITE_OK) {
-        snprintf(err, errlen, "cannot open the ledger %s: %s", path,
-                 ledger->db != NULL ? sqlite3_errmsg(ledger->db) : "out of memory");
-        gs__ledger_close(ledger);
-        return GS_EIO;
-    }
-    sqlite3_busy_timeout(ledger->db, 2000);
-    result = setup(ledger, err, errlen);
+    snprintf(ledger->path, sizeof(ledger->path), "%s", path);
+    ledger->next_id = 1;
+    int result = open_db(ledger, err, errlen);
     if (result != 0) {
         gs__ledger_close(ledger);
         return result;
@@ -169,11 +251,13 @@ void gs__ledger_close(gs__ledger_t *ledger)
 {
     if (ledger == NULL)
         return;
-    gs__ledger_commit(ledger);
-    for (int i = 0; i < ST_COUNT; i++)
-        sqlite3_finalize(ledger->stmt[i]);
-    sqlite3_close(ledger->db);
+    close_db(ledger);
     free(ledger);
+}
+
+const char *gs__ledger_path(const gs__ledger_t *ledger)
+{
+    return ledger->path;
 }
 
 uint64_t gs__ledger_next_id(gs__ledger_t *ledger)
@@ -181,30 +265,9 @@ uint64_t gs__ledger_next_id(gs__ledger_t *ledger)
     return ledger->next_id++;
 }
 
-static int begin(gs__ledger_t *ledger)
-{
-    if (ledger->in_txn)
-        return 0;
-    int result = exec(ledger, "BEGIN");
-    ledger->in_txn = result == 0;
-    return result;
-}
-
-int gs__ledger_commit(gs__ledger_t *ledger)
-{
-    if (!ledger->in_txn)
-        return 0;
-    ledger->in_txn = 0;
-    ledger->commits_since_checkpoint++;
-    int result = exec(ledger, "COMMIT");
-    if (ledger->commits_since_checkpoint >= CHECKPOINT_FORCE_COMMITS)
-        gs__ledger_checkpoint(ledger);
-    return result;
-}
-
 void gs__ledger_checkpoint(gs__ledger_t *ledger)
 {
-    if (ledger->in_txn || ledger->commits_since_checkpoint == 0)
+    if (ledger->db == NULL || ledger->commits_since_checkpoint == 0)
         return;
     if (sqlite3_wal_checkpoint_v2(ledger->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL) !=
         SQLITE_OK)
@@ -212,16 +275,25 @@ void gs__ledger_checkpoint(gs__ledger_t *ledger)
     ledger->commits_since_checkpoint = 0;
 }
 
-/* Runs a prepared statement that returns no rows, and resets it. */
-static int run(gs__ledger_t *ledger, sqlite3_stmt *stmt)
+/* Runs a prepared statement that returns no rows (its own transaction, committed when it
+ * returns), and resets it. Returns 0, or GS_EIO with SQLite's message in why. */
+static int run(gs__ledger_t *ledger, sqlite3_stmt *stmt, char *why, size_t whylen)
 {
-    int rc = sqlite3_step(stmt);
-    sqlite3_reset(stmt);
-    sqlite3_clear_bindings(stmt);
-    if (rc == SQLITE_DONE)
-        return 0;
-    gs_error("ledger: %s", sqlite3_errmsg(ledger->db));
-    return GS_EIO;
+    int rc = ledger->db != NULL ? sqlite3_step(stmt) : SQLITE_MISUSE;
+    if (rc != SQLITE_DONE)
+        snprintf(why, whylen, "%s",
+                 ledger->db != NULL ? sqlite3_errmsg(ledger->db) : "the ledger is closed");
+    if (stmt != NULL) {
+        sqlite3_reset(stmt);
+        sqlite3_clear_bindings(stmt);
+    }
+    if (rc != SQLITE_DONE) {
+        gs_error("ledger: %s", why);
+        return GS_EIO;
+    }
+    if (++ledger->commits_since_checkpoint >= CHECKPOINT_FORCE_COMMITS)
+        gs__ledger_checkpoint(ledger);
+    return 0;
 }
 
 static json_t *parts_json(const gs__lease_record_t *rec)
@@ -251,12 +323,11 @@ static int bind_json(sqlite3_stmt *stmt, int index, json_t *value)
     return rc == SQLITE_OK ? 0 : GS_EIO;
 }
 
-int gs__ledger_put(gs__ledger_t *ledger, const gs__lease_record_t *rec)
+int gs__ledger_put(gs__ledger_t *ledger, const gs__lease_record_t *rec, char *why, size_t whylen)
 {
     sqlite3_stmt *stmt = ledger->stmt[ST_PUT];
-    int result = begin(ledger);
-    if (result != 0)
-        return result;
+    if (stmt == NULL)
+        return run(ledger, NULL, why, whylen);
     sqlite3_bind_int64(stmt, 1, (sqlite3_int64)rec->id);
     sqlite3_bind_int64(stmt, 2, rec->uid);
     sqlite3_bind_int64(stmt, 3, rec->gid);
@@ -264,40 +335,40 @@ int gs__ledger_put(gs__ledger_t *ledger, const gs__lease_record_t *rec)
     sqlite3_bind_text(stmt, 5, rec->request.command, -1, SQLITE_STATIC);
     sqlite3_bind_int64(stmt, 6, rec->client_pid);
     sqlite3_bind_int64(stmt, 7, (sqlite3_int64)rec->client_start);
-    result = bind_json(stmt, 8, gs_proto_acquire_json(&rec->request));
+    int result = bind_json(stmt, 8, gs_proto_acquire_json(&rec->request));
     if (result == 0)
         result = bind_json(stmt, 9, parts_json(rec));
     sqlite3_bind_int64(stmt, 10, rec->compute_share);
     sqlite3_bind_text(stmt, 11, rec->region, -1, SQLITE_STATIC);
     sqlite3_bind_text(stmt, 12, state_name(rec->state), -1, SQLITE_STATIC);
     sqlite3_bind_int64(stmt, 13, rec->granted_at_ms);
+    sqlite3_bind_int64(stmt, 14, (sqlite3_int64)rec->region_ino);
     if (result != 0) {
+        snprintf(why, whylen, "%s", gs_strerror(result));
         sqlite3_reset(stmt);
         sqlite3_clear_bindings(stmt);
-        return result;
+        return GS_EIO;
     }
-    return run(ledger, stmt);
+    return run(ledger, stmt, why, whylen);
 }
 
-int gs__ledger_set_state(gs__ledger_t *ledger, uint64_t id, gs__lease_state_t state)
+int gs__ledger_set_state(gs__ledger_t *ledger, uint64_t id, gs__lease_state_t state, char *why,
+                         size_t whylen)
 {
     sqlite3_stmt *stmt = ledger->stmt[ST_STATE];
-    int result = begin(ledger);
-    if (result != 0)
-        return result;
-    sqlite3_bind_int64(stmt, 1, (sqlite3_int64)id);
-    sqlite3_bind_text(stmt, 2, state_name(state), -1, SQLITE_STATIC);
-    return run(ledger, stmt);
+    if (stmt != NULL) {
+        sqlite3_bind_int64(stmt, 1, (sqlite3_int64)id);
+        sqlite3_bind_text(stmt, 2, state_name(state), -1, SQLITE_STATIC);
+    }
+    return run(ledger, stmt, why, whylen);
 }
 
-int gs__ledger_delete(gs__ledger_t *ledger, uint64_t id)
+int gs__ledger_delete(gs__ledger_t *ledger, uint64_t id, char *why, size_t whylen)
 {
     sqlite3_stmt *stmt = ledger->stmt[ST_DELETE];
-    int result = begin(ledger);
-    if (result != 0)
-        return result;
-    sqlite3_bind_int64(stmt, 1, (sqlite3_int64)id);
-    return run(ledger, stmt);
+    if (stmt != NULL)
+        sqlite3_bind_int64(stmt, 1, (sqlite3_int64)id);
+    return run(ledger, stmt, why, whylen);
 }
 
 static const char *column_text(sqlite3_stmt *stmt, int col)
@@ -363,6 +434,7 @@ static int decode_row(sqlite3_stmt *stmt, gs__lease_record_t *rec)
     snprintf(rec->region, sizeof(rec->region), "%s", column_text(stmt, 10));
     rec->state = strcmp(column_text(stmt, 11), "ending") == 0 ? GS__LEASE_ENDING : GS__LEASE_ACTIVE;
     rec->granted_at_ms = sqlite3_column_int64(stmt, 12);
+    rec->region_ino = (uint64_t)sqlite3_column_int64(stmt, 13);
     return 0;
 }
 
@@ -372,22 +444,78 @@ int gs__ledger_load(gs__ledger_t *ledger, int (*fn)(void *arg, const gs__lease_r
     sqlite3_stmt *stmt = NULL;
     if (sqlite3_prepare_v2(ledger->db,
                            "SELECT id, uid, gid, user, command, client_pid, client_start, "
-                           "request, parts, compute_share, region, state, granted_at "
+                           "request, parts, compute_share, region, state, granted_at, region_ino "
                            "FROM leases ORDER BY id",
                            -1, &stmt, NULL) != SQLITE_OK) {
-        gs_error("ledger: %s", sqlite3_errmsg(ledger->db));
+        gs_error("cannot read the ledger %s: %s", ledger->path, sqlite3_errmsg(ledger->db));
         return GS_EIO;
     }
     gs__lease_record_t *rec = malloc(sizeof(*rec));
     int result = rec != NULL ? 0 : GS_ENOMEM;
-    int rc;
+    int rc = SQLITE_DONE;
     while (result == 0 && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
         if (decode_row(stmt, rec) == 0)
             result = fn(arg, rec);
     }
+    /* A read that stops on an error must not pass for the end of the table. */
+    if (result == 0 && rc != SQLITE_DONE) {
+        gs_error("cannot read the ledger %s to its end: %s", ledger->path,
+                 sqlite3_errmsg(ledger->db));
+        result = GS_EIO;
+    }
     free(rec);
     sqlite3_finalize(stmt);
     return result;
+}
+
+int gs__ledger_intact(const gs__ledger_t *ledger)
+{
+    struct stat st;
+    if (stat(ledger->path, &st) != 0)
+        return errno == ENOENT || errno == ENOTDIR ? 0 : 1;
+    return st.st_dev == ledger->dev && st.st_ino == ledger->ino ? 1 : -1;
+}
+
+/* Sets the id sequence so that no id below next is ever given again. */
+static int keep_sequence(gs__ledger_t *ledger, uint64_t next, char *why, size_t whylen)
+{
+    char statement[160];
+    snprintf(statement, sizeof(statement),
+             "UPDATE sqlite_sequence SET seq = %llu WHERE name = 'leases'",
+             (unsigned long long)(next - 1));
+    int result = exec(ledger, statement, why, whylen);
+    if (result == 0 && sqlite3_changes(ledger->db) == 0) {
+        snprintf(statement, sizeof(statement),
+                 "INSERT INTO sqlite_sequence (name, seq) VALUES ('leases', %llu)",
+                 (unsigned long long)(next - 1));
+        result = exec(ledger, statement, why, whylen);
+    }
+    return result;
+}
+
+int gs__ledger_rewrite(gs__ledger_t *ledger, const gs__lease_record_t *const *recs, unsigned n,
+                       char *err, size_t errlen)
+{
+    uint64_t next = ledger->next_id;
+    char why[256] = "";
+    close_db(ledger);
+    int result = open_db(ledger, err, errlen);
+    if (result != 0)
+        return result;
+    result = exec(ledger, "BEGIN", why, sizeof(why));
+    for (unsigned i = 0; result == 0 && i < n; i++)
+        result = gs__ledger_put(ledger, recs[i], why, sizeof(why));
+    if (result == 0)
+        result = keep_sequence(ledger, next, why, sizeof(why));
+    if (result == 0)
+        result = exec(ledger, "COMMIT", why, sizeof(why));
+    if (result != 0) {
+        snprintf(err, errlen, "cannot write the ledger %s: %s", ledger->path, why);
+        close_db(ledger);
+        return result;
+    }
+    ledger->next_id = next > ledger->next_id ? next : ledger->next_id;
+    return 0;
 }
 
 /* The parts of an ended lease with their peaks, as stored in history.gpus. */
@@ -412,16 +540,16 @@ int gs__ledger_history_add(gs__ledger_t *ledger, const gs__history_entry_t *e)
 {
     sqlite3_stmt *stmt = ledger->stmt[ST_HISTORY];
     const gs__lease_record_t *rec = e->rec;
-    int result = begin(ledger);
-    if (result != 0)
-        return result;
+    char why[256];
+    if (stmt == NULL)
+        return run(ledger, NULL, why, sizeof(why));
     uint64_t limit = 0, peak = 0;
     sqlite3_bind_int64(stmt, 1, (sqlite3_int64)rec->id);
     sqlite3_bind_int64(stmt, 2, rec->uid);
     sqlite3_bind_text(stmt, 3, rec->user, -1, SQLITE_STATIC);
     sqlite3_bind_text(stmt, 4, rec->request.name, -1, SQLITE_STATIC);
     sqlite3_bind_text(stmt, 5, rec->request.command, -1, SQLITE_STATIC);
-    result = bind_json(stmt, 6, gs_proto_acquire_json(&rec->request));
+    int result = bind_json(stmt, 6, gs_proto_acquire_json(&rec->request));
     if (result == 0)
         result = bind_json(stmt, 7, history_gpus(e, &limit, &peak));
     sqlite3_bind_int64(stmt, 8, rec->granted_at_ms);
@@ -439,7 +567,7 @@ int gs__ledger_history_add(gs__ledger_t *ledger, const gs__history_entry_t *e)
         sqlite3_clear_bindings(stmt);
         return result;
     }
-    return run(ledger, stmt);
+    return run(ledger, stmt, why, sizeof(why));
 }
 
 /* Sets key to the integer of column col, or to null when the column is NULL. */

@@ -1,10 +1,17 @@
 /* The ledger: live leases in SQLite (WAL), so that a restarted gpushared finds every one again.
  *
- * Durability: journal_mode=WAL with synchronous=NORMAL. A committed transaction survives the
- * daemon being killed (kill -9) at any instruction; after a power loss or kernel crash the last
- * transactions before the crash may be lost (WAL frames not yet checkpointed to disk), never the
- * database's consistency. Writes are grouped: they open a transaction that gs__ledger_commit
- * ends, once per event-loop iteration (group commit), before any reply about them is sent. */
+ * Durability: journal_mode=WAL with synchronous=NORMAL. Every write is its own transaction,
+ * committed before the call returns: a write that returned 0 survives the daemon being killed
+ * (kill -9) at any instruction, and one that failed (a full disk, an I/O error) left nothing
+ * behind, so the operation it belongs to fails with it (a lease whose row was not written is
+ * not granted). After a power loss or kernel crash the last transactions before the crash may be
+ * lost (WAL frames not yet checkpointed to disk), never the database's consistency.
+ *
+ * Trust: the ledger is root's file, but a damaged one must not make the daemon act on garbage.
+ * Opening runs SQLite's integrity_check and refuses a ledger that fails it (with one line, see
+ * gpushared(8) for the recovery); every read checks its errors; a row that cannot be decoded is
+ * reported and skipped. Paths are never taken from the ledger (the region column names the
+ * lease's region, see regions.h). */
 #ifndef GS_DAEMON_LEDGER_H
 #define GS_DAEMON_LEDGER_H
 
@@ -40,36 +47,41 @@ typedef struct gs__lease_record {
     gs_lease_request_t request;
     unsigned n_parts;
     gs__record_part_t parts[GS_MAX_DEVICES];
-    uint32_t compute_share; /* percent given to the shim, 0 = not limited */
-    char region[GS__PATH_MAX];
+    uint32_t compute_share;    /* percent given to the shim, 0 = not limited */
+    char region[GS__PATH_MAX]; /* how its processes join its region (regions.h) */
+    uint64_t region_ino;       /* its region's inode: the one a restarted daemon looks for */
     gs__lease_state_t state;
     int64_t granted_at_ms; /* CLOCK_REALTIME */
 } gs__lease_record_t;
 
 typedef struct gs__ledger gs__ledger_t;
 
-/* Opens (creating when missing, mode 0600) the ledger at path. Returns 0 and *out, or
- * GS_EIO / GS_EVERSION (written by a newer gpushared) with a message in err. */
+/* Opens (creating when missing, mode 0600) the ledger at path and checks it. Returns 0 and
+ * *out, or GS_EIO (unreadable, or damaged: integrity_check failed) / GS_EVERSION (written by a
+ * newer gpushared) with one line in err. */
 int gs__ledger_open(const char *path, gs__ledger_t **out, char *err, size_t errlen);
 
-/* Commits pending writes and closes (NULL is fine). */
+/* Closes (NULL is fine). */
 void gs__ledger_close(gs__ledger_t *ledger);
 
+/* The ledger's path. */
+const char *gs__ledger_path(const gs__ledger_t *ledger);
+
 /* Returns an id never used before in this ledger (ids are never reused, even after a lease's
- * row is deleted). */
+ * row is deleted or a failed write). */
 uint64_t gs__ledger_next_id(gs__ledger_t *ledger);
 
-/* Inserts or replaces the lease's row. Returns 0 or GS_EIO (logged). */
-int gs__ledger_put(gs__ledger_t *ledger, const gs__lease_record_t *rec);
+/* Inserts or replaces the lease's row, committed. Returns 0, or GS_EIO with SQLite's reason in
+ * why (the row is not there). */
+int gs__ledger_put(gs__ledger_t *ledger, const gs__lease_record_t *rec, char *why, size_t whylen);
 
-/* Updates a lease's state. Returns 0 or GS_EIO. */
-int gs__ledger_set_state(gs__ledger_t *ledger, uint64_t id, gs__lease_state_t state);
+/* Updates a lease's state, committed. Returns 0, or GS_EIO with the reason in why (logged). */
+int gs__ledger_set_state(gs__ledger_t *ledger, uint64_t id, gs__lease_state_t state, char *why,
+                         size_t whylen);
 
-/* Deletes a lease's row (the lease ended). Returns 0 or GS_EIO. */
-int gs__ledger_delete(gs__ledger_t *ledger, uint64_t id);
-
-/* Makes every write since the last commit durable (see above). Returns 0 or GS_EIO. */
-int gs__ledger_commit(gs__ledger_t *ledger);
+/* Deletes a lease's row (the lease ended), committed. Returns 0, or GS_EIO with the reason in
+ * why (the row is still there). */
+int gs__ledger_delete(gs__ledger_t *ledger, uint64_t id, char *why, size_t whylen);
 
 /* Moves the write-ahead log into the database file (call when idle). Never fails: a failed
  * checkpoint is logged and retried next time; the data is safe in the log meanwhile. */
@@ -86,8 +98,8 @@ typedef struct gs__history_entry {
     const char *reason;             /* why it ended: "released", "time limit", ... */
 } gs__history_entry_t;
 
-/* Records an ended lease in the history table (same transaction as the other writes). Returns 0
- * or GS_EIO (logged). */
+/* Records an ended lease in the history table (its own transaction, committed). Returns 0 or
+ * GS_EIO (logged). */
 int gs__ledger_history_add(gs__ledger_t *ledger, const gs__history_entry_t *entry);
 
 /* The ended leases that q asks for, most recent first, as a JSON array of history objects
@@ -97,8 +109,18 @@ int gs__ledger_history(gs__ledger_t *ledger, const gs_history_query_t *q, int64_
                        const char *user, json_t **out);
 
 /* Calls fn for every stored lease, in id order; stops at the first nonzero return, which it
- * returns. Rows that cannot be decoded are logged and skipped. */
+ * returns. Rows that cannot be decoded are logged and skipped. Returns GS_EIO (logged) when
+ * the ledger cannot be read to its end. */
 int gs__ledger_load(gs__ledger_t *ledger, int (*fn)(void *arg, const gs__lease_record_t *rec),
                     void *arg);
+
+/* Nonzero while the ledger's file is the one opened (not removed or replaced). */
+int gs__ledger_intact(const gs__ledger_t *ledger);
+
+/* Writes a new ledger at the same path from recs (n rows), keeping the id sequence, and
+ * continues with it; for a file that was removed under the daemon. Returns 0 or -errno with one
+ * line in err (the ledger is then unusable). */
+int gs__ledger_rewrite(gs__ledger_t *ledger, const gs__lease_record_t *const *recs, unsigned n,
+                       char *err, size_t errlen);
 
 #endif

@@ -121,6 +121,21 @@ static int set_override(char *dst, size_t len, const char *value, const char *wh
     return 0;
 }
 
+/* Jobs find the daemon by its socket's path (GPUSHARE_REGION) from their own directories. */
+static int absolute_socket(gs__config_t *cfg)
+{
+    if (cfg->socket[0] == '/')
+        return 0;
+    char cwd[GS__PATH_MAX], path[2 * GS__PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)) == NULL ||
+        (size_t)snprintf(path, sizeof(path), "%s/%s", cwd, cfg->socket) >= sizeof(cfg->socket)) {
+        gs_error("socket \"%s\": cannot make it an absolute path", cfg->socket);
+        return GS_EINVAL;
+    }
+    memcpy(cfg->socket, path, strlen(path) + 1);
+    return 0;
+}
+
 /* Defaults, then the config file, then $GPUSHARE_SOCKET, then the command line. */
 static int load_config(gs__config_t *cfg, const options_t *opts)
 {
@@ -155,6 +170,8 @@ static int load_config(gs__config_t *cfg, const options_t *opts)
     if (result == 0)
         result = set_override(cfg->metrics_listen, sizeof(cfg->metrics_listen),
                               opts->metrics_listen, "--metrics-listen");
+    if (result == 0)
+        result = absolute_socket(cfg);
     return result;
 }
 
@@ -202,10 +219,11 @@ static int start(gs__daemon_t *d)
         gs_error("%s", err);
         return result;
     }
-    result = gs__leases_restore(d);
-    if (result != 0)
-        gs_error("cannot read the leases from %s", db);
-    return result;
+    if (d->cfg.region_dir[0] != '\0')
+        gs_warn("region_dir = %s is no longer used: lease regions are sealed memfds of the "
+                "daemon (ignored)",
+                d->cfg.region_dir);
+    return gs__leases_restore(d); /* a ledger that cannot be read is logged by the ledger */
 }
 
 static void block_signals(void)
@@ -230,10 +248,11 @@ static void stop(gs__daemon_t *d)
     gs__place_engine_free();
     gs__ledger_close(d->ledger);
     gs__inventory_close(d->inv);
+    gs__users_free(&d->users);
 }
 
-/* Each live lease keeps its region file open (reaping asks the kernel about the liveness locks
- * on it), so a busy node needs more descriptors than the usual soft limit of 1024. */
+/* Each live lease keeps its region open (the kernel is asked about the locks on it), so a busy
+ * node needs more descriptors than the usual soft limit of 1024. */
 static void raise_fd_limit(void)
 {
     struct rlimit lim;
@@ -276,9 +295,10 @@ int main(int argc, char **argv)
         gs_error("%s", err);
     if (result == 0 && (result = gs__server_run(d, err, sizeof(err))) != 0)
         gs_error("%s", err);
+    int fatal = d->fatal;
     stop(d);
     free(d);
     if (result == GS_EINVAL || result == GS_ENOSYS)
         return EXIT_CONFIG;
-    return result == 0 ? 0 : 1;
+    return result == 0 && !fatal ? 0 : 1;
 }

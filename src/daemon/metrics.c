@@ -1,4 +1,4 @@
-/* Prometheus metrics: rendering from the daemon's state, and the libmicrohttpd endpoint. */
+/* Prometheus metrics: rendering from the daemon's state, served by the endpoint (http.h). */
 #include "metrics.h"
 
 #include "config.h"
@@ -6,20 +6,14 @@
 #include "watchdog.h"
 #include "gpushare/error.h"
 #include "gpushare/log.h"
+#include "http.h"
 
-#include <arpa/inet.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct gs__metrics {
-    struct MHD_Daemon *mhd;
-    pthread_mutex_t lock;
-    char *text; /* the latest rendering, owned; under lock */
-    size_t len;
+    gs__http_t *http;
 };
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -254,16 +248,20 @@ void gs__metrics_render(gs__daemon_t *d, FILE *f)
 {
     render_gpus(f, d);
     gs__modes_metrics(d, f);
-    lease_row_t *rows = calloc(d->n_leases + 1, sizeof(*rows));
-    unsigned n = 0;
-    for (const gs__lease_t *lease = d->leases; rows != NULL && lease != NULL;
-         lease = lease->next, n++) {
-        rows[n].lease = lease;
-        gs__lease_use(lease, &rows[n].use);
+    /* Per-lease series name users: only where the configuration says every local user may see
+     * them (the endpoint has no authentication). */
+    if (d->cfg.metrics_users == GS__METRICS_USERS_ALL) {
+        lease_row_t *rows = calloc(d->n_leases + 1, sizeof(*rows));
+        unsigned n = 0;
+        for (const gs__lease_t *lease = d->leases; rows != NULL && lease != NULL;
+             lease = lease->next, n++) {
+            rows[n].lease = lease;
+            gs__lease_use(lease, &rows[n].use);
+        }
+        render_leases(f, d, rows, n);
+        free(rows);
     }
-    render_leases(f, d, rows, n);
-    free(rows);
-    gs__watchdog_render_metrics(d, f);
+    gs__watchdog_render_metrics(d, f, d->cfg.metrics_users == GS__METRICS_USERS_ALL);
     render_node(f, d);
 }
 
@@ -298,50 +296,7 @@ void gs__metrics_publish(gs__daemon_t *d)
         free(text);
         return;
     }
-    pthread_mutex_lock(&m->lock);
-    char *old = m->text;
-    m->text = text;
-    m->len = len;
-    pthread_mutex_unlock(&m->lock);
-    free(old);
-}
-
-static enum MHD_Result reply(struct MHD_Connection *connection, unsigned status, const char *type,
-                             const char *body, size_t len)
-{
-    struct MHD_Response *response =
-        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (response == NULL)
-        return MHD_NO;
-    MHD_add_response_header(response, "Content-Type", type);
-    enum MHD_Result result = MHD_queue_response(connection, status, response);
-    MHD_destroy_response(response);
-    return result;
-}
-
-static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, const char *url,
-                              const char *method, const char *version, const char *upload_data,
-                              size_t *upload_data_size, void **con_cls)
-{
-    (void)version;
-    (void)upload_data;
-    (void)upload_data_size;
-    (void)con_cls;
-    struct gs__metrics *m = cls;
-    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-        static const char text[] = "only GET is served\n";
-        return reply(connection, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", text, sizeof(text) - 1);
-    }
-    if (strcmp(url, "/metrics") != 0) {
-        static const char text[] = "gpushared: metrics are at /metrics\n";
-        return reply(connection, strcmp(url, "/") == 0 ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND,
-                     "text/plain", text, sizeof(text) - 1);
-    }
-    pthread_mutex_lock(&m->lock);
-    enum MHD_Result result =
-        reply(connection, MHD_HTTP_OK, CONTENT_TYPE, m->text != NULL ? m->text : "", m->len);
-    pthread_mutex_unlock(&m->lock);
-    return result;
+    gs__http_publish(m->http, text, len);
 }
 
 int gs__metrics_start(gs__daemon_t *d, char *err, size_t errlen)
@@ -357,23 +312,17 @@ int gs__metrics_start(gs__daemon_t *d, char *err, size_t errlen)
     struct gs__metrics *m = calloc(1, sizeof(*m));
     if (m == NULL)
         return GS_ENOMEM;
-    pthread_mutex_init(&m->lock, NULL);
-    struct sockaddr_in sin = {
-        .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(addr)};
-    m->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, port, NULL, NULL, handle, m,
-                              MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_END);
-    if (m->mhd == NULL) {
-        snprintf(err, errlen, "cannot serve metrics on %s (is the port taken?)",
-                 d->cfg.metrics_listen);
-        pthread_mutex_destroy(&m->lock);
+    int result = gs__http_start(addr, port, "/metrics", CONTENT_TYPE, &m->http);
+    if (result != 0) {
+        snprintf(err, errlen, "cannot serve metrics on %s: %s", d->cfg.metrics_listen,
+                 result == GS_EBUSY ? "the port is taken" : gs_strerror(result));
         free(m);
-        return GS_EBUSY;
+        return result;
     }
     d->metrics = m;
     gs__metrics_publish(d);
-    gs_info("metrics on http://%s/metrics", d->cfg.metrics_listen);
+    gs_info("metrics on http://%s/metrics (per-lease series: %s)", d->cfg.metrics_listen,
+            d->cfg.metrics_users == GS__METRICS_USERS_ALL ? "all, with users" : "none");
     return 0;
 }
 
@@ -382,9 +331,7 @@ void gs__metrics_stop(gs__daemon_t *d)
     struct gs__metrics *m = d->metrics;
     if (m == NULL)
         return;
-    MHD_stop_daemon(m->mhd);
-    pthread_mutex_destroy(&m->lock);
-    free(m->text);
+    gs__http_stop(m->http);
     free(m);
     d->metrics = NULL;
 }

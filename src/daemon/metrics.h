@@ -1,12 +1,14 @@
-/* Prometheus metrics on http://ADDR:PORT/metrics (libmicrohttpd, its own thread).
+/* Prometheus metrics on http://ADDR:PORT/metrics (http.h: its own thread and event loop).
  *
  * The event loop renders the text from its state once a second (gs__metrics_publish) and swaps
- * it in under a mutex; the HTTP thread only copies the latest text out, so a scrape never
- * blocks or races the loop. Series (docs/api.md, "Metrics"): per GPU with dcgm-exporter's names
- * where one exists (DCGM_FI_DEV_FB_USED/FREE in MiB, DCGM_FI_DEV_GPU_UTIL) and gpushare_gpu_*;
- * per lease gpushare_lease_* labelled with lease id and user (never the command); node counters
- * gpushare_*_total. Labels are snake_case (gpu, uuid, model_name, hostname) rather than
- * dcgm-exporter's UUID / modelName / Hostname, which promtool's lint rejects. */
+ * it in; the HTTP thread only sends the latest text, so a scrape never blocks or races the
+ * loop, and other clients' idle connections never keep a scrape out. Per-lease series (which
+ * name users) are rendered only with metrics_users = all. Series (docs/api.md, "Metrics"): per GPU
+ * with dcgm-exporter's names where one exists (DCGM_FI_DEV_FB_USED/FREE in MiB,
+ * DCGM_FI_DEV_GPU_UTIL) and gpushare_gpu_*; per lease gpushare_lease_* labelled with lease id and
+ * user (never the command); node counters gpushare_*_total. Labels are snake_case (gpu, uuid,
+ * model_name, hostname) rather than dcgm-exporter's UUID / modelName / Hostname, which promtool's
+ * lint rejects. */
 #ifndef GS_DAEMON_METRICS_H
 #define GS_DAEMON_METRICS_H
 

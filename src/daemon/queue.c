@@ -7,8 +7,41 @@ void gs__queue_init(gs__queue_t *q)
 {
     q->head = NULL;
     q->tail = NULL;
+    q->dl_head = NULL;
+    q->dl_tail = NULL;
     q->next_seq = 1;
     q->length = 0;
+}
+
+/* Deadlines mostly come in order (the same timeout asked again): walk back from the last. */
+static void deadline_insert(gs__queue_t *q, gs__waiter_t *w)
+{
+    gs__waiter_t *after = q->dl_tail;
+    while (after != NULL && after->deadline_ms > w->deadline_ms)
+        after = after->dl_prev;
+    w->dl_prev = after;
+    w->dl_next = after != NULL ? after->dl_next : q->dl_head;
+    if (w->dl_next != NULL)
+        w->dl_next->dl_prev = w;
+    else
+        q->dl_tail = w;
+    if (after != NULL)
+        after->dl_next = w;
+    else
+        q->dl_head = w;
+}
+
+static void deadline_remove(gs__queue_t *q, gs__waiter_t *w)
+{
+    if (w->dl_prev != NULL)
+        w->dl_prev->dl_next = w->dl_next;
+    else if (q->dl_head == w)
+        q->dl_head = w->dl_next;
+    if (w->dl_next != NULL)
+        w->dl_next->dl_prev = w->dl_prev;
+    else if (q->dl_tail == w)
+        q->dl_tail = w->dl_prev;
+    w->dl_prev = w->dl_next = NULL;
 }
 
 void gs__queue_push(gs__queue_t *q, gs__waiter_t *w)
@@ -30,6 +63,8 @@ void gs__queue_push(gs__queue_t *q, gs__waiter_t *w)
     else
         q->head = w;
     q->length++;
+    if (w->deadline_ms != 0)
+        deadline_insert(q, w);
 }
 
 void gs__queue_remove(gs__queue_t *q, gs__waiter_t *w)
@@ -45,6 +80,13 @@ void gs__queue_remove(gs__queue_t *q, gs__waiter_t *w)
     w->prev = NULL;
     w->next = NULL;
     q->length--;
+    if (w->deadline_ms != 0)
+        deadline_remove(q, w);
+}
+
+gs__waiter_t *gs__queue_first_deadline(const gs__queue_t *q)
+{
+    return q->dl_head;
 }
 
 unsigned gs__queue_position(const gs__queue_t *q, const gs__waiter_t *w)

@@ -25,17 +25,19 @@ typedef struct gs__wait {
 /* A queued request. The queue links it (intrusive list) but does not own it. */
 typedef struct gs__waiter {
     struct gs__waiter *prev, *next;
-    uint64_t seq;        /* arrival order, set by gs__queue_push */
-    int64_t deadline_ms; /* CLOCK_MONOTONIC ms when it gives up, 0 = never */
-    int64_t queued_ms;   /* CLOCK_MONOTONIC ms when it arrived */
-    void *owner;         /* the connection that asked */
-    uint32_t uid;        /* the lease's user (the caller, or whom root asks for) */
+    struct gs__waiter *dl_prev, *dl_next; /* among those with a deadline, soonest first */
+    uint64_t seq;                         /* arrival order, set by gs__queue_push */
+    int64_t deadline_ms;                  /* CLOCK_MONOTONIC ms when it gives up, 0 = never */
+    int64_t queued_ms;                    /* CLOCK_MONOTONIC ms when it arrived */
+    void *owner;                          /* the connection that asked */
+    uint32_t uid;                         /* the lease's user (the caller, or whom root asks for) */
     gs_lease_request_t req;
     gs__wait_t wait;
 } gs__waiter_t;
 
 typedef struct gs__queue {
     gs__waiter_t *head, *tail;
+    gs__waiter_t *dl_head, *dl_tail; /* waiters with a deadline, soonest first */
     uint64_t next_seq;
     unsigned length;
 } gs__queue_t;
@@ -44,11 +46,15 @@ typedef struct gs__queue {
 void gs__queue_init(gs__queue_t *q);
 
 /* Appends w behind every waiter of the same or higher priority (w->req.priority) and sets
- * w->seq. w must not be in a queue. */
+ * w->seq; a waiter with a deadline also joins the deadline order. w must not be in a queue. */
 void gs__queue_push(gs__queue_t *q, gs__waiter_t *w);
 
 /* Unlinks w, which must be in q. */
 void gs__queue_remove(gs__queue_t *q, gs__waiter_t *w);
+
+/* The waiter whose deadline comes first, NULL when none has one: timeouts are found without
+ * looking at the others. */
+gs__waiter_t *gs__queue_first_deadline(const gs__queue_t *q);
 
 /* Returns w's 1-based position in q (1 = served next). w must be in q. */
 unsigned gs__queue_position(const gs__queue_t *q, const gs__waiter_t *w);

@@ -1,11 +1,12 @@
-/* The lease regions' directory: creation, ownership and removal of region files. */
+/* Lease regions: sealed memfds, their join spec, the pool of idle ones, the state directory. */
 #include "regions.h"
 
 #include "gpushare/error.h"
 
-#include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -44,31 +45,30 @@ static void make_parents(const char *path)
     }
 }
 
-void gs__regions_dir(const gs__config_t *cfg, char *buf, size_t len)
-{
-    if (cfg->region_dir[0] != '\0')
-        snprintf(buf, len, "%s", cfg->region_dir);
-    else
-        snprintf(buf, len, "%s/regions", cfg->state_dir);
-}
-
 int gs__regions_init(const gs__config_t *cfg, char *err, size_t errlen)
 {
-    char path[GS__PATH_MAX + 16];
     make_parents(cfg->state_dir);
-    int result = make_dir(cfg->state_dir, 0755, err, errlen);
-    if (result != 0)
-        return result;
-    gs__regions_dir(cfg, path, sizeof(path));
-    make_parents(path);
-    return make_dir(path, 0711, err, errlen);
+    return make_dir(cfg->state_dir, 0755, err, errlen);
 }
 
-void gs__regions_path(const gs__config_t *cfg, uint64_t id, char *buf, size_t len)
+void gs__regions_spec(const char *socket, uint64_t id, char *buf, size_t len)
 {
-    char dir[GS__PATH_MAX + 16];
-    gs__regions_dir(cfg, dir, sizeof(dir));
-    snprintf(buf, len, "%s/%llu", dir, (unsigned long long)id);
+    snprintf(buf, len, "gpushared:%" PRIu64 ":%s", id, socket);
+}
+
+int gs__regions_spec_is(const char *spec, uint64_t id)
+{
+    char prefix[48];
+    int n = snprintf(prefix, sizeof(prefix), "gpushared:%" PRIu64 ":", id);
+    return strncmp(spec, prefix, (size_t)n) == 0 && spec[n] == '/';
+}
+
+uint64_t gs__regions_ino(const gs_region_t *region)
+{
+    struct stat st;
+    if (region == NULL || gs_region_fd(region) < 0 || fstat(gs_region_fd(region), &st) != 0)
+        return 0;
+    return (uint64_t)st.st_ino;
 }
 
 gs__regions_owner_t gs__regions_self(void)
@@ -77,46 +77,8 @@ gs__regions_owner_t gs__regions_self(void)
     return self;
 }
 
-int gs__regions_create(const char *path, const gs_region_config_t *rcfg, uid_t uid, gid_t gid,
-                       gs__regions_owner_t self, gs_region_t **out, char *err, size_t errlen)
-{
-    if (uid != self.uid && self.uid != 0) {
-        snprintf(err, errlen,
-                 "gpushared runs as uid %u and cannot give a region to uid %u (run it as root)",
-                 (unsigned)self.uid, (unsigned)uid);
-        return GS_EPERM;
-    }
-    gs_region_t *region = NULL;
-    int result = gs_region_create(path, rcfg, 0600, &region);
-    if (result == GS_EEXIST) {
-        unlink(path); /* a stale file of a lease whose grant never reached the ledger */
-        result = gs_region_create(path, rcfg, 0600, &region);
-    }
-    if (result != 0) {
-        snprintf(err, errlen, "cannot create the lease region %s: %s", path, gs_strerror(result));
-        return result;
-    }
-    if (self.uid == 0 && (uid != self.uid || gid != self.gid) && chown(path, uid, gid) != 0) {
-        result = -errno;
-        snprintf(err, errlen, "cannot give the lease region %s to uid %u: %s", path, (unsigned)uid,
-                 gs_strerror(result));
-        gs__regions_remove(path, region);
-        return result;
-    }
-    *out = region;
-    return 0;
-}
-
-void gs__regions_remove(const char *path, gs_region_t *region)
-{
-    gs_region_close(region);
-    if (path[0] != '\0')
-        unlink(path);
-}
-
-int gs__regions_take(gs__region_pool_t *pool, const gs__config_t *cfg, uint64_t id,
-                     const gs_region_config_t *rcfg, uid_t uid, gid_t gid, gs__regions_owner_t self,
-                     char *path, size_t pathlen, gs_region_t **out, char *err, size_t errlen)
+int gs__regions_take(gs__region_pool_t *pool, const gs_region_config_t *rcfg, uid_t uid, gid_t gid,
+                     gs_region_t **out, char *err, size_t errlen)
 {
     for (unsigned i = 0; i < pool->n;) {
         if (pool->idle[i].uid != uid || pool->idle[i].gid != gid) {
@@ -124,27 +86,27 @@ int gs__regions_take(gs__region_pool_t *pool, const gs__config_t *cfg, uint64_t 
             continue;
         }
         gs_region_t *region = pool->idle[i].region;
-        snprintf(path, pathlen, "%s", pool->idle[i].path);
         pool->idle[i] = pool->idle[--pool->n];
         if (gs_region_recycle(region, rcfg) == 0) {
             *out = region;
             return 0;
         }
-        gs__regions_remove(path, region); /* something still holds it: never reuse it */
+        gs_region_close(region); /* something maps it again: never reuse it */
     }
-    gs__regions_path(cfg, id, path, pathlen);
-    return gs__regions_create(path, rcfg, uid, gid, self, out, err, errlen);
+    int result = gs_region_create_sealed(rcfg, out);
+    if (result != 0)
+        snprintf(err, errlen, "cannot create the lease's region: %s", gs_strerror(result));
+    return result;
 }
 
-void gs__regions_give_back(gs__region_pool_t *pool, const char *path, gs_region_t *region,
-                           uid_t uid, gid_t gid)
+void gs__regions_give_back(gs__region_pool_t *pool, gs_region_t *region, uid_t uid, gid_t gid)
 {
-    if (region == NULL || pool->n == GS__REGION_POOL_MAX || gs_region_attached(region) != 0 ||
-        strlen(path) >= sizeof(pool->idle[0].path)) {
-        gs__regions_remove(path, region);
+    if (region == NULL)
+        return;
+    if (pool->n == GS__REGION_POOL_MAX || gs_region_in_use(region) != 0) {
+        gs_region_close(region);
         return;
     }
-    snprintf(pool->idle[pool->n].path, sizeof(pool->idle[0].path), "%s", path);
     pool->idle[pool->n].region = region;
     pool->idle[pool->n].uid = uid;
     pool->idle[pool->n].gid = gid;
@@ -155,27 +117,6 @@ void gs__regions_pool_clear(gs__region_pool_t *pool)
 {
     while (pool->n > 0) {
         pool->n--;
-        gs__regions_remove(pool->idle[pool->n].path, pool->idle[pool->n].region);
+        gs_region_close(pool->idle[pool->n].region);
     }
-}
-
-int gs__regions_sweep(const gs__config_t *cfg, int (*in_use)(void *arg, const char *path),
-                      void *arg)
-{
-    char dir[GS__PATH_MAX + 16], path[2 * GS__PATH_MAX + 32];
-    gs__regions_dir(cfg, dir, sizeof(dir));
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return 0;
-    int removed = 0;
-    struct dirent *entry;
-    while ((entry = readdir(d)) != NULL) {
-        if (entry->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", dir, entry->d_name);
-        if (!in_use(arg, path) && unlink(path) == 0)
-            removed++;
-    }
-    closedir(d);
-    return removed;
 }

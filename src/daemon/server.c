@@ -1,6 +1,8 @@
-/* The API server: unix socket, epoll loop, line framing, idle timeouts, group-committed replies. */
+/* The API server: unix socket, epoll loop, accepting under per-user limits, line framing, idle
+ * connections. */
 #include "server.h"
 #include "api.h"
+#include "conn.h"
 #include "metrics.h"
 #include "mode.h"
 #include "watchdog.h"
@@ -10,7 +12,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,31 +23,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define TICK_MS    100                 /* queue timeouts and idle connections */
-#define REAP_MS    250                 /* the reaper */
-#define REFRESH_MS 1000                /* NVML figures and the metrics snapshot */
-#define OUT_MAX    (64u * 1024 * 1024) /* a client that reads nothing is cut off here */
+#define TICK_MS    100  /* queue timeouts and idle connections */
+#define REAP_MS    250  /* the reaper */
+#define REFRESH_MS 1000 /* NVML figures, the metrics snapshot, the ledger's file */
 #define MAX_EVENTS 64
-
-struct server;
-
-struct gs__conn {
-    struct gs__conn *prev, *next;
-    struct server *server;
-    int fd;
-    gs__cred_t cred;
-    char *in;
-    size_t in_len;
-    char *out;
-    size_t out_len, out_cap;
-    int64_t last_active_ms;
-    int closing; /* close once the output is written */
-    int dead;    /* gone: free at the end of the iteration */
-    int pending; /* in the list of connections with output to write */
-    int watching_out;
-    unsigned leases; /* leases held through this connection */
-    struct gs__conn *next_pending;
-};
+#define ACCEPT_MAX 1024 /* connections taken per wake-up */
+/* Connections waiting to be taken: everyone's, first come first served. A short queue bounds
+ * how long a caller waits behind another user's flood of connections (each is refused in a few
+ * microseconds); a caller that finds it full waits in connect() for its turn. */
+#define LISTEN_BACKLOG 128
 
 typedef struct server {
     gs__daemon_t *d;
@@ -55,7 +40,8 @@ typedef struct server {
     int signal_fd;
     int stop;
     gs__conn_t *conns;
-    gs__conn_t *pending; /* connections with output, written after the commit */
+    gs__conn_t *idle_head, *idle_tail; /* by last activity, oldest first */
+    gs__conn_t *pending;               /* connections with output to write */
     unsigned n_conns;
     int spare_fd; /* kept open to refuse connections cleanly when out of descriptors */
 } server_t;
@@ -63,117 +49,122 @@ typedef struct server {
 /* Tags for epoll: the two special descriptors; connections are their own pointers. */
 static char listen_tag, signal_tag;
 
-const gs__cred_t *gs__conn_cred(const gs__conn_t *conn)
+void gs__server_pending(server_t *s, gs__conn_t *conn)
 {
-    return &conn->cred;
-}
-
-static int reserve_out(gs__conn_t *conn, size_t extra)
-{
-    if (conn->out_len + extra <= conn->out_cap)
-        return 0;
-    if (conn->out_len + extra > OUT_MAX)
-        return GS_ENOSPC;
-    size_t cap = conn->out_cap ? conn->out_cap : 4096;
-    while (cap < conn->out_len + extra)
-        cap *= 2;
-    char *grown = realloc(conn->out, cap);
-    if (grown == NULL)
-        return GS_ENOMEM;
-    conn->out = grown;
-    conn->out_cap = cap;
-    return 0;
-}
-
-void gs__conn_send(gs__conn_t *conn, json_t *msg)
-{
-    if (msg == NULL)
+    if (conn->pending)
         return;
-    char *text = conn->dead ? NULL : json_dumps(msg, JSON_COMPACT);
-    json_decref(msg);
-    if (text == NULL)
-        return;
-    size_t len = strlen(text);
-    if (reserve_out(conn, len + 1) != 0) {
-        gs_warn("client pid %d reads nothing: closing its connection", (int)conn->cred.pid);
-        conn->dead = 1;
-    } else {
-        memcpy(conn->out + conn->out_len, text, len);
-        conn->out[conn->out_len + len] = '\n';
-        conn->out_len += len + 1;
-        if (!conn->pending) {
-            conn->pending = 1;
-            conn->next_pending = conn->server->pending;
-            conn->server->pending = conn;
-        }
-    }
-    free(text);
+    conn->pending = 1;
+    conn->next_pending = s->pending;
+    s->pending = conn;
 }
 
-void gs__conn_count_lease(gs__conn_t *conn, int delta)
+size_t gs__server_out_max(const server_t *s)
 {
-    if (delta < 0 && conn->leases > 0)
-        conn->leases--;
-    else if (delta > 0)
-        conn->leases++;
+    return s->d->cfg.max_output_per_connection;
 }
 
-unsigned gs__conn_leases(const gs__conn_t *conn)
+static void idle_remove(server_t *s, gs__conn_t *conn)
 {
-    return conn->leases;
+    if (conn->idle_prev != NULL)
+        conn->idle_prev->idle_next = conn->idle_next;
+    else if (s->idle_head == conn)
+        s->idle_head = conn->idle_next;
+    if (conn->idle_next != NULL)
+        conn->idle_next->idle_prev = conn->idle_prev;
+    else if (s->idle_tail == conn)
+        s->idle_tail = conn->idle_prev;
+    conn->idle_prev = conn->idle_next = NULL;
 }
 
-void gs__conn_close(gs__conn_t *conn)
+/* Marks conn active now: it moves to the end of the idle list. */
+static void touch(server_t *s, gs__conn_t *conn, int64_t now)
 {
-    conn->closing = 1;
-}
-
-static void lookup_user(gs__cred_t *cred)
-{
-    struct passwd pw, *found = NULL;
-    char buf[4096];
-    if (getpwuid_r(cred->uid, &pw, buf, sizeof(buf), &found) == 0 && found != NULL)
-        snprintf(cred->user, sizeof(cred->user), "%s", found->pw_name);
+    conn->last_active_ms = now;
+    idle_remove(s, conn);
+    conn->idle_prev = s->idle_tail;
+    if (s->idle_tail != NULL)
+        s->idle_tail->idle_next = conn;
     else
-        snprintf(cred->user, sizeof(cred->user), "%u", (unsigned)cred->uid);
+        s->idle_head = conn;
+    s->idle_tail = conn;
+}
+
+/* Answers a connection that is not taken with one error line (if its socket has room) and
+ * closes it; the log says so at most every 5 s per user. */
+static void turn_away(server_t *s, int fd, gs__user_t *user, const gs__cred_t *cred)
+{
+    char line[256];
+    int n = snprintf(line, sizeof(line),
+                     "{\"ok\":false,\"error\":{\"code\":\"busy\",\"message\":\"user %s already has "
+                     "%u connections to gpushared, the most one user may have "
+                     "(max_connections_per_user)\"}}\n",
+                     cred->user, user->conns);
+    if (n > 0 && (size_t)n < sizeof(line))
+        send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    close(fd);
+    if (gs__users_log_due(user, gs__now_ms())) {
+        gs_warn("user %s has %u connections (max_connections_per_user): refused another%s",
+                cred->user, user->conns,
+                user->refused > 0 ? " (and more since the last line)" : "");
+        user->refused = 0;
+    }
+    (void)s;
+}
+
+/* Reads who is calling; refuses a user at their connection limit. Returns 0 or -1 (fd closed).
+ * A refusal costs a few system calls: a flood of connections delays the others behind it in the
+ * socket's queue as little as possible. */
+static int admit(server_t *s, int fd, gs__cred_t *cred, gs__user_t **user)
+{
+    struct ucred uc;
+    socklen_t len = sizeof(uc);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) != 0 ||
+        (*user = gs__users_get(&s->d->users, uc.uid)) == NULL) {
+        close(fd);
+        return -1;
+    }
+    memset(cred, 0, sizeof(*cred));
+    cred->uid = uc.uid;
+    cred->gid = uc.gid;
+    cred->pid = uc.pid;
+    snprintf(cred->user, sizeof(cred->user), "%s", (*user)->name);
+    if (uc.uid != 0 && (*user)->conns >= s->d->cfg.max_connections_per_user) {
+        turn_away(s, fd, *user, cred);
+        return -1;
+    }
+    if (!gs_proc_alive(uc.pid, &cred->start))
+        cred->start = 0;
+    return 0;
 }
 
 static void accept_one(server_t *s, int fd)
 {
-    struct ucred uc;
-    socklen_t len = sizeof(uc);
+    gs__cred_t cred;
+    gs__user_t *user = NULL;
+    if (admit(s, fd, &cred, &user) != 0)
+        return;
     gs__conn_t *conn = calloc(1, sizeof(*conn));
-    if (conn == NULL || (conn->in = malloc(GS_PROTO_LINE_MAX)) == NULL ||
-        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) != 0) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = conn};
+    if (conn == NULL || epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
         gs_error("cannot take a connection: %s", gs_strerror(conn ? -errno : GS_ENOMEM));
-        if (conn != NULL)
-            free(conn->in);
         free(conn);
         close(fd);
         return;
     }
     conn->fd = fd;
+    conn->pass_fd = -1;
     conn->server = s;
-    conn->cred.uid = uc.uid;
-    conn->cred.gid = uc.gid;
-    conn->cred.pid = uc.pid;
-    if (!gs_proc_alive(uc.pid, &conn->cred.start))
-        conn->cred.start = 0;
-    lookup_user(&conn->cred);
-    conn->last_active_ms = gs__now_ms();
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = conn};
-    if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        free(conn->in);
-        free(conn);
-        close(fd);
-        return;
-    }
+    conn->cred = cred;
+    conn->user = user;
+    conn->events = EPOLLIN;
+    user->conns++;
     conn->next = s->conns;
     if (s->conns != NULL)
         s->conns->prev = conn;
     s->conns = conn;
     s->n_conns++;
-    gs_debug("connection from pid %d (user %s)", (int)uc.pid, conn->cred.user);
+    touch(s, conn, gs__now_ms());
+    gs_debug("connection from pid %d (user %s)", (int)cred.pid, cred.user);
 }
 
 /* Out of file descriptors, a pending connection would wake the (level-triggered) loop forever:
@@ -191,7 +182,7 @@ static void refuse_one(server_t *s)
 
 static void accept_all(server_t *s)
 {
-    for (int i = 0; i < 64; i++) {
+    for (int i = 0; i < ACCEPT_MAX; i++) {
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
             refuse_one(s);
@@ -210,7 +201,7 @@ static void accept_all(server_t *s)
  * the end of the iteration (epoll events of this iteration may still point at it). */
 static void conn_gone(server_t *s, gs__conn_t *conn)
 {
-    if (conn->dead && conn->fd < 0)
+    if (conn->fd < 0)
         return;
     conn->dead = 1;
     if (!s->stop)
@@ -220,30 +211,47 @@ static void conn_gone(server_t *s, gs__conn_t *conn)
     conn->fd = -1;
 }
 
+/* Asks epoll for what the connection needs now: input unless paused, output while any. */
+static void set_events(server_t *s, gs__conn_t *conn)
+{
+    unsigned want =
+        (gs__conn_paused(conn) || conn->closing ? 0 : EPOLLIN) | (conn->out_len > 0 ? EPOLLOUT : 0);
+    if (conn->fd < 0 || want == conn->events)
+        return;
+    struct epoll_event ev = {.events = want, .data.ptr = conn};
+    epoll_ctl(s->epfd, EPOLL_CTL_MOD, conn->fd, &ev);
+    conn->events = want;
+}
+
+static void too_long(server_t *s, gs__conn_t *conn)
+{
+    char msg[128];
+    snprintf(msg, sizeof(msg), "request line longer than %d bytes: closing the connection",
+             GS_PROTO_LINE_MAX);
+    gs__conn_send(conn, gs__api_error(NULL, "too_long", msg));
+    gs_warn("client pid %d (user %s) sent a line longer than %d bytes: closed", (int)conn->cred.pid,
+            conn->cred.user, GS_PROTO_LINE_MAX);
+    s->d->counters.bad_requests++;
+    gs__conn_close(conn);
+}
+
+/* Handles the complete lines buffered, while the connection is not paused. */
 static void handle_lines(server_t *s, gs__conn_t *conn)
 {
     size_t start = 0;
-    while (!conn->closing && !conn->dead) {
+    while (!conn->closing && !conn->dead && !gs__conn_paused(conn)) {
         char *nl = memchr(conn->in + start, '\n', conn->in_len - start);
         if (nl == NULL)
             break;
         size_t len = (size_t)(nl - (conn->in + start));
-        conn->last_active_ms = gs__now_ms();
+        touch(s, conn, gs__now_ms());
         gs__api_request(s->d, conn, conn->in + start, len);
         start += len + 1;
     }
     memmove(conn->in, conn->in + start, conn->in_len - start);
     conn->in_len -= start;
-    if (conn->in_len == GS_PROTO_LINE_MAX && !conn->closing) {
-        char msg[128];
-        snprintf(msg, sizeof(msg), "request line longer than %d bytes: closing the connection",
-                 GS_PROTO_LINE_MAX);
-        gs__conn_send(conn, gs__api_error(NULL, "too_long", msg));
-        gs_warn("client pid %d (user %s) sent a line longer than %d bytes: closed",
-                (int)conn->cred.pid, conn->cred.user, GS_PROTO_LINE_MAX);
-        s->d->counters.bad_requests++;
-        gs__conn_close(conn);
-    }
+    if (conn->in_len == GS_PROTO_LINE_MAX && !conn->closing)
+        too_long(s, conn);
 }
 
 static void read_conn(server_t *s, gs__conn_t *conn)
@@ -253,6 +261,10 @@ static void read_conn(server_t *s, gs__conn_t *conn)
         ssize_t n = recv(conn->fd, sink, sizeof(sink), 0);
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
             conn_gone(s, conn);
+        return;
+    }
+    if (conn->in == NULL && (conn->in = malloc(GS_PROTO_LINE_MAX)) == NULL) {
+        conn_gone(s, conn);
         return;
     }
     ssize_t n = recv(conn->fd, conn->in + conn->in_len, GS_PROTO_LINE_MAX - conn->in_len, 0);
@@ -266,36 +278,24 @@ static void read_conn(server_t *s, gs__conn_t *conn)
     handle_lines(s, conn);
 }
 
-static void watch_out(server_t *s, gs__conn_t *conn, int on)
-{
-    if (conn->watching_out == on || conn->fd < 0)
-        return;
-    struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = conn};
-    epoll_ctl(s->epfd, EPOLL_CTL_MOD, conn->fd, &ev);
-    conn->watching_out = on;
-}
-
 static void flush_conn(server_t *s, gs__conn_t *conn)
 {
-    size_t done = 0;
-    while (!conn->dead && done < conn->out_len) {
-        ssize_t n =
-            send(conn->fd, conn->out + done, conn->out_len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN)
-            break;
-        if (n < 0) {
-            conn_gone(s, conn);
-            return;
-        }
-        done += (size_t)n;
-    }
-    memmove(conn->out, conn->out + done, conn->out_len - done);
-    conn->out_len -= done;
-    watch_out(s, conn, conn->out_len > 0);
-    if (conn->out_len == 0 && conn->closing)
+    if (conn->dead || conn->fd < 0)
+        return;
+    int was_paused = gs__conn_paused(conn);
+    if (gs__conn_flush(conn) != 0) {
         conn_gone(s, conn);
+        return;
+    }
+    if (conn->out_len == 0 && conn->closing) {
+        conn_gone(s, conn);
+        return;
+    }
+    /* Caught up: the requests that waited in the buffer are served now. */
+    if (was_paused && !gs__conn_paused(conn) && conn->in_len > 0)
+        handle_lines(s, conn);
+    if (!conn->pending)
+        set_events(s, conn);
 }
 
 static void flush_pending(server_t *s)
@@ -304,8 +304,7 @@ static void flush_pending(server_t *s)
         gs__conn_t *conn = s->pending;
         s->pending = conn->next_pending;
         conn->pending = 0;
-        if (!conn->dead)
-            flush_conn(s, conn);
+        flush_conn(s, conn);
     }
 }
 
@@ -324,26 +323,37 @@ static void free_dead(server_t *s)
             s->conns = conn->next;
         if (conn->next != NULL)
             conn->next->prev = conn->prev;
+        idle_remove(s, conn);
         s->n_conns--;
-        free(conn->in);
-        free(conn->out);
-        free(conn);
+        conn->user->conns--;
+        gs__conn_free(conn);
     }
 }
 
+/* Closes the connections that asked nothing for idle_timeout and hold nothing, from the oldest
+ * activity on; one that holds a lease or a queued request is looked at again a timeout later. */
 static void close_idle(server_t *s, int64_t now)
 {
-    for (gs__conn_t *conn = s->conns; conn != NULL; conn = conn->next) {
-        if (conn->dead || conn->closing ||
-            now - conn->last_active_ms < (int64_t)s->d->cfg.idle_timeout_ms ||
-            gs__api_conn_busy(s->d, conn))
+    int64_t timeout = (int64_t)s->d->cfg.idle_timeout_ms;
+    gs__conn_t *conn;
+    while ((conn = s->idle_head) != NULL && now - conn->last_active_ms >= timeout) {
+        idle_remove(s, conn);
+        if (conn->dead || conn->closing)
             continue;
+        if (gs__api_conn_busy(s->d, conn)) {
+            touch(s, conn, now);
+            continue;
+        }
+        if (conn->out_len > 0) {
+            conn->dead = 1; /* it reads nothing: its replies are dropped with it */
+            continue;
+        }
         char msg[128];
         snprintf(msg, sizeof(msg), "no request within %.1f s: closing the connection",
-                 s->d->cfg.idle_timeout_ms / 1000.0);
+                 timeout / 1000.0);
         gs__conn_send(conn, gs__api_error(NULL, "idle_timeout", msg));
         gs_info("client pid %d (user %s) sent nothing for %.1f s: closed", (int)conn->cred.pid,
-                conn->cred.user, s->d->cfg.idle_timeout_ms / 1000.0);
+                conn->cred.user, timeout / 1000.0);
         gs__conn_close(conn);
     }
 }
@@ -362,8 +372,22 @@ static void tick(server_t *s, int64_t now, int64_t *next_reap, int64_t *next_ref
     gs__watchdog_tick(s->d, now);
     if (now >= *next_refresh) {
         gs__daemon_refresh_usage(s->d);
+        gs__leases_check_ledger(s->d);
         gs__metrics_publish(s->d);
         *next_refresh = now + REFRESH_MS;
+    }
+}
+
+static void on_signals(server_t *s)
+{
+    struct signalfd_siginfo si;
+    while (read(s->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        if (si.ssi_signo == SIGHUP) {
+            gs_info("SIGHUP ignored (restart gpushared to read its configuration again)");
+            continue;
+        }
+        gs_info("%s: stopping (leases stay in the ledger)", strsignal((int)si.ssi_signo));
+        s->stop = 1;
     }
 }
 
@@ -374,15 +398,7 @@ static void dispatch(server_t *s, struct epoll_event *ev)
         return;
     }
     if (ev->data.ptr == &signal_tag) {
-        struct signalfd_siginfo si;
-        while (read(s->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-            if (si.ssi_signo == SIGHUP) {
-                gs_info("SIGHUP ignored (restart gpushared to read its configuration again)");
-                continue;
-            }
-            gs_info("%s: stopping (leases stay in the ledger)", strsignal((int)si.ssi_signo));
-            s->stop = 1;
-        }
+        on_signals(s);
         return;
     }
     gs__conn_t *conn = ev->data.ptr;
@@ -390,8 +406,16 @@ static void dispatch(server_t *s, struct epoll_event *ev)
         return;
     if (ev->events & EPOLLOUT)
         flush_conn(s, conn);
-    if (!conn->dead && (ev->events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
-        read_conn(s, conn);
+    if (!conn->dead && (ev->events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+        if ((ev->events & EPOLLIN) || conn->closing || !gs__conn_paused(conn))
+            read_conn(s, conn);
+        else
+            conn_gone(s, conn); /* hung up while paused: nobody will read the replies */
+    }
+    /* A connection with output is flushed at the end of the iteration, which sets its events
+     * then: most replies leave at once, with no epoll_ctl at all. */
+    if (!conn->dead && !conn->pending)
+        set_events(s, conn);
 }
 
 static void loop(server_t *s)
@@ -419,7 +443,8 @@ static void loop(server_t *s)
             s->d->need_schedule = 0;
             gs__api_schedule(s->d);
         }
-        gs__ledger_commit(s->d->ledger); /* before any reply about these changes leaves */
+        if (s->d->fatal)
+            s->stop = 1;
         flush_pending(s);
         free_dead(s);
     }
@@ -472,7 +497,7 @@ static int open_socket(const char *path, char *err, size_t errlen)
     if (result == 0 && fd < 0)
         result = -errno;
     if (result == 0 && (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
-                        chmod(path, 0666) != 0 || listen(fd, 128) != 0))
+                        chmod(path, 0666) != 0 || listen(fd, LISTEN_BACKLOG) != 0))
         result = -errno;
     if (result != 0) {
         snprintf(err, errlen, "cannot listen on %s: %s", path, gs_strerror(result));

@@ -370,9 +370,8 @@ json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, int proce
         gs__inventory_driver(d->inv), "nvml_library", gs__inventory_library(d->inv), "placement",
         gs__policy_name(d->policy), "uptime_s", (json_int_t)((gs__now_ms() - d->started_ms) / 1000),
         "leases", (json_int_t)d->n_leases, "time_ms", (json_int_t)gs__wall_ms());
-    char regions[GS__PATH_MAX];
-    gs__regions_dir(&d->cfg, regions, sizeof(regions));
-    json_object_set_new(node, "region_dir", json_string(regions));
+    /* Lease regions are memfds of the daemon: no directory to show (or to get wrong). */
+    json_object_set_new(node, "regions", json_string("memfd"));
     json_object_set_new(node, "shim", json_string(d->cfg.shim));
     char mps_control[GS__PATH_MAX];
     gs__mps_ctl_resolve(d->cfg.mps_control, mps_control, sizeof(mps_control));

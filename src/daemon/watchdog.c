@@ -569,12 +569,14 @@ static void render_leases(const gs__daemon_t *d, FILE *f, int over)
     }
 }
 
-void gs__watchdog_render_metrics(const gs__daemon_t *d, FILE *f)
+void gs__watchdog_render_metrics(const gs__daemon_t *d, FILE *f, int per_lease)
 {
     render_gpus(d, f, 0);
     render_gpus(d, f, 1);
-    render_leases(d, f, 0);
-    render_leases(d, f, 1);
+    if (per_lease) {
+        render_leases(d, f, 0);
+        render_leases(d, f, 1);
+    }
     gs__metrics_family(f, "gpushare_watchdog_kills_total", "counter",
                        "Processes the watchdog killed (enforce = kill).");
     fprintf(f, "gpushare_watchdog_kills_total %llu\n",

@@ -58,8 +58,9 @@ json_t *gs__watchdog_unmanaged_view(const gs__daemon_t *d, unsigned g, uid_t vie
                                     unsigned *others_n, uint64_t *others_bytes);
 
 /* Writes the watchdog's metric families (gpushare_unmanaged_processes,
- * gpushare_unmanaged_memory_bytes, gpushare_lease_over_limit_bytes,
- * gpushare_watchdog_kills_total). */
-void gs__watchdog_render_metrics(const gs__daemon_t *d, FILE *f);
+ * gpushare_unmanaged_memory_bytes, gpushare_watchdog_kills_total, and with per_lease the
+ * per-lease gpushare_lease_memory_real_bytes and gpushare_lease_over_limit_bytes, which name
+ * the leases' users: metrics_users = all). */
+void gs__watchdog_render_metrics(const gs__daemon_t *d, FILE *f, int per_lease);
 
 #endif

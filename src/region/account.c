@@ -50,10 +50,11 @@ static u128 peek128(const u128 *p)
     return make128(low, high);
 }
 
-/* Applies operation seq of slot to its record on dev, once, whoever gets there first. */
-static void apply(region_proc_t *proc, uint64_t seq, unsigned dev, int64_t delta)
+/* Applies operation seq of slot to its record on dev, once, whoever gets there first (giving up
+ * after tries attempts: only a process rewriting the record in a loop makes that happen). */
+static void apply(region_proc_t *proc, uint64_t seq, unsigned dev, int64_t delta, unsigned tries)
 {
-    for (;;) {
+    for (unsigned i = 0; i < tries; i++) {
         u128 r = load128(&proc->used[dev]);
         if ((high64(r) & SEQ_MASK) >= seq)
             return;
@@ -64,7 +65,7 @@ static void apply(region_proc_t *proc, uint64_t seq, unsigned dev, int64_t delta
 
 /* Makes sure the operation that wrote device word g is in its process's record. An operation is
  * still announced when its device word is visible: its owner disarms only after applying it. */
-static void help(region_layout_t *map, unsigned dev, u128 g)
+static void help(region_layout_t *map, unsigned dev, u128 g, unsigned tries)
 {
     uint64_t tag = high64(g);
     if (tag == 0)
@@ -77,21 +78,24 @@ static void help(region_layout_t *map, unsigned dev, u128 g)
     unsigned pdev;
     int64_t delta;
     if (read_pending(proc, seq, &pdev, &delta) && pdev == dev)
-        apply(proc, seq, dev, delta);
+        apply(proc, seq, dev, delta, tries);
 }
 
 static void raise_peak(region_layout_t *map, unsigned dev, uint64_t used)
 {
     uint64_t peak = LOAD(&map->peak[dev]);
-    while (used > peak && !__atomic_compare_exchange_n(&map->peak[dev], &peak, used, 0,
-                                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-        ;
+    for (unsigned i = 0; used > peak && i < CAS_TRIES; i++) {
+        if (__atomic_compare_exchange_n(&map->peak[dev], &peak, used, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+            return;
+    }
 }
 
 /* Runs one operation of slot: delta bytes on dev, refused (GS_ELIMIT) when an increase would
- * pass the limit. The caller owns slot's pending operation (one at a time), so until the
- * operation is published nobody else writes the record's word for dev. */
-static int run_op(region_layout_t *map, int slot, unsigned dev, int64_t delta)
+ * pass the limit, or given up (GS_EAGAIN, nothing changed) after tries lost compare-and-swaps.
+ * The caller owns slot's pending operation (one at a time), so until the operation is published
+ * nobody else writes the record's word for dev. */
+static int run_op(region_layout_t *map, int slot, unsigned dev, int64_t delta, unsigned tries)
 {
     region_proc_t *proc = &map->procs[slot];
     /* 2^48 operations per slot (a million a second for nine years) before the sequence would
@@ -104,8 +108,12 @@ static int run_op(region_layout_t *map, int slot, unsigned dev, int64_t delta)
     arm(proc, seq, dev, delta);
     uint64_t limit = map->limit[dev];
     u128 g = peek128(&map->device[dev]), next;
-    for (;;) {
-        help(map, dev, g);
+    for (unsigned i = 0;; i++) {
+        if (i == tries) {
+            disarm(proc);
+            return GS_EAGAIN;
+        }
+        help(map, dev, g, tries);
         uint64_t used = low64(g);
         if (delta > 0 && limit != 0 &&
             ((uint64_t)delta > limit || used > limit - (uint64_t)delta)) {
@@ -149,13 +157,14 @@ int gs_region_reserve(gs_region_t *region, int slot, unsigned dev, uint64_t byte
      * gone). No device holds 8 EiB: such a request is simply more than the lease has. */
     int result = slot != region->owned_slot    ? GS_EINVAL
                  : bytes > (uint64_t)INT64_MAX ? GS_ELIMIT
-                                               : run_op(map, slot, dev, (int64_t)bytes);
+                                               : run_op(map, slot, dev, (int64_t)bytes, CAS_TRIES);
     gs_spin_unlock(&region->ops);
     /* At the limit, charge held by dead processes may be what is missing. */
     if (result == GS_ELIMIT && bytes <= (uint64_t)INT64_MAX &&
         gs_region_reap_if_due(region, 50) > 0) {
         gs_spin_lock(&region->ops);
-        result = slot == region->owned_slot ? run_op(map, slot, dev, (int64_t)bytes) : GS_EINVAL;
+        result = slot == region->owned_slot ? run_op(map, slot, dev, (int64_t)bytes, CAS_TRIES)
+                                            : GS_EINVAL;
         gs_spin_unlock(&region->ops);
     }
     region_proc_t *proc = &map->procs[slot];
@@ -175,8 +184,10 @@ void gs_region_release(gs_region_t *region, int slot, unsigned dev, uint64_t byt
     gs_spin_lock(&region->ops);
     uint64_t held = slot == region->owned_slot ? low64(peek128(&proc->used[dev])) : 0;
     uint64_t take = bytes < held ? bytes : held;
+    if (take > (uint64_t)INT64_MAX)
+        take = (uint64_t)INT64_MAX; /* only a rewritten record holds that much */
     if (take > 0)
-        run_op(map, slot, dev, -(int64_t)take);
+        run_op(map, slot, dev, -(int64_t)take, CAS_TRIES);
     if (is_free)
         ADD(&proc->frees, 1);
     gs_spin_unlock(&region->ops);
@@ -188,20 +199,26 @@ void gs_region_count_oom(gs_region_t *region, int slot)
         ADD(&region->map->procs[slot].ooms, 1);
 }
 
-uint64_t gs__region_drain(region_layout_t *map, int slot)
+int gs__region_drain(region_layout_t *map, int slot, unsigned tries, uint64_t *bytes)
 {
     region_proc_t *proc = &map->procs[slot];
     /* First every operation of this slot that reached a device word is put in its record. */
     for (unsigned d = 0; d < GS_MAX_DEVICES; d++)
-        help(map, d, load128(&map->device[d]));
-    uint64_t total = 0;
+        help(map, d, load128(&map->device[d]), tries);
+    int result = 0;
+    *bytes = 0;
     for (unsigned d = 0; d < GS_MAX_DEVICES; d++) {
         uint64_t held = low64(load128(&proc->used[d]));
-        if (held > 0 && run_op(map, slot, d, -(int64_t)held) == 0)
-            total += held;
+        if (held > (uint64_t)INT64_MAX)
+            held = (uint64_t)INT64_MAX; /* only a rewritten record holds that much */
+        int step = held > 0 ? run_op(map, slot, d, -(int64_t)held, tries) : 0;
+        if (step == 0)
+            *bytes += held;
+        else
+            result = GS_EAGAIN;
     }
     disarm(proc);
-    return total;
+    return result;
 }
 
 void gs__region_free_slot(region_layout_t *map, int slot, uint64_t reaper)

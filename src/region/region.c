@@ -1,4 +1,4 @@
-/* The lease accounting region: layout, creation, process records, reserve/release, reaping. */
+/* The lease accounting region: process records, liveness, reaping, snapshots, compute pause. */
 #include "gpushare/error.h"
 
 #include <errno.h>
@@ -71,232 +71,6 @@ int gs_proc_alive(pid_t pid, uint64_t *start_time)
     return 1;
 }
 
-static void init_layout(region_layout_t *map, const gs_region_config_t *cfg)
-{
-    for (unsigned d = 0; d < GS_MAX_DEVICES; d++)
-        map->limit[d] = cfg->limit[d];
-    map->compute_share = cfg->compute_share;
-    snprintf(map->lease_id, sizeof(map->lease_id), "%s", cfg->lease_id);
-    map->size = sizeof(region_layout_t);
-    map->version = REGION_VERSION;
-    memcpy(map->magic, REGION_MAGIC, sizeof(map->magic));
-}
-
-/* Returns a new open file description of fd's file for the liveness locks, closing fd; on
- * failure (no /proc) returns fd itself. A mapping holds a reference to the description it was
- * made through, and a forked child inherits the mapping: locks taken through that description
- * would outlive a SIGKILLed parent for as long as any child lives. */
-static int lock_description(int fd)
-{
-    char self[64];
-    snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-    int own = open(self, O_RDWR | O_CLOEXEC);
-    if (own < 0)
-        return fd;
-    close(fd);
-    return own;
-}
-
-/* Wraps a mapping in a handle; takes ownership of fd (may be -1) whatever happens. */
-static int wrap(region_layout_t *map, int fd, const char *path, gs_region_t **out)
-{
-    if (fd >= 0)
-        fd = lock_description(fd);
-    gs_region_t *region = calloc(1, sizeof(*region));
-    char *copy = path != NULL ? strdup(path) : NULL;
-    if (region == NULL || (path != NULL && copy == NULL)) {
-        free(region);
-        free(copy);
-        if (fd >= 0)
-            close(fd);
-        munmap(map, sizeof(*map));
-        return GS_ENOMEM;
-    }
-    region->map = map;
-    region->fd = fd;
-    region->path = copy;
-    gs_spin_reset(&region->ops);
-    gs_spin_reset(&region->reap);
-    region->owned_slot = -1;
-    *out = region;
-    return 0;
-}
-
-static int map_file(int fd, region_layout_t **map)
-{
-    void *p = mmap(NULL, sizeof(region_layout_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED)
-        return -errno;
-    *map = p;
-    return 0;
-}
-
-/* Opens an unnamed file in path's directory (O_TMPFILE) to be linked in once complete; falls
- * back to a named temporary (tmp holds its name) where the filesystem lacks O_TMPFILE. */
-static int open_unnamed(const char *path, mode_t mode, char *tmp, size_t len)
-{
-    char dir[4200];
-    snprintf(dir, sizeof(dir), "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir)
-        slash[1] = '\0';
-    else if (slash != NULL)
-        *slash = '\0';
-    else
-        snprintf(dir, sizeof(dir), ".");
-    tmp[0] = '\0';
-    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
-    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
-        return fd >= 0 ? fd : -errno;
-    int n = snprintf(tmp, len, "%s.XXXXXX", path);
-    if (n < 0 || (size_t)n >= len)
-        return GS_ERANGE;
-    fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    if (fchmod(fd, mode) != 0) {
-        int result = -errno;
-        close(fd);
-        unlink(tmp);
-        return result;
-    }
-    return fd;
-}
-
-/* Gives the finished file its name; fails with GS_EEXIST when another process won. */
-static int publish(int fd, const char *tmp, const char *path)
-{
-    if (tmp[0] != '\0')
-        return link(tmp, path) == 0 ? 0 : -errno;
-    char self[64];
-    snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-    return linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 ? 0 : -errno;
-}
-
-int gs_region_create(const char *path, const gs_region_config_t *cfg, mode_t mode,
-                     gs_region_t **out)
-{
-    char tmp[4200];
-    int fd = open_unnamed(path, mode, tmp, sizeof(tmp));
-    if (fd < 0)
-        return fd;
-    region_layout_t *map = NULL;
-    int result = 0;
-    if (ftruncate(fd, sizeof(region_layout_t)) != 0) {
-        result = -errno;
-        goto out;
-    }
-    result = map_file(fd, &map);
-    if (result != 0)
-        goto out;
-    init_layout(map, cfg);
-    /* Linking publishes the finished file atomically and fails if another process won. */
-    result = publish(fd, tmp, path);
-out:
-    if (tmp[0] != '\0')
-        unlink(tmp);
-    if (result == 0)
-        return wrap(map, fd, path, out);
-    close(fd);
-    if (map != NULL)
-        munmap(map, sizeof(*map));
-    return result;
-}
-
-int gs_region_recycle(gs_region_t *region, const gs_region_config_t *cfg)
-{
-    region_layout_t *map = region->map;
-    for (int i = 0; i < GS_REGION_MAX_PROCS; i++) {
-        if (LOAD(&map->procs[i].pid) != 0)
-            return GS_EBUSY;
-    }
-    for (unsigned d = 0; d < GS_MAX_DEVICES; d++) {
-        if (low64(load128(&map->device[d])) != 0)
-            return GS_EBUSY;
-    }
-    /* No record is in use: a count left high by a process that died while attaching is reset. */
-    STORE(&map->attached, 0);
-    for (unsigned d = 0; d < GS_MAX_DEVICES; d++) {
-        STORE(&map->peak[d], 0);
-        map->limit[d] = cfg->limit[d];
-    }
-    STORE(&map->retired_allocs, 0);
-    STORE(&map->retired_frees, 0);
-    STORE(&map->retired_ooms, 0);
-    STORE(&map->reclaimed_bytes, 0);
-    STORE(&map->last_reap_ns, 0);
-    STORE(&map->controller, 0);
-    STORE(&map->throttle_ns, 0);
-    map->compute_share = cfg->compute_share;
-    snprintf(map->lease_id, sizeof(map->lease_id), "%s", cfg->lease_id);
-    return 0;
-}
-
-int gs_region_open(const char *path, gs_region_t **out)
-{
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    region_layout_t *map = NULL;
-    int result = fstat(fd, &st) == 0 ? 0 : -errno;
-    if (result == 0 && (size_t)st.st_size != sizeof(region_layout_t))
-        result = GS_EVERSION;
-    if (result == 0)
-        result = map_file(fd, &map);
-    if (result == 0 && (memcmp(map->magic, REGION_MAGIC, sizeof(map->magic)) != 0 ||
-                        map->version != REGION_VERSION || map->size != sizeof(region_layout_t)))
-        result = GS_EVERSION;
-    if (result != 0) {
-        if (map != NULL)
-            munmap(map, sizeof(*map));
-        close(fd);
-        return result;
-    }
-    return wrap(map, fd, path, out);
-}
-
-int gs_region_open_or_create(const char *path, const gs_region_config_t *cfg, gs_region_t **out,
-                             int *created)
-{
-    for (int attempt = 0; attempt < 4; attempt++) {
-        int result = gs_region_open(path, out);
-        if (result != GS_ENOENT) {
-            if (created != NULL)
-                *created = 0;
-            return result;
-        }
-        result = gs_region_create(path, cfg, 0600, out);
-        if (result != GS_EEXIST) {
-            if (created != NULL)
-                *created = result == 0;
-            return result;
-        }
-    }
-    return GS_EAGAIN;
-}
-
-int gs_region_create_private(const gs_region_config_t *cfg, gs_region_t **out)
-{
-    void *p = mmap(NULL, sizeof(region_layout_t), PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return -errno;
-    init_layout(p, cfg);
-    return wrap(p, -1, NULL, out);
-}
-
-void gs_region_close(gs_region_t *region)
-{
-    if (region == NULL)
-        return;
-    munmap(region->map, sizeof(*region->map));
-    if (region->fd >= 0)
-        close(region->fd);
-    free(region->path);
-    free(region);
-}
-
 /* Takes (or, with unlock, drops) the liveness lock of record i. Returns 0 or -errno. */
 static int slot_lock(const gs_region_t *region, int i, int unlock)
 {
@@ -307,19 +81,15 @@ static int slot_lock(const gs_region_t *region, int i, int unlock)
     return fcntl(region->fd, F_OFD_SETLK, &fl) == 0 ? 0 : -errno;
 }
 
-/* Fills a freshly claimed record i for the calling process. Returns 0, or GS_EBUSY when its
- * liveness lock is still held (its previous owner is between freeing it and unlocking). */
-static int take_record(gs_region_t *region, int i)
+/* Fills record i, just claimed by the calling process (its liveness lock already taken). */
+static void take_record(gs_region_t *region, int i)
 {
     region_proc_t *proc = &region->map->procs[i];
     /* With a liveness lock the start time (a /proc read, the slowest part of attaching) is
      * only a fallback: it is filled in at the first reservation (1 = not known yet). */
     uint64_t start = 1;
     region->start_known = region->fd < 0;
-    if (region->fd >= 0) {
-        if (slot_lock(region, i, 0) != 0)
-            return GS_EBUSY;
-    } else {
+    if (region->fd < 0) {
         gs_proc_alive(getpid(), &start);
         if (start == 0)
             start = 1; /* never 0: 0 marks a record being filled */
@@ -332,6 +102,22 @@ static int take_record(gs_region_t *region, int i)
     STORE(&proc->frees, 0);
     STORE(&proc->ooms, 0);
     STORE(&proc->start_time, start);
+}
+
+/* Claims free record i for pid: its liveness lock first (held: its previous owner is between
+ * freeing it and unlocking, or another process is claiming it), then the record itself. So a
+ * record in use whose lock nobody holds has an owner that died or closed its descriptors. */
+static int claim_record(gs_region_t *region, int i, int32_t pid)
+{
+    region_proc_t *proc = &region->map->procs[i];
+    if (LOAD(&proc->pid) != 0 || (region->fd >= 0 && slot_lock(region, i, 0) != 0))
+        return 0;
+    int32_t expected = 0;
+    if (__atomic_compare_exchange_n(&proc->pid, &expected, pid, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+        return 1;
+    if (region->fd >= 0)
+        slot_lock(region, i, 1);
     return 0;
 }
 
@@ -346,16 +132,9 @@ int gs_region_attach(gs_region_t *region, int *slot)
     for (int pass = 0; pass < 2; pass++) {
         for (int k = 0; k < GS_REGION_MAX_PROCS; k++) {
             int i = (first + k) % GS_REGION_MAX_PROCS;
-            region_proc_t *proc = &map->procs[i];
-            int32_t expected = 0;
-            if (LOAD(&proc->pid) != 0 ||
-                !__atomic_compare_exchange_n(&proc->pid, &expected, (int32_t)pid, 0,
-                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            if (!claim_record(region, i, (int32_t)pid))
                 continue;
-            if (take_record(region, i) != 0) {
-                STORE(&proc->pid, 0);
-                continue;
-            }
+            take_record(region, i);
             gs_spin_lock(&region->ops);
             region->owned_slot = i;
             gs_spin_unlock(&region->ops);
@@ -375,7 +154,8 @@ void gs_region_detach(gs_region_t *region, int slot)
     gs_spin_lock(&region->ops);
     if (region->owned_slot == slot) {
         region->owned_slot = -1;
-        gs__region_drain(region->map, slot);
+        uint64_t bytes;
+        gs__region_drain(region->map, slot, CAS_TRIES, &bytes);
         gs__region_free_slot(region->map, slot, 0);
         /* Unlocked only once free: a reaper never sees this record unlocked while in use. */
         if (region->fd >= 0)
@@ -384,14 +164,14 @@ void gs_region_detach(gs_region_t *region, int slot)
     gs_spin_unlock(&region->ops);
 }
 
-/* Returns nonzero when record i's owner is gone. A held liveness lock means alive. Otherwise
- * (no lock, or a process that closed its descriptors) the pid decides: gone or a zombie, or now
- * another process's (by start time, once known). A record still being filled (start time 0)
- * or whose start time is not known yet (1) is trusted while its pid lives. */
+/* Returns nonzero when record i's owner is gone. A held liveness lock means alive (it is taken
+ * before the record is claimed). Otherwise (a process that closed its descriptors, or a record
+ * that was rewritten) the pid decides: gone or a zombie, or now another process's (by start
+ * time, once known). A record whose start time is not known yet (0 or 1) is trusted while its
+ * pid lives. */
 static int record_is_dead(const gs_region_t *region, int i, int32_t pid, uint64_t recorded)
 {
-    const region_proc_t *proc = &region->map->procs[i];
-    if (recorded != 0 && LOAD(&proc->locked) && region->fd >= 0) {
+    if (region->fd >= 0) {
         struct flock fl = {
             .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = SLOT_LOCK_BASE + i, .l_len = 1};
         if (fcntl(region->fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK)
@@ -437,40 +217,57 @@ static int reclaim(region_layout_t *map, int i, int32_t pid, uint64_t start, uin
                    uint64_t me)
 {
     region_proc_t *proc = &map->procs[i];
+    uint64_t bytes = 0;
     if (LOAD(&proc->pid) == pid && LOAD(&proc->start_time) == start &&
-        LOAD(&proc->generation) == gen) {
-        uint64_t bytes = gs__region_drain(map, i);
+        LOAD(&proc->generation) == gen && gs__region_drain(map, i, CAS_TRIES_REAPER, &bytes) == 0) {
         ADD(&map->reclaimed_bytes, bytes);
         gs__region_free_slot(map, i, me);
         return 1;
     }
+    ADD(&map->reclaimed_bytes, bytes); /* a partial drain is kept: the next pass finishes it */
     __atomic_compare_exchange_n(&proc->reaper, &me, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     return 0;
 }
 
-int gs_region_reap(gs_region_t *region)
+/* Reaps from record *cursor on, one unit of *budget per record in use, until the budget or the
+ * table ends (*cursor is then where to go on, or 0). */
+static int reap_range(gs_region_t *region, unsigned *cursor, unsigned *budget)
 {
     region_layout_t *map = region->map;
     if (!gs_spin_trylock(&region->reap))
         return 0; /* another thread of this process is reaping */
     int reaped = 0;
     uint64_t me = 0;
-    for (int i = 0; LOAD(&map->attached) != 0 && i < GS_REGION_MAX_PROCS; i++) {
+    unsigned i = *cursor < GS_REGION_MAX_PROCS ? *cursor : 0;
+    for (; LOAD(&map->attached) != 0 && i<GS_REGION_MAX_PROCS && * budget> 0; i++) {
         region_proc_t *proc = &map->procs[i];
         int32_t pid = LOAD(&proc->pid);
-        if (pid == 0 || i == region->owned_slot)
+        if (pid == 0 || (int)i == region->owned_slot)
             continue;
+        (*budget)--;
         uint64_t gen = LOAD(&proc->generation);
         uint64_t start = LOAD(&proc->start_time);
-        if (!record_is_dead(region, i, pid, start))
+        if (!record_is_dead(region, (int)i, pid, start))
             continue;
         if (me == 0)
             me = my_token();
         if (claim_for_reaping(proc, me))
-            reaped += reclaim(map, i, pid, start, gen, me);
+            reaped += reclaim(map, (int)i, pid, start, gen, me);
     }
+    *cursor = i < GS_REGION_MAX_PROCS && LOAD(&map->attached) != 0 ? i : 0;
     gs_spin_unlock(&region->reap);
     return reaped;
+}
+
+int gs_region_reap(gs_region_t *region)
+{
+    unsigned cursor = 0, budget = UINT32_MAX;
+    return reap_range(region, &cursor, &budget);
+}
+
+int gs_region_reap_some(gs_region_t *region, unsigned *cursor, unsigned *budget)
+{
+    return reap_range(region, cursor, budget);
 }
 
 int gs_region_reap_if_due(gs_region_t *region, unsigned interval_ms)
@@ -532,6 +329,7 @@ int gs_region_snapshot(gs_region_t *region, gs_region_stats_t *stats)
     }
     stats->compute_share = map->compute_share;
     memcpy(stats->lease_id, map->lease_id, sizeof(stats->lease_id));
+    stats->lease_id[sizeof(stats->lease_id) - 1] = '\0'; /* the region may hold anything */
     return 0;
 }
 
@@ -551,26 +349,6 @@ int gs_region_processes(gs_region_t *region, gs_region_process_t *out, int max)
         n++;
     }
     return n;
-}
-
-void gs_region_after_fork(gs_region_t *region)
-{
-    if (region == NULL)
-        return;
-    gs_spin_reset(&region->ops);
-    gs_spin_reset(&region->reap);
-    region->owned_slot = -1; /* the parent's record */
-    /* The inherited descriptor shares the parent's liveness locks: the child needs its own. */
-    if (region->fd >= 0) {
-        int fd = region->path != NULL ? open(region->path, O_RDWR | O_CLOEXEC) : -1;
-        close(region->fd);
-        region->fd = fd;
-    }
-}
-
-const char *gs_region_lease_id(const gs_region_t *region)
-{
-    return region->map->lease_id;
 }
 
 uint64_t gs_region_throttle(const gs_region_t *region)

@@ -13,7 +13,20 @@
  * Liveness: a process holds an OFD lock on its record's byte of the region file (one fcntl at
  * attach); the kernel drops it when the process is gone, so another process tells a dead record
  * with one F_OFD_GETLK, and a reused pid cannot fool it. Records of a private region (no file)
- * fall back to pid + start time read from /proc. */
+ * fall back to pid + start time read from /proc. A process takes its record's lock before it
+ * claims the record, so a record in use whose lock nobody holds belongs to a process that died or
+ * closed its descriptors.
+ *
+ * Membership: every process that maps a region as one of the lease's processes holds a shared
+ * OFD lock on one more byte (MEMBER_LOCK), taken through the open file description its mapping
+ * was made through. A mapping keeps that description (and so the lock) alive until it is
+ * unmapped, whatever descriptors the process closes, and a forked child that inherits the
+ * mapping keeps it too: the lock is held exactly while some process maps the region. The daemon
+ * asks the kernel about it (gs_region_in_use) and never believes the region's content for it.
+ *
+ * Everything in the shared layout may have been written by a hostile process of the lease:
+ * readers bound every loop (records, retries of a compare-and-swap) and never index with a value
+ * read from it unchecked. */
 #ifndef GS_REGION_INTERNAL_H
 #define GS_REGION_INTERNAL_H
 
@@ -24,7 +37,7 @@
 #include "gpushare/spinlock.h"
 
 #define REGION_MAGIC   "GSREGION"
-#define REGION_VERSION 7u
+#define REGION_VERSION 8u
 
 typedef unsigned __int128 u128;
 
@@ -74,8 +87,17 @@ typedef struct region_layout {
     region_proc_t procs[GS_REGION_MAX_PROCS];
 } region_layout_t;
 
-/* Liveness locks: one byte per record, far beyond the end of the file. */
+/* Liveness locks: one byte per record, far beyond the end of the file; the membership lock on
+ * the byte before them. */
 #define SLOT_LOCK_BASE (INT64_C(1) << 40)
+#define MEMBER_LOCK    (SLOT_LOCK_BASE - 1)
+
+/* How many times an operation retries a compare-and-swap that others keep winning before it
+ * gives up: far more than honest contention ever needs (each failure is another process's
+ * success), and a bound on what a process writing the region in a loop can make others spin.
+ * A reaper, which may be the daemon, gives up much sooner and tries again at its next pass. */
+#define CAS_TRIES        (1u << 20)
+#define CAS_TRIES_REAPER 256u
 
 struct gs_region {
     region_layout_t *map;
@@ -85,6 +107,7 @@ struct gs_region {
     gs_spinlock_t reap; /* one reaping pass at a time per process */
     int owned_slot;     /* the record this process attached (under ops), -1 = none */
     int start_known;    /* the record's start time is filled in (under ops) */
+    char lease_id[GS_REGION_LEASE_MAX]; /* a terminated copy (gs_region_lease_id) */
 };
 
 #define LOAD(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
@@ -121,15 +144,19 @@ static inline u128 make128(uint64_t low, uint64_t high)
 static inline void region_uncount(region_layout_t *map)
 {
     uint32_t n = LOAD(&map->attached);
-    while (n > 0 && !__atomic_compare_exchange_n(&map->attached, &n, n - 1, 0, __ATOMIC_ACQ_REL,
-                                                 __ATOMIC_ACQUIRE)) {
+    for (unsigned tries = 0; n > 0 && tries < CAS_TRIES; tries++) {
+        if (__atomic_compare_exchange_n(&map->attached, &n, n - 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            return;
     }
 }
 
 /* Gives back everything slot holds on behalf of its owner (the owner leaving, or a reaper for a
- * dead owner; the caller has exclusive use of the slot's pending operation). Returns the bytes.
- * Lock-free. (account.c) */
-uint64_t gs__region_drain(region_layout_t *map, int slot);
+ * dead owner; the caller has exclusive use of the slot's pending operation), retrying each
+ * compare-and-swap at most tries times. Sets *bytes to what it gave back and returns 0, or
+ * GS_EAGAIN when something is left (others kept winning): the record must stay as it is. Lock-free.
+ * (account.c) */
+int gs__region_drain(region_layout_t *map, int slot, unsigned tries, uint64_t *bytes);
 
 /* Frees slot's record after gs__region_drain, folding its counters into the retired ones, then
  * gives up reaper's claim on it (0: the owner leaving). */

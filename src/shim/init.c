@@ -87,12 +87,18 @@ static void check_region_limits(void)
     }
 }
 
-static CUresult open_region(void)
+/* Opens the region GPUSHARE_REGION names: a lease's of gpushared (asked for over its socket)
+ * or a file (created with our limits when it does not exist and they are given). */
+static CUresult open_named_region(const char *path)
 {
-    const char *path = getenv("GPUSHARE_REGION");
-    gs_region_config_t cfg = region_config();
     int result;
-    if (path != NULL && *path != '\0') {
+    if (strncmp(path, "gpushared:", 10) == 0) {
+        char err[256];
+        result = gs_region_join(path, &state.region, err, sizeof(err));
+        if (result != 0)
+            return fail_closed("GPUSHARE_REGION", path, err);
+    } else {
+        gs_region_config_t cfg = region_config();
         result = state.has_limits ? gs_region_open_or_create(path, &cfg, &state.region, NULL)
                                   : gs_region_open(path, &state.region);
         if (result == GS_ENOENT && !state.has_limits)
@@ -100,15 +106,28 @@ static CUresult open_region(void)
                                "no such region and no GPUSHARE_MEMORY_LIMIT to create it");
         if (result != 0)
             return fail_closed("GPUSHARE_REGION", path, gs_strerror(result));
-        /* A region is recycled for its user's next lease: a process of an ended lease must not
-         * join the next one. */
-        const char *lease = getenv("GPUSHARE_LEASE_ID");
-        const char *owner = gs_region_lease_id(state.region);
-        if (lease != NULL && *lease != '\0' && *owner != '\0' && strcmp(lease, owner) != 0)
-            return fail_closed("GPUSHARE_LEASE_ID", lease,
-                               "the region now belongs to another lease (this one has ended)");
-        check_region_limits();
+    }
+    /* A region is recycled for its user's next lease: a process of an ended lease must not join
+     * the next one. */
+    const char *lease = getenv("GPUSHARE_LEASE_ID");
+    const char *owner = gs_region_lease_id(state.region);
+    if (lease != NULL && *lease != '\0' && *owner != '\0' && strcmp(lease, owner) != 0)
+        return fail_closed("GPUSHARE_LEASE_ID", lease,
+                           "the region now belongs to another lease (this one has ended)");
+    check_region_limits();
+    return CUDA_SUCCESS;
+}
+
+static CUresult open_region(void)
+{
+    const char *path = getenv("GPUSHARE_REGION");
+    int result;
+    if (path != NULL && *path != '\0') {
+        CUresult opened = open_named_region(path);
+        if (opened != CUDA_SUCCESS)
+            return opened;
     } else if (state.has_limits) {
+        gs_region_config_t cfg = region_config();
         result = gs_region_create_private(&cfg, &state.region);
         if (result != 0) {
             gs_error("cannot create a private accounting region: %s", gs_strerror(result));

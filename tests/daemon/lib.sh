@@ -100,9 +100,9 @@ start_daemon() {
 }
 
 # start_daemon_metrics [ARGS...]: start_daemon with metrics on a free port (random ports are
-# tried until gpushared can bind one); sets $METRICS_URL.
+# tried until gpushared can bind one); sets $port, $METRICS_LISTEN, $METRICS_URL and $url.
 start_daemon_metrics() {
-  local attempt port
+  local attempt
   for attempt in 1 2 3 4 5 6 7 8; do
     port=$((20000 + RANDOM % 40000))
     METRICS_LISTEN=127.0.0.1:$port
@@ -112,6 +112,7 @@ start_daemon_metrics() {
   done
   [[ -n $DAEMON_PID ]] || fail "no free port for the metrics"
   METRICS_URL=http://$METRICS_LISTEN/metrics
+  url=$METRICS_URL
 }
 
 stop_daemon() {

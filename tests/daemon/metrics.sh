@@ -3,7 +3,7 @@
 source "$(dirname "$0")/lib.sh"
 GPUSIM_DEVICES=H100-80GB,A100-40GB
 # Best fit puts both leases on GPU 0, which the expected series below rely on.
-CONFIG=$'[gpu:all]\nplacement = bestfit'
+CONFIG=$'[daemon]\nmetrics_users = all\n[gpu:all]\nplacement = bestfit'
 command -v promtool >/dev/null || fail "promtool is missing (Debian package prometheus; scripts/deps.sh)"
 
 start_daemon_metrics

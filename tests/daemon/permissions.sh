@@ -1,5 +1,5 @@
-# Acceptance 6: a non-root user cannot list the details of, or release, another user's lease;
-# socket and region permissions enforce it. Needs root (to run as a second system user).
+# Acceptance 6: a non-root user cannot list the details of, release or join another user's
+# lease; SO_PEERCRED on the socket enforces it. Needs root (to run as a second system user).
 if [[ $(id -u) -ne 0 ]]; then
   echo "SKIP: run as root to test with a second system user (useradd, runuser)"
   exit 77
@@ -17,7 +17,6 @@ as_user2() {
 }
 
 expect_eq "$(stat -c %a "$GPUSHARE_SOCKET")" 666 "socket mode"
-expect_eq "$(stat -c %a "$WORK/state/regions")" 711 "regions directory mode"
 
 # root holds a lease with a recognisable command; the second user holds one too.
 secret=root-secret-job-$RANDOM
@@ -31,11 +30,13 @@ wait_eq 5 2 lease_count
 user_id=$(gs leases --json | jq ".[] | select(.user == \"$USER2\") | .id")
 region=$(gs leases --json | jq -r ".[] | select(.id == $user_id) | .region")
 root_region=$(gs leases --json | jq -r ".[] | select(.id == $root_id) | .region")
-expect_eq "$(stat -c '%U %a' "$region")" "$USER2 600" "owner and mode of the user's region"
-expect_eq "$(stat -c '%U %a' "$root_region")" "root 600" "owner and mode of root's region"
-runuser -u "$USER2" -- test -r "$root_region" && fail "the user can read root's region"
-runuser -u "$USER2" -- ls "$WORK/state/regions" >/dev/null 2>&1 && fail "the user can list the regions"
-pass "socket 0666, regions directory 0711, regions 0600 owned by the lease's user"
+expect_eq "$region" "gpushared:$user_id:$GPUSHARE_SOCKET" "the user's region"
+expect_eq "$(runuser -u "$USER2" -- "$TOOL" join "$region")" "joined lease $user_id" "the user joins their lease"
+expect_eq "$(runuser -u "$USER2" -- "$TOOL" join "$root_region" 2>&1)" \
+  "gs-daemon-tool join: lease $root_id belongs to another user" "the user joins root's lease"
+[[ -z $(find "$WORK/state" -newer "$WORK/gpushare.conf" -not -name 'state.db*' -not -type d) ]] ||
+  fail "files other than the ledger under the state directory: $(ls -R "$WORK/state")"
+pass "socket 0666; regions are the daemon's (no file), joined by their user only"
 
 # Listing: the user sees only their lease; status shows root's only as a count.
 expect_eq "$(as_user2 leases --json | jq -c '[.[].id]')" "[$user_id]" "the user's leases"
@@ -83,7 +84,7 @@ user2_leases() {
 }
 wait_eq 5 "[[\"$USER2\",$uid2,\"for the user\",0,$((2 << 30))]]" user2_leases
 behalf_region=$(as_user2 leases --json | jq -r '.[0].region')
-expect_eq "$(stat -c '%u %g %a' "$behalf_region")" "$uid2 $gid2 600" "owner and mode of the region"
+expect_eq "$(runuser -u "$USER2" -- "$TOOL" join "$behalf_region" | cut -d' ' -f1)" joined "the user joins the lease root asked for"
 expect_eq "$(as_user2 leases --json | jq -c '.[0].request')" '{"gpu_memory":"2G","gpus_at":[0]}' "request view"
 kill "$holder"
 wait "$holder" 2>/dev/null || true

@@ -50,7 +50,9 @@ client=$!
 wait_eq 5 $((1 << 30)) memory_used
 id=$(gs leases --json | jq '.[0].id')
 out=$(gs release "$id")
-expect_eq "$out" "lease $id is ending: its job was asked to stop" "release message"
+# The daemon stops the job itself too: it may be gone before the reply.
+[[ $out == "lease $id is ending: its job was asked to stop" || $out == "lease $id released" ]] ||
+  fail "release message: $out"
 set +e
 wait "$client"
 rc=$?

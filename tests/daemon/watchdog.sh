@@ -55,6 +55,8 @@ bypass_lease() {
   BYPASS=$HELD_PID
 }
 
+# Per-lease series (gpushare_lease_over_limit_bytes) name users: on only with metrics_users = all.
+CONFIG=$'[daemon]\nmetrics_users = all'
 start_daemon_metrics
 
 # --- 2: a job's processes together never hold more than its lease, contexts included.
@@ -125,7 +127,7 @@ wait_eq 5 0 lease_count
 
 # --- enforce = kill: the unmanaged process, then the bypassing process (not the shim's).
 stop_daemon
-CONFIG=$'[daemon]\nenforce = kill'
+CONFIG=$'[daemon]\nenforce = kill\nmetrics_users = all'
 start_daemon_metrics
 # Root's own processes of no lease are never killed: as root, the victim is nobody's.
 as_victim=()

@@ -60,7 +60,7 @@ expect_eq "$(env_of CUDA_VISIBLE_DEVICES)" "$uuids" "CUDA_VISIBLE_DEVICES of a t
 expect_eq "$(env_of GPUSHARE_MEMORY_LIMIT)" "0=2G,1=2G" "GPUSHARE_MEMORY_LIMIT"
 expect_eq "$(env_of GPUSHARE_COMPUTE_SHARE)" 30 "GPUSHARE_COMPUTE_SHARE"
 [[ $(env_of LD_PRELOAD) == "$SHIM"* ]] || fail "LD_PRELOAD does not start with the shim: $(env_of LD_PRELOAD)"
-[[ $(env_of GPUSHARE_REGION) == "$WORK/state/regions/"* ]] || fail "GPUSHARE_REGION: $(env_of GPUSHARE_REGION)"
+[[ $(env_of GPUSHARE_REGION) == "gpushared:$(env_of GPUSHARE_LEASE_ID):"* ]] || fail "GPUSHARE_REGION: $(env_of GPUSHARE_REGION)"
 expect_eq "$(env_of GPUSHARE_LEASE_ID | grep -c '^[0-9][0-9]*$')" 1 "one lease id for both tasks"
 wait_eq 5 0 lease_count
 pass "a two-GPU, two-task step: one lease, both UUIDs, 2G on each, 30 % compute, the shim preloaded"

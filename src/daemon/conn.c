@@ -1,0 +1,197 @@
+/* A client connection: queued replies, descriptors passed with them, writing, flow control. */
+#include "conn.h"
+
+#include "gpushare/error.h"
+#include "gpushare/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+const gs__cred_t *gs__conn_cred(const gs__conn_t *conn)
+{
+    return &conn->cred;
+}
+
+gs__user_t *gs__conn_user(const gs__conn_t *conn)
+{
+    return conn->user;
+}
+
+static int reserve_out(gs__conn_t *conn, size_t extra)
+{
+    if (conn->out_len + extra <= conn->out_cap)
+        return 0;
+    if (conn->out_len + extra > gs__server_out_max(conn->server))
+        return GS_ENOSPC;
+    size_t cap = conn->out_cap ? conn->out_cap : 4096;
+    while (cap < conn->out_len + extra)
+        cap *= 2;
+    char *grown = realloc(conn->out, cap);
+    if (grown == NULL)
+        return GS_ENOMEM;
+    conn->out = grown;
+    conn->out_cap = cap;
+    return 0;
+}
+
+/* Appends msg (stolen) as one line. Returns 0, or -1 when the connection cannot take it. */
+static int append(gs__conn_t *conn, json_t *msg)
+{
+    if (msg == NULL)
+        return -1;
+    char *text = conn->dead ? NULL : json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    if (text == NULL)
+        return -1;
+    size_t len = strlen(text);
+    int result = reserve_out(conn, len + 1);
+    if (result != 0) {
+        gs_warn("client pid %d (user %s) does not read its replies (%zu bytes waiting): closing "
+                "its connection",
+                (int)conn->cred.pid, conn->cred.user, conn->out_len);
+        conn->dead = 1;
+    } else {
+        memcpy(conn->out + conn->out_len, text, len);
+        conn->out[conn->out_len + len] = '\n';
+        conn->out_len += len + 1;
+        gs__server_pending(conn->server, conn);
+    }
+    free(text);
+    return result == 0 ? 0 : -1;
+}
+
+void gs__conn_send(gs__conn_t *conn, json_t *msg)
+{
+    append(conn, msg);
+}
+
+int gs__conn_send_fd(gs__conn_t *conn, json_t *msg, int fd)
+{
+    if (conn->pass_fd >= 0) {
+        json_decref(msg);
+        return GS_EBUSY;
+    }
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) {
+        json_decref(msg);
+        return -errno;
+    }
+    size_t at = conn->out_len;
+    if (append(conn, msg) != 0) {
+        close(copy);
+        return GS_EIO;
+    }
+    conn->pass_fd = copy;
+    conn->pass_at = at;
+    return 0;
+}
+
+void gs__conn_count_lease(gs__conn_t *conn, int delta)
+{
+    if (delta < 0 && conn->leases > 0)
+        conn->leases--;
+    else if (delta > 0)
+        conn->leases++;
+}
+
+unsigned gs__conn_leases(const gs__conn_t *conn)
+{
+    return conn->leases;
+}
+
+void gs__conn_set_waiter(gs__conn_t *conn, void *waiter)
+{
+    conn->waiter = waiter;
+}
+
+void *gs__conn_waiter(const gs__conn_t *conn)
+{
+    return conn->waiter;
+}
+
+void gs__conn_close(gs__conn_t *conn)
+{
+    conn->closing = 1;
+}
+
+int gs__conn_paused(const gs__conn_t *conn)
+{
+    return conn->pass_fd >= 0 || conn->out_len > GS__CONN_PAUSE_BYTES;
+}
+
+/* Sends len bytes with the connection's descriptor to pass attached. */
+static ssize_t send_with_fd(gs__conn_t *conn, const char *data, size_t len)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof(control));
+    struct iovec iov = {.iov_base = (void *)data, .iov_len = len};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.buf,
+                         .msg_controllen = sizeof(control.buf)};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &conn->pass_fd, sizeof(int));
+    return sendmsg(conn->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* Sends from out[done]: up to the byte a descriptor goes with, or from it with the descriptor. */
+static ssize_t send_some(gs__conn_t *conn, size_t done)
+{
+    size_t len = conn->out_len - done;
+    if (conn->pass_fd >= 0 && conn->pass_at == done) {
+        ssize_t n = send_with_fd(conn, conn->out + done, len);
+        if (n > 0) {
+            close(conn->pass_fd);
+            conn->pass_fd = -1;
+        }
+        return n;
+    }
+    if (conn->pass_fd >= 0 && conn->pass_at > done)
+        len = conn->pass_at - done;
+    return send(conn->fd, conn->out + done, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+int gs__conn_flush(gs__conn_t *conn)
+{
+    size_t done = 0;
+    while (done < conn->out_len) {
+        ssize_t n = send_some(conn, done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        if (n <= 0)
+            return -1;
+        done += (size_t)n;
+    }
+    memmove(conn->out, conn->out + done, conn->out_len - done);
+    conn->out_len -= done;
+    if (conn->pass_fd >= 0)
+        conn->pass_at -= done;
+    /* A buffer grown for one large reply is given back once it is written. */
+    if (conn->out_len == 0 && conn->out_cap > GS__CONN_PAUSE_BYTES) {
+        free(conn->out);
+        conn->out = NULL;
+        conn->out_cap = 0;
+    }
+    return 0;
+}
+
+void gs__conn_free(gs__conn_t *conn)
+{
+    if (conn->pass_fd >= 0)
+        close(conn->pass_fd);
+    free(conn->in);
+    free(conn->out);
+    free(conn);
+}

@@ -1,0 +1,56 @@
+/* Per-user counters: a small chained hash of uids. */
+#include "users.h"
+
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The user's name, or its uid in digits when it has none. */
+static void lookup_name(gs__user_t *u)
+{
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+    if (getpwuid_r(u->uid, &pw, buf, sizeof(buf), &found) == 0 && found != NULL)
+        snprintf(u->name, sizeof(u->name), "%s", found->pw_name);
+    else
+        snprintf(u->name, sizeof(u->name), "%u", (unsigned)u->uid);
+}
+
+gs__user_t *gs__users_get(gs__users_t *users, uid_t uid)
+{
+    gs__user_t **head = &users->bucket[(unsigned)uid % GS__USERS_BUCKETS];
+    for (gs__user_t *u = *head; u != NULL; u = u->next) {
+        if (u->uid == uid)
+            return u;
+    }
+    gs__user_t *u = calloc(1, sizeof(*u));
+    if (u == NULL)
+        return NULL;
+    u->uid = uid;
+    u->warned_ms = INT64_MIN / 2;
+    lookup_name(u);
+    u->next = *head;
+    *head = u;
+    return u;
+}
+
+int gs__users_log_due(gs__user_t *u, int64_t now_ms)
+{
+    if (now_ms - u->warned_ms < 5000) {
+        u->refused++;
+        return 0;
+    }
+    u->warned_ms = now_ms;
+    return 1;
+}
+
+void gs__users_free(gs__users_t *users)
+{
+    for (unsigned b = 0; b < GS__USERS_BUCKETS; b++) {
+        while (users->bucket[b] != NULL) {
+            gs__user_t *u = users->bucket[b];
+            users->bucket[b] = u->next;
+            free(u);
+        }
+    }
+}

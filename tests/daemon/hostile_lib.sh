@@ -1,0 +1,51 @@
+# Shared setup of the tests of issue 15 (a hostile local user): lib.sh, a second system user,
+# gs-hostile. Needs root (to run as the second user); exits 77 (skipped) otherwise.
+if [[ $(id -u) -ne 0 ]]; then
+  echo "SKIP: run as root to test with a second system user (useradd, runuser)"
+  exit 77
+fi
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+HOSTILE=$GS_BUILD_DIR/tests/gs-hostile
+USER2=gpushare-test
+id "$USER2" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$USER2"
+UID2=$(id -u "$USER2")
+
+# "${AS_USER2[@]}" CMD...: CMD as the second user, with the test's socket (and the ASan
+# runtime); an array, so that bg (setsid) can run it.
+AS_USER2=(runuser -u "$USER2" -- env GPUSHARE_SOCKET="$GPUSHARE_SOCKET" LD_PRELOAD="$JOB_PRELOAD"
+  ASAN_OPTIONS="${ASAN_OPTIONS:-}" GPUSIM_STATE="$GPUSIM_STATE")
+as_user2() {
+  "${AS_USER2[@]}" "$@"
+}
+
+# gs2 ARGS...: gpushare as the second user.
+gs2() {
+  as_user2 "$BIN/gpushare" "$@"
+}
+
+# The daemon is still the one started (it did not crash).
+daemon_alive() {
+  [[ -n $DAEMON_PID ]] && kill -0 "$DAEMON_PID" 2>/dev/null
+}
+
+# The daemon's resident memory, in KiB.
+daemon_rss_kb() {
+  awk '/^VmRSS:/ {print $2}' "/proc/$DAEMON_PID/status"
+}
+
+# id_of_user2_lease: the id of the second user's only lease.
+user2_lease() {
+  gs leases --json | jq ".[] | select(.uid == $UID2) | .id"
+}
+
+# lease_state ID: its state, or "gone".
+lease_state() {
+  gs leases --json | jq -r ".[] | select(.id == $1) | .state" | grep . || echo gone
+}
+
+# process_gone PID: the process exited (a zombie nobody reaped yet counts as gone).
+process_gone() {
+  local stat
+  stat=$(ps -o stat= -p "$1" 2>/dev/null || true)
+  [[ -z $stat || $stat == Z* ]]
+}

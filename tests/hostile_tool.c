@@ -1,0 +1,285 @@
+/* gs-hostile: what a hostile local user does to gpushared, for the tests of issue 15: resizes or
+ * rewrites its lease's region, floods the API socket and the metrics port. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpushare/region.h"
+#include "region_internal.h"
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: gs-hostile resize                 shrink, grow and fill $GPUSHARE_REGION\n"
+            "       gs-hostile forge N [SECONDS]      rewrite N records of it (pid 1, no lock),\n"
+            "                                         then stay SECONDS ignoring SIGTERM\n"
+            "       gs-hostile flood SOCKET N [LINE]  open N connections (sending LINE on each),\n"
+            "                                         print how many stayed, hold them\n"
+            "       gs-hostile pipeline SOCKET N      send N status requests, read nothing, hold\n"
+            "       gs-hostile tcpidle PORT N         open N idle connections to 127.0.0.1:PORT\n"
+            "       gs-hostile hold SOCKET N LINE     send LINE N times on one connection, print\n"
+            "                                         how many were granted, hold the leases\n");
+}
+
+/* The region's descriptor as a process of the lease gets it: joined from gpushared, or the
+ * file itself (a path, as older versions gave). */
+static int region_fd(void)
+{
+    const char *spec = getenv("GPUSHARE_REGION");
+    if (spec == NULL) {
+        fprintf(stderr, "gs-hostile: no GPUSHARE_REGION\n");
+        exit(2);
+    }
+    if (strncmp(spec, "gpushared:", 10) != 0)
+        return open(spec, O_RDWR | O_CLOEXEC);
+    gs_region_t *region = NULL;
+    char why[256];
+    if (gs_region_join(spec, &region, why, sizeof(why)) != 0) {
+        fprintf(stderr, "gs-hostile: %s\n", why);
+        exit(1);
+    }
+    return gs_region_fd(region); /* the handle stays: its mapping keeps the process a member */
+}
+
+static void report(const char *what, int rc)
+{
+    printf("%s: %s\n", what, rc == 0 ? "done" : strerror(errno));
+    fflush(stdout);
+}
+
+static int resize(void)
+{
+    int fd = region_fd();
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        return 1;
+    report("shrink", ftruncate(fd, 0));
+    report("grow", ftruncate(fd, st.st_size + (off_t)(1 << 30)));
+    /* Fill whatever filesystem holds it, a MiB at a time (at most 256 MiB). */
+    int rc = -1;
+    for (off_t at = st.st_size; at < st.st_size + (256 << 20); at += 1 << 20) {
+        rc = fallocate(fd, 0, at, 1 << 20);
+        if (rc != 0)
+            break;
+    }
+    report("fill", rc);
+    sleep(1); /* the daemon looks at the region meanwhile */
+    return 0;
+}
+
+static int forge(int argc, char **argv)
+{
+    int n = argc > 2 ? atoi(argv[2]) : GS_REGION_MAX_PROCS;
+    double seconds = argc > 3 ? atof(argv[3]) : 0;
+    int fd = region_fd();
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(region_layout_t))
+        return 1;
+    region_layout_t *map = mmap(NULL, sizeof(*map), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED)
+        return 1;
+    for (int i = 0; i < n && i < GS_REGION_MAX_PROCS; i++) {
+        map->procs[i].pid = 1;
+        map->procs[i].locked = 0;
+        map->procs[i].start_time = 1;
+    }
+    map->attached = UINT32_MAX;
+    printf("forged %d records\n", n);
+    fflush(stdout);
+    signal(SIGTERM, SIG_IGN);
+    struct timespec nap = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
+    for (double waited = 0; waited < seconds; waited += 0.05)
+        nanosleep(&nap, NULL);
+    return 0;
+}
+
+static void raise_fd_limit(void)
+{
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0) {
+        lim.rlim_cur = lim.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &lim);
+    }
+}
+
+static int unix_conn(const char *path)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Whether the daemon turned the connection away: an error line or the end, within ms. */
+static int turned_away(int fd, int ms)
+{
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    if (poll(&pfd, 1, ms) <= 0)
+        return 0;
+    char buf[512];
+    ssize_t n = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+    if (n <= 0)
+        return 1;
+    buf[n] = '\0';
+    return strstr(buf, "\"code\":\"busy\"") != NULL;
+}
+
+static void hold(void)
+{
+    for (;;)
+        pause();
+}
+
+static int flood(int argc, char **argv)
+{
+    int n = atoi(argv[3]);
+    const char *line = argc > 4 ? argv[4] : NULL;
+    raise_fd_limit();
+    int *fds = calloc((size_t)n, sizeof(int));
+    int opened = 0, failed = 0;
+    for (int i = 0; i < n && fds != NULL; i++) {
+        fds[i] = unix_conn(argv[2]);
+        if (fds[i] < 0) {
+            failed++;
+            continue;
+        }
+        if (line != NULL && (send(fds[i], line, strlen(line), MSG_NOSIGNAL) < 0 ||
+                             send(fds[i], "\n", 1, MSG_NOSIGNAL) < 0))
+            failed++;
+    }
+    sleep(2); /* the daemon answers every connection meanwhile */
+    int kept = 0;
+    for (int i = 0; i < n && fds != NULL; i++) {
+        if (fds[i] < 0)
+            continue;
+        opened++;
+        if (turned_away(fds[i], 0)) {
+            close(fds[i]);
+            fds[i] = -1;
+        } else {
+            kept++;
+        }
+    }
+    printf("connected %d, kept %d, turned away %d, failed %d\n", opened, kept, opened - kept,
+           failed);
+    fflush(stdout);
+    hold();
+    return 0;
+}
+
+static int pipeline(char **argv)
+{
+    int fd = unix_conn(argv[2]);
+    int n = atoi(argv[3]);
+    if (fd < 0)
+        return 1;
+    int sent = 0;
+    static const char req[] = "{\"op\":\"status\"}\n";
+    for (; sent < n; sent++) {
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        if (poll(&pfd, 1, 500) <= 0 || send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) < 0)
+            break; /* the daemon stopped reading: its buffers stay bounded */
+    }
+    printf("sent %d requests\n", sent);
+    fflush(stdout);
+    hold();
+    return 0;
+}
+
+static int tcpidle(char **argv)
+{
+    int port = atoi(argv[2]), n = atoi(argv[3]), opened = 0;
+    raise_fd_limit();
+    for (int i = 0; i < n; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sin = {.sin_family = AF_INET,
+                                  .sin_port = htons((uint16_t)port),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0)
+            opened++;
+    }
+    printf("opened %d\n", opened);
+    fflush(stdout);
+    hold();
+    return 0;
+}
+
+/* Reads one reply line from buf (more from fd as needed; what follows it stays in buf).
+ * Returns 1 when it is a grant, 0 for another reply, -1 at the end of the connection. */
+static int read_line(int fd, char *buf, size_t len, size_t *have)
+{
+    for (;;) {
+        char *nl = memchr(buf, '\n', *have);
+        if (nl != NULL) {
+            size_t line = (size_t)(nl - buf) + 1;
+            static const char mark[] = "\"state\":\"granted\"";
+            int granted = memmem(buf, line, mark, sizeof(mark) - 1) != NULL;
+            memmove(buf, buf + line, *have - line);
+            *have -= line;
+            return granted;
+        }
+        if (*have == len)
+            *have = 0; /* a reply longer than the buffer: its end still tells */
+        ssize_t n = recv(fd, buf + *have, len - *have, 0);
+        if (n <= 0)
+            return -1;
+        *have += (size_t)n;
+    }
+}
+
+static int hold_leases(char **argv)
+{
+    int fd = unix_conn(argv[2]);
+    int n = atoi(argv[3]), granted = 0;
+    if (fd < 0)
+        return 1;
+    static char buf[1 << 20];
+    size_t have = 0;
+    for (int i = 0; i < n; i++) {
+        if (send(fd, argv[4], strlen(argv[4]), MSG_NOSIGNAL) < 0 ||
+            send(fd, "\n", 1, MSG_NOSIGNAL) < 0)
+            break;
+        int r = read_line(fd, buf, sizeof(buf), &have);
+        if (r < 0)
+            break;
+        granted += r;
+    }
+    printf("granted %d\n", granted);
+    fflush(stdout);
+    hold();
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 5 && strcmp(argv[1], "hold") == 0)
+        return hold_leases(argv);
+    if (argc >= 2 && strcmp(argv[1], "resize") == 0)
+        return resize();
+    if (argc >= 2 && strcmp(argv[1], "forge") == 0)
+        return forge(argc, argv);
+    if (argc >= 4 && strcmp(argv[1], "flood") == 0)
+        return flood(argc, argv);
+    if (argc >= 4 && strcmp(argv[1], "pipeline") == 0)
+        return pipeline(argv);
+    if (argc >= 4 && strcmp(argv[1], "tcpidle") == 0)
+        return tcpidle(argv);
+    usage();
+    return 2;
+}
