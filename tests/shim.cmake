@@ -54,6 +54,14 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   set_tests_properties(shim_compute_share shim_compute_unlimited PROPERTIES TIMEOUT 60
                        ENVIRONMENT "${GS_TEST_ENV}" LABELS "shim" RUN_SERIAL TRUE)
 
+  # Compute shares: compute_worker processes in leases, checked by compute_check against gpusim's
+  # per-process device time (tests/shim/compute.cmake registers the cases).
+  gs_add_cuda_program(compute_worker SOURCES shim/compute_worker.c LIBS Threads::Threads)
+  add_executable(compute_check shim/compute_check.c)
+  target_link_libraries(compute_check PRIVATE gsim_core gs_region)
+  set_target_properties(compute_check PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  add_dependencies(compute_check compute_worker)
+
   gs_add_cuda_program(test_shim_kill SOURCES shim/test_shim_kill.c LIBS gs_region)
   gs_add_sim_test(shim_kill test_shim_kill TIMEOUT 120 SERIAL)
 

@@ -1,5 +1,7 @@
 /* Contexts: destroying a context or resetting a primary one frees its memory in the driver, so
- * the lease gets that charge back here. Creation fails closed on a bad lease configuration. */
+ * the lease gets that charge back here. Creation fails closed on a bad lease configuration.
+ * Contexts on scheduled GPUs are registered for the drains of compute shares (drain.c). */
+#include "compute.h"
 #include "shim.h"
 
 #include <pthread.h>
@@ -17,30 +19,38 @@ static pthread_mutex_t primary_mutex = PTHREAD_MUTEX_INITIALIZER;
             return CUDA_ERROR_NOT_SUPPORTED;                                                       \
     } while (0)
 
+static CUresult created(CUresult result, CUcontext *pctx, CUdevice dev)
+{
+    if (result == CUDA_SUCCESS && pctx != NULL)
+        gs__ctx_note(*pctx, dev, 0);
+    return result;
+}
+
 GS_EXPORT CUresult CUDAAPI cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
     REAL_OR_FAIL(cuCtxCreate);
-    return gs__real()->cuCtxCreate(pctx, flags, dev);
+    return created(gs__real()->cuCtxCreate(pctx, flags, dev), pctx, dev);
 }
 
 GS_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
     REAL_OR_FAIL(cuCtxCreate_v2);
-    return gs__real()->cuCtxCreate_v2(pctx, flags, dev);
+    return created(gs__real()->cuCtxCreate_v2(pctx, flags, dev), pctx, dev);
 }
 
 GS_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
                                           int numParams, unsigned int flags, CUdevice dev)
 {
     REAL_OR_FAIL(cuCtxCreate_v3);
-    return gs__real()->cuCtxCreate_v3(pctx, paramsArray, numParams, flags, dev);
+    return created(gs__real()->cuCtxCreate_v3(pctx, paramsArray, numParams, flags, dev), pctx,
+                   dev);
 }
 
 GS_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
                                           unsigned int flags, CUdevice dev)
 {
     REAL_OR_FAIL(cuCtxCreate_v4);
-    return gs__real()->cuCtxCreate_v4(pctx, ctxCreateParams, flags, dev);
+    return created(gs__real()->cuCtxCreate_v4(pctx, ctxCreateParams, flags, dev), pctx, dev);
 }
 
 static CUresult after_destroy(CUresult result, CUcontext ctx)
@@ -53,12 +63,14 @@ static CUresult after_destroy(CUresult result, CUcontext ctx)
 GS_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
 {
     REAL_OR_FAIL(cuCtxDestroy_v2);
+    gs__ctx_forget(ctx);
     return after_destroy(gs__real()->cuCtxDestroy_v2(ctx), ctx);
 }
 
 GS_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx)
 {
     REAL_OR_FAIL(cuCtxDestroy);
+    gs__ctx_forget(ctx);
     return after_destroy(gs__real()->cuCtxDestroy(ctx), ctx);
 }
 
@@ -70,6 +82,7 @@ GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice de
         pthread_mutex_lock(&primary_mutex);
         primary[dev] = *pctx;
         pthread_mutex_unlock(&primary_mutex);
+        gs__ctx_note(*pctx, dev, 1);
     }
     return result;
 }
@@ -99,23 +112,27 @@ static CUresult after_release(CUresult result, CUdevice dev)
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
     REAL_OR_FAIL(cuDevicePrimaryCtxRelease_v2);
+    gs__ctx_primary_wait(dev);
     return after_release(gs__real()->cuDevicePrimaryCtxRelease_v2(dev), dev);
 }
 
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
 {
     REAL_OR_FAIL(cuDevicePrimaryCtxRelease);
+    gs__ctx_primary_wait(dev);
     return after_release(gs__real()->cuDevicePrimaryCtxRelease(dev), dev);
 }
 
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
     REAL_OR_FAIL(cuDevicePrimaryCtxReset_v2);
+    gs__ctx_primary_wait(dev);
     return after_destroy(gs__real()->cuDevicePrimaryCtxReset_v2(dev), primary_of(dev));
 }
 
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev)
 {
     REAL_OR_FAIL(cuDevicePrimaryCtxReset);
+    gs__ctx_primary_wait(dev);
     return after_destroy(gs__real()->cuDevicePrimaryCtxReset(dev), primary_of(dev));
 }

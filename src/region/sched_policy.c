@@ -1,0 +1,397 @@
+/* The scheduler's policy: who gets the GPU next, for how long, and what a slot costs.
+ *
+ * Stride scheduling over leases: each lease has a virtual time that grows by the device time it
+ * used divided by its weight; the GPU goes to the waiting lease with the smallest, and within
+ * the lease to its member that waited longest. A slot lasts GS_SCHED_PERIOD_NS times the lease's
+ * part of the weights of the leases with work (split between its waiting members), so in a round
+ * every lease with work runs once, and a lease that overran its slot (a long kernel, a deep
+ * queue) waits until the others have caught up. Caps are token buckets refilled at the cap's
+ * rate, GS_SCHED_PERIOD_NS deep. Everything read from the region is clamped first. */
+#include "sched_internal.h"
+
+#include "gpushare/error.h"
+
+#include <string.h>
+
+#define MIN_WEIGHT    10                   /* per mille: a best-effort lease always progresses */
+#define CREDIT_NS     INT64_C(5000000)     /* a lease back from idle may cut in for this long */
+#define MAX_CHARGE_NS (GS_SCHED_PERIOD_NS * 100)
+#define POLL_NS       INT64_C(50000000)    /* a waiter looks at the holder at least this often */
+
+/* Which leases have work, and what their weights add up to. */
+typedef struct demand {
+    uint32_t waiting[GS_SCHED_MAX_LEASES]; /* waiting or running members per lease */
+    uint64_t guaranteed;                   /* per mille of the leases with work */
+    uint32_t best_effort;                  /* leases with work and no guarantee */
+} demand_t;
+
+static uint32_t clamp_permille(uint32_t v)
+{
+    return v > 1000 ? 1000 : v;
+}
+
+static uint32_t lease_of(const sched_proc_t *p)
+{
+    uint32_t l = SLOAD(&p->lease);
+    return l < GS_SCHED_MAX_LEASES ? l : 0;
+}
+
+static void scan_demand(const sched_layout_t *map, demand_t *d)
+{
+    memset(d, 0, sizeof(*d));
+    for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
+        const sched_proc_t *p = &map->procs[i];
+        if (SLOAD(&p->pid) != 0 && SLOAD(&p->state) != PROC_IDLE)
+            d->waiting[lease_of(p)]++;
+    }
+    for (int l = 0; l < GS_SCHED_MAX_LEASES; l++) {
+        if (d->waiting[l] == 0)
+            continue;
+        uint32_t g = clamp_permille(map->leases[l].guarantee);
+        d->guaranteed += g;
+        d->best_effort += g == 0;
+    }
+}
+
+/* A lease's weight: its guarantee, or for a best-effort lease its part of what the guarantees
+ * of the leases with work leave. */
+static uint64_t weight_of(const sched_layout_t *map, const demand_t *d, uint32_t l)
+{
+    uint32_t g = clamp_permille(map->leases[l].guarantee);
+    if (g > 0)
+        return g;
+    uint64_t left = d->guaranteed < 1000 ? 1000 - d->guaranteed : 0;
+    uint64_t w = left / (d->best_effort > 0 ? d->best_effort : 1);
+    return w < MIN_WEIGHT ? MIN_WEIGHT : w;
+}
+
+static uint64_t total_weight(const sched_layout_t *map, const demand_t *d)
+{
+    uint64_t total = 0;
+    for (int l = 0; l < GS_SCHED_MAX_LEASES; l++)
+        total += d->waiting[l] > 0 ? weight_of(map, d, (uint32_t)l) : 0;
+    return total;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* ---- caps: a token bucket of GS_SCHED_PERIOD_NS at the cap's rate ----
+ * cap_tat is when the bucket is full again. A capped lease waits until it is half full and then
+ * runs what it holds: a grant that comes late (a busy host) finds the bucket fuller, so the
+ * lateness is not lost, and a lease alone at its cap runs in bursts of about half a period. */
+
+static uint32_t cap_of(const sched_lease_t *lease)
+{
+    uint32_t cap = lease->cap;
+    return cap >= 1000 ? 0 : cap;
+}
+
+/* Device time the lease may use from now on (INT64_MAX without a cap; negative in debt). */
+static int64_t cap_tokens(const sched_lease_t *lease, int64_t now)
+{
+    uint32_t cap = cap_of(lease);
+    if (cap == 0)
+        return INT64_MAX;
+    int64_t bucket = GS_SCHED_PERIOD_NS * cap / 1000;
+    int64_t behind = lease->cap_tat - now;
+    if (behind <= 0)
+        return bucket;
+    if (behind > 1000 * GS_SCHED_PERIOD_NS)
+        return -bucket; /* garbage */
+    return bucket - behind * cap / 1000;
+}
+
+static int cap_allows(const sched_lease_t *lease, int64_t now)
+{
+    uint32_t cap = cap_of(lease);
+    return cap == 0 || cap_tokens(lease, now) >= GS_SCHED_PERIOD_NS * cap / 2000;
+}
+
+/* When the lease's bucket is half full (now when it already is). */
+static int64_t cap_ready(const sched_lease_t *lease, int64_t now)
+{
+    int64_t ready = lease->cap_tat - GS_SCHED_PERIOD_NS / 2;
+    return ready > now ? ready : now;
+}
+
+static void charge(sched_lease_t *lease, uint64_t weight, int64_t start, int64_t end)
+{
+    int64_t used = end - start;
+    if (used <= 0)
+        return;
+    if (used > MAX_CHARGE_NS)
+        used = MAX_CHARGE_NS;
+    weight = weight == 0 || weight > 1000 ? 1000 : weight;
+    lease->used_ns = sat_add(lease->used_ns, (uint64_t)used);
+    lease->vtime = sat_add(lease->vtime, (uint64_t)used * 1000 / weight);
+    uint32_t cap = cap_of(lease);
+    if (cap != 0) {
+        int64_t tat = lease->cap_tat;
+        if (tat < end - used || tat > end + 1000 * GS_SCHED_PERIOD_NS)
+            tat = end - used; /* the bucket was full (or the field is garbage) */
+        lease->cap_tat = tat + used * 1000 / cap;
+    }
+}
+
+/* ---- picking and granting ---- */
+
+/* The waiting member that should run next, or -1. Dead members found on the way are freed. */
+static int pick(gs_sched_t *s, int64_t now, demand_t *d)
+{
+    sched_layout_t *map = s->map;
+    for (int attempt = 0; attempt < GS_SCHED_MAX_PROCS; attempt++) {
+        scan_demand(map, d);
+        int best = -1;
+        uint32_t best_lease = 0;
+        for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
+            const sched_proc_t *p = &map->procs[i];
+            if (SLOAD(&p->pid) == 0 || SLOAD(&p->state) != PROC_WAITING)
+                continue;
+            uint32_t l = lease_of(p);
+            if (!cap_allows(&map->leases[l], now))
+                continue;
+            uint64_t vt = map->leases[l].vtime, best_vt = map->leases[best_lease].vtime;
+            if (best < 0 || vt < best_vt ||
+                (l == best_lease && p->last_run_ns < map->procs[best].last_run_ns)) {
+                best = i;
+                best_lease = l;
+            }
+        }
+        if (best < 0 || gs__sched_alive(s, best))
+            return best;
+        gs__sched_free_proc(map, best);
+    }
+    return -1;
+}
+
+/* The slot of member i: its lease's part of a round, split between its members with work, and
+ * no more than its cap's tokens. */
+static int64_t slot_length(const sched_layout_t *map, const demand_t *d, uint32_t l, int64_t now)
+{
+    uint64_t total = total_weight(map, d);
+    uint64_t w = weight_of(map, d, l);
+    uint32_t members = d->waiting[l] > 0 ? d->waiting[l] : 1;
+    int64_t slot = (int64_t)((uint64_t)GS_SCHED_PERIOD_NS * w / (total > w ? total : w) / members);
+    int64_t tokens = cap_tokens(&map->leases[l], now);
+    if (slot > tokens)
+        slot = tokens;
+    if (slot < GS_SCHED_MIN_SLOT_NS)
+        slot = GS_SCHED_MIN_SLOT_NS;
+    return slot > GS_SCHED_PERIOD_NS ? GS_SCHED_PERIOD_NS : slot;
+}
+
+static void grant(sched_layout_t *map, int i, const demand_t *d, int64_t now)
+{
+    sched_proc_t *p = &map->procs[i];
+    uint32_t l = lease_of(p);
+    int64_t slot = slot_length(map, d, l, now);
+    gs__sched_set_state(map, p, PROC_RUNNING);
+    SSTORE(&map->slot_start, now);
+    SSTORE(&map->slot_end, now + slot);
+    SSTORE(&map->slot_weight, weight_of(map, d, l));
+    SSTORE(&map->vclock, map->leases[l].vtime);
+    SSTORE(&map->preempt, 0);
+    __atomic_fetch_add(&map->epoch, 1, __ATOMIC_ACQ_REL);
+    SSTORE(&map->holder, (uint32_t)i + 1);
+}
+
+/* Gives a free GPU to the next member in line, and wakes everyone. */
+static void schedule(gs_sched_t *s, int64_t now)
+{
+    demand_t d;
+    if (SLOAD(&s->map->holder) == 0) {
+        int next = pick(s, now, &d);
+        if (next >= 0)
+            grant(s->map, next, &d, now);
+    }
+    gs__sched_wake(s->map);
+}
+
+/* Ends the holder's slot at end: charges its lease and moves it to state (lock held). */
+static void end_slot(sched_layout_t *map, int64_t end, int64_t now, uint32_t state)
+{
+    uint32_t h = SLOAD(&map->holder);
+    SSTORE(&map->holder, 0);
+    if (h == 0 || h > GS_SCHED_MAX_PROCS)
+        return;
+    sched_proc_t *p = &map->procs[h - 1];
+    int64_t start = SLOAD(&map->slot_start);
+    if (start > now || start < now - MAX_CHARGE_NS)
+        start = now; /* garbage: charge nothing rather than anything */
+    if (end > now)
+        end = now;
+    charge(&map->leases[lease_of(p)], SLOAD(&map->slot_weight), start, end);
+    p->last_run_ns = end;
+    if (SLOAD(&p->pid) != 0)
+        gs__sched_set_state(map, p, state);
+}
+
+void gs__sched_release_holder(gs_sched_t *s, int64_t end_ns, int64_t now)
+{
+    end_slot(s->map, end_ns, now, PROC_IDLE);
+    schedule(s, now);
+}
+
+/* ---- what a member sees ---- */
+
+static void fill_grant(const gs_sched_t *s, int64_t now, gs_sched_grant_t *grant)
+{
+    const sched_layout_t *map = s->map;
+    memset(grant, 0, sizeof(*grant));
+    grant->epoch = SLOAD(&map->epoch);
+    grant->held = SLOAD(&map->holder) == (uint32_t)s->self + 1;
+    grant->start_ns = SLOAD(&map->slot_start);
+    grant->end_ns = SLOAD(&map->slot_end);
+    if (grant->held) {
+        /* Ours, so written by us: still, never longer than a round from now. */
+        if (grant->end_ns > now + GS_SCHED_PERIOD_NS || grant->end_ns < grant->start_ns)
+            grant->end_ns = now + GS_SCHED_PERIOD_NS;
+        return;
+    }
+    grant->wait_ns = POLL_NS;
+    const sched_lease_t *mine = &map->leases[lease_of(&map->procs[s->self])];
+    if (SLOAD(&map->holder) == 0 && !cap_allows(mine, now)) {
+        int64_t until = cap_ready(mine, now) - now;
+        grant->wait_ns = until < POLL_NS ? until : POLL_NS;
+    }
+}
+
+/* Nonzero when the holder is gone, or held the GPU (one process, across slots) for longer than a
+ * slot and the grace while we waited and our lease is not ahead of its lease. */
+static int holder_stuck(gs_sched_t *s, uint32_t h, int64_t now)
+{
+    sched_layout_t *map = s->map;
+    const sched_proc_t *hp = &map->procs[h - 1];
+    int32_t pid = SLOAD(&hp->pid);
+    if (pid == 0 || !gs__sched_alive(s, (int)h - 1))
+        return 1;
+    uint64_t who = ((uint64_t)(uint32_t)pid << 32) | h;
+    if (s->watched != who) {
+        s->watched = who;
+        s->watch_since = now;
+        return 0;
+    }
+    uint64_t my_vt = map->leases[lease_of(&map->procs[s->self])].vtime;
+    return now - s->watch_since > GS_SCHED_PERIOD_NS + GS_SCHED_OVERDUE_NS &&
+           my_vt <= map->leases[lease_of(hp)].vtime;
+}
+
+/* A member back from idle starts at the virtual time of the lease last granted the GPU, less a
+ * little credit; when that puts it behind the holder, the holder is asked to end its slot. */
+static void come_back(sched_layout_t *map, uint32_t l, const demand_t *d)
+{
+    sched_lease_t *lease = &map->leases[l];
+    uint64_t vclock = SLOAD(&map->vclock);
+    uint64_t credit = (uint64_t)CREDIT_NS * 1000 / weight_of(map, d, l);
+    uint64_t floor = vclock > credit ? vclock - credit : 0;
+    if (lease->vtime < floor)
+        lease->vtime = floor;
+    uint32_t h = SLOAD(&map->holder);
+    if (h != 0 && h <= GS_SCHED_MAX_PROCS && lease_of(&map->procs[h - 1]) != l &&
+        lease->vtime < vclock)
+        SSTORE(&map->preempt, SLOAD(&map->epoch));
+}
+
+static int joined(const gs_sched_t *s)
+{
+    return s->self >= 0 && SLOAD(&s->map->procs[s->self].pid) == (int32_t)s->pid;
+}
+
+int gs_sched_want(gs_sched_t *s, int64_t now, gs_sched_grant_t *grant)
+{
+    if (s->self < 0)
+        return GS_EINVAL;
+    sched_layout_t *map = s->map;
+    gs__sched_lock(s);
+    if (!joined(s)) {
+        gs__sched_unlock(s);
+        return GS_EINVAL;
+    }
+    sched_proc_t *me = &map->procs[s->self];
+    if (SLOAD(&me->state) == PROC_IDLE) {
+        demand_t d;
+        gs__sched_set_state(map, me, PROC_WAITING);
+        scan_demand(map, &d);
+        come_back(map, lease_of(me), &d);
+        s->watched = 0;
+    }
+    uint32_t h = SLOAD(&map->holder);
+    if (h > GS_SCHED_MAX_PROCS || (h != 0 && h != (uint32_t)s->self + 1 && holder_stuck(s, h, now)))
+        end_slot(map, now, now, PROC_IDLE);
+    if (SLOAD(&map->holder) == 0)
+        schedule(s, now);
+    fill_grant(s, now, grant);
+    gs__sched_unlock(s);
+    return 0;
+}
+
+int gs_sched_yield(gs_sched_t *s, uint64_t epoch, int64_t drained_ns, int still_wants,
+                   gs_sched_grant_t *grant)
+{
+    if (s->self < 0)
+        return GS_EINVAL;
+    sched_layout_t *map = s->map;
+    int64_t now = drained_ns;
+    gs__sched_lock(s);
+    if (!joined(s)) {
+        gs__sched_unlock(s);
+        return GS_EINVAL;
+    }
+    uint32_t state = still_wants ? PROC_WAITING : PROC_IDLE;
+    if (SLOAD(&map->holder) == (uint32_t)s->self + 1 && SLOAD(&map->epoch) == epoch)
+        end_slot(map, drained_ns, now, state);
+    else
+        gs__sched_set_state(map, &map->procs[s->self], state);
+    s->watched = 0;
+    schedule(s, now);
+    fill_grant(s, now, grant);
+    gs__sched_unlock(s);
+    return 0;
+}
+
+/* Nonzero when a member other than self waits and could run now. */
+static int others_ready(const sched_layout_t *map, int self, int64_t now)
+{
+    for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
+        const sched_proc_t *p = &map->procs[i];
+        if (i != self && SLOAD(&p->pid) != 0 && SLOAD(&p->state) == PROC_WAITING &&
+            cap_allows(&map->leases[lease_of(p)], now))
+            return 1;
+    }
+    return 0;
+}
+
+int gs_sched_renew(gs_sched_t *s, uint64_t epoch, int64_t now, gs_sched_grant_t *grant)
+{
+    if (s->self < 0)
+        return GS_EINVAL;
+    sched_layout_t *map = s->map;
+    gs__sched_lock(s);
+    int result = 0;
+    if (!joined(s) || SLOAD(&map->holder) != (uint32_t)s->self + 1 ||
+        SLOAD(&map->epoch) != epoch) {
+        result = GS_EINVAL;
+        goto out;
+    }
+    sched_lease_t *lease = &map->leases[lease_of(&map->procs[s->self])];
+    if (others_ready(map, s->self, now))
+        goto out;
+    int64_t start = SLOAD(&map->slot_start);
+    charge(lease, SLOAD(&map->slot_weight), start > now ? now : start, now);
+    SSTORE(&map->slot_start, now); /* charged up to now: a yield charges only the rest */
+    if (cap_tokens(lease, now) < GS_SCHED_MIN_SLOT_NS)
+        goto out;
+    demand_t d;
+    scan_demand(map, &d);
+    SSTORE(&map->slot_end, now + slot_length(map, &d, lease_of(&map->procs[s->self]), now));
+    SSTORE(&map->slot_weight, weight_of(map, &d, lease_of(&map->procs[s->self])));
+    SSTORE(&map->vclock, lease->vtime);
+    result = 1;
+out:
+    fill_grant(s, now, grant);
+    gs__sched_unlock(s);
+    return result;
+}
