@@ -137,7 +137,8 @@ typedef struct gsim_proc {
     char name[GSIM_NAME_MAX];
     uint64_t mem[GSIM_MAX_DEVICES]; /* bytes held per GPU */
     int32_t gi[GSIM_MAX_DEVICES];   /* GPU instance slot the memory is in, -1 = whole GPU */
-    uint64_t busy_ns[GSIM_MAX_DEVICES];
+    uint64_t busy_ns[GSIM_MAX_DEVICES];   /* kernel time reserved (concurrent kernels add up) */
+    uint64_t active_ns[GSIM_MAX_DEVICES]; /* wall time the device runs its work (their union) */
 } gsim_proc_t;
 
 #define GSIM_MAGIC   UINT64_C(0x31657461745f6d73) /* "sm_state1" */
@@ -238,6 +239,12 @@ int gsim_timeline_reserve(gsim_timeline_t *timeline, const gsim_work_t *w, int64
 /* Returns the part of pid's reserved work that lies after now_ns (device time booked but not yet
  * spent). Call with the lock held. */
 int64_t gsim_timeline_future_ns(const gsim_timeline_t *timeline, int32_t pid, int64_t now_ns);
+
+/* Returns the wall time from now_ns on during which pid has work reserved (the union of its
+ * reserved intervals after now_ns). gsim_proc_t.active_ns grows by its change at each
+ * reservation, so active_ns minus this is the device time the process's work has had so far.
+ * Call with the lock held. */
+int64_t gsim_timeline_future_union_ns(const gsim_timeline_t *timeline, int32_t pid, int64_t now_ns);
 
 /* Returns the wall time within [from_ns, to_ns) during which pid had work launched and not yet
  * complete (queued or running): what NVML's per-process SM utilization reports. Call with the

@@ -220,6 +220,30 @@ int gsim_timeline_reserve(gsim_timeline_t *tl, const gsim_work_t *w, int64_t *st
     return 0;
 }
 
+static int compare_start(const void *a, const void *b);
+
+int64_t gsim_timeline_future_union_ns(const gsim_timeline_t *tl, int32_t pid, int64_t now_ns)
+{
+    gsim_interval_t spans[GSIM_MAX_RESERVATIONS];
+    size_t n = 0;
+    for (uint32_t i = 0; i < tl->n_reserved && i < GSIM_MAX_RESERVATIONS; i++) {
+        const gsim_interval_t *r = &tl->reserved[i];
+        if (r->pid == pid && r->end_ns > now_ns)
+            spans[n++] = (gsim_interval_t){.start_ns = r->start_ns > now_ns ? r->start_ns : now_ns,
+                                           .end_ns = r->end_ns};
+    }
+    qsort(spans, n, sizeof(spans[0]), compare_start);
+    int64_t covered = 0, to = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        int64_t s = spans[i].start_ns > to ? spans[i].start_ns : to;
+        if (spans[i].end_ns > s)
+            covered += spans[i].end_ns - s;
+        if (spans[i].end_ns > to)
+            to = spans[i].end_ns;
+    }
+    return covered;
+}
+
 int64_t gsim_timeline_future_ns(const gsim_timeline_t *tl, int32_t pid, int64_t now_ns)
 {
     int64_t future = 0;

@@ -92,12 +92,15 @@ static int64_t launch(helper_t *h, int ord, int64_t ready_ns, int64_t dur_ns)
         int64_t start, end;
         gsim_node_lock(h->node);
         gsim_timeline_t *tl = gsim_domain_timeline(h->node, h->domains[ord]);
-        int result = tl != NULL
-                         ? gsim_timeline_reserve(tl, &work, &start, &end)
-                         : -EINVAL;
+        int64_t now = gsim_now_ns();
+        int64_t covered = tl != NULL ? gsim_timeline_future_union_ns(tl, work.pid, now) : 0;
+        int result = tl != NULL ? gsim_timeline_reserve(tl, &work, &start, &end) : -EINVAL;
         gsim_proc_t *self = gsim_node_self(h->node);
-        if (result == 0 && self != NULL)
+        if (result == 0 && self != NULL) {
             self->busy_ns[h->domains[ord].dev] += (uint64_t)(end - start);
+            self->active_ns[h->domains[ord].dev] +=
+                (uint64_t)(gsim_timeline_future_union_ns(tl, work.pid, now) - covered);
+        }
         gsim_node_unlock(h->node);
         if (result == 0)
             return end;

@@ -144,12 +144,18 @@ static int reserve_time(CUcontext ctx, int64_t ready, int64_t dur, int64_t *star
     gsim_node_lock(node);
     gsim_timeline_t *tl = gsim_domain_timeline(node, ctx->domain);
     int rc = -ENODEV;
-    if (tl != NULL)
+    int64_t now = gsim_now_ns(), covered = 0;
+    if (tl != NULL) {
+        covered = gsim_timeline_future_union_ns(tl, work.pid, now);
         rc = gsim_timeline_reserve(tl, &work, start, end);
+    }
     if (rc == 0) {
         gsim_proc_t *self = gsim_node_self(node);
-        if (self != NULL)
+        int64_t grown = gsim_timeline_future_union_ns(tl, work.pid, now) - covered;
+        if (self != NULL) {
             self->busy_ns[ctx->domain.dev] += (uint64_t)(*end - *start);
+            self->active_ns[ctx->domain.dev] += (uint64_t)(grown > 0 ? grown : 0);
+        }
         node->dev[ctx->domain.dev].busy_ns_total += (uint64_t)(*end - *start);
     }
     gsim_node_unlock(node);

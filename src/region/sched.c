@@ -326,7 +326,7 @@ static int find_lease(gs_sched_t *s, const char *key, gs_sched_share_t share)
     snprintf(lease->key, sizeof(lease->key), "%s", key);
     lease->guarantee = share.guarantee;
     lease->cap = share.cap;
-    lease->vtime = SLOAD(&map->vclock);
+    lease->vtime = gs__sched_vclock(map, mono_ns());
     return free_entry;
 }
 

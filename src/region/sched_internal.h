@@ -90,6 +90,10 @@ void gs__sched_set_state(sched_layout_t *map, sched_proc_t *p, uint32_t state);
 /* Bumps the turn counter and wakes every waiter. */
 void gs__sched_wake(sched_layout_t *map);
 
+/* The GPU's virtual time at now: the holder's lease's, counting its slot so far (lock held). New
+ * leases start there (sched_policy.c). */
+uint64_t gs__sched_vclock(const sched_layout_t *map, int64_t now);
+
 /* Charges the holder's lease for its slot up to end_ns, frees the GPU and grants it to the next
  * member in line, if any (lock held; sched_policy.c). */
 void gs__sched_release_holder(gs_sched_t *s, int64_t end_ns, int64_t now);

@@ -279,12 +279,24 @@ static int holder_stuck(gs_sched_t *s, uint32_t h, int64_t now)
            my_vt <= map->leases[lease_of(hp)].vtime;
 }
 
-/* A member back from idle starts at the virtual time of the lease last granted the GPU, less a
- * little credit; when that puts it behind the holder, the holder is asked to end its slot. */
-static void come_back(sched_layout_t *map, uint32_t l, const demand_t *d)
+/* The virtual time of the GPU now: the holder's, counting its slot so far. */
+uint64_t gs__sched_vclock(const sched_layout_t *map, int64_t now)
+{
+    uint64_t vclock = SLOAD(&map->vclock);
+    int64_t ran = now - SLOAD(&map->slot_start);
+    uint64_t weight = SLOAD(&map->slot_weight);
+    if (SLOAD(&map->holder) == 0 || ran <= 0 || ran > MAX_CHARGE_NS)
+        return vclock;
+    return sat_add(vclock, (uint64_t)ran * 1000 / (weight == 0 || weight > 1000 ? 1000 : weight));
+}
+
+/* A member back from idle starts at the GPU's virtual time, less a little credit, so that its
+ * idle time is not owed to it; being then behind the holder, it asks the holder to end its slot
+ * early (a lightly loaded lease waits little). */
+static void come_back(sched_layout_t *map, uint32_t l, const demand_t *d, int64_t now)
 {
     sched_lease_t *lease = &map->leases[l];
-    uint64_t vclock = SLOAD(&map->vclock);
+    uint64_t vclock = gs__sched_vclock(map, now);
     uint64_t credit = (uint64_t)CREDIT_NS * 1000 / weight_of(map, d, l);
     uint64_t floor = vclock > credit ? vclock - credit : 0;
     if (lease->vtime < floor)
@@ -315,7 +327,7 @@ int gs_sched_want(gs_sched_t *s, int64_t now, gs_sched_grant_t *grant)
         demand_t d;
         gs__sched_set_state(map, me, PROC_WAITING);
         scan_demand(map, &d);
-        come_back(map, lease_of(me), &d);
+        come_back(map, lease_of(me), &d, now);
         s->watched = 0;
     }
     uint32_t h = SLOAD(&map->holder);

@@ -1,6 +1,7 @@
 /* Runs leases of compute_worker processes on one simulated GPU and checks their compute shares
- * against gpusim's ground truth: the device time of each process (its kernels' time on the
- * device timeline, booked work not yet run excluded), sampled every SAMPLE_MS. Never NVML.
+ * against gpusim's ground truth: the device time of each process (the wall time the device ran
+ * its work: the union of its kernels' intervals on the device timeline, booked work not yet run
+ * excluded), sampled every SAMPLE_MS. Never NVML.
  *
  * usage: compute_check ARG...   (run through run_sim.sh --shim: a fresh node, the shim preloaded)
  *   LEASE  name:key=value,...   g (guarantee %), c (cap %), procs, threads, streams, batch,
@@ -9,6 +10,8 @@
  *                               1 thread, legacy stream, batches of 4 kernels of 4ms
  *   EVENT  @T:pause:name | @T:resume:name   at T seconds, stop or restart the lease's launches
  *   CHECK  [A,B]:name=X~T    the lease's share of the GPU's time in [A,B) s is X +- T %
+ *          [A,B]:name%=X~T   the lease's part of the device time of all leases is X +- T %
+ *                            (for programs whose own gaps keep the GPU idle some of the time)
  *          [A,B]:name>=X     at least X %          [A,B]:name<=X   at most X %
  *          [A,B]:wait:name<=MS  no wait of the lease (time without device time while it has work,
  *                               measured to the sample) longer than MS ms in [A,B)
@@ -49,7 +52,14 @@ typedef struct event {
     int lease;
 } event_t;
 
-typedef enum { CHECK_SHARE, CHECK_MIN, CHECK_MAX, CHECK_WAIT, CHECK_TOTAL } check_kind_t;
+typedef enum {
+    CHECK_SHARE,
+    CHECK_PART,
+    CHECK_MIN,
+    CHECK_MAX,
+    CHECK_WAIT,
+    CHECK_TOTAL
+} check_kind_t;
 
 typedef struct check {
     double from, to;
@@ -136,6 +146,9 @@ static void parse_check(const char *arg)
         c->lease = find_lease(name);
     } else if (sscanf(rest, "%31[^<]<=%lf", name, &c->value) == 2) {
         c->kind = CHECK_MAX;
+        c->lease = find_lease(name);
+    } else if (sscanf(rest, "%31[^%%]%%=%lf~%lf", name, &c->value, &c->tolerance) == 3) {
+        c->kind = CHECK_PART;
         c->lease = find_lease(name);
     } else if (sscanf(rest, "%31[^=]=%lf~%lf", name, &c->value, &c->tolerance) == 3) {
         c->kind = CHECK_SHARE;
@@ -225,8 +238,9 @@ static void sample(gsim_node_t *node)
             for (int s = 0; s < GSIM_MAX_PROCS; s++) {
                 if (node->procs[s].pid != leases[i].pids[p])
                     continue;
-                total += (int64_t)node->procs[s].busy_ns[0] -
-                         gsim_timeline_future_ns(&node->dev[0].timeline, leases[i].pids[p], now);
+                total += (int64_t)node->procs[s].active_ns[0] -
+                         gsim_timeline_future_union_ns(&node->dev[0].timeline, leases[i].pids[p],
+                                                       now);
             }
         }
         sample_dev[n_samples][i] = total;
@@ -318,10 +332,15 @@ static int evaluate(int64_t start)
         const check_t *k = &checks[c];
         int a = at(start, k->from), b = at(start, k->to);
         double got = k->kind == CHECK_WAIT ? longest_wait(a, b, k->lease) : share(a, b, k->lease);
+        if (k->kind == CHECK_PART) {
+            double all = share(a, b, -1);
+            got = all > 0 ? 100.0 * got / all : 0;
+        }
         int ok = 0;
         char target[32];
         switch (k->kind) {
         case CHECK_SHARE:
+        case CHECK_PART:
             ok = got >= k->value - k->tolerance && got <= k->value + k->tolerance;
             snprintf(target, sizeof(target), "%.0f +- %.0f %%", k->value, k->tolerance);
             break;
