@@ -122,27 +122,36 @@ typedef struct contention {
     uint32_t mps_sum;
 } contention_t;
 
+/* Adds r to c when it is another process's work pending at now (time-sliced work), or an MPS
+ * client's that ran within MERGE_GAP_NS of now (a client between two launches keeps its SMs). */
+static void count_contender(contention_t *c, const gsim_interval_t *r, int32_t pid, int64_t now,
+                            int32_t *counted, uint32_t *n)
+{
+    if (r->pid == pid || r->end_ns <= now - (r->mps_pct != 0 ? MERGE_GAP_NS : 0))
+        return;
+    if (r->mps_pct == 0) {
+        c->sliced |= r->end_ns > now;
+        return;
+    }
+    for (uint32_t k = 0; k < *n; k++) {
+        if (counted[k] == r->pid)
+            return;
+    }
+    if (*n < GSIM_MAX_RESERVATIONS + GSIM_HISTORY) {
+        counted[(*n)++] = r->pid;
+        c->mps_sum += r->mps_pct;
+    }
+}
+
 static contention_t contention_at(const gsim_timeline_t *tl, int32_t pid, int64_t now)
 {
     contention_t c = {0, 0};
-    int32_t counted[GSIM_MAX_RESERVATIONS];
+    int32_t counted[GSIM_MAX_RESERVATIONS + GSIM_HISTORY];
     uint32_t n = 0;
-    for (uint32_t i = 0; i < tl->n_reserved; i++) {
-        const gsim_interval_t *r = &tl->reserved[i];
-        if (r->pid == pid || r->end_ns <= now)
-            continue;
-        if (r->mps_pct == 0) {
-            c.sliced = 1;
-            continue;
-        }
-        uint32_t k = 0;
-        while (k < n && counted[k] != r->pid)
-            k++;
-        if (k == n) {
-            counted[n++] = r->pid;
-            c.mps_sum += r->mps_pct;
-        }
-    }
+    for (uint32_t i = 0; i < tl->n_reserved; i++)
+        count_contender(&c, &tl->reserved[i], pid, now, counted, &n);
+    for (uint32_t i = 0; i < tl->history_count; i++)
+        count_contender(&c, &tl->history[i], pid, now, counted, &n);
     return c;
 }
 

@@ -61,6 +61,14 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   target_link_libraries(compute_check PRIVATE gsim_core gs_region)
   set_target_properties(compute_check PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
   add_dependencies(compute_check compute_worker)
+  add_executable(smutil_probe shim/smutil_probe.c)
+  target_link_libraries(smutil_probe PRIVATE gs_common ${CMAKE_DL_LIBS})
+  set_target_properties(smutil_probe PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  # gpusim's time model against the H100's figures (time-slicing, MPS, NVML's samples).
+  add_test(NAME sim_calibration COMMAND bash "${GS_RUN_SIM}" --
+           bash "${CMAKE_CURRENT_SOURCE_DIR}/shim/sim_calibration.sh")
+  set_tests_properties(sim_calibration PROPERTIES TIMEOUT 120 ENVIRONMENT "${GS_TEST_ENV}"
+                       LABELS "gpusim" RUN_SERIAL TRUE)
 
   gs_add_cuda_program(test_shim_kill SOURCES shim/test_shim_kill.c LIBS gs_region)
   gs_add_sim_test(shim_kill test_shim_kill TIMEOUT 120 SERIAL)

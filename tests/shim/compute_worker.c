@@ -6,8 +6,10 @@
  * light mode (one kernel every PERIOD ms, timed from launch to the end of its synchronization),
  * "latency_us p50 P50 p99 P99 n N".
  * Exits with _exit (threads may still be inside the driver).
+ * With --measure W,S it instead prints "rate R" (kernels completed per second between W and W+S
+ * seconds after start-up) and exits by itself.
  * usage: compute_worker [--kernel DUR] [--batch N] [--threads T] [--streams S] [--graph]
- *                       [--light PERIOD_MS] */
+ *                       [--light PERIOD_MS] [--measure W,S] */
 #include <cuda.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,6 +27,7 @@ typedef struct options {
     char kernel[32];
     int batch, threads, streams, graph;
     int light_ms;
+    double warmup, window; /* --measure */
 } options_t;
 
 static options_t opt = {.kernel = "4ms", .batch = 4, .threads = 1, .streams = 0};
@@ -111,7 +114,7 @@ static void *saturate(void *arg)
             continue;
         }
         batch(streams, opt.streams, exec);
-        completed[index] += opt.batch;
+        __atomic_fetch_add(&completed[index], opt.batch, __ATOMIC_RELAXED);
     }
     return NULL;
 }
@@ -129,6 +132,27 @@ static void light(void)
         }
         usleep((useconds_t)opt.light_ms * 1000);
     }
+}
+
+static long total_completed(void)
+{
+    long total = 0;
+    for (int t = 0; t < MAX_THREADS; t++)
+        total += __atomic_load_n(&completed[t], __ATOMIC_RELAXED);
+    return total;
+}
+
+/* --measure: the rate over the window, then exit. */
+static void measure(void)
+{
+    usleep((useconds_t)(opt.warmup * 1e6));
+    long first = total_completed();
+    double t0 = now_us();
+    usleep((useconds_t)(opt.window * 1e6));
+    double rate = (double)(total_completed() - first) / ((now_us() - t0) / 1e6);
+    printf("rate %.1f\n", rate);
+    fflush(stdout);
+    _exit(0);
 }
 
 static int compare(const void *a, const void *b)
@@ -153,6 +177,9 @@ static void parse(int argc, char **argv)
             opt.light_ms = atoi(v), i++;
         else if (strcmp(argv[i], "--graph") == 0)
             opt.graph = 1;
+        else if (strcmp(argv[i], "--measure") == 0 &&
+                 sscanf(v, "%lf,%lf", &opt.warmup, &opt.window) == 2)
+            i++;
         else {
             fprintf(stderr, "compute_worker: unknown argument %s\n", argv[i]);
             exit(2);
@@ -190,13 +217,12 @@ int main(int argc, char **argv)
         /* The threads are never joined: one may wait at the shim's gate when the signal comes. */
         for (long t = 0; t < opt.threads; t++)
             pthread_create(&thread, NULL, saturate, (void *)t);
+        if (opt.window > 0)
+            measure();
         while (!stop)
             usleep(10000);
     }
-    long total = 0;
-    for (int t = 0; t < MAX_THREADS; t++)
-        total += completed[t];
-    printf("kernels %ld\n", total);
+    printf("kernels %ld\n", total_completed());
     if (n_samples > 0) {
         qsort(samples, (size_t)n_samples, sizeof(samples[0]), compare);
         printf("latency_us p50 %.0f p99 %.0f n %d\n", samples[n_samples / 2],
