@@ -89,7 +89,8 @@ int gs_sched_open_or_create(const char *path, gs_sched_t **out);
 void gs_sched_close(gs_sched_t *s);
 
 /* Makes the calling process a member of lease key (created with share when new; a live lease's
- * share is updated to share). Returns 0, GS_EINVAL (empty key), GS_EBUSY (already joined), or
+ * share is updated to share). A member whose record was taken from it (the region was
+ * overwritten) joins again. Returns 0, GS_EINVAL (empty key), GS_EBUSY (already joined), or
  * GS_ENOSPC when the region has no free lease or process record (after reclaiming the dead). */
 int gs_sched_join(gs_sched_t *s, const char *key, gs_sched_share_t share);
 
@@ -114,6 +115,11 @@ int gs_sched_yield(gs_sched_t *s, uint64_t epoch, int64_t drained_ns, int still_
  * caller (returns 1, *grant updated). Returns 0 when it must yield, GS_EINVAL when it does not
  * hold the GPU. */
 int gs_sched_renew(gs_sched_t *s, uint64_t epoch, int64_t now, gs_sched_grant_t *grant);
+
+/* The holder of slot epoch started using it at from_ns (its first launch): the slot is charged
+ * from then, not from the grant (the time its processes took to wake up is not the lease's use).
+ * Ignored unless the caller holds slot epoch and from_ns lies within it. */
+void gs_sched_started(gs_sched_t *s, uint64_t epoch, int64_t from_ns);
 
 /* Hints for the holder, read without the lock: nonzero when another member waits for the GPU,
  * and when a member that came back from idle asked the holder of slot epoch to end its slot

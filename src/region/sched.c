@@ -357,9 +357,15 @@ int gs_sched_join(gs_sched_t *s, const char *key, gs_sched_share_t share)
 {
     if (key == NULL || *key == '\0')
         return GS_EINVAL;
-    if (s->self >= 0)
-        return GS_EBUSY;
     gs__sched_lock(s);
+    if (s->self >= 0) {
+        if (SLOAD(&s->map->procs[s->self].pid) == (int32_t)s->pid) {
+            gs__sched_unlock(s);
+            return GS_EBUSY;
+        }
+        proc_lock(s, s->self, F_UNLCK); /* our record was taken from us: take a new one */
+        s->self = -1;
+    }
     int lease = find_lease(s, key, share);
     int slot = lease >= 0 ? claim_proc(s, (uint32_t)lease) : lease;
     gs__sched_unlock(s);

@@ -394,8 +394,8 @@ int gs_sched_renew(gs_sched_t *s, uint64_t epoch, int64_t now, gs_sched_grant_t 
     int64_t start = SLOAD(&map->slot_start);
     charge(lease, SLOAD(&map->slot_weight), start > now ? now : start, now);
     SSTORE(&map->slot_start, now); /* charged up to now: a yield charges only the rest */
-    if (cap_tokens(lease, now) < GS_SCHED_MIN_SLOT_NS)
-        goto out;
+    if (!cap_allows(lease, now))
+        goto out; /* a capped lease waits for its bucket to fill again */
     demand_t d;
     scan_demand(map, &d);
     SSTORE(&map->slot_end, now + slot_length(map, &d, lease_of(&map->procs[s->self]), now));
@@ -406,4 +406,17 @@ out:
     fill_grant(s, now, grant);
     gs__sched_unlock(s);
     return result;
+}
+
+void gs_sched_started(gs_sched_t *s, uint64_t epoch, int64_t from_ns)
+{
+    if (s->self < 0)
+        return;
+    sched_layout_t *map = s->map;
+    gs__sched_lock(s);
+    int64_t start = SLOAD(&map->slot_start);
+    if (joined(s) && SLOAD(&map->holder) == (uint32_t)s->self + 1 &&
+        SLOAD(&map->epoch) == epoch && from_ns > start && from_ns < SLOAD(&map->slot_end))
+        SSTORE(&map->slot_start, from_ns);
+    gs__sched_unlock(s);
 }

@@ -37,6 +37,7 @@
 typedef struct slot {
     gs_sched_grant_t grant;
     int waiting;         /* after the slot: our record still waits for the GPU */
+    int started;         /* the scheduler was told when the slot's first launch went */
     int64_t round_start; /* when the gate opened (launches are counted from then) */
     uint32_t limit;      /* launches the round admits */
     uint32_t seen;       /* launches counted at the last poll */
@@ -178,6 +179,11 @@ static int idle_check(gs__sched_dev_t *dev, slot_t *slot, int *again)
 static int poll_slot(gs__sched_dev_t *dev, slot_t *slot, int *again)
 {
     int64_t now = gs__mono_ns();
+    int64_t first = __atomic_load_n(&dev->gate.first_ns, __ATOMIC_RELAXED);
+    if (!slot->started && first != 0) {
+        gs_sched_started(dev->sched, slot->grant.epoch, first);
+        slot->started = 1;
+    }
     uint32_t launches = gs__gate_launches(&dev->gate);
     if (launches != slot->seen) {
         slot->seen = launches;
@@ -217,6 +223,7 @@ static void run_slots(gs__sched_dev_t *dev, slot_t *slot)
 {
     int again = 1;
     while (again) {
+        slot->started = 0;
         open_round(dev, slot, gs__mono_ns());
         again = 0;
         for (;;) {

@@ -262,6 +262,14 @@ static gs__sched_dev_t *current_dev(void)
     return gs__compute_dev(device);
 }
 
+/* Records when the first launch after the gate opened went through. */
+static void note_first(gs__gate_t *gate)
+{
+    int64_t none = 0;
+    __atomic_compare_exchange_n(&gate->first_ns, &none, gs__mono_ns(), 0, __ATOMIC_RELAXED,
+                                __ATOMIC_RELAXED);
+}
+
 gs__gate_t *gs__compute_enter(void)
 {
     if (__builtin_expect(!__atomic_load_n(&compute.active, __ATOMIC_RELAXED), 1))
@@ -274,8 +282,11 @@ gs__gate_t *gs__compute_enter(void)
     uint32_t word = __atomic_load_n(&gate->word, __ATOMIC_SEQ_CST);
     if (__builtin_expect((word & 1) && (uint32_t)(ctr >> 32) <
                                            __atomic_load_n(&gate->limit, __ATOMIC_ACQUIRE),
-                         1))
+                         1)) {
+        if (__builtin_expect(__atomic_load_n(&gate->first_ns, __ATOMIC_RELAXED) == 0, 0))
+            note_first(gate);
         return gate;
+    }
     __atomic_fetch_sub(&gate->ctr, GS_GATE_LAUNCH + 1, __ATOMIC_RELEASE); /* not admitted */
     gs__gate_wait(gate);
     return gate;
@@ -296,8 +307,10 @@ void gs__gate_wait(gs__gate_t *gate)
             uint64_t ctr = __atomic_fetch_add(&gate->ctr, GS_GATE_LAUNCH + 1, __ATOMIC_SEQ_CST);
             uint32_t again = __atomic_load_n(&gate->word, __ATOMIC_SEQ_CST);
             if ((again & 1) &&
-                (uint32_t)(ctr >> 32) < __atomic_load_n(&gate->limit, __ATOMIC_ACQUIRE))
+                (uint32_t)(ctr >> 32) < __atomic_load_n(&gate->limit, __ATOMIC_ACQUIRE)) {
+                note_first(gate);
                 break;
+            }
             __atomic_fetch_sub(&gate->ctr, GS_GATE_LAUNCH + 1, __ATOMIC_RELEASE);
             word = again;
         }
@@ -320,6 +333,7 @@ static void publish_word(gs__gate_t *gate, int open)
 void gs__gate_open(gs__gate_t *gate, uint32_t limit)
 {
     __atomic_fetch_and(&gate->ctr, GS_GATE_INFLIGHT, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&gate->first_ns, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&gate->limit, limit, __ATOMIC_RELEASE);
     publish_word(gate, 1);
 }

@@ -29,6 +29,7 @@ typedef struct gs__gate {
     uint32_t limit;   /* launches the round allows (read after word) */
     uint32_t want;    /* futex of the agent: bumped by a thread that waits at the gate */
     uint32_t blocked; /* threads waiting at the gate */
+    int64_t first_ns; /* when the first launch after the gate opened was admitted, 0 = none */
 } gs__gate_t;
 
 typedef struct gs__sched_dev {
