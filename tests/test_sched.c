@@ -71,11 +71,11 @@ static void test_paths_and_files(void **state)
     (void)state;
     char buf[64];
     assert_int_equal(gs_sched_path("/run/gs", "GPU-1234", buf, sizeof(buf)), 0);
-    assert_string_equal(buf, "/run/gs/GPU-1234");
+    assert_string_equal(buf, "/run/gs/gpushare-sched-GPU-1234");
     assert_int_equal(gs_sched_path("/run/gs", "../etc", buf, sizeof(buf)), GS_EINVAL);
     assert_int_equal(gs_sched_path("/run/gs", "..", buf, sizeof(buf)), GS_EINVAL);
     assert_int_equal(gs_sched_path("/run/gs", "", buf, sizeof(buf)), GS_EINVAL);
-    assert_int_equal(gs_sched_path("/run/gs", "GPU-1234", buf, 8), GS_ERANGE);
+    assert_int_equal(gs_sched_path("/run/gs", "GPU-1234", buf, 20), GS_ERANGE);
     gs_sched_t *s = NULL;
     snprintf(buf, sizeof(buf), "%s/missing", dir);
     assert_int_equal(gs_sched_open(buf, &s), GS_ENOENT);

@@ -68,7 +68,8 @@ typedef struct gs_sched_lease_info {
     uint32_t waiting; /* of which waiting for the GPU or holding it */
 } gs_sched_lease_info_t;
 
-/* Writes the region path of the GPU with UUID uuid ("GPU-..." or "MIG-...") in dir. Returns 0,
+/* Writes the region path of the GPU with UUID uuid ("GPU-..." or "MIG-...") in dir:
+ * dir/gpushare-sched-UUID (the key file; the state is a SysV segment it names). Returns 0,
  * or GS_EINVAL for a UUID that is not a plain name (no '/', not empty, not "." or ".."),
  * GS_ERANGE when buf is too small. */
 int gs_sched_path(const char *dir, const char *uuid, char *buf, size_t len);

@@ -225,8 +225,6 @@ int gs_region_recycle(gs_region_t *region, const gs_region_config_t *cfg)
     STORE(&map->retired_ooms, 0);
     STORE(&map->reclaimed_bytes, 0);
     STORE(&map->last_reap_ns, 0);
-    STORE(&map->controller, 0);
-    STORE(&map->throttle_ns, 0);
     map->compute_share = cfg->compute_share;
     snprintf(map->lease_id, sizeof(map->lease_id), "%s", cfg->lease_id);
     return 0;
@@ -571,26 +569,4 @@ void gs_region_after_fork(gs_region_t *region)
 const char *gs_region_lease_id(const gs_region_t *region)
 {
     return region->map->lease_id;
-}
-
-uint64_t gs_region_throttle(const gs_region_t *region)
-{
-    return __atomic_load_n(&region->map->throttle_ns, __ATOMIC_RELAXED);
-}
-
-void gs_region_set_throttle(gs_region_t *region, uint64_t ns)
-{
-    __atomic_store_n(&region->map->throttle_ns, ns, __ATOMIC_RELAXED);
-}
-
-int gs_region_claim_controller(gs_region_t *region)
-{
-    uint64_t me = my_token();
-    uint64_t holder = LOAD(&region->map->controller);
-    if (holder == me)
-        return 1;
-    if (holder != 0 && token_alive(holder))
-        return 0;
-    return __atomic_compare_exchange_n(&region->map->controller, &holder, me, 0, __ATOMIC_ACQ_REL,
-                                       __ATOMIC_ACQUIRE);
 }

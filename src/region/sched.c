@@ -40,7 +40,7 @@ int gs_sched_path(const char *dir, const char *uuid, char *buf, size_t len)
     if (uuid == NULL || *uuid == '\0' || strchr(uuid, '/') != NULL || strcmp(uuid, ".") == 0 ||
         strcmp(uuid, "..") == 0)
         return GS_EINVAL;
-    int n = snprintf(buf, len, "%s/%s", dir, uuid);
+    int n = snprintf(buf, len, "%s/gpushare-sched-%s", dir, uuid);
     return n < 0 || (size_t)n >= len ? GS_ERANGE : 0;
 }
 
