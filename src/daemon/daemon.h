@@ -77,6 +77,7 @@ typedef struct gs__daemon {
     gs__region_pool_t region_pool;
     char hostname[64];
     struct gs__metrics *metrics;
+    struct gs_sched *sched[GS_MAX_DEVICES]; /* each GPU's compute scheduler (scheds.h) */
 } gs__daemon_t;
 
 /* Milliseconds of CLOCK_MONOTONIC and of CLOCK_REALTIME. */

@@ -4,6 +4,7 @@
 #include "place_engine.h"
 #include "metrics.h"
 #include "regions.h"
+#include "scheds.h"
 #include "server.h"
 
 #include "gpushare/error.h"
@@ -186,6 +187,8 @@ static int start(gs__daemon_t *d)
         log_gpus(d);
     if (result == 0)
         result = gs__regions_init(&d->cfg, err, sizeof(err));
+    if (result == 0)
+        result = gs__scheds_open(d, err, sizeof(err));
     char db[GS__PATH_MAX + 16];
     snprintf(db, sizeof(db), "%s/state.db", d->cfg.state_dir);
     if (result == 0)
@@ -219,6 +222,7 @@ static void stop(gs__daemon_t *d)
     gs__leases_free(d);
     gs__place_engine_free();
     gs__ledger_close(d->ledger);
+    gs__scheds_close(d);
     gs__inventory_close(d->inv);
 }
 

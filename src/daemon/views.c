@@ -1,5 +1,6 @@
 /* JSON views of leases, lease environments and the node's status. */
 #include "views.h"
+#include "scheds.h"
 
 #include "gpushare/log.h"
 
@@ -47,10 +48,12 @@ json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
         const gs__gpu_t *gpu = &d->gpus[part->gpu];
         limit += part->memory;
         json_array_append_new(
-            gpus, json_pack("{s:I, s:s, s:I, s:I, s:I, s:I}", "index", (json_int_t)gpu->index,
+            gpus, json_pack("{s:I, s:s, s:I, s:I, s:I, s:I, s:I}", "index", (json_int_t)gpu->index,
                             "uuid", gpu->uuid, "slots", (json_int_t)part->slots, "memory_limit",
                             (json_int_t)part->memory, "memory_used", (json_int_t)use.used[i],
-                            "compute", (json_int_t)gs__part_compute_percent(part)));
+                            "compute", (json_int_t)gs__part_compute_percent(part),
+                            "compute_used_ms",
+                            (json_int_t)(gs__scheds_lease_used(d, lease, i) / 1000000)));
     }
     const gs__lease_record_t *rec = &lease->rec;
     return json_pack("{s:I, s:s, s:I, s:s, s:I, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:I, s:I, "
@@ -101,23 +104,29 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease)
         snprintf(number, sizeof(number), "%u", lease->rec.request.compute_max);
         set_text(env, "GPUSHARE_COMPUTE_MAX", number);
     }
+    char sched_dir[GS__PATH_MAX + 16];
+    gs__scheds_dir(d, sched_dir, sizeof(sched_dir));
+    set_text(env, "GPUSHARE_SCHED_DIR", sched_dir);
     snprintf(number, sizeof(number), "%llu", (unsigned long long)lease->rec.id);
     set_text(env, "GPUSHARE_LEASE_ID", number);
     return env;
 }
 
 /* One lease's entry under one GPU of the status. */
-static json_t *gpu_lease_view(const gs__lease_t *lease, unsigned part_index,
-                              const gs__lease_use_t *use)
+static json_t *gpu_lease_view(const gs__daemon_t *d, const gs__lease_t *lease,
+                              unsigned part_index, const gs__lease_use_t *use)
 {
     const gs__part_t *part = &lease->alloc.part[part_index];
-    return json_pack("{s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
+    return json_pack("{s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
                      (json_int_t)lease->rec.id, "user", lease->rec.user, "uid",
                      (json_int_t)lease->rec.uid, "command", lease->rec.request.command, "state",
                      state_name(lease), "slots", (json_int_t)part->slots, "memory_limit",
                      (json_int_t)part->memory, "memory_used", (json_int_t)use->used[part_index],
-                     "compute_share", (json_int_t)gs__part_compute_percent(part), "processes",
-                     (json_int_t)use->processes, "oom_events", (json_int_t)use->oom_events);
+                     "compute_share", (json_int_t)gs__part_compute_percent(part), "compute_max",
+                     (json_int_t)lease->rec.request.compute_max, "compute_used_ms",
+                     (json_int_t)(gs__scheds_lease_used(d, lease, part_index) / 1000000),
+                     "processes", (json_int_t)use->processes, "oom_events",
+                     (json_int_t)use->oom_events);
 }
 
 static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cred)
@@ -133,7 +142,7 @@ static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cre
             if (cred->uid == 0 || cred->uid == lease->rec.uid) {
                 gs__lease_use_t use;
                 gs__lease_use(lease, &use);
-                json_array_append_new(leases, gpu_lease_view(lease, i, &use));
+                json_array_append_new(leases, gpu_lease_view(d, lease, i, &use));
             } else {
                 others++;
                 other_memory += lease->alloc.part[i].memory;
