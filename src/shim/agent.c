@@ -27,8 +27,8 @@
 #endif
 #define ROUND_NS     GS_AGENT_ROUND_NS
 #define POLL_NS      INT64_C(1000000)
-#define IDLE_NS      INT64_C(3000000)  /* no launch for this long: maybe idle */
-#define GRACE_NS     INT64_C(3000000)  /* after the drain, a launch within this is not idle */
+#define IDLE_NS      INT64_C(2000000)  /* no launch for this long: maybe idle */
+#define GRACE_NS     INT64_C(1000000)  /* after the drain, a launch within this is not idle */
 #define RELEASE_NS   INT64_C(50000000) /* idle this long: give the GPU up even if nobody waits */
 #define MIN_RUN_NS   INT64_C(1000000)  /* a slot runs at least this long before preemption */
 #define FIRST_BUDGET 8u
@@ -38,7 +38,8 @@ typedef struct slot {
     gs_sched_grant_t grant;
     int waiting;         /* after the slot: our record still waits for the GPU */
     int started;         /* the scheduler was told when the slot's first launch went */
-    int64_t round_start; /* when the gate opened (launches are counted from then) */
+    int64_t round_start; /* when the round began */
+    int64_t round_span;  /* the device time its launches were sized for */
     uint32_t limit;      /* launches the round admits */
     uint32_t seen;       /* launches counted at the last poll */
     int64_t last_launch; /* when the count last moved */
@@ -71,14 +72,30 @@ static void learn(gs__sched_dev_t *dev, uint32_t launches, int64_t took)
         dev->cost_ns += (cost - dev->cost_ns) / 8;
 }
 
-static void open_round(gs__sched_dev_t *dev, slot_t *slot, int64_t now)
+static int64_t span_at(const slot_t *slot, int64_t now)
 {
     int64_t left = slot->grant.end_ns - now;
-    slot->limit = budget(dev, left < ROUND_NS ? left : ROUND_NS);
+    return left < ROUND_NS ? left : ROUND_NS;
+}
+
+static void open_round(gs__sched_dev_t *dev, slot_t *slot, int64_t now)
+{
+    slot->round_span = span_at(slot, now);
+    slot->limit = budget(dev, slot->round_span);
     slot->round_start = now;
     slot->seen = 0;
     slot->last_launch = now;
     gs__gate_open(&dev->gate, slot->limit);
+}
+
+/* A new round without a drain: the gate stays open and admits a new budget on top of the
+ * launches so far. */
+static void roll_round(gs__sched_dev_t *dev, slot_t *slot, int64_t now)
+{
+    slot->round_span = span_at(slot, now);
+    slot->limit = gs__gate_launches(&dev->gate) + budget(dev, slot->round_span);
+    slot->round_start = now;
+    gs__gate_extend(&dev->gate, slot->limit);
 }
 
 /* Closes the gate, lets launches in progress finish, drains and learns. Returns the drain's end. */
@@ -145,9 +162,7 @@ static int hand_on(gs__sched_dev_t *dev, slot_t *slot, int64_t drained, int want
 static int at_deadline(gs__sched_dev_t *dev, slot_t *slot, int64_t now, int *again)
 {
     if (gs_sched_renew(dev->sched, slot->grant.epoch, now, &slot->grant) == 1) {
-        int64_t left = slot->grant.end_ns - now;
-        slot->limit = gs__gate_launches(&dev->gate) + budget(dev, left < ROUND_NS ? left : ROUND_NS);
-        gs__gate_extend(&dev->gate, slot->limit);
+        roll_round(dev, slot, now);
         return 1;
     }
     int busy = __atomic_load_n(&dev->gate.blocked, __ATOMIC_SEQ_CST) > 0 ||
@@ -160,7 +175,7 @@ static int at_deadline(gs__sched_dev_t *dev, slot_t *slot, int64_t now, int *aga
 /* The process may be idle: drain with the gate open, then give the GPU up if no launch came. */
 static int idle_check(gs__sched_dev_t *dev, slot_t *slot, int *again)
 {
-    gs__drain(dev->device);
+    int64_t done = gs__drain(dev->device); /* the lease's use ends here if no launch comes */
     futex_wait(&dev->gate.want, __atomic_load_n(&dev->gate.want, __ATOMIC_SEQ_CST), GRACE_NS);
     if (gs__gate_launches(&dev->gate) != slot->seen ||
         __atomic_load_n(&dev->gate.blocked, __ATOMIC_SEQ_CST) > 0) {
@@ -171,7 +186,7 @@ static int idle_check(gs__sched_dev_t *dev, slot_t *slot, int *again)
     gs__gate_quiesce(&dev->gate);
     int wants = gs__gate_launches(&dev->gate) != slot->seen;
     int64_t drained = gs__drain(dev->device);
-    *again = hand_on(dev, slot, drained, wants);
+    *again = hand_on(dev, slot, wants ? drained : done, wants);
     return 0;
 }
 
@@ -189,7 +204,16 @@ static int poll_slot(gs__sched_dev_t *dev, slot_t *slot, int *again)
         slot->seen = launches;
         slot->last_launch = now;
     }
-    if (launches >= slot->limit) { /* the round's launches are spent: wait for them */
+    /* A round whose launches came at most at the GPU's pace rolls over when its time is up:
+     * what is queued is at most its last launches. One whose launches came faster (the
+     * application queues ahead) waits for them to drain. */
+    int64_t elapsed = now - slot->round_start;
+    if (elapsed >= slot->round_span && now < slot->grant.end_ns &&
+        (launches < slot->limit || elapsed >= slot->round_span)) {
+        roll_round(dev, slot, now);
+        return 1;
+    }
+    if (launches >= slot->limit) { /* spent early: the work is queued; wait for it */
         int64_t drained = close_and_drain(dev, slot);
         if (drained < slot->grant.end_ns - GS_SCHED_MIN_SLOT_NS &&
             !gs_sched_preempted(dev->sched, slot->grant.epoch)) {
