@@ -119,8 +119,11 @@ static void test_slots_follow_weights(void **state)
     assert_true(ga.held);
     assert_false(gb.held);
     assert_true(gb.wait_ns > 0);
-    /* a's first slot was given while it was alone: a whole round. */
+    /* a's first slot was given while it was alone: a whole round; b's coming shortens it to
+     * a's part of a round. */
     assert_int_equal(ga.end_ns - ga.start_ns, GS_SCHED_PERIOD_NS);
+    assert_int_equal(gs_sched_slot_end(a, ga.epoch), ga.start_ns + 30 * MS);
+    assert_int_equal(gs_sched_slot_end(b, ga.epoch), 0);
     assert_true(gs_sched_others_waiting(a));
     /* a ends early (its first 10 ms): b gets 70 % of a round, then a 30 %. */
     assert_int_equal(gs_sched_yield(a, ga.epoch, t0 + 10 * MS, 1, &ga), 0);

@@ -111,16 +111,22 @@ int gs_sched_want(gs_sched_t *s, int64_t now, gs_sched_grant_t *grant);
 int gs_sched_yield(gs_sched_t *s, uint64_t epoch, int64_t drained_ns, int still_wants,
                    gs_sched_grant_t *grant);
 
-/* The holder of slot epoch at its end (now, with its work drained or still running): when no
- * other member waits and its cap allows, charges the time so far and starts a new slot for the
- * caller (returns 1, *grant updated). Returns 0 when it must yield, GS_EINVAL when it does not
- * hold the GPU. */
+/* The holder of slot epoch at its end (now, with its work drained or still running): charges the
+ * time so far and, when its lease would be next in line anyway (no other member of it waits, and
+ * no waiting lease is behind it) and its cap allows, starts a new slot for the caller without a
+ * hand-over (returns 1, *grant updated). Returns 0 when it must yield (the rest of the slot is
+ * charged by gs_sched_yield), GS_EINVAL when it does not hold the GPU. */
 int gs_sched_renew(gs_sched_t *s, uint64_t epoch, int64_t now, gs_sched_grant_t *grant);
 
 /* The holder of slot epoch started using it at from_ns (its first launch): the slot is charged
  * from then, not from the grant (the time its processes took to wake up is not the lease's use).
  * Ignored unless the caller holds slot epoch and from_ns lies within it. */
 void gs_sched_started(gs_sched_t *s, uint64_t epoch, int64_t from_ns);
+
+/* The end of slot epoch as the scheduler has it now (a lease that came back from idle shortens
+ * the holder's slot to its part of the round), or 0 when the caller no longer holds it. Read
+ * without the lock. */
+int64_t gs_sched_slot_end(const gs_sched_t *s, uint64_t epoch);
 
 /* Hints for the holder, read without the lock: nonzero when another member waits for the GPU,
  * and when a member that came back from idle asked the holder of slot epoch to end its slot

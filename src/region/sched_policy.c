@@ -302,9 +302,19 @@ static void come_back(sched_layout_t *map, uint32_t l, const demand_t *d, int64_
     if (lease->vtime < floor)
         lease->vtime = floor;
     uint32_t h = SLOAD(&map->holder);
-    if (h != 0 && h <= GS_SCHED_MAX_PROCS && lease_of(&map->procs[h - 1]) != l &&
-        lease->vtime < vclock)
+    if (h == 0 || h > GS_SCHED_MAX_PROCS)
+        return;
+    uint32_t hl = lease_of(&map->procs[h - 1]);
+    if (hl != l && lease->vtime < vclock)
         SSTORE(&map->preempt, SLOAD(&map->epoch));
+    /* The holder's slot was sized for the leases that had work then: with one more, it is
+     * shorter (never ending before now plus the shortest slot). */
+    int64_t start = SLOAD(&map->slot_start);
+    int64_t end = start + slot_length(map, d, hl, now);
+    if (end < now + GS_SCHED_MIN_SLOT_NS)
+        end = now + GS_SCHED_MIN_SLOT_NS;
+    if (end < SLOAD(&map->slot_end))
+        SSTORE(&map->slot_end, end);
 }
 
 static int joined(const gs_sched_t *s)
@@ -364,13 +374,18 @@ int gs_sched_yield(gs_sched_t *s, uint64_t epoch, int64_t drained_ns, int still_
     return 0;
 }
 
-/* Nonzero when a member other than self waits and could run now. */
-static int others_ready(const sched_layout_t *map, int self, int64_t now)
+/* Nonzero when a member other than self waits, could run now, and would be picked before self's
+ * lease goes on: a member of the same lease (round robin), or of a lease not ahead of it. */
+static int others_first(const sched_layout_t *map, int self, int64_t now)
 {
+    uint32_t mine = lease_of(&map->procs[self]);
     for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
         const sched_proc_t *p = &map->procs[i];
-        if (i != self && SLOAD(&p->pid) != 0 && SLOAD(&p->state) == PROC_WAITING &&
-            cap_allows(&map->leases[lease_of(p)], now))
+        if (i == self || SLOAD(&p->pid) == 0 || SLOAD(&p->state) != PROC_WAITING)
+            continue;
+        uint32_t l = lease_of(p);
+        if (cap_allows(&map->leases[l], now) &&
+            (l == mine || map->leases[l].vtime <= map->leases[mine].vtime))
             return 1;
     }
     return 0;
@@ -389,13 +404,11 @@ int gs_sched_renew(gs_sched_t *s, uint64_t epoch, int64_t now, gs_sched_grant_t 
         goto out;
     }
     sched_lease_t *lease = &map->leases[lease_of(&map->procs[s->self])];
-    if (others_ready(map, s->self, now))
-        goto out;
     int64_t start = SLOAD(&map->slot_start);
     charge(lease, SLOAD(&map->slot_weight), start > now ? now : start, now);
     SSTORE(&map->slot_start, now); /* charged up to now: a yield charges only the rest */
-    if (!cap_allows(lease, now))
-        goto out; /* a capped lease waits for its bucket to fill again */
+    if (others_first(map, s->self, now) || !cap_allows(lease, now))
+        goto out; /* someone else's turn, or a capped lease waits for its bucket to fill */
     demand_t d;
     scan_demand(map, &d);
     SSTORE(&map->slot_end, now + slot_length(map, &d, lease_of(&map->procs[s->self]), now));
@@ -419,4 +432,13 @@ void gs_sched_started(gs_sched_t *s, uint64_t epoch, int64_t from_ns)
         SLOAD(&map->epoch) == epoch && from_ns > start && from_ns < SLOAD(&map->slot_end))
         SSTORE(&map->slot_start, from_ns);
     gs__sched_unlock(s);
+}
+
+int64_t gs_sched_slot_end(const gs_sched_t *s, uint64_t epoch)
+{
+    const sched_layout_t *map = s->map;
+    int64_t end = SLOAD(&map->slot_end);
+    if (s->self < 0 || SLOAD(&map->holder) != (uint32_t)s->self + 1 || SLOAD(&map->epoch) != epoch)
+        return 0;
+    return end;
 }

@@ -231,6 +231,9 @@ static int poll_slot(gs__sched_dev_t *dev, slot_t *slot, int *again)
         *again = hand_on(dev, slot, drained, wants);
         return 0;
     }
+    int64_t end = gs_sched_slot_end(dev->sched, slot->grant.epoch);
+    if (end > 0 && end < slot->grant.end_ns)
+        slot->grant.end_ns = end; /* shortened: another lease came back */
     if (now >= slot->grant.end_ns)
         return at_deadline(dev, slot, now, again);
     /* Idle: no launch for a while, and no thread held back by the gate. */
