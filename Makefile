@@ -3,8 +3,10 @@ BUILD    ?= build
 SANITIZE ?=
 JOBS     ?= $(shell nproc)
 CMAKE_FLAGS ?=
+PREFIX   ?= /usr/local
+DESTDIR  ?=
 
-.PHONY: all deps build test run asan fuzz bench format check-format clean
+.PHONY: all deps build test run asan fuzz bench format check-format clean install package
 
 all: build
 
@@ -12,7 +14,7 @@ deps:
 	@scripts/deps.sh
 
 build: deps
-	@cmake -S . -B $(BUILD) -DGS_SANITIZE=$(SANITIZE) $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) -DGS_SANITIZE=$(SANITIZE) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
 test: build
@@ -20,6 +22,19 @@ test: build
 
 run: build
 	@scripts/demo.sh $(BUILD)
+
+# Installs under $(DESTDIR)$(PREFIX); the paths compiled into the programs follow PREFIX.
+install: build
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD)
+
+# Debian packages gpushare_VERSION_ARCH.deb and gpushare-sim_VERSION_ARCH.deb in build-pkg/,
+# built for /usr without the tests.
+package: deps
+	@cmake -S . -B build-pkg -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr -DGS_TESTS=OFF \
+		$(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-pkg -j$(JOBS)
+	@cd build-pkg && cpack -G DEB >/dev/null
+	@ls build-pkg/*.deb
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, in build-asan/.
 asan:
@@ -39,4 +54,4 @@ check-format:
 	@scripts/check-format.sh
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-pkg

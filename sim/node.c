@@ -48,6 +48,31 @@ double gsim_time_scale(void)
     return time_scale;
 }
 
+static int cuda_version = GSIM_CUDA_VERSION;
+static pthread_once_t version_once = PTHREAD_ONCE_INIT;
+
+static void read_cuda_version(void)
+{
+    const char *text = getenv("GPUSIM_CUDA_VERSION");
+    if (text == NULL || *text == '\0')
+        return;
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (end != text && *end == '\0' && v >= 1000 && v <= 99990 && v % 10 == 0)
+        cuda_version = (int)v;
+    else
+        fprintf(stderr,
+                "gpusim: ignoring GPUSIM_CUDA_VERSION=\"%s\" (want 1000 * major + 10 * minor, "
+                "e.g. 12080)\n",
+                text);
+}
+
+int gsim_cuda_version(void)
+{
+    pthread_once(&version_once, read_cuda_version);
+    return cuda_version;
+}
+
 /* Writes the state file path into buf, creating its directory. Returns 0 or -errno. */
 static int state_path(char *buf, size_t len)
 {

@@ -285,6 +285,10 @@ int gsim_mps_client_detect(gsim_node_t *node, gsim_mps_client_t *out);
 #define GSIM_DRIVER_VERSION "580.65.06" /* an R580 driver: the one that ships CUDA 13.0 */
 #define GSIM_CUDA_VERSION   13000       /* 1000 * major + 10 * minor, as cuDriverGetVersion */
 
+/* The CUDA version the simulated driver supports: GPUSIM_CUDA_VERSION (e.g. 12080, to play an
+ * older driver) or GSIM_CUDA_VERSION. What cuDriverGetVersion, NVML and nvidia-smi report. */
+int gsim_cuda_version(void);
+
 /* ---- MIG: GPU instances (GI) and compute instances (CI) ----
  *
  * A GI of a model profile occupies `size` memory slots from `start` and `compute` compute slices;

@@ -19,6 +19,13 @@ if(TARGET gsim_nvml AND TARGET gpushare_shim)
                        TIMEOUT 90 LABELS daemon)
   endforeach()
   set_tests_properties(daemon_permissions PROPERTIES SKIP_RETURN_CODE 77)
+  # gpushare doctor: a ready node, then each check failing in turn.
+  add_executable(gs-nvml-set nvml_set.c)
+  target_link_libraries(gs-nvml-set PRIVATE gsim_nvml)
+  set_target_properties(gs-nvml-set PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  gs_add_script_test(daemon_doctor SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/doctor.sh"
+                     TIMEOUT 90 LABELS daemon)
+  set_tests_properties(daemon_doctor PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 
 # The demo's CUDA job (scripts/demo.sh, make run) and the daemon tests with real CUDA jobs: a
@@ -39,3 +46,4 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   add_dependencies(gs-demo-job compute_worker)
   gs_add_script_test(demo SCRIPT "${CMAKE_SOURCE_DIR}/scripts/demo.sh" TIMEOUT 60 LABELS daemon)
 endif()
+

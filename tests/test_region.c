@@ -446,12 +446,15 @@ static void test_forked_child_does_not_keep_parent_alive(void **state)
             _exit(1);
         pid_t child = fork();
         if (child == 0) {
+            /* Reports only once it has dropped the inherited descriptor: the member is killed
+             * after that, as it would be any time after fork() returned (pthread_atfork). */
             gs_region_after_fork(mine);
+            pid_t self = getpid();
+            if (write(report[1], &self, sizeof(self)) != (ssize_t)sizeof(self))
+                _exit(1);
             pause();
             _exit(0);
         }
-        if (write(report[1], &child, sizeof(child)) != (ssize_t)sizeof(child))
-            _exit(1);
         pause();
         _exit(0);
     }

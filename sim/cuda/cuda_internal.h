@@ -27,7 +27,6 @@
 /* Marks a function as part of the driver's ABI (the library is built -fvisibility=hidden). */
 #define GSIM_CU_API __attribute__((visibility("default")))
 
-#define GSIM_CU_DRIVER_VERSION    13000
 #define GSIM_CU_VMM_GRANULARITY   (UINT64_C(2) << 20)
 #define GSIM_CU_ALLOC_ALIGN       256 /* cuMemAlloc's documented alignment; charges round to it */
 #define GSIM_CU_ARRAY_ALIGN       512

@@ -135,7 +135,7 @@ GSIM_CU_API CUresult cuInit(unsigned int Flags)
 GSIM_CU_API CUresult cuDriverGetVersion(int *driverVersion)
 {
     GSIM_CU_CHECK_PTR(driverVersion);
-    *driverVersion = GSIM_CU_DRIVER_VERSION;
+    *driverVersion = gsim_cuda_version();
     return CUDA_SUCCESS;
 }
 

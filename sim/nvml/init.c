@@ -140,7 +140,7 @@ GS_NVML_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int le
         return NVML_ERROR_UNINITIALIZED;
     /* NVML's version is the driver's with a leading API major, e.g. "12.580.65.06". */
     char text[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE];
-    snprintf(text, sizeof(text), "%d.%s", GSIM_CUDA_VERSION / 1000, GSIM_DRIVER_VERSION);
+    snprintf(text, sizeof(text), "%d.%s", gsim_cuda_version() / 1000, GSIM_DRIVER_VERSION);
     return gsim_nvml_copy_string(version, length, text);
 }
 
@@ -150,7 +150,7 @@ GS_NVML_API nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
         return NVML_ERROR_UNINITIALIZED;
     if (cudaDriverVersion == NULL)
         return NVML_ERROR_INVALID_ARGUMENT;
-    *cudaDriverVersion = GSIM_CUDA_VERSION;
+    *cudaDriverVersion = gsim_cuda_version();
     return NVML_SUCCESS;
 }
 

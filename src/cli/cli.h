@@ -24,4 +24,7 @@ int gs_cli_top(int argc, char **argv);
 int gs_cli_leases(int argc, char **argv);
 int gs_cli_release(int argc, char **argv);
 
+/* Checks that the node is ready for leases (src/cli/doctor.c). */
+int gs_cli_doctor(int argc, char **argv);
+
 #endif

@@ -13,6 +13,8 @@ static const gs_cli_command_t commands[] = {
     {"top", "show the status, refreshed every second", gs_cli_top},
     {"leases", "list your leases (root: all)", gs_cli_leases},
     {"release", "release a lease by id", gs_cli_release},
+    {"doctor", "check that this node is ready for leases, with a fix for each problem",
+     gs_cli_doctor},
     {"plan", "replay a workload trace or plan capacity and cost", gs_cli_plan},
 };
 

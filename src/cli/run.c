@@ -1,6 +1,7 @@
 /* gpushare run: get a lease, run a command inside it, pass its exit status through, release. */
 #include "cli.h"
 #include "daemon_cli.h"
+#include "shim_path.h"
 
 #include "gpushare/error.h"
 
@@ -217,35 +218,6 @@ static int acquire(gs_client_t *client, const gs_lease_request_t *req, json_t **
     fprintf(stderr, "gpushare: lost gpushared while waiting for a lease: %s\n",
             result == GS_ECONNREFUSED ? "it closed the connection" : gs_strerror(result));
     return GS_EXIT_FAIL;
-}
-
-/* The shim to preload: $GPUSHARE_SHIM, else the daemon's configured one, else the
- * libgpushare.so installed next to this program (BIN/../lib). */
-static int find_shim(const json_t *granted, char *path, size_t len)
-{
-    const char *env = getenv("GPUSHARE_SHIM");
-    const char *configured = json_string_value(json_object_get(granted, "preload"));
-    if (env != NULL && env[0] != '\0') {
-        snprintf(path, len, "%s", env);
-    } else if (configured != NULL) {
-        snprintf(path, len, "%s", configured);
-    } else {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-        if (n <= 0)
-            return GS_ENOENT;
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash != NULL)
-            *slash = '\0';
-        int w = snprintf(path, len, "%s/../lib/libgpushare.so", self);
-        if (w < 0 || (size_t)w >= len)
-            return GS_ENOENT;
-        char real[PATH_MAX];
-        if (realpath(path, real) != NULL)
-            snprintf(path, len, "%s", real);
-    }
-    return access(path, R_OK) == 0 ? 0 : GS_ENOENT;
 }
 
 /* Builds the job's environment: ours, with the lease's variables and LD_PRELOAD prepended.
@@ -474,7 +446,8 @@ int gs_cli_run(int argc, char **argv)
         status = acquire(client, &opts.req, &granted);
     if (status != GS_EXIT_OK)
         goto out;
-    if (find_shim(granted, shim, sizeof(shim)) != 0) {
+    if (gs__cli_shim_path(json_string_value(json_object_get(granted, "preload")), shim,
+                          sizeof(shim)) != 0) {
         fprintf(stderr,
                 "gpushare: the shim %s is missing (set GPUSHARE_SHIM or shim = in "
                 "gpushare.conf): refusing to run without the lease's limits\n",

@@ -199,7 +199,7 @@ static int set_kind(gs_lease_request_t *req, gs_lease_kind_t kind, char *err, si
 
 static int parse_gpus(const json_t *value, gs_lease_request_t *req, char *err, size_t errlen)
 {
-    json_int_t v;
+    json_int_t v = 0;
     int result = get_int(value, "gpus", 1, GS_LEASE_GPUS_MAX, &v, err, errlen);
     if (result == 0)
         result = set_kind(req, GS_LEASE_GPUS, err, errlen);
@@ -292,7 +292,7 @@ static int parse_pinned(const json_t *value, gs_lease_request_t *req, char *err,
     req->n_pinned = 0;
     json_array_foreach(value, i, item)
     {
-        json_int_t v;
+        json_int_t v = 0;
         int result = get_int(item, "gpus_at", 0, GS_MAX_DEVICES - 1, &v, err, errlen);
         if (result != 0)
             return result;
@@ -372,7 +372,7 @@ static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errle
             continue;
         if (strcmp(key, "lease") != 0)
             return fail(GS_EINVAL, err, errlen, "unknown field \"%s\" in release", key);
-        json_int_t v;
+        json_int_t v = 0;
         int result = get_int(value, "lease", 1, INT64_MAX, &v, err, errlen);
         if (result != 0)
             return result;

@@ -11,8 +11,9 @@
 #define GS__UUID_MAX      96
 #define GS__CONFIG_ERRMAX 512
 
-#define GS__DEFAULT_CONFIG    "/etc/gpushare/gpushare.conf"
-#define GS__DEFAULT_STATE_DIR "/var/lib/gpushare"
+/* GS_CONFIG_PATH and GS_STATE_DIR follow the install prefix (cmake/gs_paths.cmake). */
+#define GS__DEFAULT_CONFIG    GS_CONFIG_PATH
+#define GS__DEFAULT_STATE_DIR GS_STATE_DIR
 #define GS__DEFAULT_METRICS   "127.0.0.1:9400"
 #define GS__DEFAULT_IDLE_MS   10000
 

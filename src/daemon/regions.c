@@ -44,8 +44,7 @@ static void make_parents(const char *path)
     }
 }
 
-/* The directory of the regions. */
-static void region_dir(const gs__config_t *cfg, char *buf, size_t len)
+void gs__regions_dir(const gs__config_t *cfg, char *buf, size_t len)
 {
     if (cfg->region_dir[0] != '\0')
         snprintf(buf, len, "%s", cfg->region_dir);
@@ -60,7 +59,7 @@ int gs__regions_init(const gs__config_t *cfg, char *err, size_t errlen)
     int result = make_dir(cfg->state_dir, 0755, err, errlen);
     if (result != 0)
         return result;
-    region_dir(cfg, path, sizeof(path));
+    gs__regions_dir(cfg, path, sizeof(path));
     make_parents(path);
     return make_dir(path, 0711, err, errlen);
 }
@@ -68,7 +67,7 @@ int gs__regions_init(const gs__config_t *cfg, char *err, size_t errlen)
 void gs__regions_path(const gs__config_t *cfg, uint64_t id, char *buf, size_t len)
 {
     char dir[GS__PATH_MAX + 16];
-    region_dir(cfg, dir, sizeof(dir));
+    gs__regions_dir(cfg, dir, sizeof(dir));
     snprintf(buf, len, "%s/%llu", dir, (unsigned long long)id);
 }
 
@@ -164,7 +163,7 @@ int gs__regions_sweep(const gs__config_t *cfg, int (*in_use)(void *arg, const ch
                       void *arg)
 {
     char dir[GS__PATH_MAX + 16], path[2 * GS__PATH_MAX + 32];
-    region_dir(cfg, dir, sizeof(dir));
+    gs__regions_dir(cfg, dir, sizeof(dir));
     DIR *d = opendir(dir);
     if (d == NULL)
         return 0;

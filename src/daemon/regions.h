@@ -16,6 +16,9 @@
  * sets their modes. Returns 0 or -errno with one line in err. */
 int gs__regions_init(const gs__config_t *cfg, char *err, size_t errlen);
 
+/* Writes the directory of the regions (region_dir, else state_dir/regions) into buf. */
+void gs__regions_dir(const gs__config_t *cfg, char *buf, size_t len);
+
 /* Writes the region path of lease id into buf. */
 void gs__regions_path(const gs__config_t *cfg, uint64_t id, char *buf, size_t len);
 

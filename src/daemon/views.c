@@ -2,6 +2,8 @@
 #include "views.h"
 #include "scheds.h"
 
+#include "regions.h"
+
 #include "gpushare/log.h"
 
 #include <stdio.h>
@@ -189,6 +191,10 @@ json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, const voi
         gs__inventory_driver(d->inv), "nvml_library", gs__inventory_library(d->inv), "placement",
         gs__policy_name(d->policy), "uptime_s", (json_int_t)((gs__now_ms() - d->started_ms) / 1000),
         "leases", (json_int_t)d->n_leases);
+    char regions[GS__PATH_MAX];
+    gs__regions_dir(&d->cfg, regions, sizeof(regions));
+    json_object_set_new(node, "region_dir", json_string(regions));
+    json_object_set_new(node, "shim", json_string(d->cfg.shim));
     return json_pack("{s:o, s:o, s:o}", "node", node, "gpus", gpus, "queue",
                      queue_view(d, cred, conn));
 }

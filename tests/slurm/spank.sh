@@ -25,7 +25,7 @@ run_srun() {
 # (a, b) --gpu-memory=4G --gres=gpu:1: a CUDA job sees exactly 4 GiB, is refused beyond it; while
 # it runs the lease is the user's, pinned to the GPU Slurm gave; it is gone after the step.
 set +e
-as_user srun --gpu-memory=4G --gres=gpu:1 "$JOB" grow 3 2 6 1.2 >"$WORK/a.out" 2>&1 &
+as_user srun --gpu-memory=4G --gres=gpu:1 "$JOB" grow 3 4 6 3 >"$WORK/a.out" 2>&1 &
 srun_pid=$!
 set -e
 wait_eq 10 1 lease_count

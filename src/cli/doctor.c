@@ -1,0 +1,497 @@
+/* gpushare doctor: checks that this node is ready for leases, one line a check with a hint. */
+#include "cli.h"
+#include "daemon_cli.h"
+#include "doctor_nvml.h"
+#include "shim_path.h"
+
+#include "gpushare/error.h"
+#include "gpushare/nvml_abi.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef GS_CUDA_VERSION
+#error "GS_CUDA_VERSION (cuda.h's CUDA_VERSION) must be defined by the build"
+#endif
+
+typedef enum level { LEVEL_OK, LEVEL_WARN, LEVEL_FAIL } level_t;
+
+typedef struct doctor {
+    const char *socket; /* resolved path */
+    int json;
+    json_t *status;  /* gpushared's status reply, NULL when it did not answer */
+    json_t *checks;  /* the results, for --json */
+    unsigned failed; /* checks at LEVEL_FAIL */
+    gs__doctor_nvml_t nvml;
+    int nvml_ok;
+} doctor_t;
+
+static const char *const level_names[] = {"ok", "warn", "fail"};
+
+/* Records one check's result and prints its line (unless --json). hint may be NULL. */
+static void report(doctor_t *doc, level_t level, const char *check, const char *hint,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void report(doctor_t *doc, level_t level, const char *check, const char *hint,
+                   const char *fmt, ...)
+{
+    char message[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    if (level == LEVEL_FAIL)
+        doc->failed++;
+    json_t *entry = json_pack("{s:s, s:s, s:s}", "check", check, "status", level_names[level],
+                              "message", message);
+    if (entry != NULL && hint != NULL && level != LEVEL_OK)
+        json_object_set_new(entry, "hint", json_string(hint));
+    json_array_append_new(doc->checks, entry);
+    if (doc->json)
+        return;
+    printf("%-4s  %-8s %s",
+           level == LEVEL_OK     ? "ok"
+           : level == LEVEL_WARN ? "WARN"
+                                 : "FAIL",
+           check, message);
+    if (hint != NULL && level != LEVEL_OK)
+        printf("; fix: %s", hint);
+    printf("\n");
+}
+
+/* The daemon's node object (NULL without a status). */
+static const json_t *node_info(const doctor_t *doc)
+{
+    return doc->status != NULL ? json_object_get(doc->status, "node") : NULL;
+}
+
+static void check_daemon(doctor_t *doc)
+{
+    gs_client_t *client = NULL;
+    char err[GS_CLIENT_ERR_MAX + 128];
+    json_t *reply = NULL;
+    int result = gs_client_connect(doc->socket, &client, err, sizeof(err));
+    if (result == 0) {
+        result = gs_client_call(client, json_pack("{s:s}", "op", "status"), GS_CLI_CALL_TIMEOUT_MS,
+                                &reply);
+        if (result != 0)
+            snprintf(err, sizeof(err), "no reply from gpushared at %s: %s", doc->socket,
+                     gs_strerror(result));
+    }
+    gs_client_close(client);
+    if (result == 0 && gs_reply_error(reply, NULL) == NULL) {
+        doc->status = reply;
+        report(doc, LEVEL_OK, "daemon", NULL, "%s answers on %s",
+               gs__cli_str(node_info(doc), "daemon"), doc->socket);
+        return;
+    }
+    if (result == 0)
+        snprintf(err, sizeof(err), "gpushared at %s refused its status", doc->socket);
+    json_decref(reply);
+    report(doc, LEVEL_FAIL, "daemon",
+           "start it: systemctl start gpushared (or gpushared --config FILE)", "%s", err);
+}
+
+static void check_socket(doctor_t *doc)
+{
+    struct stat st;
+    if (stat(doc->socket, &st) != 0) {
+        report(doc, LEVEL_FAIL, "socket",
+               "start gpushared, or point GPUSHARE_SOCKET / --socket at its socket", "%s: %s",
+               doc->socket, strerror(errno));
+    } else if (!S_ISSOCK(st.st_mode)) {
+        report(doc, LEVEL_FAIL, "socket", "remove it and restart gpushared", "%s is not a socket",
+               doc->socket);
+    } else if ((st.st_mode & 0666) != 0666) {
+        report(
+            doc, LEVEL_FAIL, "socket",
+            "restart gpushared (it makes its socket 0666; callers are told apart by SO_PEERCRED)",
+            "%s has mode %04o: users other than its owner cannot ask for leases", doc->socket,
+            (unsigned)(st.st_mode & 07777));
+    } else {
+        report(doc, LEVEL_OK, "socket", NULL, "%s is a socket anyone may use (mode %04o)",
+               doc->socket, (unsigned)(st.st_mode & 07777));
+    }
+}
+
+static void check_driver(doctor_t *doc)
+{
+    const json_t *node = node_info(doc);
+    const char *library = gs__cli_str(node, "nvml_library");
+    char err[512];
+    int result = gs__doctor_read_nvml(library[0] != '\0' ? library : "libnvidia-ml.so.1",
+                                      &doc->nvml, err, sizeof(err));
+    doc->nvml_ok = result == 0;
+    if (!doc->nvml_ok) {
+        report(
+            doc, LEVEL_FAIL, "driver",
+            "install the NVIDIA driver; a node without GPUs can use gpusim (package gpushare-sim, "
+            "nvml_library = its libnvidia-ml.so.1)",
+            "NVML: %s", err);
+        return;
+    }
+    int simulated = node != NULL ? json_is_true(json_object_get(node, "simulated"))
+                                 : access("/proc/driver/nvidia/version", F_OK) != 0;
+    if (simulated)
+        report(doc, LEVEL_OK, "driver", NULL,
+               "gpusim (simulated GPUs, no NVIDIA driver): %u GPU%s, NVML %s", doc->nvml.count,
+               doc->nvml.count == 1 ? "" : "s", doc->nvml.library);
+    else
+        report(doc, LEVEL_OK, "driver", NULL, "NVIDIA driver %s: %u GPU%s, NVML %s",
+               node != NULL ? gs__cli_str(node, "driver") : "(gpushared did not say which)",
+               doc->nvml.count, doc->nvml.count == 1 ? "" : "s", doc->nvml.library);
+}
+
+static void check_cuda(doctor_t *doc)
+{
+    if (!doc->nvml_ok)
+        return;
+    int have = doc->nvml.cuda_version, want = GS_CUDA_VERSION;
+    char text[64];
+    snprintf(text, sizeof(text), "the shim was built against CUDA %d.%d", want / 1000,
+             want % 1000 / 10);
+    if (have == 0)
+        report(doc, LEVEL_WARN, "cuda", "check the driver with nvidia-smi",
+               "NVML does not say which CUDA version the driver supports; %s", text);
+    else if (have / 1000 < want / 1000)
+        report(doc, LEVEL_FAIL, "cuda",
+               "install a driver for this CUDA major version (CUDA 13: R580 or newer), or build "
+               "gpushare against the driver's CUDA toolkit",
+               "the driver supports CUDA %d.%d; %s", have / 1000, have % 1000 / 10, text);
+    else if (have < want)
+        report(
+            doc, LEVEL_WARN, "cuda", "update the driver when you can",
+            "the driver supports CUDA %d.%d, older than the CUDA %d.%d the shim was built against",
+            have / 1000, have % 1000 / 10, want / 1000, want % 1000 / 10);
+    else
+        report(doc, LEVEL_OK, "cuda", NULL, "the driver supports CUDA %d.%d; %s", have / 1000,
+               have % 1000 / 10, text);
+}
+
+/* The GPU entry of gpushared's status with this UUID (NULL when unknown). */
+static const json_t *status_gpu(const doctor_t *doc, const char *uuid)
+{
+    const json_t *gpus = doc->status != NULL ? json_object_get(doc->status, "gpus") : NULL;
+    size_t i;
+    const json_t *gpu;
+    json_array_foreach(gpus, i, gpu)
+    {
+        if (strcmp(gs__cli_str(gpu, "uuid"), uuid) == 0)
+            return gpu;
+    }
+    return NULL;
+}
+
+static const char *compute_mode_name(int mode)
+{
+    switch (mode) {
+    case NVML_COMPUTEMODE_DEFAULT:
+        return "Default";
+    case NVML_COMPUTEMODE_PROHIBITED:
+        return "Prohibited";
+    case NVML_COMPUTEMODE_EXCLUSIVE_PROCESS:
+        return "Exclusive_Process";
+    default:
+        return "unknown";
+    }
+}
+
+/* The verdict on one GPU's compute mode for the mode gpushared runs it in. */
+static level_t compute_mode_level(int compute, const char *mode, const char **why)
+{
+    *why = NULL;
+    if (compute == NVML_COMPUTEMODE_PROHIBITED) {
+        *why = "no process may create a context on it";
+        return LEVEL_FAIL;
+    }
+    if (compute == NVML_COMPUTEMODE_EXCLUSIVE_PROCESS && strcmp(mode, "mps") != 0) {
+        *why = "only one process at a time may use it, so leases cannot share it";
+        return strcmp(mode, "exclusive") == 0 ? LEVEL_WARN : LEVEL_FAIL;
+    }
+    return LEVEL_OK;
+}
+
+/* The verdict on one GPU's MIG mode for the mode gpushared runs it in. */
+static level_t mig_level(const gs__doctor_gpu_t *g, const char *mode, const char **why)
+{
+    int on = g->mig_supported && g->mig_current == NVML_DEVICE_MIG_ENABLE;
+    *why = NULL;
+    if (strcmp(mode, "mig") == 0 && !on) {
+        *why = "it is configured mig but MIG mode is off";
+        return LEVEL_FAIL;
+    }
+    if (strcmp(mode, "mig") != 0 && on) {
+        *why = "MIG mode is on but it is not configured mig: CUDA cannot use the whole GPU";
+        return LEVEL_FAIL;
+    }
+    if (g->mig_supported && g->mig_pending != g->mig_current) {
+        *why = "a MIG mode change is pending until the GPU is reset";
+        return LEVEL_WARN;
+    }
+    return LEVEL_OK;
+}
+
+/* The fix for a GPU whose compute or MIG mode is wrong. */
+static void gpu_hint(const char *mode, int compute_wrong, unsigned index, char *hint, size_t len)
+{
+    if (compute_wrong)
+        snprintf(hint, len, "as root: nvidia-smi -i %u -c DEFAULT (gpushare never changes it)",
+                 index);
+    else if (strcmp(mode, "mig") == 0)
+        snprintf(hint, len,
+                 "as root, while the GPU is idle: nvidia-smi -i %u -mig 1 (some systems need a "
+                 "reset); gpushared never toggles MIG",
+                 index);
+    else
+        snprintf(hint, len,
+                 "set mode = mig for it in gpushare.conf ([gpu:%u]), or disable MIG: nvidia-smi "
+                 "-i %u -mig 0",
+                 index, index);
+}
+
+static void check_gpu(doctor_t *doc, const gs__doctor_gpu_t *g)
+{
+    const json_t *configured = status_gpu(doc, g->uuid);
+    const char *mode = configured != NULL ? gs__cli_str(configured, "mode") : "shared";
+    const char *why_compute, *why_mig;
+    level_t compute = compute_mode_level(g->compute_mode, mode, &why_compute);
+    level_t mig = mig_level(g, mode, &why_mig);
+    level_t level = compute > mig ? compute : mig;
+    char name[32], hint[256];
+    snprintf(name, sizeof(name), "gpu %u", g->index);
+    gpu_hint(mode, compute == level, g->index, hint, sizeof(hint));
+    const char *state = !g->mig_supported ? "no MIG" : g->mig_current ? "MIG on" : "MIG off";
+    report(doc, level, name, hint, "%s: compute mode %s, %s, configured %s%s%s", g->uuid,
+           compute_mode_name(g->compute_mode), state, mode, level == LEVEL_OK ? "" : ": ",
+           level == LEVEL_OK  ? ""
+           : compute == level ? why_compute
+                              : why_mig);
+}
+
+static void check_gpus(doctor_t *doc)
+{
+    if (!doc->nvml_ok)
+        return;
+    if (doc->nvml.count == 0)
+        report(doc, LEVEL_FAIL, "gpus", "check the driver with nvidia-smi", "NVML lists no GPU");
+    for (unsigned i = 0; i < doc->nvml.count; i++)
+        check_gpu(doc, &doc->nvml.gpus[i]);
+}
+
+/* dlopen()s path in a child process (its constructors run there, not here). Returns 0, or -1
+ * with dlerror's words in why. */
+static int loads(const char *path, char *why, size_t len)
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        snprintf(why, len, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        if (dlopen(path, RTLD_NOW | RTLD_LOCAL) != NULL)
+            _exit(0);
+        const char *e = dlerror();
+        ssize_t n = write(fds[1], e, strlen(e));
+        _exit(n >= 0 ? 1 : 2);
+    }
+    close(fds[1]);
+    ssize_t n = pid > 0 ? read(fds[0], why, len - 1) : -1;
+    why[n > 0 ? n : 0] = '\0';
+    close(fds[0]);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+        if (why[0] == '\0')
+            snprintf(why, len, "%s", pid < 0 ? strerror(errno) : "the loader failed");
+        return -1;
+    }
+    return 0;
+}
+
+static void check_shim(doctor_t *doc)
+{
+    char path[PATH_MAX], why[512];
+    if (gs__cli_shim_path(gs__cli_str(node_info(doc), "shim"), path, sizeof(path)) != 0)
+        report(doc, LEVEL_FAIL, "shim",
+               "install gpushare's package, or name the shim in gpushare.conf (shim =) or "
+               "GPUSHARE_SHIM",
+               "libgpushare.so not found (last tried %s): jobs would run without limits, so "
+               "gpushare run refuses them",
+               path);
+    else if (loads(path, why, sizeof(why)) != 0)
+        report(doc, LEVEL_FAIL, "shim", "reinstall it (it must be built for this machine)",
+               "%s cannot be loaded: %s", path, why);
+    else
+        report(doc, LEVEL_OK, "shim", NULL, "%s loads", path);
+}
+
+static const char *fs_name(long type)
+{
+    static const struct {
+        long type;
+        const char *name;
+    } names[] = {{TMPFS_MAGIC, "tmpfs"},
+                 {EXT4_SUPER_MAGIC, "ext4"},
+                 {XFS_SUPER_MAGIC, "xfs"},
+                 {BTRFS_SUPER_MAGIC, "btrfs"},
+                 {OVERLAYFS_SUPER_MAGIC, "overlayfs"},
+                 {NFS_SUPER_MAGIC, "nfs"}};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (names[i].type == type)
+            return names[i].name;
+    }
+    return "a disk file system";
+}
+
+static void check_regions(doctor_t *doc)
+{
+    const char *dir = gs__cli_str(node_info(doc), "region_dir");
+    struct statfs fs;
+    if (dir[0] == '\0')
+        report(doc, LEVEL_WARN, "regions", "fix the daemon check first",
+               "not checked: gpushared did not say where its lease regions are");
+    else if (statfs(dir, &fs) != 0)
+        report(doc, LEVEL_FAIL, "regions", "restart gpushared (it creates the directory)",
+               "the region directory %s: %s", dir, strerror(errno));
+    else if (fs.f_type != TMPFS_MAGIC)
+        report(doc, LEVEL_FAIL, "regions",
+               "set region_dir = /run/gpushare/regions in gpushare.conf and restart gpushared",
+               "the region directory %s is on %s, not tmpfs: every lease's accounting would cost "
+               "disk writes",
+               dir, fs_name((long)fs.f_type));
+    else
+        report(doc, LEVEL_OK, "regions", NULL, "the region directory %s is on tmpfs", dir);
+}
+
+/* Finds name on $PATH; returns 0 with its path. */
+static int on_path(const char *name, char *path, size_t len)
+{
+    const char *dirs = getenv("PATH");
+    if (dirs == NULL)
+        dirs = "/usr/bin:/bin";
+    for (const char *p = dirs; *p != '\0';) {
+        size_t n = strcspn(p, ":");
+        snprintf(path, len, "%.*s/%s", (int)n, p, name);
+        if (n > 0 && access(path, X_OK) == 0)
+            return 0;
+        p += n + (p[n] == ':');
+    }
+    return -1;
+}
+
+static void check_mps(doctor_t *doc)
+{
+    const json_t *gpus = doc->status != NULL ? json_object_get(doc->status, "gpus") : NULL;
+    const char *needed_by = NULL;
+    size_t i;
+    const json_t *gpu;
+    json_array_foreach(gpus, i, gpu)
+    {
+        if (strcmp(gs__cli_str(gpu, "mode"), "mps") == 0 && needed_by == NULL)
+            needed_by = gs__cli_str(gpu, "uuid");
+    }
+    char path[PATH_MAX];
+    const char *configured = gs__cli_str(node_info(doc), "mps_control");
+    int found = configured[0] != '\0' ? access(configured, X_OK) == 0
+                                      : on_path("nvidia-cuda-mps-control", path, sizeof(path)) == 0;
+    if (configured[0] != '\0')
+        snprintf(path, sizeof(path), "%s", configured);
+    if (needed_by != NULL && !found)
+        report(doc, LEVEL_FAIL, "mps",
+               "install NVIDIA's MPS control daemon, or name it in gpushare.conf (mps_control =)",
+               "GPU %s is in mps mode but %s is not found", needed_by,
+               configured[0] != '\0' ? configured : "nvidia-cuda-mps-control (on PATH)");
+    else if (needed_by != NULL)
+        report(doc, LEVEL_OK, "mps", NULL, "%s serves the mps GPUs", path);
+    else
+        report(doc, LEVEL_OK, "mps", NULL, "not needed (no GPU in mps mode)%s%s",
+               found ? "; found " : "", found ? path : "");
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gpushare doctor [--json] [--socket PATH]\n\n"
+            "Checks that this node is ready for leases: the NVIDIA driver and NVML (or gpusim),\n"
+            "gpushared and its socket, each GPU's compute and MIG mode, the CUDA version, the\n"
+            "shim, the region directory and the MPS control daemon. One line a check, with a\n"
+            "fix for each that fails. Exit status 0 when the node is ready, 1 otherwise.\n"
+            "  --json               the checks as one JSON object\n"
+            "  --socket PATH        gpushared's socket (default $GPUSHARE_SOCKET or %s)\n",
+            GS_DEFAULT_SOCKET);
+}
+
+/* Returns -1 to run, else the exit status (help, usage error). */
+static int parse_args(int argc, char **argv, doctor_t *doc)
+{
+    static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+                                             {"socket", required_argument, NULL, 's'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    const char *socket = NULL;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return GS_EXIT_OK;
+        } else if (c == 'j') {
+            doc->json = 1;
+        } else if (c == 's') {
+            socket = optarg;
+        } else {
+            fprintf(stderr, "gpushare doctor: unknown option \"%s\" (see gpushare doctor --help)\n",
+                    argv[optind - 1]);
+            return GS_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gpushare doctor: unexpected argument \"%s\"\n", argv[optind]);
+        return GS_EXIT_USAGE;
+    }
+    doc->socket = gs_client_socket_path(socket);
+    return -1;
+}
+
+int gs_cli_doctor(int argc, char **argv)
+{
+    doctor_t doc;
+    memset(&doc, 0, sizeof(doc));
+    int status = parse_args(argc, argv, &doc);
+    if (status >= 0)
+        return status;
+    doc.checks = json_array();
+    check_daemon(&doc);
+    check_socket(&doc);
+    check_driver(&doc);
+    check_gpus(&doc);
+    check_cuda(&doc);
+    check_shim(&doc);
+    check_regions(&doc);
+    check_mps(&doc);
+    if (doc.json) {
+        json_t *out = json_pack("{s:b, s:O}", "ready", doc.failed == 0, "checks", doc.checks);
+        gs__cli_print_json(out);
+        json_decref(out);
+    } else if (doc.failed == 0) {
+        printf("gpushare doctor: this node is ready\n");
+    } else {
+        printf("gpushare doctor: %u check%s failed\n", doc.failed, doc.failed == 1 ? "" : "s");
+    }
+    json_decref(doc.checks);
+    json_decref(doc.status);
+    return doc.failed == 0 ? GS_EXIT_OK : GS_EXIT_FAIL;
+}
