@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PAIRS    15
-#define LAUNCHES 500000
+#define PAIRS     15
+#define LAUNCHES  500000
 #define TARGET_NS 100.0
 
 static double now_ns(void)
@@ -116,7 +116,7 @@ int main(int argc, char **argv)
     printf("  %-44s %8.1f ns\n", "cuLaunchKernel, shim without a share", median(plain, PAIRS));
     printf("  %-44s %8.1f ns\n", "cuLaunchKernel, shim with a share (gate open)",
            median(gated, PAIRS));
-    printf("  %-44s %8.1f ns   target <= %.0f ns: %s\n", "added by compute control", add,
-           TARGET_NS, add <= TARGET_NS ? "met" : "NOT met");
+    printf("  %-44s %8.1f ns   target <= %.0f ns: %s\n", "added by compute control", add, TARGET_NS,
+           add <= TARGET_NS ? "met" : "NOT met");
     return 0;
 }

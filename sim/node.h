@@ -65,8 +65,8 @@ int gsim_parse_devices(const char *spec, const gsim_model_t **out, char *err, si
 typedef struct gsim_interval {
     int64_t start_ns; /* CLOCK_MONOTONIC, wall time */
     int64_t end_ns;
-    int64_t busy_ns; /* work inside [start, end): all of it, except for history entries that
-                      * merged a process's kernels across short idle gaps */
+    int64_t busy_ns;   /* work inside [start, end): all of it, except for history entries that
+                        * merged a process's kernels across short idle gaps */
     int64_t submit_ns; /* when the work was launched (the earliest, for merged entries) */
     int32_t pid;
     uint32_t pct;     /* share of the device's SMs the work may use (100 = whole device) */
@@ -135,8 +135,8 @@ typedef struct gsim_proc {
     int32_t pid;      /* 0 = free slot */
     uint32_t mps_pct; /* MPS active thread percentage; 0 = not an MPS client */
     char name[GSIM_NAME_MAX];
-    uint64_t mem[GSIM_MAX_DEVICES]; /* bytes held per GPU */
-    int32_t gi[GSIM_MAX_DEVICES];   /* GPU instance slot the memory is in, -1 = whole GPU */
+    uint64_t mem[GSIM_MAX_DEVICES];       /* bytes held per GPU */
+    int32_t gi[GSIM_MAX_DEVICES];         /* GPU instance slot the memory is in, -1 = whole GPU */
     uint64_t busy_ns[GSIM_MAX_DEVICES];   /* kernel time reserved (concurrent kernels add up) */
     uint64_t active_ns[GSIM_MAX_DEVICES]; /* wall time the device runs its work (their union) */
 } gsim_proc_t;

@@ -44,8 +44,7 @@ static void push_history(gsim_timeline_t *tl, const gsim_interval_t *iv)
     if (tl->history_count > 0) {
         gsim_interval_t *last = &tl->history[(tl->history_next + GSIM_HISTORY - 1) % GSIM_HISTORY];
         if (last->pid == iv->pid && last->pct == iv->pct && last->mps_pct == iv->mps_pct &&
-            iv->start_ns >= last->start_ns &&
-            iv->start_ns <= last->end_ns + MERGE_GAP_NS) {
+            iv->start_ns >= last->start_ns && iv->start_ns <= last->end_ns + MERGE_GAP_NS) {
             int64_t overlap = 0;
             if (last->end_ns > iv->start_ns)
                 overlap = (iv->end_ns < last->end_ns ? iv->end_ns : last->end_ns) - iv->start_ns;

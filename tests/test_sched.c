@@ -301,8 +301,8 @@ static void test_stale_lock_is_taken_over(void **state)
     assert_true(g.held);
     assert_true(mono_ns() - before < 100 * MS);
     /* A fresh lock word never released: taken over after about twice the stale time. */
-    creator->map->lock = ((uint64_t)(uint32_t)getpid() << 32) |
-                         (uint32_t)(uint64_t)(mono_ns() / 1000000);
+    creator->map->lock =
+        ((uint64_t)(uint32_t)getpid() << 32) | (uint32_t)(uint64_t)(mono_ns() / 1000000);
     before = mono_ns();
     assert_int_equal(gs_sched_renew(a, g.epoch, t0 + 10 * MS, &g), 1);
     int64_t took = mono_ns() - before;

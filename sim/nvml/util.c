@@ -229,9 +229,8 @@ static unsigned collect_samples(gsim_timeline_t *tl, unsigned long long last_see
         if (stamp <= last_seen)
             continue;
         if (n < max && samples != NULL) {
-            int64_t pending = gsim_timeline_pending_ns(tl, scan.pids[i].pid,
-                                                       scan.pids[i].last_ns - SECOND_NS,
-                                                       scan.pids[i].last_ns);
+            int64_t pending = gsim_timeline_pending_ns(
+                tl, scan.pids[i].pid, scan.pids[i].last_ns - SECOND_NS, scan.pids[i].last_ns);
             memset(&samples[n], 0, sizeof(samples[n]));
             samples[n].pid = (unsigned)scan.pids[i].pid;
             samples[n].timeStamp = stamp;

@@ -50,12 +50,12 @@ json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
         const gs__gpu_t *gpu = &d->gpus[part->gpu];
         limit += part->memory;
         json_array_append_new(
-            gpus, json_pack("{s:I, s:s, s:I, s:I, s:I, s:I, s:I}", "index", (json_int_t)gpu->index,
-                            "uuid", gpu->uuid, "slots", (json_int_t)part->slots, "memory_limit",
-                            (json_int_t)part->memory, "memory_used", (json_int_t)use.used[i],
-                            "compute", (json_int_t)gs__part_compute_percent(part),
-                            "compute_used_ms",
-                            (json_int_t)(gs__scheds_lease_used(d, lease, i) / 1000000)));
+            gpus,
+            json_pack("{s:I, s:s, s:I, s:I, s:I, s:I, s:I}", "index", (json_int_t)gpu->index,
+                      "uuid", gpu->uuid, "slots", (json_int_t)part->slots, "memory_limit",
+                      (json_int_t)part->memory, "memory_used", (json_int_t)use.used[i], "compute",
+                      (json_int_t)gs__part_compute_percent(part), "compute_used_ms",
+                      (json_int_t)(gs__scheds_lease_used(d, lease, i) / 1000000)));
     }
     const gs__lease_record_t *rec = &lease->rec;
     return json_pack("{s:I, s:s, s:I, s:s, s:I, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:I, s:I, "
@@ -115,8 +115,8 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease)
 }
 
 /* One lease's entry under one GPU of the status. */
-static json_t *gpu_lease_view(const gs__daemon_t *d, const gs__lease_t *lease,
-                              unsigned part_index, const gs__lease_use_t *use)
+static json_t *gpu_lease_view(const gs__daemon_t *d, const gs__lease_t *lease, unsigned part_index,
+                              const gs__lease_use_t *use)
 {
     const gs__part_t *part = &lease->alloc.part[part_index];
     return json_pack("{s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "id",

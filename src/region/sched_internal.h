@@ -50,8 +50,8 @@ typedef struct sched_layout {
     uint32_t holder;    /* process record + 1 holding the GPU, 0 = none */
     uint32_t n_waiting; /* members waiting (a hint for the holder) */
     uint32_t pad;
-    uint64_t epoch;    /* the current slot's number */
-    uint64_t preempt;  /* epoch of the slot asked to end early, 0 = none */
+    uint64_t epoch;   /* the current slot's number */
+    uint64_t preempt; /* epoch of the slot asked to end early, 0 = none */
     int64_t slot_start;
     int64_t slot_end;
     uint64_t slot_weight; /* the holder's lease's weight when the slot began */

@@ -13,10 +13,10 @@
 
 #include <string.h>
 
-#define MIN_WEIGHT    10                   /* per mille: a best-effort lease always progresses */
-#define CREDIT_NS     INT64_C(5000000)     /* a lease back from idle may cut in for this long */
+#define MIN_WEIGHT    10               /* per mille: a best-effort lease always progresses */
+#define CREDIT_NS     INT64_C(5000000) /* a lease back from idle may cut in for this long */
 #define MAX_CHARGE_NS (GS_SCHED_PERIOD_NS * 100)
-#define POLL_NS       INT64_C(50000000)    /* a waiter looks at the holder at least this often */
+#define POLL_NS       INT64_C(50000000) /* a waiter looks at the holder at least this often */
 
 /* Which leases have work, and what their weights add up to. */
 typedef struct demand {
@@ -398,8 +398,7 @@ int gs_sched_renew(gs_sched_t *s, uint64_t epoch, int64_t now, gs_sched_grant_t 
     sched_layout_t *map = s->map;
     gs__sched_lock(s);
     int result = 0;
-    if (!joined(s) || SLOAD(&map->holder) != (uint32_t)s->self + 1 ||
-        SLOAD(&map->epoch) != epoch) {
+    if (!joined(s) || SLOAD(&map->holder) != (uint32_t)s->self + 1 || SLOAD(&map->epoch) != epoch) {
         result = GS_EINVAL;
         goto out;
     }
@@ -428,8 +427,8 @@ void gs_sched_started(gs_sched_t *s, uint64_t epoch, int64_t from_ns)
     sched_layout_t *map = s->map;
     gs__sched_lock(s);
     int64_t start = SLOAD(&map->slot_start);
-    if (joined(s) && SLOAD(&map->holder) == (uint32_t)s->self + 1 &&
-        SLOAD(&map->epoch) == epoch && from_ns > start && from_ns < SLOAD(&map->slot_end))
+    if (joined(s) && SLOAD(&map->holder) == (uint32_t)s->self + 1 && SLOAD(&map->epoch) == epoch &&
+        from_ns > start && from_ns < SLOAD(&map->slot_end))
         SSTORE(&map->slot_start, from_ns);
     gs__sched_unlock(s);
 }

@@ -137,8 +137,9 @@ static void acquire(gs__sched_dev_t *dev, gs_sched_grant_t *grant)
             continue;
         }
         if (grant->held) {
-            gs_debug("compute: t=%.1f slot %llu of %s for %.2f ms", (double)grant->start_ns / 1e6, (unsigned long long)grant->epoch,
-                     dev->uuid, (double)(grant->end_ns - grant->start_ns) / 1e6);
+            gs_debug("compute: t=%.1f slot %llu of %s for %.2f ms", (double)grant->start_ns / 1e6,
+                     (unsigned long long)grant->epoch, dev->uuid,
+                     (double)(grant->end_ns - grant->start_ns) / 1e6);
             return;
         }
         gs_sched_wait(dev->sched, turn, grant->wait_ns);
@@ -237,9 +238,8 @@ static int poll_slot(gs__sched_dev_t *dev, slot_t *slot, int *again)
     if (now >= slot->grant.end_ns)
         return at_deadline(dev, slot, now, again);
     /* Idle: no launch for a while, and no thread held back by the gate. */
-    int64_t idle = __atomic_load_n(&dev->gate.blocked, __ATOMIC_SEQ_CST) > 0
-                       ? 0
-                       : now - slot->last_launch;
+    int64_t idle =
+        __atomic_load_n(&dev->gate.blocked, __ATOMIC_SEQ_CST) > 0 ? 0 : now - slot->last_launch;
     if ((idle >= IDLE_NS && gs_sched_others_waiting(dev->sched)) || idle >= RELEASE_NS)
         return idle_check(dev, slot, again);
     return 1;

@@ -90,7 +90,8 @@ CUresult gs__compute_config(uint32_t region_share)
     const char *mode = getenv("GPUSHARE_GPU_MODE");
     cfg->mps = mode != NULL && strcmp(mode, "mps") == 0;
     const char *dir = getenv("GPUSHARE_SCHED_DIR");
-    snprintf(cfg->dir, sizeof(cfg->dir), "%s", dir != NULL && *dir != '\0' ? dir : DEFAULT_SCHED_DIR);
+    snprintf(cfg->dir, sizeof(cfg->dir), "%s",
+             dir != NULL && *dir != '\0' ? dir : DEFAULT_SCHED_DIR);
     return CUDA_SUCCESS;
 }
 
@@ -141,9 +142,8 @@ static void lease_key(char *key, size_t len)
 static void format_uuid(const CUuuid *u, char *out, size_t len)
 {
     const unsigned char *b = (const unsigned char *)u->bytes;
-    snprintf(out, len,
-             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+    snprintf(out, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
              b[14], b[15]);
 }
 
@@ -164,8 +164,8 @@ static CUresult setup_device(int ordinal, const char *key, int required)
     if (gs_sched_path(compute.cfg.dir, dev->uuid, path, sizeof(path)) != 0)
         return required ? cannot_enforce(dev->uuid, "GPUSHARE_SCHED_DIR is too long")
                         : CUDA_SUCCESS;
-    int result = required ? gs_sched_open_or_create(path, &dev->sched)
-                          : gs_sched_open(path, &dev->sched);
+    int result =
+        required ? gs_sched_open_or_create(path, &dev->sched) : gs_sched_open(path, &dev->sched);
     if (result == GS_ENOENT && !required)
         return CUDA_SUCCESS;
     if (result != 0) {
@@ -179,8 +179,8 @@ static CUresult setup_device(int ordinal, const char *key, int required)
     if (result != 0) {
         gs_sched_close(dev->sched);
         dev->sched = NULL;
-        return cannot_enforce(dev->uuid, result == GS_ENOSPC ? "its scheduler is full"
-                                                             : gs_strerror(result));
+        return cannot_enforce(dev->uuid,
+                              result == GS_ENOSPC ? "its scheduler is full" : gs_strerror(result));
     }
     dev->ordinal = ordinal;
     if (!gs__agent_start(dev))

@@ -42,8 +42,7 @@ GS_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *
                                           int numParams, unsigned int flags, CUdevice dev)
 {
     REAL_OR_FAIL(cuCtxCreate_v3);
-    return created(gs__real()->cuCtxCreate_v3(pctx, paramsArray, numParams, flags, dev), pctx,
-                   dev);
+    return created(gs__real()->cuCtxCreate_v3(pctx, paramsArray, numParams, flags, dev), pctx, dev);
 }
 
 GS_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,

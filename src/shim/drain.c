@@ -102,8 +102,7 @@ static void sync_one(const ctx_entry_t *e)
         unsigned int flags = 0;
         int active = 0;
         if (real->cuDevicePrimaryCtxGetState == NULL ||
-            real->cuDevicePrimaryCtxGetState(e->device, &flags, &active) != CUDA_SUCCESS ||
-            !active)
+            real->cuDevicePrimaryCtxGetState(e->device, &flags, &active) != CUDA_SUCCESS || !active)
             return;
     }
     if (real->cuCtxPushCurrent_v2 == NULL || real->cuCtxSynchronize == NULL ||

@@ -144,8 +144,8 @@ static void initialize(void)
     if (result == CUDA_SUCCESS)
         result = open_region();
     if (result == CUDA_SUCCESS)
-        result = gs__compute_config(state.region != NULL ? gs_region_compute_share(state.region)
-                                                         : 0);
+        result =
+            gs__compute_config(state.region != NULL ? gs_region_compute_share(state.region) : 0);
     /* The driver is loaded even when the lease is misconfigured, so lookups keep working and
      * every call returns the configuration error rather than crashing. */
     void *driver = state.driver != NULL ? state.driver : load_driver();

@@ -205,8 +205,8 @@ static void start_lease(lease_t *l)
             setenv("GPUSHARE_LEASE_ID", l->name, 1);
             set_percent("GPUSHARE_COMPUTE_SHARE", l->g);
             set_percent("GPUSHARE_COMPUTE_MAX", l->c);
-            const char *argv[16] = {worker,  "--kernel",  l->kernel, "--batch", batch,
-                                    "--threads", threads, "--streams", streams};
+            const char *argv[16] = {worker,      "--kernel", l->kernel,   "--batch", batch,
+                                    "--threads", threads,    "--streams", streams};
             int n = 9;
             if (l->graph)
                 argv[n++] = "--graph";
@@ -238,9 +238,9 @@ static void sample(gsim_node_t *node)
             for (int s = 0; s < GSIM_MAX_PROCS; s++) {
                 if (node->procs[s].pid != leases[i].pids[p])
                     continue;
-                total += (int64_t)node->procs[s].active_ns[0] -
-                         gsim_timeline_future_union_ns(&node->dev[0].timeline, leases[i].pids[p],
-                                                       now);
+                total +=
+                    (int64_t)node->procs[s].active_ns[0] -
+                    gsim_timeline_future_union_ns(&node->dev[0].timeline, leases[i].pids[p], now);
             }
         }
         sample_dev[n_samples][i] = total;

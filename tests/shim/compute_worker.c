@@ -75,8 +75,13 @@ static CUgraphExec make_graph(CUstream stream)
     CUgraphNode prev = NULL, node;
     CHECK(cuGraphCreate(&graph, 0));
     for (int i = 0; i < opt.batch; i++) {
-        CUDA_KERNEL_NODE_PARAMS p = {.func = kernel, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                     .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1};
+        CUDA_KERNEL_NODE_PARAMS p = {.func = kernel,
+                                     .gridDimX = 1,
+                                     .gridDimY = 1,
+                                     .gridDimZ = 1,
+                                     .blockDimX = 32,
+                                     .blockDimY = 1,
+                                     .blockDimZ = 1};
         CHECK(cuGraphAddKernelNode(&node, graph, prev != NULL ? &prev : NULL, prev != NULL, &p));
         prev = node;
     }
