@@ -53,7 +53,7 @@ static gs_sched_t *member(const char *key, uint32_t guarantee, uint32_t cap)
     return s;
 }
 
-/* Removes the segment once every handle is closed. */
+/* Closes the creator's handle (the segment goes with the last handle) and the key file. */
 static void destroy(gs_sched_t *creator)
 {
     int shmid = -1;
@@ -99,7 +99,22 @@ static void test_paths_and_files(void **state)
     assert_int_equal(gs_sched_join(s, "k", (gs_sched_share_t){0, 0}), 0);
     assert_int_equal(gs_sched_join(s, "k", (gs_sched_share_t){0, 0}), GS_EBUSY);
     gs_sched_close(s);
+    /* A copy of the key file under another name (a segment id reused for another GPU's region
+     * after a reboot): refused. */
+    snprintf(buf, sizeof(buf), "%s/gpushare-sched-GPU-other", dir);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "cp %s %s", path, buf);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(gs_sched_open(buf, &s), GS_EVERSION);
     destroy(creator);
+    /* A region goes with its last handle; its stale key file (ours) is replaced. */
+    snprintf(buf, sizeof(buf), "%s/gpushare-sched-GPU-transient", dir);
+    assert_int_equal(gs_sched_open_or_create(buf, &s), 0);
+    gs_sched_close(s);
+    gs_sched_t *again = NULL;
+    assert_int_equal(gs_sched_open(buf, &again), GS_EVERSION);
+    assert_int_equal(gs_sched_open_or_create(buf, &again), 0);
+    gs_sched_close(again);
 }
 
 /* The member a holds the GPU; returns its grant. */

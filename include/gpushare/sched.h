@@ -74,16 +74,20 @@ typedef struct gs_sched_lease_info {
  * GS_ERANGE when buf is too small. */
 int gs_sched_path(const char *dir, const char *uuid, char *buf, size_t len);
 
-/* Creates the region file at path with file mode (fchmod'ed, e.g. 0666 so that every user's
- * jobs can join), atomically. Returns 0 and *out, GS_EEXIST, or -errno. Caller owns *out. */
+/* Creates the region at path: a new segment (mode 0666, so that every user's jobs can join) and
+ * its key file with file mode (fchmod'ed), atomically. The segment lives while a handle (of any
+ * process) has it open and goes with the last: its key file is then stale (gs_sched_open says
+ * GS_EVERSION; a restarted gpushared whose jobs still run finds their segment). Returns 0 and
+ * *out, GS_EEXIST, or -errno. Caller owns *out. */
 int gs_sched_create(const char *path, mode_t mode, gs_sched_t **out);
 
 /* Opens an existing region (never following a symbolic link). Returns 0 and *out, GS_ENOENT,
  * GS_EVERSION (not a region of this version), or -errno. */
 int gs_sched_open(const char *path, gs_sched_t **out);
 
-/* Opens path, creating it with mode 0666 when missing (the first process without a daemon).
- * Returns 0 or a code of gs_sched_create / gs_sched_open. */
+/* Opens path, creating the region (key file 0644) when it is missing, or when its key file is
+ * the caller's own and stale (the first process without a daemon). Returns 0 or a code of
+ * gs_sched_create / gs_sched_open. */
 int gs_sched_open_or_create(const char *path, gs_sched_t **out);
 
 /* Leaves (if joined) and unmaps the region; NULL is ignored. */

@@ -1,7 +1,8 @@
 /* The GPUs' compute schedulers (gpushare/sched.h): gpushared makes one per GPU at start, in
  * state_dir/sched (mode 0755; key files 0644, segments 0666 so that every user's jobs take part),
- * keeps them open for the node's life, passes the directory to jobs (GPUSHARE_SCHED_DIR) and
- * reads the device time each lease was granted from them for metrics and status. */
+ * or takes over the one its previous run's jobs still use, keeps them open while it runs, passes
+ * the directory to jobs (GPUSHARE_SCHED_DIR) and reads from them the device time each lease was
+ * granted, for metrics and status. */
 #ifndef GS_DAEMON_SCHEDS_H
 #define GS_DAEMON_SCHEDS_H
 
@@ -18,7 +19,7 @@ void gs__scheds_dir(const struct gs__daemon *d, char *buf, size_t len);
  * line in err. */
 int gs__scheds_open(struct gs__daemon *d, char *err, size_t errlen);
 
-/* Closes them (the schedulers stay for the next start). */
+/* Closes them (a scheduler stays while jobs use it). */
 void gs__scheds_close(struct gs__daemon *d);
 
 /* Device time the scheduler of the lease's part-th GPU granted it so far, in ns (0 when it has

@@ -60,8 +60,15 @@ static int read_key(int fd)
     return shmid;
 }
 
-/* Attaches segment shmid after checking that it is a scheduler region of this version. */
-static int attach_segment(int shmid, sched_layout_t **out)
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash != NULL ? slash + 1 : path;
+}
+
+/* Attaches segment shmid after checking that it is a scheduler region of this version, made for
+ * the key file named name. */
+static int attach_segment(int shmid, const char *name, sched_layout_t **out)
 {
     struct shmid_ds ds;
     if (shmctl(shmid, IPC_STAT, &ds) != 0)
@@ -73,7 +80,8 @@ static int attach_segment(int shmid, sched_layout_t **out)
         return errno == EINVAL || errno == EIDRM ? GS_EVERSION : -errno;
     sched_layout_t *map = p;
     if (memcmp(map->magic, SCHED_MAGIC, sizeof(map->magic)) != 0 ||
-        SLOAD(&map->version) != SCHED_VERSION || SLOAD(&map->size) != sizeof(sched_layout_t)) {
+        SLOAD(&map->version) != SCHED_VERSION || SLOAD(&map->size) != sizeof(sched_layout_t) ||
+        strncmp(map->name, name, sizeof(map->name)) != 0) {
         shmdt(p);
         return GS_EVERSION;
     }
@@ -106,7 +114,7 @@ int gs_sched_open(const char *path, gs_sched_t **out)
     int result = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read_key(fd) : GS_EVERSION;
     sched_layout_t *map = NULL;
     if (result >= 0)
-        result = attach_segment(result, &map);
+        result = attach_segment(result, base_name(path), &map);
     if (result != 0) {
         close(fd);
         return result;
@@ -114,8 +122,9 @@ int gs_sched_open(const char *path, gs_sched_t **out)
     return wrap(map, fd, out);
 }
 
-/* Makes and initialises a new segment (mode 0666). Returns its id or -errno. */
-static int new_segment(void)
+/* Makes and initialises a new segment (mode 0666) for the key file named name. Returns its id or
+ * -errno. */
+static int new_segment(const char *name)
 {
     int shmid = shmget(IPC_PRIVATE, sizeof(sched_layout_t), IPC_CREAT | IPC_EXCL | 0666);
     if (shmid < 0)
@@ -129,6 +138,7 @@ static int new_segment(void)
     memset(map, 0, sizeof(*map)); /* a new segment is zeroed; made explicit */
     map->version = SCHED_VERSION;
     map->size = sizeof(sched_layout_t);
+    snprintf(map->name, sizeof(map->name), "%s", name);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     memcpy(map->magic, SCHED_MAGIC, sizeof(map->magic));
     shmdt(map);
@@ -158,21 +168,41 @@ static int publish_key(const char *path, int shmid, mode_t mode)
 
 int gs_sched_create(const char *path, mode_t mode, gs_sched_t **out)
 {
-    int shmid = new_segment();
+    int shmid = new_segment(base_name(path));
     if (shmid < 0)
         return shmid;
     int result = publish_key(path, shmid, mode);
-    if (result != 0) {
-        shmctl(shmid, IPC_RMID, NULL);
-        return result;
-    }
-    return gs_sched_open(path, out);
+    if (result == 0)
+        result = gs_sched_open(path, out);
+    /* Marked for removal, a segment lives while it is attached (Linux lets members attach it
+     * still): the last member leaving takes it away, and the key file is then stale. Nothing
+     * is left behind, and a restarted gpushared finds the segment its jobs still use. */
+    shmctl(shmid, IPC_RMID, NULL);
+    return result;
+}
+
+/* Removes the key file at path when it is ours and names a segment that is gone. */
+static int remove_stale(const char *path)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int shmid = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read_key(fd) : GS_EVERSION;
+    close(fd);
+    struct shmid_ds ds;
+    if (shmid < 0 || st.st_uid != geteuid() || shmctl(shmid, IPC_STAT, &ds) == 0 ||
+        (errno != EINVAL && errno != EIDRM))
+        return GS_EVERSION;
+    return unlink(path) == 0 || errno == ENOENT ? 0 : -errno;
 }
 
 int gs_sched_open_or_create(const char *path, gs_sched_t **out)
 {
     for (int attempt = 0; attempt < 4; attempt++) {
         int result = gs_sched_open(path, out);
+        if (result == GS_EVERSION)
+            result = remove_stale(path) == 0 ? GS_ENOENT : GS_EVERSION;
         if (result != GS_ENOENT)
             return result;
         result = gs_sched_create(path, 0644, out);

@@ -45,6 +45,8 @@ typedef struct sched_layout {
     char magic[8];
     uint32_t version;
     uint32_t size;
+    char name[GS_SCHED_KEY_MAX]; /* its key file's name: a segment id reused after a reboot for
+                                  * another GPU's segment is not taken for this one */
     uint64_t lock;      /* 0 = free, else owner pid << 32 | low bits of the time it was taken */
     uint32_t turn;      /* futex word: bumped whenever the GPU changes hands */
     uint32_t holder;    /* process record + 1 holding the GPU, 0 = none */
