@@ -205,16 +205,14 @@ static int poll_slot(gs__sched_dev_t *dev, slot_t *slot, int *again)
         slot->seen = launches;
         slot->last_launch = now;
     }
-    /* A round whose launches came at most at the GPU's pace rolls over when its time is up:
-     * what is queued is at most its last launches. One whose launches came faster (the
-     * application queues ahead) waits for them to drain. */
-    int64_t elapsed = now - slot->round_start;
-    if (elapsed >= slot->round_span && now < slot->grant.end_ns &&
-        (launches < slot->limit || elapsed >= slot->round_span)) {
+    /* A round rolls over when its time is up: its launches' estimated device time has passed, so
+     * little of it is queued. One whose launches are spent before (the application queues ahead
+     * of the GPU) waits for them to drain, which also tells how long they took. */
+    if (now - slot->round_start >= slot->round_span && now < slot->grant.end_ns) {
         roll_round(dev, slot, now);
         return 1;
     }
-    if (launches >= slot->limit) { /* spent early: the work is queued; wait for it */
+    if (launches >= slot->limit) {
         int64_t drained = close_and_drain(dev, slot);
         if (drained < slot->grant.end_ns - GS_SCHED_MIN_SLOT_NS &&
             !gs_sched_preempted(dev->sched, slot->grant.epoch)) {
