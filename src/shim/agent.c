@@ -3,13 +3,13 @@
  *
  * A round admits as many launches as their estimated device time fits in the rest of the slot
  * (at most ROUND_NS), so that the work left queued when the slot ends — what the next holder
- * waits for — stays short whatever the application queues. When a round's launches are spent
- * before the slot ends, the gate closes until they have drained (the drain tells exactly how
- * long they took) and a new round opens. The estimate (device time per launch) is learnt from
- * each drain: it follows a drop at once and a rise by eighths, since the measure includes the
- * application's own gaps. The holder gives the GPU up early when it has been idle (no launch for
- * IDLE_NS, nothing left running) while others wait, and when a lease coming back from idle asks
- * it to. */
+ * waits for — stays short whatever the application queues. When the round's time is up the next
+ * round opens without stopping anything; when its launches are spent before (the application
+ * queues ahead of the GPU), the gate closes until they have drained (which tells exactly how long
+ * they took). The estimate (device time per launch) is learnt from each drain: it follows a drop
+ * at once and a rise by eighths, since the measure includes the application's own gaps. The
+ * holder gives the GPU up early when it has been idle (no launch for IDLE_NS, nothing left
+ * running) while others wait, and when a lease coming back from idle asks it to. */
 #include "compute.h"
 #include "shim.h"
 
