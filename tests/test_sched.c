@@ -201,6 +201,44 @@ static void test_overruns_are_paid_back(void **state)
     destroy(creator);
 }
 
+static void test_small_shares_wait_little(void **state)
+{
+    (void)state;
+    gs_sched_t *creator = fresh();
+    gs_sched_t *m[4] = {member("a", 50, 0), member("b", 50, 0), member("c", 50, 0),
+                        member("d", 850, 0)};
+    int64_t now = 0, last_end[4] = {0, 0, 0, 0}, longest[4] = {0, 0, 0, 0}, used[4] = {0};
+    for (int i = 0; i < 4; i++)
+        want(m[i], 0);
+    for (int turn = 0; turn < 200; turn++) {
+        int who = -1;
+        gs_sched_grant_t g;
+        for (int i = 0; i < 4 && who < 0; i++) {
+            g = want(m[i], now);
+            who = g.held ? i : -1;
+        }
+        assert_true(who >= 0);
+        /* Kernels of 2 ms: the small leases run the two that fit their 5 ms slot, the large
+         * one its slot and a kernel more (a round rarely ends on a kernel's end). */
+        int64_t start = now;
+        now += who < 3 ? 4 * MS : g.end_ns - g.start_ns + 2 * MS;
+        used[who] += now - start;
+        if (turn > 20 && start - last_end[who] > longest[who])
+            longest[who] = start - last_end[who];
+        last_end[who] = now;
+        assert_int_equal(gs_sched_yield(m[who], g.epoch, t0 + now, 1, &g), 0);
+    }
+    for (int i = 0; i < 3; i++) {
+        print_message("lease %c: longest wait %lld ms, %lld per mille\n", 'a' + i,
+                      (long long)(longest[i] / MS), (long long)(used[i] * 1000 / now));
+        assert_true(longest[i] <= 150 * MS);
+        assert_true(used[i] * 1000 / now >= 40 && used[i] * 1000 / now <= 60);
+    }
+    for (int i = 0; i < 4; i++)
+        gs_sched_close(m[i]);
+    destroy(creator);
+}
+
 static void test_best_effort_gets_the_rest(void **state)
 {
     (void)state;
@@ -388,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_paths_and_files),
         cmocka_unit_test(test_slots_follow_weights),
         cmocka_unit_test(test_overruns_are_paid_back),
+        cmocka_unit_test(test_small_shares_wait_little),
         cmocka_unit_test(test_best_effort_gets_the_rest),
         cmocka_unit_test(test_cap_is_a_token_bucket),
         cmocka_unit_test(test_idle_lease_gives_its_time_and_comes_back),

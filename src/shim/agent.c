@@ -208,8 +208,11 @@ static int poll_slot(gs__sched_dev_t *dev, slot_t *slot, int *again)
     /* A round rolls over when its time is up: its launches' estimated device time has passed, so
      * little of it is queued. One whose launches are spent before (the application queues ahead
      * of the GPU) waits for them to drain, which also tells how long they took. */
-    if (now - slot->round_start >= slot->round_span && now < slot->grant.end_ns) {
-        roll_round(dev, slot, now);
+    int64_t elapsed = now - slot->round_start;
+    if (now < slot->grant.end_ns &&
+        (elapsed >= slot->round_span ||
+         (launches >= slot->limit && 2 * elapsed >= slot->round_span))) {
+        roll_round(dev, slot, now); /* (spent in the round's second half: at the GPU's pace) */
         return 1;
     }
     if (launches >= slot->limit) {
