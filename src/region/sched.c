@@ -287,11 +287,9 @@ int gs__sched_alive(const gs_sched_t *s, int i)
     return fl.l_type != F_UNLCK;
 }
 
-void gs__sched_set_state(sched_layout_t *map, sched_proc_t *p, uint32_t state, int64_t now)
+void gs__sched_set_state(sched_layout_t *map, sched_proc_t *p, uint32_t state)
 {
     uint32_t old = SLOAD(&p->state);
-    if (state == PROC_WAITING && old != PROC_WAITING)
-        p->waiting_since = now;
     uint32_t waiting = SLOAD(&map->n_waiting);
     if (old == PROC_WAITING && state != PROC_WAITING)
         SSTORE(&map->n_waiting, waiting > 0 ? waiting - 1 : 0);
@@ -303,7 +301,7 @@ void gs__sched_set_state(sched_layout_t *map, sched_proc_t *p, uint32_t state, i
 void gs__sched_free_proc(sched_layout_t *map, int i)
 {
     sched_proc_t *p = &map->procs[i];
-    gs__sched_set_state(map, p, PROC_IDLE, 0);
+    gs__sched_set_state(map, p, PROC_IDLE);
     if (SLOAD(&map->holder) == (uint32_t)i + 1)
         SSTORE(&map->holder, 0);
     SSTORE(&p->pid, 0);

@@ -38,8 +38,7 @@ typedef struct sched_proc {
     uint32_t lease;
     uint32_t state;
     uint32_t pad;
-    int64_t last_run_ns;   /* end of its last slot (round robin within its lease) */
-    int64_t waiting_since; /* when it began to wait for the GPU */
+    int64_t last_run_ns; /* end of its last slot (round robin within its lease) */
 } sched_proc_t;
 
 typedef struct sched_layout {
@@ -87,9 +86,8 @@ int gs__sched_alive(const gs_sched_t *s, int i);
 /* Frees process record i (lock held). */
 void gs__sched_free_proc(sched_layout_t *map, int i);
 
-/* Moves process record p to state at now, keeping the waiting count and when it began to wait
- * (lock held). */
-void gs__sched_set_state(sched_layout_t *map, sched_proc_t *p, uint32_t state, int64_t now);
+/* Moves process record p to state, keeping the waiting count (lock held). */
+void gs__sched_set_state(sched_layout_t *map, sched_proc_t *p, uint32_t state);
 
 /* Bumps the turn counter and wakes every waiter. */
 void gs__sched_wake(sched_layout_t *map);

@@ -17,7 +17,6 @@
 #define CREDIT_NS     INT64_C(5000000) /* a lease back from idle may cut in for this long */
 #define MAX_CHARGE_NS (GS_SCHED_PERIOD_NS * 100)
 #define POLL_NS       INT64_C(50000000) /* a waiter looks at the holder at least this often */
-#define MAX_WAIT_NS   INT64_C(50000000) /* a member that has waited longer goes first */
 
 /* Which leases have work, and what their weights add up to. */
 typedef struct demand {
@@ -139,27 +138,14 @@ static void charge(sched_lease_t *lease, uint64_t weight, int64_t start, int64_t
 
 /* ---- picking and granting ---- */
 
-/* How long member p has waited at now (0 for garbage). */
-static int64_t waited(const sched_proc_t *p, int64_t now)
-{
-    int64_t since = p->waiting_since;
-    return since > now || since < now - 1000 * GS_SCHED_PERIOD_NS ? 0 : now - since;
-}
-
-/* The waiting member that should run next, or -1: the one that has waited longest if that is
- * over MAX_WAIT_NS and its lease is not ahead of the GPU's virtual time (stride order alone can
- * make a small lease wait two rounds; a lease paying back an overrun waits on), else the one of
- * the lease with the smallest virtual time, and within it the one that ran least recently. Dead
- * members found on the way are freed. */
+/* The waiting member that should run next, or -1. Dead members found on the way are freed. */
 static int pick(gs_sched_t *s, int64_t now, demand_t *d)
 {
     sched_layout_t *map = s->map;
     for (int attempt = 0; attempt < GS_SCHED_MAX_PROCS; attempt++) {
         scan_demand(map, d);
-        int best = -1, oldest = -1;
+        int best = -1;
         uint32_t best_lease = 0;
-        int64_t longest = MAX_WAIT_NS;
-        uint64_t vclock = gs__sched_vclock(map, now);
         for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
             const sched_proc_t *p = &map->procs[i];
             if (SLOAD(&p->pid) == 0 || SLOAD(&p->state) != PROC_WAITING)
@@ -167,10 +153,6 @@ static int pick(gs_sched_t *s, int64_t now, demand_t *d)
             uint32_t l = lease_of(p);
             if (!cap_allows(&map->leases[l], now))
                 continue;
-            if (waited(p, now) > longest && map->leases[l].vtime <= vclock) {
-                longest = waited(p, now);
-                oldest = i;
-            }
             uint64_t vt = map->leases[l].vtime, best_vt = map->leases[best_lease].vtime;
             if (best < 0 || vt < best_vt ||
                 (l == best_lease && p->last_run_ns < map->procs[best].last_run_ns)) {
@@ -178,8 +160,6 @@ static int pick(gs_sched_t *s, int64_t now, demand_t *d)
                 best_lease = l;
             }
         }
-        if (oldest >= 0)
-            best = oldest;
         if (best < 0 || gs__sched_alive(s, best))
             return best;
         gs__sched_free_proc(map, best);
@@ -208,7 +188,7 @@ static void grant(sched_layout_t *map, int i, const demand_t *d, int64_t now)
     sched_proc_t *p = &map->procs[i];
     uint32_t l = lease_of(p);
     int64_t slot = slot_length(map, d, l, now);
-    gs__sched_set_state(map, p, PROC_RUNNING, now);
+    gs__sched_set_state(map, p, PROC_RUNNING);
     SSTORE(&map->slot_start, now);
     SSTORE(&map->slot_end, now + slot);
     SSTORE(&map->slot_weight, weight_of(map, d, l));
@@ -246,7 +226,7 @@ static void end_slot(sched_layout_t *map, int64_t end, int64_t now, uint32_t sta
     charge(&map->leases[lease_of(p)], SLOAD(&map->slot_weight), start, end);
     p->last_run_ns = end;
     if (SLOAD(&p->pid) != 0)
-        gs__sched_set_state(map, p, state, end);
+        gs__sched_set_state(map, p, state);
 }
 
 void gs__sched_release_holder(gs_sched_t *s, int64_t end_ns, int64_t now)
@@ -355,7 +335,7 @@ int gs_sched_want(gs_sched_t *s, int64_t now, gs_sched_grant_t *grant)
     sched_proc_t *me = &map->procs[s->self];
     if (SLOAD(&me->state) == PROC_IDLE) {
         demand_t d;
-        gs__sched_set_state(map, me, PROC_WAITING, now);
+        gs__sched_set_state(map, me, PROC_WAITING);
         scan_demand(map, &d);
         come_back(map, lease_of(me), &d, now);
         s->watched = 0;
@@ -386,7 +366,7 @@ int gs_sched_yield(gs_sched_t *s, uint64_t epoch, int64_t drained_ns, int still_
     if (SLOAD(&map->holder) == (uint32_t)s->self + 1 && SLOAD(&map->epoch) == epoch)
         end_slot(map, drained_ns, now, state);
     else
-        gs__sched_set_state(map, &map->procs[s->self], state, now);
+        gs__sched_set_state(map, &map->procs[s->self], state);
     s->watched = 0;
     schedule(s, now);
     fill_grant(s, now, grant);

@@ -166,8 +166,8 @@ static CUresult setup_device(int ordinal, const char *key, int required)
                         : CUDA_SUCCESS;
     int result =
         required ? gs_sched_open_or_create(path, &dev->sched) : gs_sched_open(path, &dev->sched);
-    if (result == GS_ENOENT && !required)
-        return CUDA_SUCCESS;
+    if ((result == GS_ENOENT || result == GS_EVERSION) && !required)
+        return CUDA_SUCCESS; /* no scheduler there (or a stale one): nothing to take part in */
     if (result != 0) {
         char why[4400];
         snprintf(why, sizeof(why), "its scheduler %s: %s", path, gs_strerror(result));
