@@ -13,8 +13,9 @@
 
 #include <string.h>
 
-#define MIN_WEIGHT    10               /* per mille: a best-effort lease always progresses */
-#define CREDIT_NS     INT64_C(5000000) /* a lease back from idle may cut in for this long */
+#define MIN_WEIGHT    10                /* per mille: a best-effort lease always progresses */
+#define CREDIT_NS     INT64_C(5000000)  /* a lease back from idle may cut in for this long */
+#define PAUSE_NS      INT64_C(10000000) /* ... when it was idle at least this long */
 #define MAX_CHARGE_NS (GS_SCHED_PERIOD_NS * 100)
 #define POLL_NS       INT64_C(50000000) /* a waiter looks at the holder at least this often */
 
@@ -293,11 +294,16 @@ uint64_t gs__sched_vclock(const sched_layout_t *map, int64_t now)
 /* A member back from idle starts at the GPU's virtual time, less a little credit, so that its
  * idle time is not owed to it; being then behind the holder, it asks the holder to end its slot
  * early (a lightly loaded lease waits little). */
-static void come_back(sched_layout_t *map, uint32_t l, const demand_t *d, int64_t now)
+static void come_back(sched_layout_t *map, const sched_proc_t *me, const demand_t *d, int64_t now)
 {
+    uint32_t l = lease_of(me);
     sched_lease_t *lease = &map->leases[l];
     uint64_t vclock = gs__sched_vclock(map, now);
-    uint64_t credit = (uint64_t)CREDIT_NS * 1000 / weight_of(map, d, l);
+    /* A pause shorter than PAUSE_NS (a process between two batches that the holder's idle
+     * test took for idle, on a busy host) earns nothing. */
+    int64_t idle = now - me->last_run_ns;
+    uint64_t credit =
+        idle >= 0 && idle < PAUSE_NS ? 0 : (uint64_t)CREDIT_NS * 1000 / weight_of(map, d, l);
     uint64_t floor = vclock > credit ? vclock - credit : 0;
     if (lease->vtime < floor)
         lease->vtime = floor;
@@ -337,7 +343,7 @@ int gs_sched_want(gs_sched_t *s, int64_t now, gs_sched_grant_t *grant)
         demand_t d;
         gs__sched_set_state(map, me, PROC_WAITING);
         scan_demand(map, &d);
-        come_back(map, lease_of(me), &d, now);
+        come_back(map, me, &d, now);
         s->watched = 0;
     }
     uint32_t h = SLOAD(&map->holder);

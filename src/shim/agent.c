@@ -28,7 +28,7 @@
 #define ROUND_NS     GS_AGENT_ROUND_NS
 #define POLL_NS      INT64_C(1000000)
 #define IDLE_NS      INT64_C(2000000)  /* no launch for this long: maybe idle */
-#define GRACE_NS     INT64_C(1000000)  /* after the drain, a launch within this is not idle */
+#define GRACE_NS     INT64_C(3000000)  /* after the drain, a launch within this is not idle */
 #define RELEASE_NS   INT64_C(50000000) /* idle this long: give the GPU up even if nobody waits */
 #define MIN_RUN_NS   INT64_C(1000000)  /* a slot runs at least this long before preemption */
 #define FIRST_BUDGET 8u
@@ -93,6 +93,8 @@ static void open_round(gs__sched_dev_t *dev, slot_t *slot, int64_t now)
 static void roll_round(gs__sched_dev_t *dev, slot_t *slot, int64_t now)
 {
     slot->round_span = span_at(slot, now);
+    if (dev->cost_ns != 0 && slot->round_span < (int64_t)dev->cost_ns)
+        return; /* no launch fits before the slot's end any more */
     slot->limit = gs__gate_launches(&dev->gate) + budget(dev, slot->round_span);
     slot->round_start = now;
     gs__gate_extend(&dev->gate, slot->limit);
