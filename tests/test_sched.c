@@ -134,9 +134,8 @@ static void test_slots_follow_weights(void **state)
     assert_true(ga.held);
     assert_false(gb.held);
     assert_true(gb.wait_ns > 0);
-    /* a's first slot was given while it was alone: a whole round; b's coming shortens it to
-     * a's part of a round. */
-    assert_int_equal(ga.end_ns - ga.start_ns, GS_SCHED_PERIOD_NS);
+    /* a's part of a round among the leases with members, although b has no work yet. */
+    assert_int_equal(ga.end_ns - ga.start_ns, 30 * MS);
     assert_int_equal(gs_sched_slot_end(a, ga.epoch), ga.start_ns + 30 * MS);
     assert_int_equal(gs_sched_slot_end(b, ga.epoch), 0);
     assert_true(gs_sched_others_waiting(a));
@@ -235,6 +234,45 @@ static void test_small_shares_wait_little(void **state)
         assert_true(used[i] * 1000 / now >= 40 && used[i] * 1000 / now <= 60);
     }
     for (int i = 0; i < 4; i++)
+        gs_sched_close(m[i]);
+    destroy(creator);
+}
+
+/* Small leases that had the GPU to themselves while a large one paused do not wait long when it
+ * comes back: their slots stayed their part of a round, so they owe nothing. */
+static void test_pause_of_a_large_lease(void **state)
+{
+    (void)state;
+    gs_sched_t *creator = fresh();
+    gs_sched_t *m[3] = {member("a", 50, 0), member("b", 50, 0), member("c", 900, 0)};
+    int64_t now = 0, last_end[2] = {0, 0}, longest = 0;
+    want(m[0], 0);
+    want(m[1], 0);
+    for (int turn = 0; turn < 120; turn++) {
+        if (turn == 20)
+            want(m[2], now); /* c was idle until now */
+        int who = -1;
+        gs_sched_grant_t g;
+        for (int i = 0; i < 3 && who < 0; i++) {
+            if (i == 2 && turn < 20)
+                break;
+            g = want(m[i], now);
+            who = g.held ? i : -1;
+        }
+        assert_true(who >= 0);
+        int64_t start = now;
+        now += g.end_ns - g.start_ns;
+        if (who < 2) {
+            if (turn > 20 && start - last_end[who] > longest)
+                longest = start - last_end[who];
+            last_end[who] = now;
+        }
+        assert_int_equal(gs_sched_yield(m[who], g.epoch, t0 + now, 1, &g), 0);
+    }
+    print_message("longest wait of a small lease after the large one came back: %lld ms\n",
+                  (long long)(longest / MS));
+    assert_true(longest <= 150 * MS);
+    for (int i = 0; i < 3; i++)
         gs_sched_close(m[i]);
     destroy(creator);
 }
@@ -427,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_slots_follow_weights),
         cmocka_unit_test(test_overruns_are_paid_back),
         cmocka_unit_test(test_small_shares_wait_little),
+        cmocka_unit_test(test_pause_of_a_large_lease),
         cmocka_unit_test(test_best_effort_gets_the_rest),
         cmocka_unit_test(test_cap_is_a_token_bucket),
         cmocka_unit_test(test_idle_lease_gives_its_time_and_comes_back),

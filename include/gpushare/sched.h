@@ -15,8 +15,10 @@
  *   leave;
  * - a cap C (per mille) bounds the lease's time to C of the GPU's over any period (a token
  *   bucket of GS_SCHED_PERIOD_NS), even when the GPU is otherwise idle.
- * Leases without work are skipped; a lease coming back gets no credit for its idle time (beyond
- * a few milliseconds that let a lightly loaded lease cut into the holder's slot).
+ * Slots are sized among every lease with members (busy or not; a lease alone renews its slot
+ * without a hand-over). Leases without work are skipped; a lease coming back starts at the GPU's
+ * virtual time (no credit for its idle time), and one that used less than its share and paused
+ * a while makes the holder end its slot early (a lightly loaded lease waits little).
  *
  * The file is written by processes of different users: everything read from it is untrusted.
  * Every operation does bounded work whatever the file holds, never crashes on garbage, and a

@@ -14,8 +14,7 @@
 #include <string.h>
 
 #define MIN_WEIGHT    10                /* per mille: a best-effort lease always progresses */
-#define CREDIT_NS     INT64_C(5000000)  /* a lease back from idle may cut in for this long */
-#define PAUSE_NS      INT64_C(10000000) /* ... when it was idle at least this long */
+#define PAUSE_NS      INT64_C(10000000) /* an idle period this long is a pause, not a gap */
 #define MAX_CHARGE_NS (GS_SCHED_PERIOD_NS * 100)
 #define POLL_NS       INT64_C(50000000) /* a waiter looks at the holder at least this often */
 
@@ -37,12 +36,13 @@ static uint32_t lease_of(const sched_proc_t *p)
     return l < GS_SCHED_MAX_LEASES ? l : 0;
 }
 
-static void scan_demand(const sched_layout_t *map, demand_t *d)
+/* Fills d with the leases that have work (with all, every lease with a member). */
+static void scan_members(const sched_layout_t *map, demand_t *d, int all)
 {
     memset(d, 0, sizeof(*d));
     for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
         const sched_proc_t *p = &map->procs[i];
-        if (SLOAD(&p->pid) != 0 && SLOAD(&p->state) != PROC_IDLE)
+        if (SLOAD(&p->pid) != 0 && (all || SLOAD(&p->state) != PROC_IDLE))
             d->waiting[lease_of(p)]++;
     }
     for (int l = 0; l < GS_SCHED_MAX_LEASES; l++) {
@@ -52,6 +52,11 @@ static void scan_demand(const sched_layout_t *map, demand_t *d)
         d->guaranteed += g;
         d->best_effort += g == 0;
     }
+}
+
+static void scan_demand(const sched_layout_t *map, demand_t *d)
+{
+    scan_members(map, d, 0);
 }
 
 /* A lease's weight: its guarantee, or for a best-effort lease its part of what the guarantees
@@ -168,13 +173,18 @@ static int pick(gs_sched_t *s, int64_t now, demand_t *d)
     return -1;
 }
 
-/* The slot of member i: its lease's part of a round, split between its members with work, and
- * no more than its cap's tokens. */
-static int64_t slot_length(const sched_layout_t *map, const demand_t *d, uint32_t l, int64_t now)
+/* The slot of a member of lease l: the lease's part of a round among every lease with members
+ * (whether they have work now or not), split between its members, and no more than its cap's
+ * tokens. A lease alone renews short slots without a hand-over; sizing them by the leases that
+ * have work now would give a small lease a long slot while others pause, and a long wait when
+ * they come back (its virtual time runs at its small weight). */
+static int64_t slot_length(const sched_layout_t *map, uint32_t l, int64_t now)
 {
-    uint64_t total = total_weight(map, d);
-    uint64_t w = weight_of(map, d, l);
-    uint32_t members = d->waiting[l] > 0 ? d->waiting[l] : 1;
+    demand_t all;
+    scan_members(map, &all, 1);
+    uint64_t total = total_weight(map, &all);
+    uint64_t w = weight_of(map, &all, l);
+    uint32_t members = all.waiting[l] > 0 ? all.waiting[l] : 1;
     int64_t slot = (int64_t)((uint64_t)GS_SCHED_PERIOD_NS * w / (total > w ? total : w) / members);
     int64_t tokens = cap_tokens(&map->leases[l], now);
     if (slot > tokens)
@@ -188,7 +198,7 @@ static void grant(sched_layout_t *map, int i, const demand_t *d, int64_t now)
 {
     sched_proc_t *p = &map->procs[i];
     uint32_t l = lease_of(p);
-    int64_t slot = slot_length(map, d, l, now);
+    int64_t slot = slot_length(map, l, now);
     gs__sched_set_state(map, p, PROC_RUNNING);
     SSTORE(&map->slot_start, now);
     SSTORE(&map->slot_end, now + slot);
@@ -291,32 +301,29 @@ uint64_t gs__sched_vclock(const sched_layout_t *map, int64_t now)
     return sat_add(vclock, (uint64_t)ran * 1000 / (weight == 0 || weight > 1000 ? 1000 : weight));
 }
 
-/* A member back from idle starts at the GPU's virtual time, less a little credit, so that its
- * idle time is not owed to it; being then behind the holder, it asks the holder to end its slot
- * early (a lightly loaded lease waits little). */
-static void come_back(sched_layout_t *map, const sched_proc_t *me, const demand_t *d, int64_t now)
+/* A member back from idle starts at the GPU's virtual time, so that its idle time is not owed
+ * to it. If its lease had used less than its share meanwhile (it was behind) and it paused at
+ * least PAUSE_NS (not just between two batches, which a busy host can make look idle), the
+ * holder is asked to end its slot early: a lightly loaded lease waits little. */
+static void come_back(sched_layout_t *map, const sched_proc_t *me, int64_t now)
 {
     uint32_t l = lease_of(me);
     sched_lease_t *lease = &map->leases[l];
     uint64_t vclock = gs__sched_vclock(map, now);
-    /* A pause shorter than PAUSE_NS (a process between two batches that the holder's idle
-     * test took for idle, on a busy host) earns nothing. */
     int64_t idle = now - me->last_run_ns;
-    uint64_t credit =
-        idle >= 0 && idle < PAUSE_NS ? 0 : (uint64_t)CREDIT_NS * 1000 / weight_of(map, d, l);
-    uint64_t floor = vclock > credit ? vclock - credit : 0;
-    if (lease->vtime < floor)
-        lease->vtime = floor;
+    int behind = lease->vtime < vclock && (idle < 0 || idle >= PAUSE_NS);
+    if (lease->vtime < vclock)
+        lease->vtime = vclock;
     uint32_t h = SLOAD(&map->holder);
     if (h == 0 || h > GS_SCHED_MAX_PROCS)
         return;
     uint32_t hl = lease_of(&map->procs[h - 1]);
-    if (hl != l && lease->vtime < vclock)
+    if (hl != l && behind)
         SSTORE(&map->preempt, SLOAD(&map->epoch));
-    /* The holder's slot was sized for the leases that had work then: with one more, it is
-     * shorter (never ending before now plus the shortest slot). */
+    /* A lease that joined makes the holder's part of a round shorter (never ending before now
+     * plus the shortest slot). */
     int64_t start = SLOAD(&map->slot_start);
-    int64_t end = start + slot_length(map, d, hl, now);
+    int64_t end = start + slot_length(map, hl, now);
     if (end < now + GS_SCHED_MIN_SLOT_NS)
         end = now + GS_SCHED_MIN_SLOT_NS;
     if (end < SLOAD(&map->slot_end))
@@ -340,10 +347,8 @@ int gs_sched_want(gs_sched_t *s, int64_t now, gs_sched_grant_t *grant)
     }
     sched_proc_t *me = &map->procs[s->self];
     if (SLOAD(&me->state) == PROC_IDLE) {
-        demand_t d;
         gs__sched_set_state(map, me, PROC_WAITING);
-        scan_demand(map, &d);
-        come_back(map, me, &d, now);
+        come_back(map, me, now);
         s->watched = 0;
     }
     uint32_t h = SLOAD(&map->holder);
@@ -416,7 +421,7 @@ int gs_sched_renew(gs_sched_t *s, uint64_t epoch, int64_t now, gs_sched_grant_t 
         goto out; /* someone else's turn, or a capped lease waits for its bucket to fill */
     demand_t d;
     scan_demand(map, &d);
-    SSTORE(&map->slot_end, now + slot_length(map, &d, lease_of(&map->procs[s->self]), now));
+    SSTORE(&map->slot_end, now + slot_length(map, lease_of(&map->procs[s->self]), now));
     SSTORE(&map->slot_weight, weight_of(map, &d, lease_of(&map->procs[s->self])));
     SSTORE(&map->vclock, lease->vtime);
     result = 1;

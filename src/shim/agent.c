@@ -72,10 +72,12 @@ static void learn(gs__sched_dev_t *dev, uint32_t launches, int64_t took)
         dev->cost_ns += (cost - dev->cost_ns) / 8;
 }
 
+/* The device time a round's launches are sized for: what is left of the slot, at most
+ * ROUND_NS. */
 static int64_t span_at(const slot_t *slot, int64_t now)
 {
-    int64_t left = slot->grant.end_ns - now;
-    return left < ROUND_NS ? left : ROUND_NS;
+    int64_t span = slot->grant.end_ns - now;
+    return span < ROUND_NS ? span : ROUND_NS;
 }
 
 static void open_round(gs__sched_dev_t *dev, slot_t *slot, int64_t now)
