@@ -20,10 +20,10 @@
  * virtual time (no credit for its idle time), and one that used less than its share and paused
  * a while makes the holder end its slot early (a lightly loaded lease waits little).
  *
- * The file is written by processes of different users: everything read from it is untrusted.
+ * The region is written by processes of different users: everything read from it is untrusted.
  * Every operation does bounded work whatever the file holds, never crashes on garbage, and a
- * member that died (its OFD lock on its record's byte is gone) or stops taking part is passed
- * over: a dead holder at once, a live holder that keeps the GPU past its slot by at most
+ * member that died (its OFD lock on its byte of the key file is gone) or stops taking part is
+ * passed over: a dead holder at once, a live holder that keeps the GPU past its slot by at most
  * GS_SCHED_OVERDUE_NS. The file's lock is taken from a holder that kept it GS_SCHED_LOCK_STALE_NS.
  *
  * Times are CLOCK_MONOTONIC nanoseconds, passed in by the caller (members must share a time
