@@ -144,27 +144,58 @@ static void charge(sched_lease_t *lease, uint64_t weight, int64_t start, int64_t
 
 /* ---- picking and granting ---- */
 
-/* The waiting member that should run next, or -1. Dead members found on the way are freed. */
+/* One round's virtual time: what a whole slot adds to a lease's (the same for every lease, as
+ * slots follow the weights). */
+static uint64_t round_vt(const sched_layout_t *map)
+{
+    demand_t all;
+    scan_members(map, &all, 1);
+    uint64_t total = total_weight(map, &all);
+    return (uint64_t)GS_SCHED_PERIOD_NS * 1000 / (total > 0 ? total : 1000);
+}
+
+/* The smallest virtual time of a lease with a waiting member that could run now (floor: the
+ * smallest so far), UINT64_MAX when none. */
+static uint64_t min_waiting_vt(const sched_layout_t *map, int64_t now, uint64_t floor)
+{
+    uint64_t least = floor;
+    for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
+        const sched_proc_t *p = &map->procs[i];
+        const sched_lease_t *lease = &map->leases[lease_of(p)];
+        if (SLOAD(&p->pid) != 0 && SLOAD(&p->state) == PROC_WAITING && cap_allows(lease, now) &&
+            lease->vtime < least)
+            least = lease->vtime;
+    }
+    return least;
+}
+
+/* Nonzero when member p waits, could run now and its lease is within a round of the least
+ * virtual time (eligible): among the eligible, the GPU goes round robin. */
+static int eligible(const sched_layout_t *map, const sched_proc_t *p, int64_t now, uint64_t least,
+                    uint64_t window)
+{
+    const sched_lease_t *lease = &map->leases[lease_of(p)];
+    return SLOAD(&p->pid) != 0 && SLOAD(&p->state) == PROC_WAITING && cap_allows(lease, now) &&
+           lease->vtime <= sat_add(least, window);
+}
+
+/* The waiting member that should run next, or -1: of the eligible members, the one that ran
+ * least recently. A lease ahead by more than a round (it overran: a long kernel, a deep queue)
+ * waits until the others have caught up; within a round the order is round robin, so a lease
+ * waits about a round at most, whatever the phase of the others' overruns. Dead members found
+ * on the way are freed. */
 static int pick(gs_sched_t *s, int64_t now, demand_t *d)
 {
     sched_layout_t *map = s->map;
     for (int attempt = 0; attempt < GS_SCHED_MAX_PROCS; attempt++) {
         scan_demand(map, d);
+        uint64_t least = min_waiting_vt(map, now, UINT64_MAX), window = round_vt(map);
         int best = -1;
-        uint32_t best_lease = 0;
         for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
             const sched_proc_t *p = &map->procs[i];
-            if (SLOAD(&p->pid) == 0 || SLOAD(&p->state) != PROC_WAITING)
-                continue;
-            uint32_t l = lease_of(p);
-            if (!cap_allows(&map->leases[l], now))
-                continue;
-            uint64_t vt = map->leases[l].vtime, best_vt = map->leases[best_lease].vtime;
-            if (best < 0 || vt < best_vt ||
-                (l == best_lease && p->last_run_ns < map->procs[best].last_run_ns)) {
+            if (eligible(map, p, now, least, window) &&
+                (best < 0 || p->last_run_ns < map->procs[best].last_run_ns))
                 best = i;
-                best_lease = l;
-            }
         }
         if (best < 0 || gs__sched_alive(s, best))
             return best;
@@ -385,18 +416,14 @@ int gs_sched_yield(gs_sched_t *s, uint64_t epoch, int64_t drained_ns, int still_
     return 0;
 }
 
-/* Nonzero when a member other than self waits, could run now, and would be picked before self's
- * lease goes on: a member of the same lease (round robin), or of a lease not ahead of it. */
+/* Nonzero when a member other than self is eligible (see pick): it goes before self's lease goes
+ * on, having run less recently. */
 static int others_first(const sched_layout_t *map, int self, int64_t now)
 {
-    uint32_t mine = lease_of(&map->procs[self]);
+    uint64_t least = min_waiting_vt(map, now, map->leases[lease_of(&map->procs[self])].vtime);
+    uint64_t window = round_vt(map);
     for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
-        const sched_proc_t *p = &map->procs[i];
-        if (i == self || SLOAD(&p->pid) == 0 || SLOAD(&p->state) != PROC_WAITING)
-            continue;
-        uint32_t l = lease_of(p);
-        if (cap_allows(&map->leases[l], now) &&
-            (l == mine || map->leases[l].vtime <= map->leases[mine].vtime))
+        if (i != self && eligible(map, &map->procs[i], now, least, window))
             return 1;
     }
     return 0;
