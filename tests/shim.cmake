@@ -84,7 +84,7 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   gs_add_compute_test(compute_best_effort a:g=30 b [1,4]:a>=27 [1,4]:b=70~3)
   # Acceptance 3: a co-tenant stops and comes back; waits at shares of 5 %.
   gs_add_compute_test(compute_stop_return a:g=30 b:g=70 @2:pause:b @4:resume:b [3,4]:a>=90
-                      [5,6.5]:a=30~3 [5,6.5]:b=70~3 [1,6.5]:wait:a<=200 [4.2,6.5]:wait:b<=200)
+                      [5,7]:a=30~3 [5,7]:b=70~3 [1,7]:wait:a<=200 [4.2,7]:wait:b<=200)
   gs_add_compute_test(compute_waits_5 a:g=5,kernel=2ms b:g=5,kernel=2ms c:g=5,kernel=2ms
                       d:g=85,kernel=2ms [1,4]:a=5~2 [1,4]:b=5~2 [1,4]:c=5~2 [1,4]:wait:a<=200
                       [1,4]:wait:b<=200 [1,4]:wait:c<=200 [1,4]:wait:d<=200)
