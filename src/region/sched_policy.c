@@ -189,7 +189,7 @@ static int pick(gs_sched_t *s, int64_t now, demand_t *d)
     sched_layout_t *map = s->map;
     for (int attempt = 0; attempt < GS_SCHED_MAX_PROCS; attempt++) {
         scan_demand(map, d);
-        uint64_t least = min_waiting_vt(map, now, UINT64_MAX), window = round_vt(map);
+        uint64_t least = min_waiting_vt(map, now, UINT64_MAX), window = round_vt(map) / 2;
         int best = -1;
         for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
             const sched_proc_t *p = &map->procs[i];
@@ -421,7 +421,7 @@ int gs_sched_yield(gs_sched_t *s, uint64_t epoch, int64_t drained_ns, int still_
 static int others_first(const sched_layout_t *map, int self, int64_t now)
 {
     uint64_t least = min_waiting_vt(map, now, map->leases[lease_of(&map->procs[self])].vtime);
-    uint64_t window = round_vt(map);
+    uint64_t window = round_vt(map) / 2;
     for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
         if (i != self && eligible(map, &map->procs[i], now, least, window))
             return 1;
