@@ -6,7 +6,8 @@ CMAKE_FLAGS ?=
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 
-.PHONY: all deps build test run asan fuzz bench format check-format clean install package
+.PHONY: all deps build quiet-build test run asan fuzz bench format check-format clean install \
+        package
 
 all: build
 
@@ -20,8 +21,16 @@ build: deps
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -j$(JOBS) --timeout 600
 
-run: build
+run: quiet-build
 	@scripts/demo.sh $(BUILD)
+
+# The build of make run: one line, and the build's own output only when it fails.
+quiet-build: deps
+	@echo "building gpushare in $(BUILD)/ (its output only if it fails) ..."
+	@log=$$(mktemp /tmp/gpushare-build.XXXXXX); \
+	if { cmake -S . -B $(BUILD) -DGS_SANITIZE=$(SANITIZE) -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
+	       $(CMAKE_FLAGS) && cmake --build $(BUILD) -j$(JOBS); } >$$log 2>&1; then rm -f $$log; \
+	else cat $$log; rm -f $$log; echo "make run: the build failed (its output is above)" >&2; exit 1; fi
 
 # Installs under $(DESTDIR)$(PREFIX); the paths compiled into the programs follow PREFIX.
 install: build

@@ -70,9 +70,9 @@ for attempt in 1 2 3 4 5; do
   daemon=
 done
 [[ -n $daemon ]] || { echo "demo: gpushared did not start" >&2; exit 1; }
-sed 's/^gpushared\[[0-9]*\]: /  /' "$work/gpushared.log"
+sed -E 's/^[0-9T:.+-]+ //; s/^gpushared\[[0-9]*\]: /  /' "$work/gpushared.log"
 
-section "four jobs at once, each in its own slice (gpushare run ... -- gs-demo-job NAME GIB SECONDS)"
+section "four jobs at once, each in its own slice (gpushare run --name NAME ... -- gs-demo-job NAME GIB SECONDS)"
 cat <<'EOF'
   inference  --gpu-memory 20G              allocates 16 GiB, runs kernels for 6 s
   notebook   --gpu 0.25                    a quarter of a GPU: allocates 12 GiB, 6 s
@@ -82,7 +82,7 @@ EOF
 run_job() {
   local name=$1
   shift
-  LD_PRELOAD=$job_preload gpushare run "$@" >"$work/$name.out" 2>&1 &
+  LD_PRELOAD=$job_preload gpushare run --name "$name" "$@" >"$work/$name.out" 2>&1 &
   jobs+=($!)
 }
 run_job inference --gpu-memory 20G -- "$job" inference 16 6
@@ -110,6 +110,9 @@ section "what each job printed"
 for n in "${names[@]}"; do
   sed 's/^/  /' "$work/$n.out"
 done
+
+section "gpushare history (finished leases, from the ledger: peak memory, OOM events, exit status)"
+gpushare history | sed 's/^/  /'
 
 section "summary"
 for i in 0 1 2 3; do

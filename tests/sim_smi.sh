@@ -35,6 +35,12 @@ expect_status 0 "$smi" -L
 grep -Eq '^GPU 0: NVIDIA A100-40GB \(UUID: GPU-[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}\)$' <<<"$out" ||
   fail "-L: bad GPU 0 line: $out"
 
+# --version, as NVIDIA's (issue 14: every program has --version).
+expect_status 0 "$smi" --version
+expect_line "$out" "DRIVER version      : 580.65.06"
+expect_line "$out" "CUDA Version        : 13.0"
+grep -Eq '^NVML version        : 13\.580\.65\.06$' <<<"$out" || fail "--version: $out"
+
 # The table of an idle node.
 expect_status 0 "$smi"
 expect_line "$out" "|   0  NVIDIA A100-40GB               On  | 00000000:18:00.0 Off |                  N/A |"

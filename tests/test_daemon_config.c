@@ -34,6 +34,8 @@ static void test_defaults(void **state)
     assert_string_equal(cfg.nvml_library, "libnvidia-ml.so.1");
     assert_string_equal(cfg.shim, "");
     assert_int_equal(cfg.idle_timeout_ms, 10000);
+    assert_int_equal(cfg.queue_aging_ms, 60000);
+    assert_int_equal(cfg.kill_grace_ms, 10000);
     gs__gpu_settings_t s = gs__config_gpu(&cfg, 0, "GPU-x");
     assert_int_equal(s.mode, GS__MODE_SHARED);
     assert_int_equal(s.overprovision, 1);
@@ -55,9 +57,11 @@ static void test_full_file(void **state)
                        "nvml_library = /opt/sim/libnvidia-ml.so.1\n"
                        "shim = /opt/lib/libgpushare.so\n"
                        "idle_timeout = 1.5\n"
+                       "queue_aging = 0\n"
+                       "kill_grace = 2.5\n"
                        "\n"
                        "[gpu:all]\n"
-                       "reserve = 512M\n"
+                       "reserve = 0.5G\n"
                        "placement = spread\n"
                        "[gpu:1]\n"
                        "overprovision = 4\n"
@@ -72,6 +76,8 @@ static void test_full_file(void **state)
     assert_string_equal(cfg.nvml_library, "/opt/sim/libnvidia-ml.so.1");
     assert_string_equal(cfg.shim, "/opt/lib/libgpushare.so");
     assert_int_equal(cfg.idle_timeout_ms, 1500);
+    assert_int_equal(cfg.queue_aging_ms, 0);
+    assert_int_equal(cfg.kill_grace_ms, 2500);
     assert_int_equal(cfg.n_sections, 3);
 
     gs__gpu_settings_t s0 = gs__config_gpu(&cfg, 0, "GPU-zzz");
@@ -104,7 +110,8 @@ static void test_errors_name_file_and_line(void **state)
     (void)state;
     expect_error("[daemon]\nbogus = 1\n",
                  "test.conf:2: unknown key \"bogus\" in [daemon] (socket, state_dir, "
-                 "region_dir, metrics_listen, nvml_library, shim, idle_timeout)");
+                 "region_dir, metrics_listen, nvml_library, shim, idle_timeout, queue_aging, "
+                 "kill_grace)");
     expect_error("[gpu:all]\nmode = fast\n",
                  "test.conf:2: mode \"fast\" must be shared, mps, mig or exclusive");
     expect_error("[gpu:all]\n\noverprovision = 0\n",
@@ -114,8 +121,10 @@ static void test_errors_name_file_and_line(void **state)
     expect_error("[gpu:all]\noverprovision = -1\n",
                  "test.conf:2: overprovision \"-1\" must be a whole number from 1 to 64");
     expect_error("[gpu:0]\nreserve = lots\n",
-                 "test.conf:2: reserve: invalid memory size \"lots\": expected a number such as "
-                 "4G, 512M or 4096");
+                 "test.conf:2: reserve: invalid memory size \"lots\": expected a number and a "
+                 "unit such as 4G, 1.5G or 512M");
+    expect_error("[gpu:0]\nreserve = 1.1\n",
+                 "test.conf:2: reserve: invalid memory size \"1.1\": add a unit: 1.1G or 1126M");
     expect_error("[gpu:0]\nplacement = random\n",
                  "test.conf:2: placement \"random\" must be gpushare, fgd, bestfit or spread");
     expect_error("[gpu:0]\nsize = 1\n",
@@ -141,6 +150,10 @@ static void test_errors_name_file_and_line(void **state)
                  "127.0.0.1:9400; port 0 turns metrics off)");
     expect_error("[daemon]\nidle_timeout = 0\n",
                  "test.conf:2: idle_timeout \"0\" must be seconds from 0.1 to 3600");
+    expect_error("[daemon]\nkill_grace = 0\n",
+                 "test.conf:2: kill_grace \"0\" must be seconds from 0.1 to 3600");
+    expect_error("[daemon]\nqueue_aging = -1\n",
+                 "test.conf:2: queue_aging \"-1\" must be seconds from 0 to 86400");
     expect_error("[daemon]\nsocket =\n", "test.conf:2: socket must not be empty");
     char longline[400];
     snprintf(longline, sizeof(longline), "[daemon]\nsocket = /%0250d\n", 0);

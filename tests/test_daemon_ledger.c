@@ -183,7 +183,79 @@ static void test_newer_schema_is_refused(void **state)
     assert_int_equal(system(cmd), 0);
     gs__ledger_t *ledger = NULL;
     assert_int_equal(gs__ledger_open(other, &ledger, err, sizeof(err)), GS_EVERSION);
-    assert_string_equal(err, "the ledger was written by a newer gpushared (schema 7 > 1)");
+    assert_string_equal(err, "the ledger was written by a newer gpushared (schema 7 > 2)");
+}
+
+/* Ended leases go to the history (issue 14): kept across a reopen, most recent first, filtered
+ * by time, uid and user; a schema 1 ledger gains the table. */
+static void test_history(void **state)
+{
+    (void)state;
+    char old[300], cmd[700];
+    snprintf(old, sizeof(old), "%s/v1.db", dir);
+    snprintf(cmd, sizeof(cmd), "sqlite3 %s 'PRAGMA user_version=1;'", old);
+    assert_int_equal(system(cmd), 0);
+    gs__ledger_t *ledger = NULL;
+    char err[256];
+    assert_int_equal(gs__ledger_open(old, &ledger, err, sizeof(err)), 0);
+    gs__lease_record_t r1 = record(1), r2 = record(2);
+    snprintf(r1.request.name, sizeof(r1.request.name), "train");
+    gs__history_entry_t e = {.rec = &r1,
+                             .ended_at_ms = 1700000060000,
+                             .peak = {GIB, 2 * GIB},
+                             .index = {0, 1},
+                             .oom_events = 3,
+                             .reason = "released"};
+    e.job_end.known = 1;
+    e.job_end.exit_status = 7;
+    assert_int_equal(gs__ledger_history_add(ledger, &e), 0);
+    gs__history_entry_t f = {.rec = &r2, .ended_at_ms = 1700000090000, .reason = "time limit"};
+    f.job_end.known = 1;
+    f.job_end.signal = 9;
+    assert_int_equal(gs__ledger_history_add(ledger, &f), 0);
+    assert_int_equal(gs__ledger_commit(ledger), 0);
+    gs__ledger_close(ledger);
+
+    assert_int_equal(gs__ledger_open(old, &ledger, err, sizeof(err)), 0);
+    gs_history_query_t q = {.limit = 10};
+    json_t *rows = NULL;
+    assert_int_equal(gs__ledger_history(ledger, &q, -1, NULL, &rows), 0);
+    assert_int_equal(json_array_size(rows), 2);
+    char *text = json_dumps(json_array_get(rows, 1), JSON_COMPACT);
+    assert_string_equal(
+        text, "{\"id\":1,\"user\":\"user1\",\"uid\":1001,\"name\":\"train\",\"command\":"
+              "\"python infer.py --id 1\",\"request\":{\"gpu_memory\":\"4G\",\"compute\":30,"
+              "\"priority\":2},\"gpus\":[{\"index\":0,\"uuid\":\"GPU-aaaa\",\"memory_limit\":"
+              "4294967296,\"peak_memory\":1073741824},{\"index\":1,\"uuid\":\"GPU-bbbb\","
+              "\"memory_limit\":42949672960,\"peak_memory\":2147483648}],\"granted_at_ms\":"
+              "1700000000000,\"ended_at_ms\":1700000060000,\"duration_ms\":60000,"
+              "\"memory_limit\":47244640256,\"peak_memory\":3221225472,\"oom_events\":3,"
+              "\"exit_status\":7,\"signal\":null,\"end_reason\":\"released\"}");
+    free(text);
+    const json_t *first = json_array_get(rows, 0);
+    assert_int_equal(json_integer_value(json_object_get(first, "id")), 2);
+    assert_true(json_is_null(json_object_get(first, "exit_status")));
+    assert_int_equal(json_integer_value(json_object_get(first, "signal")), 9);
+    json_decref(rows);
+
+    q.since_ms = 1700000070000;
+    assert_int_equal(gs__ledger_history(ledger, &q, -1, NULL, &rows), 0);
+    assert_int_equal(json_array_size(rows), 1);
+    json_decref(rows);
+    q.since_ms = 0;
+    assert_int_equal(gs__ledger_history(ledger, &q, 1001, NULL, &rows), 0);
+    assert_int_equal(json_array_size(rows), 1);
+    json_decref(rows);
+    assert_int_equal(gs__ledger_history(ledger, &q, -1, "user2", &rows), 0);
+    assert_int_equal(json_array_size(rows), 1);
+    json_decref(rows);
+    q.limit = 1;
+    assert_int_equal(gs__ledger_history(ledger, &q, -1, NULL, &rows), 0);
+    assert_int_equal(json_array_size(rows), 1);
+    json_decref(rows);
+    gs__ledger_close(ledger);
+    snprintf(cmd, sizeof(cmd), "test \"$(sqlite3 %s 'PRAGMA user_version;')\" = 2", old);
+    assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
@@ -192,6 +264,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_kill_9_keeps_committed),
         cmocka_unit_test(test_newer_schema_is_refused),
+        cmocka_unit_test(test_history),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

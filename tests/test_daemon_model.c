@@ -363,12 +363,6 @@ static void test_pinned_placement(void **state)
     assert_int_equal(gs__place_possible(gs, 2, &huge, why, sizeof(why)), GS_ENOFIT);
     assert_string_equal(why, "this request can never fit on GPU 1 (shared mode, 80 GiB leasable; "
                              "the request takes 81 GiB of it)");
-    gs__place_describe_pinned(&huge, why, sizeof(why));
-    assert_string_equal(why, "GPUs 1,0 have no");
-    gs__place_describe_pinned(&big, why, sizeof(why));
-    assert_string_equal(why, "GPU 1 has no");
-    gs__place_describe_pinned(&r10, why, sizeof(why));
-    assert_string_equal(why, "no GPU has");
 }
 
 /* Pinned --gpus N: N / n slots on each named GPU, never more than K. */

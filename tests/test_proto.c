@@ -117,7 +117,7 @@ static void test_bad_requests(void **state)
            "\"lease\" must be from 1 to 9223372036854775807");
     expect("{\"op\":\"list\",\"all\":true}", GS_EINVAL, "unknown or invalid field \"all\" in list");
     expect("{\"op\":\"steal\"}", GS_EINVAL,
-           "unknown op \"steal\" (hello, acquire, release, list or status)");
+           "unknown op \"steal\" (hello, acquire, release, list, status or history)");
     expect("{\"op\":7}", GS_EINVAL, "a request needs \"op\": a string");
     expect("[1,2]", GS_EFORMAT, "a request must be a JSON object");
     expect("{\"op\":\"list\"", GS_EFORMAT,
@@ -284,13 +284,118 @@ static void test_encode_round_trip(void **state)
     assert_memory_equal(&out.lease, &in, sizeof(in));
 }
 
+/* --name, --gpu-type and --time (issue 14): parsed, checked and encoded back. */
+static void test_labels(void **state)
+{
+    (void)state;
+    gs_request_t req;
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpus\":1,\"name\":\"train \u00e9\","
+                           "\"gpu_type\":[\"A100-40GB\",\"T4\"],\"time_limit_ms\":7200000}",
+                           &req),
+                     0);
+    assert_string_equal(req.lease.name, "train \xc3\xa9");
+    assert_int_equal(req.lease.n_gpu_types, 2);
+    assert_string_equal(req.lease.gpu_types[0], "A100-40GB");
+    assert_string_equal(req.lease.gpu_types[1], "T4");
+    assert_int_equal(req.lease.time_limit_ms, 7200000);
+    json_t *obj = gs_proto_acquire_json(&req.lease);
+    char *text = json_dumps(obj, JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref(obj);
+    assert_string_equal(text, "{\"op\":\"acquire\",\"gpus\":1,\"wait\":true,\"name\":\"train "
+                              "\\u00E9\",\"gpu_type\":[\"A100-40GB\",\"T4\"],\"time_limit_ms\":"
+                              "7200000}");
+    gs_request_t back;
+    assert_int_equal(parse(text, &back), 0);
+    free(text);
+    assert_memory_equal(&back.lease, &req.lease, sizeof(req.lease));
+    assert_int_equal(parse("{\"op\":\"acquire\",\"gpus\":1,\"gpu_type\":\"T4,L4\"}", &req), 0);
+    assert_int_equal(req.lease.n_gpu_types, 2);
+    assert_string_equal(req.lease.gpu_types[1], "L4");
+
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"name\":\"a\\u001b[2J\"}", GS_EINVAL,
+           "\"name\": a name must be text without control characters");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"name\":\"\"}", GS_EINVAL, "\"name\": missing value");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"gpu_type\":[\"T4,L4\"]}", GS_EINVAL,
+           "\"gpu_type\": one model per entry");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"gpu_type\":\"T4;rm\"}", GS_EINVAL,
+           "\"gpu_type\": a GPU type is letters, digits, '-', '_' and '.' (T4, A100-40GB, H100)");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"gpu_type\":[]}", GS_EINVAL,
+           "\"gpu_type\" must be a GPU model or a list of 1 to 8 models");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"time_limit_ms\":0}", GS_EINVAL,
+           "\"time_limit_ms\" must be from 1 to 31622400000");
+    expect("{\"op\":\"acquire\",\"gpus\":1,\"gpu_type\":\"T4\",\"gpus_at\":[0]}", GS_EINVAL,
+           "a request pinned to GPUs (\"gpus_at\") takes no GPU type");
+
+    assert_true(gs_gpu_type_matches("A100", "NVIDIA A100-SXM4-40GB"));
+    assert_true(gs_gpu_type_matches("a100-40gb", "NVIDIA A100-SXM4-40GB"));
+    assert_true(gs_gpu_type_matches("A100-40GB", "NVIDIA A100-40GB"));
+    assert_false(gs_gpu_type_matches("A100-80GB", "NVIDIA A100-40GB"));
+    assert_true(gs_gpu_type_matches("T4", "Tesla T4"));
+    assert_true(gs_gpu_type_matches("T4", "NVIDIA T4-16GB"));
+    assert_false(gs_gpu_type_matches("T4", "NVIDIA T400"));
+    assert_true(gs_gpu_type_matches("H100", "NVIDIA H100 80GB HBM3"));
+    assert_false(gs_gpu_type_matches("-", "NVIDIA H100"));
+
+    char buf[32];
+    const uint64_t ms[] = {250, 1500, 45000, 60000, 90000, 7200000, 5400000, 90000000, 86400000};
+    const char *want[] = {"250ms", "1.5s", "45s", "1m", "1m30s", "2h", "1h30m", "1d01h", "1d"};
+    for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+        gs_format_duration(ms[i], buf, sizeof(buf));
+        assert_string_equal(buf, want[i]);
+    }
+}
+
+/* release says how the job ended; history and status take their options. */
+static void test_release_history_status(void **state)
+{
+    (void)state;
+    gs_request_t req;
+    assert_int_equal(parse("{\"op\":\"release\",\"lease\":3,\"exit_status\":42}", &req), 0);
+    assert_true(req.job_end.known);
+    assert_int_equal(req.job_end.exit_status, 42);
+    assert_int_equal(parse("{\"op\":\"release\",\"lease\":3,\"signal\":9}", &req), 0);
+    assert_int_equal(req.job_end.signal, 9);
+    assert_int_equal(parse("{\"op\":\"release\",\"lease\":3}", &req), 0);
+    assert_false(req.job_end.known);
+    expect("{\"op\":\"release\",\"lease\":3,\"exit_status\":1,\"signal\":9}", GS_EINVAL,
+           "give \"exit_status\" or \"signal\", not both");
+    expect("{\"op\":\"release\",\"lease\":3,\"exit_status\":256}", GS_EINVAL,
+           "\"exit_status\" must be from 0 to 255");
+
+    assert_int_equal(parse("{\"op\":\"history\"}", &req), 0);
+    assert_int_equal(req.op, GS_OP_HISTORY);
+    assert_int_equal(req.history.limit, GS_HISTORY_DEFAULT);
+    assert_int_equal(req.history.since_ms, 0);
+    assert_int_equal(parse("{\"op\":\"history\",\"since_ms\":1700000000000,\"user\":\"bob\","
+                           "\"limit\":5}",
+                           &req),
+                     0);
+    assert_int_equal(req.history.since_ms, 1700000000000LL);
+    assert_string_equal(req.history.user, "bob");
+    assert_int_equal(req.history.limit, 5);
+    expect("{\"op\":\"history\",\"limit\":0}", GS_EINVAL, "\"limit\" must be from 1 to 10000");
+    expect("{\"op\":\"history\",\"user\":\"a b\"}", GS_EINVAL,
+           "\"user\" must be 1 to 63 printable characters without blanks or '/'");
+
+    assert_int_equal(parse("{\"op\":\"status\",\"processes\":true}", &req), 0);
+    assert_true(req.processes);
+    expect("{\"op\":\"list\",\"processes\":true}", GS_EINVAL,
+           "unknown or invalid field \"processes\" in list");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_simple_ops),           cmocka_unit_test(test_acquire_kinds),
-        cmocka_unit_test(test_bad_requests),         cmocka_unit_test(test_line_cap),
-        cmocka_unit_test(test_command_is_sanitised), cmocka_unit_test(test_encode_round_trip),
-        cmocka_unit_test(test_owner_fields),         cmocka_unit_test(test_pinned_gpus),
+        cmocka_unit_test(test_simple_ops),
+        cmocka_unit_test(test_acquire_kinds),
+        cmocka_unit_test(test_bad_requests),
+        cmocka_unit_test(test_line_cap),
+        cmocka_unit_test(test_command_is_sanitised),
+        cmocka_unit_test(test_encode_round_trip),
+        cmocka_unit_test(test_owner_fields),
+        cmocka_unit_test(test_pinned_gpus),
+        cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_release_history_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

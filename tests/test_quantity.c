@@ -50,19 +50,58 @@ static void test_bytes_units(void **state)
     assert_int_equal(bytes_ok("4Gi", 0), 4 * GIB);
     assert_int_equal(bytes_ok("4GiB", 0), 4 * GIB);
     assert_int_equal(bytes_ok("1.5G", 0), 3 * GIB / 2);
-    assert_int_equal(bytes_ok("0.5K", 0), 512);
     assert_int_equal(bytes_ok("2T", 0), 2 * 1024 * GIB);
     assert_int_equal(bytes_ok("1P", 0), UINT64_C(1) << 50);
     assert_int_equal(bytes_ok("15E", 0), UINT64_C(15) << 60);
     assert_int_equal(bytes_ok("18446744073709551615", 0), UINT64_MAX);
     assert_int_equal(bytes_ok("0", GS_QTY_ALLOW_ZERO), 0);
     assert_int_equal(bytes_ok("80.000G", 0), 80 * GIB);
+    assert_int_equal(bytes_ok("4G", GS_QTY_REQUIRE_UNIT), 4 * GIB);
+    assert_int_equal(bytes_ok("4096B", GS_QTY_REQUIRE_UNIT), 4096);
+}
+
+/* Sizes with decimals are rounded down to whole MiB, as GPU memory is counted (issue 14). */
+static void test_bytes_decimals(void **state)
+{
+    (void)state;
+    assert_int_equal(bytes_ok("1.1G", 0), 1126 * MIB); /* 1126.4 MiB */
+    assert_int_equal(bytes_ok("2.3G", 0), 2355 * MIB); /* 2355.2 MiB */
+    assert_int_equal(bytes_ok("0.1G", 0), 102 * MIB);  /* 102.4 MiB */
+    assert_int_equal(bytes_ok("1.2M", 0), 1 * MIB);
+    assert_int_equal(bytes_ok("1.999M", 0), 1 * MIB);
+    assert_int_equal(bytes_ok("0.5T", 0), 512 * GIB);
+    assert_int_equal(bytes_ok("1.1G", GS_QTY_REQUIRE_UNIT), 1126 * MIB);
+    assert_int_equal(bytes_ok("1536.7K", 0), 1 * MIB);
+    assert_int_equal(bytes_ok("14.99E", 0), UINT64_C(17282293354056384512)); /* 16481679300362M */
+}
+
+/* Like bytes_bad, with flags. */
+static void bytes_bad_flags(const char *text, unsigned flags, int code, const char *message)
+{
+    uint64_t value = 777;
+    char err[GS_QTY_ERR_MAX] = "";
+    assert_int_equal(gs_qty_parse_bytes(text, flags, &value, err, sizeof(err)), code);
+    assert_int_equal(value, 777);
+    assert_string_equal(err, message);
+}
+
+static void test_bytes_need_unit(void **state)
+{
+    (void)state;
+    bytes_bad_flags("4", GS_QTY_REQUIRE_UNIT, GS_EINVAL,
+                    "invalid memory size \"4\": add a unit: 4G or 4096M");
+    bytes_bad_flags("1.5", GS_QTY_REQUIRE_UNIT, GS_EINVAL,
+                    "invalid memory size \"1.5\": add a unit: 1.5G or 1536M");
+    bytes_bad_flags("0", GS_QTY_REQUIRE_UNIT, GS_EINVAL,
+                    "invalid memory size \"0\": must be above zero");
+    assert_int_equal(bytes_ok("0", GS_QTY_REQUIRE_UNIT | GS_QTY_ALLOW_ZERO), 0);
+    bytes_bad_flags("", GS_QTY_REQUIRE_UNIT, GS_EINVAL, "missing value");
+    bytes_bad_flags("", 0, GS_EINVAL, "missing value");
 }
 
 static void test_bytes_errors(void **state)
 {
     (void)state;
-    bytes_bad("", GS_EINVAL, "empty");
     bytes_bad("0", GS_EINVAL, "above zero");
     bytes_bad("0G", GS_EINVAL, "above zero");
     bytes_bad("-1", GS_EINVAL, "negative");
@@ -75,8 +114,10 @@ static void test_bytes_errors(void **state)
     bytes_bad(" 4G", GS_EINVAL, "expected a number");
     bytes_bad("4Gb", GS_EINVAL, "unknown unit");
     bytes_bad("1e9", GS_EINVAL, "unknown unit");
-    bytes_bad("1.5", GS_EINVAL, "whole number of bytes");
-    bytes_bad("0.1K", GS_EINVAL, "whole number of bytes");
+    bytes_bad("1.5", GS_EINVAL, "below 1M");
+    bytes_bad("0.1K", GS_EINVAL, "below 1M");
+    bytes_bad("0.5K", GS_EINVAL, "below 1M");
+    bytes_bad("0.9M", GS_EINVAL, "below 1M");
     bytes_bad("18446744073709551616", GS_ERANGE, "too large");
     bytes_bad("16E", GS_ERANGE, "too large");
     bytes_bad("99999999999999999999999", GS_ERANGE, "too large");
@@ -113,8 +154,36 @@ static void test_fraction(void **state)
     assert_non_null(strstr(err, "at most 3 decimals"));
     assert_int_equal(gs_qty_parse_fraction("0.25x", &milli, err, sizeof(err)), GS_EINVAL);
     assert_int_equal(gs_qty_parse_fraction("", &milli, err, sizeof(err)), GS_EINVAL);
+    assert_string_equal(err, "missing value");
     assert_int_equal(gs_qty_parse_fraction("half", &milli, err, sizeof(err)), GS_EINVAL);
     assert_non_null(strstr(err, "\"half\""));
+    assert_int_equal(milli, 9);
+}
+
+/* Percentages wherever fractions are: --gpu 50% (issue 14). */
+static void test_fraction_percent(void **state)
+{
+    (void)state;
+    uint32_t milli = 0;
+    char err[GS_QTY_ERR_MAX];
+    const char *ok[] = {"50%", "100%", "12.5%", "0.1%", "25.0%", "33.30%"};
+    const uint32_t want[] = {500, 1000, 125, 1, 250, 333};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        assert_int_equal(gs_qty_parse_fraction(ok[i], &milli, err, sizeof(err)), 0);
+        assert_int_equal(milli, want[i]);
+    }
+    milli = 9;
+    assert_int_equal(gs_qty_parse_fraction("0%", &milli, err, sizeof(err)), GS_ERANGE);
+    assert_string_equal(err, "invalid GPU fraction \"0%\": must be above 0% and at most 100%");
+    assert_int_equal(gs_qty_parse_fraction("101%", &milli, err, sizeof(err)), GS_ERANGE);
+    assert_int_equal(gs_qty_parse_fraction("100.1%", &milli, err, sizeof(err)), GS_ERANGE);
+    assert_int_equal(gs_qty_parse_fraction("33.33%", &milli, err, sizeof(err)), GS_EINVAL);
+    assert_string_equal(err,
+                        "invalid GPU fraction \"33.33%\": at most 1 decimal in a percentage (0.1% "
+                        "of a GPU)");
+    assert_int_equal(gs_qty_parse_fraction("50%%", &milli, err, sizeof(err)), GS_EINVAL);
+    assert_int_equal(gs_qty_parse_fraction("%", &milli, err, sizeof(err)), GS_EINVAL);
+    assert_int_equal(gs_qty_parse_fraction("-50%", &milli, err, sizeof(err)), GS_ERANGE);
     assert_int_equal(milli, 9);
 }
 
@@ -211,9 +280,11 @@ static void test_format_round_trip(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bytes_units), cmocka_unit_test(test_bytes_errors),
-        cmocka_unit_test(test_fraction),    cmocka_unit_test(test_percent),
-        cmocka_unit_test(test_device_list), cmocka_unit_test(test_format_round_trip),
+        cmocka_unit_test(test_bytes_units),       cmocka_unit_test(test_bytes_errors),
+        cmocka_unit_test(test_bytes_decimals),    cmocka_unit_test(test_bytes_need_unit),
+        cmocka_unit_test(test_fraction),          cmocka_unit_test(test_fraction_percent),
+        cmocka_unit_test(test_percent),           cmocka_unit_test(test_device_list),
+        cmocka_unit_test(test_format_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,6 +74,10 @@ static void test_option_values(void **state)
     assert_int_not_equal(gs__slurm_parse_memory("-1", &bytes), 0);
     assert_int_not_equal(gs__slurm_parse_memory("4X", &bytes), 0);
     assert_int_not_equal(gs__slurm_parse_memory("", &bytes), 0);
+    /* The parser of the CLI: decimals to whole MiB, a unit needed (issue 14). */
+    assert_int_equal(gs__slurm_parse_memory("1.1G", &bytes), 0);
+    assert_int_equal(bytes, UINT64_C(1126) << 20);
+    assert_int_not_equal(gs__slurm_parse_memory("4", &bytes), 0);
     assert_int_equal(gs__slurm_parse_compute("30", &pct), 0);
     assert_int_equal(pct, 30);
     assert_int_equal(gs__slurm_parse_compute("45%", &pct), 0);

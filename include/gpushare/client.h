@@ -29,7 +29,15 @@
 #define GS_OVERPROVISION_MAX 64
 #define GS_PRIORITY_MIN      (-100)
 #define GS_PRIORITY_MAX      100
-#define GS_LEASE_TIMEOUT_MAX (7u * 24 * 3600 * 1000) /* ms: a week */
+#define GS_LEASE_TIMEOUT_MAX (7u * 24 * 3600 * 1000)            /* ms: a week */
+#define GS_LEASE_TIME_MAX    (UINT64_C(366) * 24 * 3600 * 1000) /* ms: a time limit, a year */
+
+/* Room for a lease's name ("name", --name), terminator included. */
+#define GS_LEASE_NAME_MAX 64
+
+/* GPU models a request may be limited to ("gpu_type", --gpu-type T4,A100-40GB). */
+#define GS_GPU_TYPES_MAX 8
+#define GS_GPU_TYPE_MAX  48 /* room for one, terminator included */
 
 /* What a lease is sized by: exactly one of these per request. */
 typedef enum gs_lease_kind {
@@ -67,6 +75,10 @@ typedef struct gs_lease_request {
     gs_lease_owner_t owner;             /* on behalf of another user (root only) */
     unsigned n_pinned;                  /* "gpus_at": GPUs the lease must use, 0 = any */
     uint8_t pinned[GS_MAX_DEVICES];     /* their NVML indexes, in CUDA ordinal order */
+    char name[GS_LEASE_NAME_MAX];       /* "name": the job's name for listings, "" = none */
+    unsigned n_gpu_types;               /* "gpu_type": models the lease may use, 0 = any */
+    char gpu_types[GS_GPU_TYPES_MAX][GS_GPU_TYPE_MAX];
+    uint64_t time_limit_ms; /* "time_limit_ms": the lease ends this long after its grant */
 } gs_lease_request_t;
 
 /* The requests of the protocol. */
@@ -76,13 +88,34 @@ typedef enum gs_op {
     GS_OP_RELEASE,
     GS_OP_LIST,
     GS_OP_STATUS,
+    GS_OP_HISTORY,
 } gs_op_t;
+
+/* How a lease's job ended, as its holder reports it in release ("exit_status" / "signal"). */
+typedef struct gs_job_end {
+    int known;       /* nonzero when one of the two below was given */
+    int exit_status; /* 0..255 when it exited */
+    int signal;      /* 1..127 when a signal killed it (then exit_status is 0) */
+} gs_job_end_t;
+
+/* What history asks for: ended leases, most recent first. */
+typedef struct gs_history_query {
+    int64_t since_ms;            /* "since_ms": ended at or after (ms since the epoch), 0 = all */
+    char user[GS_USER_NAME_MAX]; /* "user": only this user's, "" = the caller's (root: all) */
+    uint32_t limit;              /* "limit": at most this many, 1..GS_HISTORY_MAX */
+} gs_history_query_t;
+
+#define GS_HISTORY_MAX     10000
+#define GS_HISTORY_DEFAULT 100
 
 /* One parsed request line. */
 typedef struct gs_request {
     gs_op_t op;
-    gs_lease_request_t lease; /* GS_OP_ACQUIRE */
-    uint64_t lease_id;        /* GS_OP_RELEASE */
+    gs_lease_request_t lease;   /* GS_OP_ACQUIRE */
+    uint64_t lease_id;          /* GS_OP_RELEASE */
+    gs_job_end_t job_end;       /* GS_OP_RELEASE */
+    int processes;              /* GS_OP_STATUS: "processes": list each GPU's processes */
+    gs_history_query_t history; /* GS_OP_HISTORY */
 } gs_request_t;
 
 /* Room for the message of any function below. */
@@ -109,6 +142,24 @@ int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char
 /* Builds the JSON object of an acquire request. Returns a new reference (the caller
  * json_decref's it), or NULL when out of memory. */
 json_t *gs_proto_acquire_json(const gs_lease_request_t *req);
+
+/* Checks a lease name: 1 to GS_LEASE_NAME_MAX - 1 bytes of valid UTF-8 without control
+ * characters. Returns 0 or GS_EINVAL with a message in err. Thread-safe. */
+int gs_lease_name_check(const char *name, char *err, size_t errlen);
+
+/* Adds the GPU models of a comma-separated list ("T4,A100-40GB") to req->gpu_types (each 1 to
+ * GS_GPU_TYPE_MAX - 1 letters, digits, '-', '_', '.' or blanks; at most GS_GPU_TYPES_MAX in
+ * all). Returns 0 or GS_EINVAL with a message in err (req unchanged). Thread-safe. */
+int gs_lease_add_gpu_types(gs_lease_request_t *req, const char *list, char *err, size_t errlen);
+
+/* Nonzero when a GPU named name (as NVML names it: "NVIDIA A100-SXM4-40GB", "Tesla T4") is of
+ * model type: every part of type (split at '-', '_' and blanks) is a part of name, ignoring
+ * case ("A100", "A100-40GB" and "a100" match the first, "T4" the second). */
+int gs_gpu_type_matches(const char *type, const char *name);
+
+/* Writes a duration in ms for people: "2h", "1h30m", "45s", "1.5s", "250ms". Returns the length
+ * written (the text is cut to fit len). */
+int gs_format_duration(uint64_t ms, char *buf, size_t len);
 
 /* Returns the socket path to use: explicit when not NULL, else $GPUSHARE_SOCKET when set and
  * non-empty, else GS_DEFAULT_SOCKET. The result is explicit, getenv's storage or a literal. */

@@ -267,9 +267,25 @@ int smi_set_mig_mode(FILE *out, int only, unsigned mode)
     return status;
 }
 
+/* --version: the versions, as NVIDIA's nvidia-smi prints them. */
+static int version(FILE *out)
+{
+    char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = "N/A", nvml[80] = "N/A";
+    int cuda = 0;
+    nvmlSystemGetDriverVersion(driver, sizeof(driver));
+    nvmlSystemGetNVMLVersion(nvml, sizeof(nvml));
+    nvmlSystemGetCudaDriverVersion(&cuda);
+    fprintf(out,
+            "NVIDIA-SMI version  : %s\nNVML version        : %s\nDRIVER version      : %s\n"
+            "CUDA Version        : %d.%d\n",
+            driver, nvml, driver, NVML_CUDA_DRIVER_VERSION_MAJOR(cuda),
+            NVML_CUDA_DRIVER_VERSION_MINOR(cuda));
+    return 0;
+}
+
 static void usage(FILE *out)
 {
-    fprintf(out, "Usage: nvidia-smi [-i N] [-L | -mig 0|1]\n"
+    fprintf(out, "Usage: nvidia-smi [-i N] [-L | -mig 0|1] | --version\n"
                  "       nvidia-smi mig [-i N] -lgip | -lgi | -lci | -cgi LIST [-C] |\n"
                  "                      -dci [-gi ID] [-ci ID] | -dgi [-gi ID]\n"
                  "gpusim's nvidia-smi: the simulated node's GPUs, MIG instances and processes.\n");
@@ -311,6 +327,8 @@ static int run(int argc, char **argv)
         } else if (strcmp(argv[k], "-h") == 0 || strcmp(argv[k], "--help") == 0) {
             usage(stdout);
             return 0;
+        } else if (strcmp(argv[k], "--version") == 0) {
+            return version(stdout);
         } else {
             fprintf(stderr, "Invalid combination of input arguments: %s\n", argv[k]);
             usage(stderr);

@@ -3,7 +3,8 @@
 #define GS_CLI_H
 
 /* A subcommand: argv[0] is the subcommand's name. Returns the process exit status (0 success,
- * 1 runtime failure, 2 usage error, 75 temporary failure); prints its own errors, one line each. */
+ * 1 runtime failure, 2 usage error, 75 temporary failure); prints its own errors, one line each
+ * (a JSON object with --json). */
 typedef int (*gs_cli_command_fn)(int argc, char **argv);
 
 typedef struct gs_cli_command {
@@ -23,6 +24,7 @@ int gs_cli_status(int argc, char **argv);
 int gs_cli_top(int argc, char **argv);
 int gs_cli_leases(int argc, char **argv);
 int gs_cli_release(int argc, char **argv);
+int gs_cli_history(int argc, char **argv);
 
 /* Checks that the node is ready for leases (src/cli/doctor.c). */
 int gs_cli_doctor(int argc, char **argv);

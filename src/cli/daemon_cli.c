@@ -1,18 +1,89 @@
-/* Helpers shared by the lease subcommands: connect, call, print, parse durations. */
+/* Helpers shared by the lease subcommands: errors (text or JSON), options, calls, formats. */
 #include "daemon_cli.h"
 #include "cli.h"
 
 #include "gpushare/error.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
-int gs__cli_connect(const char *socket, gs_client_t **out)
+void gs__cli_init(gs__cli_t *cli, const char *cmd)
+{
+    memset(cli, 0, sizeof(*cli));
+    cli->cmd = cmd;
+    cli->json_errors = stdout;
+}
+
+/* Prints message as the error of cli: prefix "gpushare CMD: " (or "gpushare: " when prefix is
+ * NULL), or JSON. */
+static void print_error(const gs__cli_t *cli, const char *code, const char *message,
+                        const char *suffix, int daemon)
+{
+    if (cli->json) {
+        json_t *err =
+            json_pack("{s:b, s:{s:s, s:s}}", "ok", 0, "error", "code", code, "message", message);
+        char *text = err != NULL ? json_dumps(err, JSON_COMPACT) : NULL;
+        fprintf(cli->json_errors, "%s\n", text != NULL ? text : "{\"ok\":false}");
+        fflush(cli->json_errors);
+        free(text);
+        json_decref(err);
+        return;
+    }
+    if (daemon)
+        fprintf(stderr, "gpushare: %s\n", message);
+    else
+        fprintf(stderr, "gpushare %s: %s%s\n", cli->cmd, message, suffix);
+}
+
+int gs__cli_fail(const gs__cli_t *cli, int status, const char *code, const char *fmt, ...)
+{
+    char message[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    print_error(cli, code, message, "", status != GS_EXIT_USAGE);
+    return status;
+}
+
+int gs__cli_usage(const gs__cli_t *cli, const char *fmt, ...)
+{
+    char message[1024], suffix[64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof(message), fmt, ap);
+    va_end(ap);
+    snprintf(suffix, sizeof(suffix), " (see gpushare %s --help)", cli->cmd);
+    print_error(cli, "usage", message, suffix, 0);
+    return GS_EXIT_USAGE;
+}
+
+int gs__cli_bad_option(const gs__cli_t *cli, int c, char **argv)
+{
+    const char *opt = argv[optind - 1];
+    char name[64];
+    snprintf(name, sizeof(name), "%.*s", (int)strcspn(opt, "="), opt);
+    if (c == ':')
+        return gs__cli_usage(cli, "%s: missing value", name);
+    return gs__cli_usage(cli, "unknown option \"%s\"", opt);
+}
+
+int gs__cli_value(const gs__cli_t *cli, const char *option, const char *value)
+{
+    if (value == NULL || value[0] == '\0' || strncmp(value, "--", 2) == 0)
+        return gs__cli_usage(cli, "%s: missing value", option);
+    return 0;
+}
+
+int gs__cli_connect(const gs__cli_t *cli, gs_client_t **out)
 {
     char err[GS_CLIENT_ERR_MAX + 128];
-    if (gs_client_connect(socket, out, err, sizeof(err)) != 0) {
-        fprintf(stderr, "gpushare: %s\n", err);
+    if (gs_client_connect(cli->socket, out, err, sizeof(err)) != 0) {
+        print_error(cli, "unreachable", err, "", 1);
         return GS_EXIT_FAIL;
     }
     return GS_EXIT_OK;
@@ -25,27 +96,34 @@ int gs__cli_exit_for(const char *code)
     return GS_EXIT_FAIL;
 }
 
-int gs__cli_call(gs_client_t *client, json_t *req, json_t **reply)
+int gs__cli_reply_error(const gs__cli_t *cli, const json_t *reply)
 {
-    if (req == NULL) {
-        fprintf(stderr, "gpushare: out of memory\n");
-        return GS_EXIT_FAIL;
-    }
+    const char *message = NULL;
+    const char *code = gs_reply_error(reply, &message);
+    if (code == NULL)
+        return GS_EXIT_OK;
+    print_error(cli, code, message != NULL ? message : code, "", 1);
+    return gs__cli_exit_for(code);
+}
+
+int gs__cli_call(const gs__cli_t *cli, gs_client_t *client, json_t *req, json_t **reply)
+{
+    if (req == NULL)
+        return gs__cli_fail(cli, GS_EXIT_FAIL, "internal", "out of memory");
     int result = gs_client_call(client, req, GS_CLI_CALL_TIMEOUT_MS, reply);
     json_decref(req);
     if (result != 0) {
-        fprintf(stderr, "gpushare: no reply from gpushared: %s\n",
-                result == GS_ECONNREFUSED ? "it closed the connection" : gs_strerror(result));
+        char message[256];
+        snprintf(message, sizeof(message), "no reply from gpushared: %s",
+                 result == GS_ECONNREFUSED ? "it closed the connection" : gs_strerror(result));
+        print_error(cli, "unreachable", message, "", 1);
         return GS_EXIT_FAIL;
     }
-    const char *message = NULL;
-    const char *code = gs_reply_error(*reply, &message);
-    if (code == NULL)
-        return GS_EXIT_OK;
-    fprintf(stderr, "gpushare: %s\n", message);
-    int status = gs__cli_exit_for(code);
-    json_decref(*reply);
-    *reply = NULL;
+    int status = gs__cli_reply_error(cli, *reply);
+    if (status != GS_EXIT_OK) {
+        json_decref(*reply);
+        *reply = NULL;
+    }
     return status;
 }
 
@@ -57,37 +135,50 @@ void gs__cli_print_json(const json_t *v)
     free(text);
 }
 
-int gs__cli_parse_duration(const char *text, uint32_t *ms, char *err, size_t errlen)
+/* The scale of a duration's unit in ms, or 0 for an unknown unit ("" is seconds). */
+static double unit_ms(const char *unit)
+{
+    static const struct {
+        const char *name;
+        double ms;
+    } units[] = {{"ms", 1.0}, {"s", 1e3}, {"", 1e3}, {"m", 60e3}, {"h", 3600e3}, {"d", 86400e3}};
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcmp(unit, units[i].name) == 0)
+            return units[i].ms;
+    }
+    return 0;
+}
+
+int gs__cli_parse_duration(const char *text, int need_unit, uint64_t max_ms, uint64_t *ms,
+                           char *err, size_t errlen)
 {
     char *end = NULL;
     double value = strtod(text, &end);
-    double scale = 1000.0;
-    if (end == text || !(value >= 0) || text[0] == '-' || text[0] == '+')
-        goto bad;
-    if (strcmp(end, "ms") == 0)
-        scale = 1.0;
-    else if (strcmp(end, "s") == 0 || *end == '\0')
-        scale = 1000.0;
-    else if (strcmp(end, "m") == 0)
-        scale = 60e3;
-    else if (strcmp(end, "h") == 0)
-        scale = 3600e3;
-    else
-        goto bad;
+    char limit[32];
+    gs_format_duration(max_ms, limit, sizeof(limit));
+    double scale = end != text ? unit_ms(end) : 0;
+    if (end == text || !(value >= 0) || text[0] == '-' || text[0] == '+' || scale == 0 ||
+        strchr("0123456789.", text[0]) == NULL) {
+        snprintf(err, errlen, "invalid duration \"%s\": expected e.g. 30s, 500ms, 5m, 2h or 1d",
+                 text);
+        return GS_EINVAL;
+    }
+    if (need_unit && *end == '\0') {
+        snprintf(err, errlen, "invalid duration \"%s\": add a unit: %ss, %sm or %sh", text, text,
+                 text, text);
+        return GS_EINVAL;
+    }
     double total = value * scale;
-    if (total > (double)GS_LEASE_TIMEOUT_MAX) {
-        snprintf(err, errlen, "invalid duration \"%s\": at most a week", text);
+    if (total > (double)max_ms) {
+        snprintf(err, errlen, "invalid duration \"%s\": at most %s", text, limit);
         return GS_EINVAL;
     }
     if (total < 1.0) {
         snprintf(err, errlen, "invalid duration \"%s\": must be at least 1ms", text);
         return GS_EINVAL;
     }
-    *ms = (uint32_t)(total + 0.5);
+    *ms = (uint64_t)(total + 0.5);
     return 0;
-bad:
-    snprintf(err, errlen, "invalid duration \"%s\": expected e.g. 30, 30s, 500ms, 5m or 2h", text);
-    return GS_EINVAL;
 }
 
 uint64_t gs__cli_uint(const json_t *obj, const char *key)
@@ -106,4 +197,114 @@ void gs__cli_bytes(uint64_t bytes, char *buf, size_t len)
 {
     if (gs_qty_format_human(bytes, buf, len) < 0)
         snprintf(buf, len, "?");
+}
+
+void gs__cli_bytes_short(uint64_t bytes, char *buf, size_t len)
+{
+    static const char units[] = "KMGTPE";
+    if (bytes < 1024) {
+        snprintf(buf, len, "%llu", (unsigned long long)bytes);
+        return;
+    }
+    double v = (double)bytes / 1024.0;
+    int u = 0;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    if (v >= 100.0 || v == (double)(uint64_t)v)
+        snprintf(buf, len, "%.0f%c", v, units[u]);
+    else
+        snprintf(buf, len, "%.1f%c", v, units[u]);
+}
+
+const char *gs__cli_fit(const char *text, size_t width, char *buf, size_t len)
+{
+    size_t n = strlen(text);
+    if (n <= width || width < 2) {
+        snprintf(buf, len, "%.*s", (int)(width < n ? width : n), text);
+        return buf;
+    }
+    size_t keep = width - 1;
+    while (keep > 0 && ((unsigned char)text[keep] & 0xC0) == 0x80)
+        keep--; /* cut at a character boundary */
+    snprintf(buf, len, "%.*s~", (int)keep, text);
+    return buf;
+}
+
+/* Appends text to buf at *off. */
+static void append(char *buf, size_t len, size_t *off, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void append(char *buf, size_t len, size_t *off, const char *fmt, ...)
+{
+    if (*off >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *off, len - *off, fmt, ap);
+    va_end(ap);
+    *off += n > 0 ? (size_t)n : 0;
+}
+
+/* Appends a number or a string member as it was given. */
+static void append_value(char *buf, size_t len, size_t *off, const char *option, const json_t *v)
+{
+    if (json_is_string(v))
+        append(buf, len, off, "%s%s %s", *off > 0 ? " " : "", option, json_string_value(v));
+    else if (json_is_integer(v))
+        append(buf, len, off, "%s%s %lld", *off > 0 ? " " : "", option,
+               (long long)json_integer_value(v));
+}
+
+void gs__cli_request_text(const json_t *request, char *buf, size_t len)
+{
+    static const char *const fields[][2] = {
+        {"gpus", "--gpus"},
+        {"gpu", "--gpu"},
+        {"gpu_memory", "--gpu-memory"},
+        {"compute", "--compute"},
+        {"compute_max", "--compute-max"},
+        {"priority", "--priority"},
+    };
+    size_t off = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        append_value(buf, len, &off, fields[i][1], json_object_get(request, fields[i][0]));
+    const json_t *types = json_object_get(request, "gpu_type");
+    size_t k;
+    const json_t *t;
+    json_array_foreach(types, k, t)
+        append(buf, len, &off, "%s%s", k == 0 ? " --gpu-type " : ",",
+               json_string_value(t) != NULL ? json_string_value(t) : "");
+    const json_t *at = json_object_get(request, "gpus_at");
+    json_array_foreach(at, k, t) append(buf, len, &off, "%s%lld", k == 0 ? " on GPU " : ",",
+                                        (long long)json_integer_value(t));
+    uint64_t limit = gs__cli_uint(request, "time_limit_ms");
+    if (limit != 0) {
+        char d[32];
+        gs_format_duration(limit, d, sizeof(d));
+        append(buf, len, &off, " --time %s", d);
+    }
+}
+
+void gs__cli_time_left(const json_t *lease, int64_t now_ms, char *buf, size_t len)
+{
+    const json_t *expiry = json_object_get(lease, "expires_at_ms");
+    if (!json_is_integer(expiry)) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    int64_t left = json_integer_value(expiry) - now_ms;
+    if (left < 1000)
+        snprintf(buf, len, "0s");
+    else
+        gs_format_duration((uint64_t)left / 1000 * 1000, buf, len);
+}
+
+int64_t gs__cli_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -1,24 +1,57 @@
-/* Helpers shared by the lease subcommands (run, status, top, leases, release). */
+/* Helpers shared by the lease subcommands (run, status, top, leases, release, history). */
 #ifndef GS_CLI_DAEMON_CLI_H
 #define GS_CLI_DAEMON_CLI_H
 
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gpushare/client.h"
 
 /* How long a request/reply exchange may take before the CLI gives up. */
 #define GS_CLI_CALL_TIMEOUT_MS 10000
 
+/* One run of a subcommand: its name, where the daemon is, and how it prints. */
+typedef struct gs__cli {
+    const char *cmd;    /* "run", "status", ...: for messages */
+    const char *socket; /* --socket, NULL for the default */
+    int json;           /* --json: everything the command prints is JSON, errors included */
+    FILE *json_errors;  /* where JSON errors go: stdout, or stderr for run (stdout is the job's) */
+} gs__cli_t;
+
+/* Starts cli for command cmd (JSON errors on stdout). */
+void gs__cli_init(gs__cli_t *cli, const char *cmd);
+
+/* Prints an error and returns status: "gpushare: MESSAGE" on stderr ("gpushare CMD: MESSAGE"
+ * for GS_EXIT_USAGE), or with --json {"ok": false, "error": {"code": CODE, "message": MESSAGE}}
+ * on cli->json_errors. */
+int gs__cli_fail(const gs__cli_t *cli, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* A usage error (exit status 2, code "usage"); the text form adds "(see gpushare CMD --help)". */
+int gs__cli_usage(const gs__cli_t *cli, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* For getopt_long's ':' and '?' returns: the usage error for the option at argv[optind - 1]
+ * ("--gpu-memory: missing value" or "unknown option \"--x\""). */
+int gs__cli_bad_option(const gs__cli_t *cli, int c, char **argv);
+
+/* Checks an option's value: NULL, empty or another option ("--...", as getopt takes
+ * "--gpu-memory --") is "OPTION: missing value" (a usage error, returned); 0 when present. */
+int gs__cli_value(const gs__cli_t *cli, const char *option, const char *value);
+
 /* Connects to the daemon (socket: --socket, else $GPUSHARE_SOCKET, else the default). Returns
- * GS_EXIT_OK with *out, or GS_EXIT_FAIL after printing one line. */
-int gs__cli_connect(const char *socket, gs_client_t **out);
+ * GS_EXIT_OK with *out, or GS_EXIT_FAIL after printing the error (code "unreachable"). */
+int gs__cli_connect(const gs__cli_t *cli, gs_client_t **out);
 
 /* Sends req (stolen) and waits for its reply. Returns GS_EXIT_OK with *reply (the caller
- * json_decref's it), or prints one line ("gpushare: MESSAGE") and returns the exit status for the
- * failure: GS_EXIT_TEMPFAIL for no_fit and timeout, GS_EXIT_FAIL otherwise. */
-int gs__cli_call(gs_client_t *client, json_t *req, json_t **reply);
+ * json_decref's it), or prints the error ("gpushare: MESSAGE", or JSON) and returns the exit
+ * status for it: GS_EXIT_TEMPFAIL for no_fit and timeout, GS_EXIT_FAIL otherwise. */
+int gs__cli_call(const gs__cli_t *cli, gs_client_t *client, json_t *req, json_t **reply);
+
+/* Prints the error of a reply with "ok": false (as gs__cli_call does) and returns its exit
+ * status. */
+int gs__cli_reply_error(const gs__cli_t *cli, const json_t *reply);
 
 /* The exit status for an error code of the protocol. */
 int gs__cli_exit_for(const char *code);
@@ -26,9 +59,11 @@ int gs__cli_exit_for(const char *code);
 /* Prints v as indented JSON and a newline on stdout. */
 void gs__cli_print_json(const json_t *v);
 
-/* Parses a duration: seconds ("90", "1.5") or with a unit ("500ms", "30s", "5m", "2h").
- * Returns 0 and *ms (at most a week), or GS_EINVAL with a message in err. */
-int gs__cli_parse_duration(const char *text, uint32_t *ms, char *err, size_t errlen);
+/* Parses a duration: seconds ("90", "1.5") or with a unit ("500ms", "30s", "5m", "2h", "1d").
+ * With need_unit a bare number is refused ("add a unit: 90s, 90m or 90h"). Returns 0 and *ms
+ * (1 ms to max_ms), or GS_EINVAL with a message in err. */
+int gs__cli_parse_duration(const char *text, int need_unit, uint64_t max_ms, uint64_t *ms,
+                           char *err, size_t errlen);
 
 /* Reads an unsigned integer member of obj (0 when missing). */
 uint64_t gs__cli_uint(const json_t *obj, const char *key);
@@ -36,7 +71,25 @@ uint64_t gs__cli_uint(const json_t *obj, const char *key);
 /* Reads a string member of obj ("" when missing). */
 const char *gs__cli_str(const json_t *obj, const char *key);
 
-/* Writes bytes for a table: "4.00 GiB", "0 B". */
+/* Writes bytes for a table: "4 GiB", "1.50 GiB", "0 B". */
 void gs__cli_bytes(uint64_t bytes, char *buf, size_t len);
+
+/* Writes bytes in at most 8 columns for narrow tables: "80G", "1.5G", "512M", "0". */
+void gs__cli_bytes_short(uint64_t bytes, char *buf, size_t len);
+
+/* Copies text into buf for a table column of width columns: cut with "~" when longer. Returns
+ * buf. */
+const char *gs__cli_fit(const char *text, size_t width, char *buf, size_t len);
+
+/* Writes a request's sizing ("request" object of the protocol) as the options that ask for it:
+ * "--gpu-memory 40G", "--gpus 1 --gpu-type A100-40GB", "--gpu 0.250 --compute-max 50". */
+void gs__cli_request_text(const json_t *request, char *buf, size_t len);
+
+/* Writes the time a lease has left ("1h54m") at now_ms (ms since the epoch), "-" when it has no
+ * time limit, "0s" when it passed. */
+void gs__cli_time_left(const json_t *lease, int64_t now_ms, char *buf, size_t len);
+
+/* Milliseconds since the epoch (CLOCK_REALTIME). */
+int64_t gs__cli_wall_ms(void);
 
 #endif

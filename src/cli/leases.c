@@ -1,4 +1,5 @@
-/* gpushare leases and gpushare release: list the caller's leases, release one. */
+/* gpushare leases and gpushare release: list the caller's leases and waiting requests; release
+ * leases. */
 #include "cli.h"
 #include "daemon_cli.h"
 
@@ -6,27 +7,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct list_opts {
-    const char *socket;
-    int json;
-    const char *id; /* release */
+    gs__cli_t cli;
+    char **ids; /* release */
+    int n_ids;
 } list_opts_t;
 
 static void usage(FILE *out, int release)
 {
     if (release)
         fprintf(out,
-                "usage: gpushare release [--json] [--socket PATH] ID\n\n"
-                "Releases lease ID (yours; root: any). Its job is asked to stop (SIGTERM, then\n"
-                "SIGKILL after 10 s) and the lease ends when no process uses it any more.\n");
+                "usage: gpushare release [--json] [--socket PATH] ID...\n\n"
+                "Releases the leases ID... (yours; root: any). A job is asked to stop (SIGTERM,\n"
+                "then SIGKILL after the daemon's grace period) and its lease ends when no process\n"
+                "uses it any more.\n");
     else
-        fprintf(out, "usage: gpushare leases [--json] [--socket PATH]\n\n"
-                     "Lists your leases (root: every lease on the node).\n");
+        fprintf(out,
+                "usage: gpushare leases [--json] [--socket PATH]\n\n"
+                "Lists your leases and your waiting requests (PENDING, with their position in\n"
+                "the queue and why they wait); root: every lease and request on the node.\n");
     fprintf(out,
             "  --json               the daemon's reply (docs/api.md)\n"
-            "  --socket PATH        gpushared's socket (default $GPUSHARE_SOCKET or %s)\n",
+            "  --socket PATH        gpushared's socket (default $GPUSHARE_SOCKET or %s)\n"
+            "  -h, --help           this help\n",
             GS_DEFAULT_SOCKET);
 }
 
@@ -38,59 +42,110 @@ static int parse_args(int argc, char **argv, list_opts_t *opts, int release)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *name = release ? "release" : "leases";
     memset(opts, 0, sizeof(*opts));
+    gs__cli_init(&opts->cli, release ? "release" : "leases");
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         if (c == 'h') {
             usage(stdout, release);
             return -1;
         } else if (c == 'j') {
-            opts->json = 1;
+            opts->cli.json = 1;
         } else if (c == 's') {
-            opts->socket = optarg;
+            if (gs__cli_value(&opts->cli, "--socket", optarg) != 0)
+                return GS_EXIT_USAGE;
+            opts->cli.socket = optarg;
         } else {
-            fprintf(stderr,
-                    "gpushare %s: unknown or incomplete option \"%s\" (see gpushare %s "
-                    "--help)\n",
-                    name, argv[optind - 1], name);
-            return GS_EXIT_USAGE;
+            return gs__cli_bad_option(&opts->cli, c, argv);
         }
     }
-    if (release && optind + 1 == argc) {
-        opts->id = argv[optind];
+    if (release && optind < argc) {
+        opts->ids = argv + optind;
+        opts->n_ids = argc - optind;
         return 0;
     }
-    if (optind < argc || release) {
-        fprintf(stderr, "gpushare %s: %s (see gpushare %s --help)\n", name,
-                release ? "give exactly one lease ID" : "unexpected argument", name);
-        return GS_EXIT_USAGE;
-    }
+    if (release)
+        return gs__cli_usage(&opts->cli, "give one or more lease IDs");
+    if (optind < argc)
+        return gs__cli_usage(&opts->cli, "unexpected argument \"%s\"", argv[optind]);
     return 0;
 }
 
-static void print_row(const json_t *lease)
+/* The GPU indexes of a lease: "0,1". */
+static void gpu_list(const json_t *lease, char *buf, size_t len)
 {
-    char used[32], limit[32], both[72], compute[24] = "-", gpus[64] = "";
+    size_t i, off = 0;
+    const json_t *gpu;
+    buf[0] = '\0';
+    json_array_foreach(json_object_get(lease, "gpus"), i, gpu)
+    {
+        int n = snprintf(buf + off, len - off, "%s%llu", i > 0 ? "," : "",
+                         (unsigned long long)gs__cli_uint(gpu, "index"));
+        off += n > 0 && (size_t)n < len - off ? (size_t)n : 0;
+    }
+}
+
+static void print_row(const json_t *lease, int64_t now)
+{
+    char used[32], limit[32], both[72], compute[24] = "-", gpus[64], age[32], left[32], name[16];
     gs__cli_bytes(gs__cli_uint(lease, "memory_used"), used, sizeof(used));
     gs__cli_bytes(gs__cli_uint(lease, "memory_limit"), limit, sizeof(limit));
     snprintf(both, sizeof(both), "%s / %s", used, limit);
     uint64_t share = gs__cli_uint(lease, "compute_share");
     if (share != 0)
         snprintf(compute, sizeof(compute), "%llu%%", (unsigned long long)share);
-    size_t i, off = 0;
-    const json_t *gpu;
-    json_array_foreach(json_object_get(lease, "gpus"), i, gpu)
-    {
-        int n = snprintf(gpus + off, sizeof(gpus) - off, "%s%llu", i > 0 ? "," : "",
-                         (unsigned long long)gs__cli_uint(gpu, "index"));
-        off += n > 0 && (size_t)n < sizeof(gpus) - off ? (size_t)n : 0;
+    gpu_list(lease, gpus, sizeof(gpus));
+    int64_t held = now - (int64_t)gs__cli_uint(lease, "granted_at_ms");
+    if (held < 1000)
+        snprintf(age, sizeof(age), "0s");
+    else
+        gs_format_duration((uint64_t)held / 1000 * 1000, age, sizeof(age));
+    gs__cli_time_left(lease, now, left, sizeof(left));
+    gs__cli_fit(gs__cli_str(lease, "name"), 12, name, sizeof(name));
+    char user[24];
+    printf("%5llu  %-10s %-12s %-5s %-22s %7s  %-10s %6s %6s  %s\n",
+           (unsigned long long)gs__cli_uint(lease, "id"),
+           gs__cli_fit(gs__cli_str(lease, "user"), 10, user, sizeof(user)),
+           name[0] != '\0' ? name : "-", gpus, both, compute, gs__cli_str(lease, "state"), age,
+           left, gs__cli_str(lease, "command"));
+}
+
+/* A waiting request: a PENDING row with its position, then what it asks and why it waits. */
+static void print_pending(const json_t *req)
+{
+    char request[256], waited[32], state[24], name[16];
+    gs__cli_request_text(json_object_get(req, "request"), request, sizeof(request));
+    if (gs__cli_uint(req, "waiting_ms") < 1000)
+        snprintf(waited, sizeof(waited), "0s");
+    else
+        gs_format_duration(gs__cli_uint(req, "waiting_ms") / 1000 * 1000, waited, sizeof(waited));
+    snprintf(state, sizeof(state), "PENDING #%llu",
+             (unsigned long long)gs__cli_uint(req, "position"));
+    gs__cli_fit(gs__cli_str(req, "name"), 12, name, sizeof(name));
+    char user[24];
+    printf("%5s  %-10s %-12s %-5s %-22s %7s  %-10s %6s %6s  %s\n", "-",
+           gs__cli_fit(gs__cli_str(req, "user"), 10, user, sizeof(user)),
+           name[0] != '\0' ? name : "-", "-", "-", "-", state, waited, "-",
+           gs__cli_str(req, "command"));
+    printf("       %s: %s\n", request, gs__cli_str(req, "reason"));
+}
+
+static void print_list(const json_t *reply)
+{
+    const json_t *leases = json_object_get(reply, "leases");
+    const json_t *pending = json_object_get(reply, "pending");
+    if (json_array_size(leases) == 0 && json_array_size(pending) == 0) {
+        printf("no leases\n");
+        return;
     }
-    double age = (double)time(NULL) - (double)gs__cli_uint(lease, "granted_at_ms") / 1000.0;
-    printf("%5llu  %-10.10s %-5s %-24s %7s  %-7s %7.0fs  %s\n",
-           (unsigned long long)gs__cli_uint(lease, "id"), gs__cli_str(lease, "user"), gpus, both,
-           compute, gs__cli_str(lease, "state"), age > 0 ? age : 0, gs__cli_str(lease, "command"));
+    printf("%5s  %-10s %-12s %-5s %-22s %7s  %-10s %6s %6s  %s\n", "LEASE", "USER", "NAME", "GPUS",
+           "USED / LIMIT", "COMPUTE", "STATE", "AGE", "LEFT", "COMMAND");
+    int64_t now = gs__cli_wall_ms();
+    size_t i;
+    const json_t *item;
+    json_array_foreach(leases, i, item) print_row(item, now);
+    json_array_foreach(pending, i, item) print_pending(item);
 }
 
 int gs_cli_leases(int argc, char **argv)
@@ -101,26 +156,53 @@ int gs_cli_leases(int argc, char **argv)
         return result < 0 ? GS_EXIT_OK : result;
     gs_client_t *client = NULL;
     json_t *reply = NULL;
-    result = gs__cli_connect(opts.socket, &client);
+    result = gs__cli_connect(&opts.cli, &client);
     if (result == GS_EXIT_OK)
-        result = gs__cli_call(client, json_pack("{s:s}", "op", "list"), &reply);
+        result = gs__cli_call(&opts.cli, client, json_pack("{s:s}", "op", "list"), &reply);
     gs_client_close(client);
     if (result != GS_EXIT_OK)
         return result;
-    const json_t *leases = json_object_get(reply, "leases");
-    if (opts.json) {
-        gs__cli_print_json(leases);
-    } else if (json_array_size(leases) == 0) {
-        printf("no leases\n");
-    } else {
-        printf("%5s  %-10s %-5s %-24s %7s  %-7s %8s  %s\n", "LEASE", "USER", "GPUS", "USED / LIMIT",
-               "COMPUTE", "STATE", "AGE", "COMMAND");
-        size_t i;
-        const json_t *lease;
-        json_array_foreach(leases, i, lease) print_row(lease);
-    }
+    if (opts.cli.json)
+        gs__cli_print_json(json_object_get(reply, "leases"));
+    else
+        print_list(reply);
     json_decref(reply);
     return GS_EXIT_OK;
+}
+
+/* Parses a lease id; 0 when it is not one. */
+static unsigned long long parse_id(const char *text)
+{
+    char *end = NULL;
+    unsigned long long id = strtoull(text, &end, 10);
+    if (text[0] < '0' || text[0] > '9' || *end != '\0' || id > INT64_MAX)
+        return 0;
+    return id;
+}
+
+/* Releases one lease: its reply (success or error) goes into out with --json, else it is
+ * printed. Returns the exit status for it. */
+static int release_one(const list_opts_t *opts, gs_client_t *client, unsigned long long id,
+                       json_t *out)
+{
+    json_t *reply = NULL;
+    json_t *req = json_pack("{s:s, s:I}", "op", "release", "lease", (json_int_t)id);
+    int result = req != NULL ? gs_client_call(client, req, GS_CLI_CALL_TIMEOUT_MS, &reply) : -1;
+    json_decref(req);
+    if (result != 0)
+        return gs__cli_fail(&opts->cli, GS_EXIT_FAIL, "unreachable", "no reply from gpushared");
+    const char *code = gs_reply_error(reply, NULL);
+    int status = code != NULL ? gs__cli_exit_for(code) : GS_EXIT_OK;
+    if (opts->cli.json)
+        json_array_append(out, reply);
+    else if (code != NULL)
+        gs__cli_reply_error(&opts->cli, reply);
+    else if (strcmp(gs__cli_str(reply, "state"), "ended") == 0)
+        printf("lease %llu released\n", id);
+    else
+        printf("lease %llu is ending: its job was asked to stop\n", id);
+    json_decref(reply);
+    return status;
 }
 
 int gs_cli_release(int argc, char **argv)
@@ -129,28 +211,22 @@ int gs_cli_release(int argc, char **argv)
     int result = parse_args(argc, argv, &opts, 1);
     if (result != 0)
         return result < 0 ? GS_EXIT_OK : result;
-    char *end = NULL;
-    unsigned long long id = strtoull(opts.id, &end, 10);
-    if (opts.id[0] < '0' || opts.id[0] > '9' || *end != '\0' || id == 0 || id > INT64_MAX) {
-        fprintf(stderr, "gpushare release: \"%s\" is not a lease ID (see gpushare leases)\n",
-                opts.id);
-        return GS_EXIT_USAGE;
+    for (int i = 0; i < opts.n_ids; i++) {
+        if (parse_id(opts.ids[i]) == 0)
+            return gs__cli_fail(&opts.cli, GS_EXIT_USAGE, "usage",
+                                "\"%s\" is not a lease ID (see gpushare leases)", opts.ids[i]);
     }
     gs_client_t *client = NULL;
-    json_t *reply = NULL;
-    result = gs__cli_connect(opts.socket, &client);
-    if (result == GS_EXIT_OK)
-        result = gs__cli_call(
-            client, json_pack("{s:s, s:I}", "op", "release", "lease", (json_int_t)id), &reply);
+    result = gs__cli_connect(&opts.cli, &client);
+    json_t *replies = json_array();
+    int status = result;
+    for (int i = 0; result == GS_EXIT_OK && i < opts.n_ids; i++) {
+        int one = release_one(&opts, client, parse_id(opts.ids[i]), replies);
+        status = status == GS_EXIT_OK ? one : status; /* the first failure's status */
+    }
     gs_client_close(client);
-    if (result != GS_EXIT_OK)
-        return result;
-    if (opts.json)
-        gs__cli_print_json(reply);
-    else if (strcmp(gs__cli_str(reply, "state"), "ended") == 0)
-        printf("lease %llu released\n", id);
-    else
-        printf("lease %llu is ending: its job was asked to stop\n", id);
-    json_decref(reply);
-    return GS_EXIT_OK;
+    if (opts.cli.json && result == GS_EXIT_OK)
+        gs__cli_print_json(replies);
+    json_decref(replies);
+    return status;
 }

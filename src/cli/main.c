@@ -9,23 +9,56 @@
 
 static const gs_cli_command_t commands[] = {
     {"run", "run a command with a GPU lease: gpushare run --gpu-memory 4G -- CMD", gs_cli_run},
-    {"status", "show the node's GPUs and their leases", gs_cli_status},
+    {"status", "show the node's GPUs, their leases and waiting requests", gs_cli_status},
     {"top", "show the status, refreshed every second", gs_cli_top},
-    {"leases", "list your leases (root: all)", gs_cli_leases},
-    {"release", "release a lease by id", gs_cli_release},
+    {"leases", "list your leases and waiting requests (root: all)", gs_cli_leases},
+    {"release", "release leases by id", gs_cli_release},
+    {"history", "list finished leases: who, what, when, how long, peak memory", gs_cli_history},
     {"doctor", "check that this node is ready for leases, with a fix for each problem",
      gs_cli_doctor},
     {"plan", "replay a workload trace or plan capacity and cost", gs_cli_plan},
 };
 
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
 static void usage(FILE *out)
 {
     fprintf(out, "usage: gpushare COMMAND [OPTIONS]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+    for (size_t i = 0; i < N_COMMANDS; i++) {
         if (commands[i].run != NULL)
             fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     }
-    fprintf(out, "\nRun 'gpushare COMMAND --help' for a command's options.\n");
+    fprintf(out, "\nRun 'gpushare help COMMAND' or 'gpushare COMMAND --help' for a command's "
+                 "options;\n'gpushare --version' for the version. See gpushare(1).\n");
+}
+
+static const gs_cli_command_t *find(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        if (strcmp(name, commands[i].name) == 0 && commands[i].run != NULL)
+            return &commands[i];
+    }
+    return NULL;
+}
+
+static int unknown(const char *name)
+{
+    fprintf(stderr, "gpushare: unknown command \"%s\" (see gpushare --help)\n", name);
+    return GS_EXIT_USAGE;
+}
+
+/* gpushare help [COMMAND]: the general help, or the command's own (as COMMAND --help). */
+static int help(int argc, char **argv)
+{
+    if (argc < 3) {
+        usage(stdout);
+        return GS_EXIT_OK;
+    }
+    const gs_cli_command_t *cmd = find(argv[2]);
+    if (cmd == NULL)
+        return unknown(argv[2]);
+    char *sub[] = {argv[2], "--help", NULL};
+    return cmd->run(2, sub);
 }
 
 int main(int argc, char **argv)
@@ -35,14 +68,14 @@ int main(int argc, char **argv)
         return GS_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-        strcmp(argv[1], "help") == 0) {
-        usage(stdout);
+        strcmp(argv[1], "help") == 0)
+        return help(argc, argv);
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("gpushare %s\n", GS_VERSION);
         return GS_EXIT_OK;
     }
-    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-        if (strcmp(argv[1], commands[i].name) == 0 && commands[i].run != NULL)
-            return commands[i].run(argc - 1, argv + 1);
-    }
-    fprintf(stderr, "gpushare: unknown command \"%s\" (see gpushare --help)\n", argv[1]);
-    return GS_EXIT_USAGE;
+    const gs_cli_command_t *cmd = find(argv[1]);
+    if (cmd == NULL)
+        return unknown(argv[1]);
+    return cmd->run(argc - 1, argv + 1);
 }

@@ -1,37 +1,14 @@
-/* gpushare run: get a lease, run a command inside it, pass its exit status through, release. */
+/* gpushare run: the options, the wait for a lease and what it says while it waits. */
+#include "run.h"
 #include "cli.h"
-#include "daemon_cli.h"
-#include "shim_path.h"
 
 #include "gpushare/error.h"
 
-#include <errno.h>
 #include <getopt.h>
-#include <limits.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/signalfd.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
-extern char **environ;
-
-/* How long a job has, after its lease was released by someone else, before SIGKILL. */
-#define REVOKE_GRACE_MS 10000
-
-typedef struct run_opts {
-    gs_lease_request_t req;
-    const char *socket;
-    int verbose;
-    char **cmd;
-} run_opts_t;
 
 static void usage(FILE *out)
 {
@@ -44,81 +21,126 @@ static void usage(FILE *out)
         "\n"
         "Size of the lease (exactly one):\n"
         "  --gpus N             N whole logical GPUs\n"
-        "  --gpu F              a fraction 0 < F <= 1 of one GPU's memory and compute\n"
-        "  --gpu-memory SIZE    SIZE of one GPU's memory (4G, 512M, ...)\n"
+        "  --gpu F              a fraction of one GPU's memory and compute: 0.25 or 25%%\n"
+        "  --gpu-memory SIZE    SIZE of one GPU's memory: 4G, 1.5G, 512M (decimals round down\n"
+        "                       to whole MiB)\n"
         "Other options:\n"
         "  --compute PCT        guaranteed compute share with --gpu-memory (1-100)\n"
         "  --compute-max PCT    burst cap on compute (passed as GPUSHARE_COMPUTE_MAX)\n"
+        "  --gpu-type TYPE      only GPUs of this model (T4, A100-40GB, H100); a list T4,L4\n"
+        "                       or the option repeated allows several\n"
+        "  --name NAME          a name for the job in listings and the history\n"
+        "  --time DURATION      time limit (30m, 2h, 1d): then SIGTERM, SIGKILL after the\n"
+        "                       daemon's grace period, and the lease ends\n"
         "  --priority N         -100..100 (above 0: root only); higher is served first\n"
         "  --no-wait            fail at once (exit 75) when nothing fits now\n"
         "  --timeout DURATION   give up (exit 75) after waiting this long (30s, 5m, ...)\n"
+        "  --json               its own messages as JSON lines on stderr (CMD's output as is)\n"
         "  --socket PATH        gpushared's socket (default $GPUSHARE_SOCKET or %s)\n"
         "  -v, --verbose        print the lease granted\n"
+        "  -h, --help           this help\n"
         "Exit status: CMD's (128+N when killed by signal N), 1 error, 2 usage, 75 no room.\n",
         GS_DEFAULT_SOCKET);
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
+void gs__run_say(const gs__run_opts_t *opts, json_t *event, const char *fmt, ...)
 {
+    if (opts->cli.json) {
+        char *text = event != NULL ? json_dumps(event, JSON_COMPACT) : NULL;
+        if (text != NULL)
+            fprintf(stderr, "%s\n", text);
+        free(text);
+        json_decref(event);
+        return;
+    }
+    json_decref(event);
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "gpushare run: ");
+    fprintf(stderr, "gpushare: ");
     vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see gpushare run --help)\n");
+    fprintf(stderr, "\n");
     va_end(ap);
-    return GS_EXIT_USAGE;
 }
 
-static int set_kind(gs_lease_request_t *req, gs_lease_kind_t kind)
+static int set_kind(const gs__cli_t *cli, gs_lease_request_t *req, gs_lease_kind_t kind)
 {
     if (req->kind != GS_LEASE_NONE && req->kind != kind)
-        return usage_error("give only one of --gpus, --gpu and --gpu-memory");
+        return gs__cli_usage(cli, "give only one of --gpus, --gpu and --gpu-memory");
     req->kind = kind;
     return 0;
 }
 
-/* Parses one lease option's value into req. Returns 0 or GS_EXIT_USAGE (printed). */
-static int lease_option(int c, const char *arg, gs_lease_request_t *req)
+/* Parses a whole number from min to max. */
+static int whole(const char *arg, long min, long max, long *out)
+{
+    char *end = NULL;
+    long n = strtol(arg, &end, 10);
+    if (end == arg || *end != '\0' || n < min || n > max)
+        return -1;
+    *out = n;
+    return 0;
+}
+
+/* The labels: --name, --gpu-type, --time. */
+static int label_option(const gs__cli_t *cli, int c, const char *arg, gs_lease_request_t *req)
 {
     char err[GS_QTY_ERR_MAX];
-    int bad = 0;
-    switch (c) {
-    case 'n': {
-        char *end = NULL;
-        long n = strtol(arg, &end, 10);
-        if (end == arg || *end != '\0' || n < 1 || n > GS_LEASE_GPUS_MAX)
-            return usage_error("--gpus \"%s\" must be a whole number from 1 to 64", arg);
-        req->gpus = (uint32_t)n;
-        return set_kind(req, GS_LEASE_GPUS);
+    if (c == 'N') {
+        if (gs_lease_name_check(arg, err, sizeof(err)) != 0)
+            return gs__cli_usage(cli, "--name: %s", err);
+        snprintf(req->name, sizeof(req->name), "%s", arg);
+        return 0;
     }
+    if (c == 'T') {
+        if (gs_lease_add_gpu_types(req, arg, err, sizeof(err)) != 0)
+            return gs__cli_usage(cli, "--gpu-type: %s", err);
+        return 0;
+    }
+    if (gs__cli_parse_duration(arg, 1, GS_LEASE_TIME_MAX, &req->time_limit_ms, err, sizeof(err)) !=
+        0)
+        return gs__cli_usage(cli, "--time: %s", err);
+    return 0;
+}
+
+/* Parses one lease option's value into req. Returns 0 or GS_EXIT_USAGE (printed). */
+static int lease_option(const gs__cli_t *cli, int c, const char *arg, gs_lease_request_t *req)
+{
+    char err[GS_QTY_ERR_MAX];
+    long n = 0;
+    uint64_t ms = 0;
+    switch (c) {
+    case 'n':
+        if (whole(arg, 1, GS_LEASE_GPUS_MAX, &n) != 0)
+            return gs__cli_usage(cli, "--gpus \"%s\" must be a whole number from 1 to 64", arg);
+        req->gpus = (uint32_t)n;
+        return set_kind(cli, req, GS_LEASE_GPUS);
     case 'f':
-        bad = gs_qty_parse_fraction(arg, &req->fraction_milli, err, sizeof(err));
-        return bad ? usage_error("--gpu: %s", err) : set_kind(req, GS_LEASE_FRACTION);
+        if (gs_qty_parse_fraction(arg, &req->fraction_milli, err, sizeof(err)) != 0)
+            return gs__cli_usage(cli, "--gpu: %s", err);
+        return set_kind(cli, req, GS_LEASE_FRACTION);
     case 'm':
-        bad = gs_qty_parse_bytes(arg, 0, &req->memory, err, sizeof(err));
-        return bad ? usage_error("--gpu-memory: %s", err) : set_kind(req, GS_LEASE_MEMORY);
+        if (gs_qty_parse_bytes(arg, GS_QTY_REQUIRE_UNIT, &req->memory, err, sizeof(err)) != 0)
+            return gs__cli_usage(cli, "--gpu-memory: %s", err);
+        return set_kind(cli, req, GS_LEASE_MEMORY);
     case 'c':
-        bad = gs_qty_parse_percent(arg, 0, &req->compute, err, sizeof(err));
-        return bad ? usage_error("--compute: %s", err) : 0;
     case 'C':
-        bad = gs_qty_parse_percent(arg, 0, &req->compute_max, err, sizeof(err));
-        return bad ? usage_error("--compute-max: %s", err) : 0;
-    case 'p': {
-        char *end = NULL;
-        long n = strtol(arg, &end, 10);
-        if (end == arg || *end != '\0' || n < GS_PRIORITY_MIN || n > GS_PRIORITY_MAX)
-            return usage_error("--priority \"%s\" must be a whole number from -100 to 100", arg);
+        if (gs_qty_parse_percent(arg, 0, c == 'c' ? &req->compute : &req->compute_max, err,
+                                 sizeof(err)) != 0)
+            return gs__cli_usage(cli, "%s: %s", c == 'c' ? "--compute" : "--compute-max", err);
+        return 0;
+    case 'p':
+        if (whole(arg, GS_PRIORITY_MIN, GS_PRIORITY_MAX, &n) != 0)
+            return gs__cli_usage(cli, "--priority \"%s\" must be a whole number from -100 to 100",
+                                 arg);
         req->priority = (int32_t)n;
         return 0;
-    }
     case 't':
-        if (gs__cli_parse_duration(arg, &req->timeout_ms, err, sizeof(err)) != 0)
-            return usage_error("--timeout: %s", err);
+        if (gs__cli_parse_duration(arg, 0, GS_LEASE_TIMEOUT_MAX, &ms, err, sizeof(err)) != 0)
+            return gs__cli_usage(cli, "--timeout: %s", err);
+        req->timeout_ms = (uint32_t)ms;
         return 0;
     }
-    return usage_error("unknown option");
+    return label_option(cli, c, arg, req);
 }
 
 /* The command as one line for listings: its words joined by spaces, cut to fit. */
@@ -138,58 +160,107 @@ static void command_line(char **cmd, char *buf, size_t len)
     json_decref(probe);
 }
 
-static int parse_args(int argc, char **argv, run_opts_t *opts)
+static const struct option longopts[] = {
+    {"gpus", required_argument, NULL, 'n'},
+    {"gpu", required_argument, NULL, 'f'},
+    {"gpu-memory", required_argument, NULL, 'm'},
+    {"compute", required_argument, NULL, 'c'},
+    {"compute-max", required_argument, NULL, 'C'},
+    {"priority", required_argument, NULL, 'p'},
+    {"timeout", required_argument, NULL, 't'},
+    {"name", required_argument, NULL, 'N'},
+    {"gpu-type", required_argument, NULL, 'T'},
+    {"time", required_argument, NULL, 'L'},
+    {"no-wait", no_argument, NULL, 'W'},
+    {"json", no_argument, NULL, 'j'},
+    {"socket", required_argument, NULL, 's'},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* The long name of an option's code, for messages. */
+static const char *option_name(int c)
 {
-    static const struct option longopts[] = {
-        {"gpus", required_argument, NULL, 'n'},
-        {"gpu", required_argument, NULL, 'f'},
-        {"gpu-memory", required_argument, NULL, 'm'},
-        {"compute", required_argument, NULL, 'c'},
-        {"compute-max", required_argument, NULL, 'C'},
-        {"priority", required_argument, NULL, 'p'},
-        {"timeout", required_argument, NULL, 't'},
-        {"no-wait", no_argument, NULL, 'W'},
-        {"socket", required_argument, NULL, 's'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    for (const struct option *o = longopts; o->name != NULL; o++) {
+        if (o->val == c)
+            return o->name;
+    }
+    return "?";
+}
+
+/* One option: returns 0 to go on, -1 after --help, or the exit status of a usage error. */
+static int one_option(int c, char **argv, gs__run_opts_t *opts)
+{
+    char name[32];
+    switch (c) {
+    case 'h':
+        usage(stdout);
+        return -1;
+    case 'W':
+        opts->req.wait = 0;
+        return 0;
+    case 'j':
+        opts->cli.json = 1;
+        return 0;
+    case 'v':
+        opts->verbose = 1;
+        return 0;
+    case '?':
+    case ':':
+        return gs__cli_bad_option(&opts->cli, c, argv);
+    }
+    snprintf(name, sizeof(name), "--%s", option_name(c));
+    int result = gs__cli_value(&opts->cli, name, optarg);
+    if (result == 0 && c == 's')
+        opts->cli.socket = optarg;
+    else if (result == 0)
+        result = lease_option(&opts->cli, c, optarg, &opts->req);
+    return result;
+}
+
+static int parse_args(int argc, char **argv, gs__run_opts_t *opts)
+{
     memset(opts, 0, sizeof(*opts));
+    gs__cli_init(&opts->cli, "run");
+    opts->cli.json_errors = stderr;
     gs_lease_request_init(&opts->req);
+    /* --json changes how errors read: find it before any error can be printed. */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        opts->cli.json |= strcmp(argv[i], "--json") == 0;
     opterr = 0;
     int c, result = 0;
-    while (result == 0 && (c = getopt_long(argc, argv, "+hv", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            usage(stdout);
-            return -1;
-        } else if (c == 'W') {
-            opts->req.wait = 0;
-        } else if (c == 's') {
-            opts->socket = optarg;
-        } else if (c == 'v') {
-            opts->verbose = 1;
-        } else if (c == '?' || c == ':') {
-            return usage_error("unknown or incomplete option \"%s\"", argv[optind - 1]);
-        } else {
-            result = lease_option(c, optarg, &opts->req);
-        }
-    }
+    while (result == 0 && (c = getopt_long(argc, argv, "+:hv", longopts, NULL)) != -1)
+        result = one_option(c, argv, opts);
     if (result != 0)
         return result;
     if (optind >= argc)
-        return usage_error("no command to run");
+        return gs__cli_usage(&opts->cli, "no command to run");
     opts->cmd = argv + optind;
     char err[GS_CLIENT_ERR_MAX];
     if (gs_lease_request_check(&opts->req, err, sizeof(err)) != 0)
-        return usage_error("%s", err);
+        return gs__cli_usage(&opts->cli, "%s", err);
     command_line(opts->cmd, opts->req.command, sizeof(opts->req.command));
     return 0;
 }
 
-/* Waits for the grant. Returns GS_EXIT_OK with *granted, or the exit status (printed). */
-static int acquire(gs_client_t *client, const gs_lease_request_t *req, json_t **granted)
+/* Says that the request waits, where and why. */
+static void say_queued(const gs__run_opts_t *opts, json_t *reply)
 {
-    json_t *msg = gs_proto_acquire_json(req);
+    json_t *event = json_pack("{s:s, s:O, s:O, s:O}", "event", "queued", "position",
+                              json_object_get(reply, "position"), "queue_length",
+                              json_object_get(reply, "queue_length"), "reason",
+                              json_object_get(reply, "reason"));
+    gs__run_say(opts, event, "waiting for a lease (position %llu of %llu): %s",
+                (unsigned long long)gs__cli_uint(reply, "position"),
+                (unsigned long long)gs__cli_uint(reply, "queue_length"),
+                gs__cli_str(reply, "reason"));
+}
+
+/* Waits for the grant. Returns GS_EXIT_OK with *granted, or the exit status (printed). */
+static int acquire(gs_client_t *client, const gs__run_opts_t *opts, json_t **granted)
+{
+    json_t *msg = gs_proto_acquire_json(&opts->req);
     int result = msg != NULL ? gs_client_send(client, msg) : GS_ENOMEM;
     json_decref(msg);
     while (result == 0) {
@@ -197,11 +268,8 @@ static int acquire(gs_client_t *client, const gs_lease_request_t *req, json_t **
         result = gs_client_recv(client, -1, &reply);
         if (result != 0)
             break;
-        const char *message = NULL;
-        const char *code = gs_reply_error(reply, &message);
-        if (code != NULL) {
-            fprintf(stderr, "gpushare: %s\n", message);
-            int status = gs__cli_exit_for(code);
+        if (gs_reply_error(reply, NULL) != NULL) {
+            int status = gs__cli_reply_error(&opts->cli, reply);
             json_decref(reply);
             return status;
         }
@@ -211,262 +279,48 @@ static int acquire(gs_client_t *client, const gs_lease_request_t *req, json_t **
             return GS_EXIT_OK;
         }
         if (strcmp(state, "queued") == 0)
-            fprintf(stderr, "gpushare: no GPU has room now: waiting (position %llu in the queue)\n",
-                    (unsigned long long)gs__cli_uint(reply, "position"));
+            say_queued(opts, reply);
         json_decref(reply);
     }
-    fprintf(stderr, "gpushare: lost gpushared while waiting for a lease: %s\n",
-            result == GS_ECONNREFUSED ? "it closed the connection" : gs_strerror(result));
-    return GS_EXIT_FAIL;
+    return gs__cli_fail(
+        &opts->cli, GS_EXIT_FAIL, "unreachable", "lost gpushared while waiting for a lease: %s",
+        result == GS_ECONNREFUSED ? "it closed the connection" : gs_strerror(result));
 }
 
-/* Builds the job's environment: ours, with the lease's variables and LD_PRELOAD prepended.
- * Entries from *added on are allocated (free_environment). */
-static char **job_environment(const json_t *env, const char *shim, size_t *added)
-{
-    size_t n = 0;
-    while (environ[n] != NULL)
-        n++;
-    char **out = calloc(n + json_object_size(env) + 2, sizeof(char *));
-    if (out == NULL)
-        return NULL;
-    size_t m = 0;
-    const char *old_preload = NULL;
-    for (size_t i = 0; i < n; i++) {
-        const char *eq = strchr(environ[i], '=');
-        size_t key_len = eq != NULL ? (size_t)(eq - environ[i]) : strlen(environ[i]);
-        char key[256];
-        snprintf(key, sizeof(key), "%.*s", (int)key_len, environ[i]);
-        if (strcmp(key, "LD_PRELOAD") == 0) {
-            old_preload = eq != NULL ? eq + 1 : "";
-            continue;
-        }
-        if (json_object_get(env, key) == NULL)
-            out[m++] = environ[i];
-    }
-    *added = m;
-    const char *key;
-    json_t *value;
-    json_object_foreach((json_t *)env, key, value)
-    {
-        if (json_is_string(value) && asprintf(&out[m], "%s=%s", key, json_string_value(value)) >= 0)
-            m++;
-    }
-    int ok = old_preload != NULL && old_preload[0] != '\0'
-                 ? asprintf(&out[m], "LD_PRELOAD=%s:%s", shim, old_preload)
-                 : asprintf(&out[m], "LD_PRELOAD=%s", shim);
-    if (ok >= 0)
-        m++;
-    out[m] = NULL;
-    return out;
-}
-
-static void free_environment(char **envp, size_t added)
-{
-    if (envp == NULL)
-        return;
-    for (size_t i = added; envp[i] != NULL; i++)
-        free(envp[i]);
-    free(envp);
-}
-
-static void print_lease(const json_t *granted)
+/* Says which lease was granted (-v, or always with --json). */
+static void say_granted(const gs__run_opts_t *opts, const json_t *granted)
 {
     const json_t *lease = json_object_get(granted, "lease");
     const json_t *env = json_object_get(granted, "env");
-    char limit[32];
+    if (!opts->verbose && !opts->cli.json)
+        return;
+    char limit[32], share[32] = "";
     gs__cli_bytes(gs__cli_uint(lease, "memory_limit"), limit, sizeof(limit));
-    fprintf(stderr, "gpushare: lease %llu: %s on %s", (unsigned long long)gs__cli_uint(lease, "id"),
-            limit, gs__cli_str(env, "CUDA_VISIBLE_DEVICES"));
-    uint64_t share = gs__cli_uint(lease, "compute_share");
-    if (share != 0)
-        fprintf(stderr, ", %llu%% compute", (unsigned long long)share);
-    fprintf(stderr, "\n");
-}
-
-/* The job's process: its own signal mask back, killed with its gpushare, exec CMD. */
-static void exec_job(char **cmd, char **envp, const sigset_t *old_mask, pid_t parent)
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(GS_EXIT_FAIL); /* gpushare died before the line above */
-    sigprocmask(SIG_SETMASK, old_mask, NULL);
-    execvpe(cmd[0], cmd, envp);
-    int err = errno;
-    fprintf(stderr, "gpushare: cannot run %s: %s\n", cmd[0], strerror(err));
-    _exit(err == ENOENT ? 127 : 126);
-}
-
-typedef struct job {
-    pid_t pid;
-    int status;
-    int done;
-    int connected;
-    int64_t kill_at_ms; /* SIGKILL deadline after a revocation, 0 = none */
-} job_t;
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void on_signal(job_t *job, int sigfd)
-{
-    struct signalfd_siginfo si;
-    while (read(sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-        if (si.ssi_signo == SIGCHLD) {
-            int status;
-            if (waitpid(job->pid, &status, WNOHANG) == job->pid) {
-                job->status = status;
-                job->done = 1;
-            }
-            continue;
-        }
-        /* A terminal's signal reached the whole foreground group, the job included; forward
-         * only what was sent to gpushare alone. */
-        if (si.ssi_code != SI_KERNEL)
-            kill(job->pid, (int)si.ssi_signo);
-    }
-}
-
-static void on_message(gs_client_t *client, job_t *job)
-{
-    json_t *msg = NULL;
-    int result = gs_client_recv(client, 0, &msg);
-    if (result == GS_ETIMEDOUT)
-        return;
-    if (result != 0) {
-        fprintf(stderr, "gpushare: lost the connection to gpushared; the job keeps its lease\n");
-        job->connected = 0;
-        return;
-    }
-    if (strcmp(gs__cli_str(msg, "event"), "revoked") == 0 && job->kill_at_ms == 0) {
-        fprintf(stderr, "gpushare: lease %llu was released by %s: stopping the job\n",
-                (unsigned long long)gs__cli_uint(msg, "lease"), gs__cli_str(msg, "by"));
-        kill(job->pid, SIGTERM);
-        job->kill_at_ms = now_ms() + REVOKE_GRACE_MS;
-    }
-    json_decref(msg);
-}
-
-/* Waits for the job while watching the daemon and forwarding signals. */
-static void supervise(gs_client_t *client, job_t *job, int sigfd)
-{
-    while (!job->done) {
-        struct pollfd fds[2] = {{.fd = sigfd, .events = POLLIN},
-                                {.fd = gs_client_fd(client), .events = POLLIN}};
-        int timeout = -1;
-        if (job->kill_at_ms != 0) {
-            int64_t left = job->kill_at_ms - now_ms();
-            timeout = left > 0 ? (int)left : 0;
-        }
-        int n = poll(fds, job->connected ? 2 : 1, timeout);
-        if (n == 0 && job->kill_at_ms != 0) {
-            kill(job->pid, SIGKILL);
-            job->kill_at_ms = 0;
-        }
-        if (n > 0 && (fds[0].revents & POLLIN))
-            on_signal(job, sigfd);
-        if (n > 0 && job->connected && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
-            on_message(client, job);
-    }
-}
-
-/* Releases the lease after the job, on the same connection or, when the daemon restarted
- * meanwhile, on a new one (the daemon would reap it anyway once this process is gone). */
-static void release(gs_client_t **client, const char *socket, uint64_t id, int connected)
-{
-    char err[GS_CLIENT_ERR_MAX + 128];
-    if (!connected) {
-        gs_client_close(*client);
-        *client = NULL;
-        if (gs_client_connect(socket, client, err, sizeof(err)) != 0)
-            return;
-    }
-    json_t *msg = json_pack("{s:s, s:I}", "op", "release", "lease", (json_int_t)id);
-    json_t *reply = NULL;
-    if (msg != NULL && gs_client_call(*client, msg, 5000, &reply) == 0)
-        json_decref(reply);
-    json_decref(msg);
-}
-
-static int exit_status(int status)
-{
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    if (WIFSIGNALED(status))
-        return 128 + WTERMSIG(status);
-    return GS_EXIT_FAIL;
-}
-
-static int run_job(gs_client_t **client, const run_opts_t *opts, const json_t *granted, char **envp)
-{
-    sigset_t mask, old_mask;
-    sigemptyset(&mask);
-    int forwarded[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-    for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-        sigaddset(&mask, forwarded[i]);
-    sigprocmask(SIG_BLOCK, &mask, &old_mask);
-    int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-    pid_t parent = getpid();
-    job_t job = {.connected = 1};
-    job.pid = sigfd >= 0 ? fork() : -1;
-    if (job.pid == 0)
-        exec_job(opts->cmd, envp, &old_mask, parent);
-    if (job.pid < 0) {
-        fprintf(stderr, "gpushare: cannot start %s: %s\n", opts->cmd[0], strerror(errno));
-        if (sigfd >= 0)
-            close(sigfd);
-        sigprocmask(SIG_SETMASK, &old_mask, NULL);
-        return GS_EXIT_FAIL;
-    }
-    supervise(*client, &job, sigfd);
-    close(sigfd);
-    sigprocmask(SIG_SETMASK, &old_mask, NULL);
-    const json_t *lease = json_object_get(granted, "lease");
-    release(client, opts->socket, gs__cli_uint(lease, "id"), job.connected);
-    return exit_status(job.status);
+    if (gs__cli_uint(lease, "compute_share") != 0)
+        snprintf(share, sizeof(share), ", %llu%% compute",
+                 (unsigned long long)gs__cli_uint(lease, "compute_share"));
+    json_t *event = json_pack("{s:s, s:O, s:O}", "event", "granted", "lease", lease, "env", env);
+    gs__run_say(opts, event, "lease %llu: %s on %s%s",
+                (unsigned long long)gs__cli_uint(lease, "id"), limit,
+                gs__cli_str(env, "CUDA_VISIBLE_DEVICES"), share);
 }
 
 int gs_cli_run(int argc, char **argv)
 {
-    run_opts_t opts;
+    gs__run_opts_t opts;
     int status = parse_args(argc, argv, &opts);
     if (status != 0)
         return status < 0 ? GS_EXIT_OK : status;
     gs_client_t *client = NULL;
     json_t *granted = NULL;
-    char **envp = NULL;
-    size_t added = 0;
-    char shim[PATH_MAX] = "libgpushare.so";
-    status = gs__cli_connect(opts.socket, &client);
+    status = gs__cli_connect(&opts.cli, &client);
     if (status == GS_EXIT_OK)
-        status = acquire(client, &opts.req, &granted);
-    if (status != GS_EXIT_OK)
-        goto out;
-    if (gs__cli_shim_path(json_string_value(json_object_get(granted, "preload")), shim,
-                          sizeof(shim)) != 0) {
-        fprintf(stderr,
-                "gpushare: the shim %s is missing (set GPUSHARE_SHIM or shim = in "
-                "gpushare.conf): refusing to run without the lease's limits\n",
-                shim);
-        status = GS_EXIT_FAIL;
-        goto out; /* closing the connection ends the lease */
+        status = acquire(client, &opts, &granted);
+    if (status == GS_EXIT_OK) {
+        say_granted(&opts, granted);
+        status = gs__run_job(&client, &opts, granted);
     }
-    envp = job_environment(json_object_get(granted, "env"), shim, &added);
-    if (envp == NULL) {
-        fprintf(stderr, "gpushare: out of memory\n");
-        status = GS_EXIT_FAIL;
-        goto out;
-    }
-    if (opts.verbose)
-        print_lease(granted);
-    status = run_job(&client, &opts, granted, envp);
-out:
     json_decref(granted);
-    gs_client_close(client);
-    free_environment(envp, added);
+    gs_client_close(client); /* closing the connection ends a lease not released yet */
     return status;
 }

@@ -1,8 +1,8 @@
-/* gpushare status and top: the node's GPUs and their leases, as a table (or JSON). */
+/* gpushare status and top: the node's GPUs, their leases, processes and the waiting requests,
+ * as a table of at most 80 columns (or JSON). */
 #include "cli.h"
 #include "daemon_cli.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
@@ -10,13 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
-#define COMMAND_WIDTH 48
+#define WIDTH 80
 
 typedef struct status_opts {
-    const char *socket;
-    int json;
+    gs__cli_t cli;
+    int processes;
     long iterations; /* top: 0 = until q or Ctrl-C */
     unsigned interval_ms;
 } status_opts_t;
@@ -24,25 +25,72 @@ typedef struct status_opts {
 static void usage(FILE *out, int top)
 {
     if (top)
-        fprintf(out, "usage: gpushare top [--interval SECONDS] [--iterations N] [--json] "
-                     "[--socket PATH]\n\n"
-                     "The status table, refreshed every second until q or Ctrl-C.\n"
+        fprintf(out, "usage: gpushare top [--interval SECONDS] [--iterations N] [--processes]\n"
+                     "                    [--json] [--socket PATH]\n\n"
+                     "The status table with the time, refreshed every second until q or Ctrl-C.\n"
                      "  --interval SECONDS   refresh period (default 1)\n"
                      "  --iterations N       stop after N refreshes\n"
+                     "  --processes          each GPU's processes too\n"
                      "  --json               one JSON status object per line\n");
     else
-        fprintf(out, "usage: gpushare status [--json] [--socket PATH]\n\n"
-                     "The node's GPUs (mode, memory used / leased / total, utilization) and under\n"
-                     "each its leases: yours in detail (root: all), the others as a count.\n"
+        fprintf(out, "usage: gpushare status [--processes] [--json] [--socket PATH]\n\n"
+                     "The node's GPUs (mode, memory free to lease, used / leased / total, compute\n"
+                     "promised, utilization) and under each its leases: yours in detail (root:\n"
+                     "all), the others as a count; then the requests waiting, with why.\n"
+                     "  --processes          each GPU's processes (pid, user, lease, memory from\n"
+                     "                       NVML); other users' as a count\n"
                      "  --json               the daemon's status object (docs/api.md)\n");
-    fprintf(out, "  --socket PATH        gpushared's socket (default $GPUSHARE_SOCKET or %s)\n",
+    fprintf(out,
+            "  --socket PATH        gpushared's socket (default $GPUSHARE_SOCKET or %s)\n"
+            "  -h, --help           this help\n",
             GS_DEFAULT_SOCKET);
+}
+
+/* top's --iterations and --interval. */
+static int top_option(status_opts_t *opts, int c, const char *arg)
+{
+    char *end = NULL;
+    if (c == 'n') {
+        opts->iterations = strtol(arg, &end, 10);
+        if (end == arg || *end != '\0' || opts->iterations < 1)
+            return gs__cli_usage(&opts->cli, "--iterations \"%s\" must be a whole number >= 1",
+                                 arg);
+        return 0;
+    }
+    double s = strtod(arg, &end);
+    if (end == arg || *end != '\0' || !(s >= 0.1 && s <= 3600))
+        return gs__cli_usage(&opts->cli, "--interval \"%s\" must be seconds from 0.1 to 3600", arg);
+    opts->interval_ms = (unsigned)(s * 1000);
+    return 0;
+}
+
+static int one_option(status_opts_t *opts, int c, char **argv, int top)
+{
+    if (c == 'j') {
+        opts->cli.json = 1;
+        return 0;
+    }
+    if (c == 'p') {
+        opts->processes = 1;
+        return 0;
+    }
+    const char *name = c == 's' ? "--socket" : c == 'n' ? "--iterations" : "--interval";
+    if (c != 's' && !(top && (c == 'n' || c == 'i')))
+        return gs__cli_bad_option(&opts->cli, c == ':' ? ':' : '?', argv);
+    if (gs__cli_value(&opts->cli, name, optarg) != 0)
+        return GS_EXIT_USAGE;
+    if (c == 's') {
+        opts->cli.socket = optarg;
+        return 0;
+    }
+    return top_option(opts, c, optarg);
 }
 
 static int parse_args(int argc, char **argv, status_opts_t *opts, int top)
 {
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'j'},
+        {"processes", no_argument, NULL, 'p'},
         {"socket", required_argument, NULL, 's'},
         {"iterations", required_argument, NULL, 'n'},
         {"interval", required_argument, NULL, 'i'},
@@ -50,155 +98,218 @@ static int parse_args(int argc, char **argv, status_opts_t *opts, int top)
         {NULL, 0, NULL, 0},
     };
     memset(opts, 0, sizeof(*opts));
+    gs__cli_init(&opts->cli, top ? "top" : "status");
     opts->interval_ms = 1000;
+    for (int i = 1; i < argc; i++)
+        opts->cli.json |= strcmp(argv[i], "--json") == 0;
     opterr = 0;
-    int c;
-    const char *name = top ? "top" : "status";
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        char *end = NULL;
+    int c, result = 0;
+    while (result == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         if (c == 'h') {
             usage(stdout, top);
             return -1;
-        } else if (c == 'j') {
-            opts->json = 1;
-        } else if (c == 's') {
-            opts->socket = optarg;
-        } else if (c == 'n' && top) {
-            opts->iterations = strtol(optarg, &end, 10);
-            if (*end != '\0' || opts->iterations < 1) {
-                fprintf(stderr, "gpushare top: --iterations \"%s\" must be a whole number >= 1\n",
-                        optarg);
-                return GS_EXIT_USAGE;
-            }
-        } else if (c == 'i' && top) {
-            double s = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || !(s >= 0.1 && s <= 3600)) {
-                fprintf(stderr,
-                        "gpushare top: --interval \"%s\" must be seconds from 0.1 to "
-                        "3600\n",
-                        optarg);
-                return GS_EXIT_USAGE;
-            }
-            opts->interval_ms = (unsigned)(s * 1000);
-        } else {
-            fprintf(stderr,
-                    "gpushare %s: unknown or incomplete option \"%s\" (see gpushare %s "
-                    "--help)\n",
-                    name, argv[optind - 1], name);
-            return GS_EXIT_USAGE;
         }
+        result = one_option(opts, c, argv, top);
     }
-    if (optind < argc) {
-        fprintf(stderr, "gpushare %s: unexpected argument \"%s\"\n", name, argv[optind]);
-        return GS_EXIT_USAGE;
-    }
-    return 0;
+    if (result == 0 && optind < argc)
+        result = gs__cli_usage(&opts->cli, "unexpected argument \"%s\"", argv[optind]);
+    return result;
 }
 
-static void print_header(const json_t *status)
+/* The model of a GPU without NVIDIA's prefix, as nvidia-smi's narrow columns show it. */
+static const char *model(const char *name)
+{
+    if (strncmp(name, "NVIDIA ", 7) == 0)
+        return name + 7;
+    return strncmp(name, "Tesla ", 6) == 0 ? name + 6 : name;
+}
+
+/* "gpushared 0.1.0 on node (simulated), driver X, placement P" and "2 GPUs, 1 lease, 0
+ * waiting" with the time at the right. */
+static void print_header(const json_t *status, int64_t now)
 {
     const json_t *node = json_object_get(status, "node");
-    const json_t *queue = json_object_get(status, "queue");
-    const json_t *gpus = json_object_get(status, "gpus");
-    printf("%s on %s: %zu GPU%s%s, driver %s, placement %s, %llu lease%s, %llu waiting\n",
-           gs__cli_str(node, "daemon"), gs__cli_str(node, "hostname"), json_array_size(gpus),
-           json_array_size(gpus) == 1 ? "" : "s",
-           json_is_true(json_object_get(node, "simulated")) ? " (simulated by gpusim)" : "",
-           gs__cli_str(node, "driver"), gs__cli_str(node, "placement"),
-           (unsigned long long)gs__cli_uint(node, "leases"),
-           gs__cli_uint(node, "leases") == 1 ? "" : "s",
-           (unsigned long long)gs__cli_uint(queue, "length"));
-    printf("GPU  %-22s %-9s %-9s %-36s %5s\n", "NAME", "MODE", "LOGICAL",
-           "MEMORY USED / LEASED / TOTAL", "UTIL");
+    size_t n_gpus = json_array_size(json_object_get(status, "gpus"));
+    uint64_t leases = gs__cli_uint(node, "leases");
+    uint64_t waiting = gs__cli_uint(json_object_get(status, "queue"), "length");
+    char line[256], fitted[WIDTH + 8], counts[96], stamp[32];
+    snprintf(line, sizeof(line), "%s on %s%s, driver %s, placement %s", gs__cli_str(node, "daemon"),
+             gs__cli_str(node, "hostname"),
+             json_is_true(json_object_get(node, "simulated")) ? " (gpusim)" : "",
+             gs__cli_str(node, "driver"), gs__cli_str(node, "placement"));
+    gs__cli_fit(line, WIDTH, fitted, sizeof(fitted));
+    printf("%s\n", fitted);
+    snprintf(counts, sizeof(counts), "%zu GPU%s, %llu lease%s, %llu waiting", n_gpus,
+             n_gpus == 1 ? "" : "s", (unsigned long long)leases, leases == 1 ? "" : "s",
+             (unsigned long long)waiting);
+    time_t t = (time_t)(now / 1000);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", &tm);
+    printf("%-*s%s\n", WIDTH - (int)strlen(stamp), counts, stamp);
+    printf("GPU %-16s %-9s %7s %27s %7s %5s\n", "NAME", "MODE", "FREE", "USED / LEASED / TOTAL",
+           "COMPUTE", "UTIL");
 }
 
-static void print_lease_row(const json_t *lease)
+/* One lease under its GPU: at most 80 columns, the name and command cut to fit. */
+static void print_lease_row(const json_t *lease, int64_t now)
 {
-    char used[32], limit[32], both[72], compute[24] = "-";
-    gs__cli_bytes(gs__cli_uint(lease, "memory_used"), used, sizeof(used));
-    gs__cli_bytes(gs__cli_uint(lease, "memory_limit"), limit, sizeof(limit));
+    char used[16], limit[16], both[40], compute[24] = "-", left[24], name[16], command[32];
+    gs__cli_bytes_short(gs__cli_uint(lease, "memory_used"), used, sizeof(used));
+    gs__cli_bytes_short(gs__cli_uint(lease, "memory_limit"), limit, sizeof(limit));
     snprintf(both, sizeof(both), "%s / %s", used, limit);
     uint64_t share = gs__cli_uint(lease, "compute_share");
     if (share != 0)
         snprintf(compute, sizeof(compute), "%llu%%", (unsigned long long)share);
-    const char *command = gs__cli_str(lease, "command");
-    int ending = strcmp(gs__cli_str(lease, "state"), "ending") == 0;
+    const char *state = gs__cli_str(lease, "state");
+    if (strcmp(state, "active") == 0)
+        gs__cli_time_left(lease, now, left, sizeof(left));
+    else
+        snprintf(left, sizeof(left), "%s", state);
+    gs__cli_fit(gs__cli_str(lease, "name"), 10, name, sizeof(name));
+    gs__cli_fit(gs__cli_str(lease, "command"), 17, command, sizeof(command));
+    char user[24];
+    printf("    %5llu %-8s %-10s %15s %7s %7s  %s\n", (unsigned long long)gs__cli_uint(lease, "id"),
+           gs__cli_fit(gs__cli_str(lease, "user"), 8, user, sizeof(user)),
+           name[0] != '\0' ? name : "-", both, compute, left, command);
     uint64_t ooms = gs__cli_uint(lease, "oom_events");
-    char oom[48] = "";
     if (ooms > 0)
-        snprintf(oom, sizeof(oom), " [%llu refused: over the limit]", (unsigned long long)ooms);
-    printf("     %5llu  %-10.10s %-24s %7s  %.*s%s%s%s\n",
-           (unsigned long long)gs__cli_uint(lease, "id"), gs__cli_str(lease, "user"), both, compute,
-           COMMAND_WIDTH, command, strlen(command) > COMMAND_WIDTH ? "..." : "",
-           ending ? " (ending)" : "", oom);
+        printf("          %llu allocation%s refused: over the limit\n", (unsigned long long)ooms,
+               ooms == 1 ? "" : "s");
 }
 
-static void print_gpu(const json_t *gpu)
+static void print_processes(const json_t *gpu)
 {
-    char used[32], leased[32], total[32], memory[112], logical[24];
-    gs__cli_bytes(gs__cli_uint(gpu, "memory_used"), used, sizeof(used));
-    gs__cli_bytes(gs__cli_uint(gpu, "memory_leased"), leased, sizeof(leased));
-    gs__cli_bytes(gs__cli_uint(gpu, "memory_total"), total, sizeof(total));
-    snprintf(memory, sizeof(memory), "%s / %s / %s", used, leased, total);
-    snprintf(logical, sizeof(logical), "%llu/%llu free",
-             (unsigned long long)gs__cli_uint(gpu, "logical_free"),
-             (unsigned long long)gs__cli_uint(gpu, "logical_total"));
-    printf("%3llu  %-22.22s %-9s %-9s %-36s %4llu%%\n",
-           (unsigned long long)gs__cli_uint(gpu, "index"), gs__cli_str(gpu, "name"),
-           gs__cli_str(gpu, "mode"), logical, memory,
-           (unsigned long long)gs__cli_uint(gpu, "utilization"));
+    const json_t *procs = json_object_get(gpu, "processes");
+    const json_t *others = json_object_get(gpu, "others");
+    uint64_t hidden = gs__cli_uint(others, "processes");
+    if (json_array_size(procs) > 0)
+        printf("    %7s %-8s %5s %8s  %s\n", "PID", "USER", "LEASE", "MEMORY", "PROCESS");
+    size_t i;
+    const json_t *p;
+    json_array_foreach(procs, i, p)
+    {
+        char mem[16] = "N/A", lease[24] = "-";
+        if (json_is_integer(json_object_get(p, "memory_used")))
+            gs__cli_bytes_short(gs__cli_uint(p, "memory_used"), mem, sizeof(mem));
+        if (gs__cli_uint(p, "lease") != 0)
+            snprintf(lease, sizeof(lease), "%llu", (unsigned long long)gs__cli_uint(p, "lease"));
+        char user[24];
+        printf("    %7llu %-8s %5s %8s  %.43s\n", (unsigned long long)gs__cli_uint(p, "pid"),
+               gs__cli_fit(gs__cli_str(p, "user"), 8, user, sizeof(user)), lease, mem,
+               gs__cli_str(p, "name"));
+    }
+    if (hidden > 0) {
+        char mem[16];
+        gs__cli_bytes_short(gs__cli_uint(others, "process_memory"), mem, sizeof(mem));
+        printf("    %llu process%s of other users, %s\n", (unsigned long long)hidden,
+               hidden == 1 ? "" : "es", mem);
+    }
+    if (json_array_size(procs) == 0 && hidden == 0)
+        printf("    no processes\n");
+}
+
+/* The GPU's line: FREE is the memory not promised to leases (what a --gpu-memory request can
+ * still get), which reads right on a GPU that leases share by memory. */
+static void print_gpu_line(const json_t *gpu)
+{
+    char name[24], free_mem[16], used[16], leased[16], total[16], memory[64], compute[24];
+    gs__cli_fit(model(gs__cli_str(gpu, "name")), 16, name, sizeof(name));
+    gs__cli_bytes_short(gs__cli_uint(gpu, "memory_free"), free_mem, sizeof(free_mem));
+    gs__cli_bytes_short(gs__cli_uint(gpu, "memory_used"), used, sizeof(used));
+    gs__cli_bytes_short(gs__cli_uint(gpu, "memory_leased"), leased, sizeof(leased));
+    gs__cli_bytes_short(gs__cli_uint(gpu, "memory_total"), total, sizeof(total));
+    snprintf(memory, sizeof(memory), "%7s / %7s / %7s", used, leased, total);
+    snprintf(compute, sizeof(compute), "%llu%%",
+             (unsigned long long)gs__cli_uint(gpu, "compute_leased"));
+    printf("%3llu %-16s %-9s %7s %27s %7s %4llu%%\n",
+           (unsigned long long)gs__cli_uint(gpu, "index"), name, gs__cli_str(gpu, "mode"), free_mem,
+           memory, compute, (unsigned long long)gs__cli_uint(gpu, "utilization"));
+    uint64_t k = gs__cli_uint(gpu, "logical_total");
+    if (k > 1)
+        printf("    logical GPUs (--gpus): %llu of %llu free\n",
+               (unsigned long long)gs__cli_uint(gpu, "logical_free"), (unsigned long long)k);
+}
+
+static void print_gpu(const json_t *gpu, int processes, int64_t now)
+{
+    print_gpu_line(gpu);
     const json_t *leases = json_object_get(gpu, "leases");
     const json_t *others = json_object_get(gpu, "others");
     uint64_t n_others = gs__cli_uint(others, "leases");
-    if (json_array_size(leases) == 0 && n_others == 0) {
-        printf("     no leases\n");
-        return;
-    }
+    if (json_array_size(leases) == 0 && n_others == 0)
+        printf("    no leases\n");
     if (json_array_size(leases) > 0)
-        printf("     %5s  %-10s %-24s %7s  %s\n", "LEASE", "USER", "USED / LIMIT", "COMPUTE",
-               "COMMAND");
+        printf("    %5s %-8s %-10s %15s %7s %7s  %s\n", "LEASE", "USER", "NAME", "USED / LIMIT",
+               "COMPUTE", "LEFT", "COMMAND");
     size_t i;
     const json_t *lease;
-    json_array_foreach(leases, i, lease) print_lease_row(lease);
+    json_array_foreach(leases, i, lease) print_lease_row(lease, now);
     if (n_others > 0) {
-        char mem[32];
-        gs__cli_bytes(gs__cli_uint(others, "memory_limit"), mem, sizeof(mem));
-        printf("            %llu other lease%s (other users), %s\n", (unsigned long long)n_others,
+        char mem[16];
+        gs__cli_bytes_short(gs__cli_uint(others, "memory_limit"), mem, sizeof(mem));
+        printf("    %llu lease%s of other users, %s leased\n", (unsigned long long)n_others,
                n_others == 1 ? "" : "s", mem);
     }
+    if (processes)
+        print_processes(gpu);
 }
 
+/* The waiting requests the caller may see: position, user, what it asks, for how long, why. */
 static void print_queue(const json_t *status)
 {
-    const json_t *queue = json_object_get(status, "queue");
-    const json_t *requests = json_object_get(queue, "requests");
+    const json_t *requests = json_object_get(json_object_get(status, "queue"), "requests");
+    if (json_array_size(requests) == 0)
+        return;
+    printf("%-7s %-8s %-10s %-32s %6s  %s\n", "WAITING", "USER", "NAME", "REQUEST", "WAITED",
+           "COMMAND");
     size_t i;
     const json_t *req;
     json_array_foreach(requests, i, req)
     {
-        char *text = json_dumps(json_object_get(req, "request"), JSON_COMPACT);
-        printf("waiting #%llu: %s %s\n", (unsigned long long)gs__cli_uint(req, "position"),
-               gs__cli_str(req, "command"), text != NULL ? text : "");
-        free(text);
+        char position[16], name[16], request[160], fitted[40], waited[24], command[16], why[512];
+        snprintf(position, sizeof(position), "#%llu",
+                 (unsigned long long)gs__cli_uint(req, "position"));
+        gs__cli_fit(gs__cli_str(req, "name"), 10, name, sizeof(name));
+        gs__cli_request_text(json_object_get(req, "request"), request, sizeof(request));
+        gs__cli_fit(request, 32, fitted, sizeof(fitted));
+        gs_format_duration(gs__cli_uint(req, "waiting_ms") / 1000 * 1000, waited, sizeof(waited));
+        gs__cli_fit(gs__cli_str(req, "command"), 11, command, sizeof(command));
+        char user[24];
+        printf("%7s %-8s %-10s %-32s %6s  %s\n", position,
+               gs__cli_fit(gs__cli_str(req, "user"), 8, user, sizeof(user)),
+               name[0] != '\0' ? name : "-", fitted,
+               gs__cli_uint(req, "waiting_ms") < 1000 ? "0s" : waited, command);
+        gs__cli_fit(gs__cli_str(req, "reason"), WIDTH - 8, why, sizeof(why));
+        printf("        %s\n", why);
     }
 }
 
-static void print_table(const json_t *status)
+static void print_table(const json_t *status, int processes)
 {
-    print_header(status);
+    const json_t *node = json_object_get(status, "node");
+    int64_t now = json_is_integer(json_object_get(node, "time_ms"))
+                      ? (int64_t)gs__cli_uint(node, "time_ms")
+                      : gs__cli_wall_ms();
+    print_header(status, now);
     size_t i;
     const json_t *gpu;
-    json_array_foreach(json_object_get(status, "gpus"), i, gpu) print_gpu(gpu);
+    json_array_foreach(json_object_get(status, "gpus"), i, gpu) print_gpu(gpu, processes, now);
     print_queue(status);
 }
 
 /* Fetches the status. Returns GS_EXIT_OK with *status, or the exit status (printed). */
-static int fetch(const char *socket, json_t **status)
+static int fetch(const status_opts_t *opts, json_t **status)
 {
     gs_client_t *client = NULL;
-    int result = gs__cli_connect(socket, &client);
+    int result = gs__cli_connect(&opts->cli, &client);
+    json_t *req = json_pack("{s:s}", "op", "status");
+    if (req != NULL && opts->processes)
+        json_object_set_new(req, "processes", json_true());
     if (result == GS_EXIT_OK)
-        result = gs__cli_call(client, json_pack("{s:s}", "op", "status"), status);
+        result = gs__cli_call(&opts->cli, client, req, status);
+    else
+        json_decref(req);
     gs_client_close(client);
     if (result == GS_EXIT_OK) {
         json_object_del(*status, "ok");
@@ -214,13 +325,13 @@ int gs_cli_status(int argc, char **argv)
     if (result != 0)
         return result < 0 ? GS_EXIT_OK : result;
     json_t *status = NULL;
-    result = fetch(opts.socket, &status);
+    result = fetch(&opts, &status);
     if (result != GS_EXIT_OK)
         return result;
-    if (opts.json)
+    if (opts.cli.json)
         gs__cli_print_json(status);
     else
-        print_table(status);
+        print_table(status, opts.processes);
     json_decref(status);
     return GS_EXIT_OK;
 }
@@ -260,17 +371,17 @@ static int top_loop(const status_opts_t *opts, int interactive)
         if (top_stop)
             break;
         json_t *status = NULL;
-        result = fetch(opts->socket, &status);
+        result = fetch(opts, &status);
         if (result != GS_EXIT_OK)
             break;
-        if (opts->json) {
+        if (opts->cli.json) {
             char *text = json_dumps(status, JSON_COMPACT);
             printf("%s\n", text != NULL ? text : "{}");
             free(text);
         } else {
             if (tty)
                 printf("\033[H\033[2J");
-            print_table(status);
+            print_table(status, opts->processes);
             if (interactive)
                 printf("(q to quit)\n");
         }

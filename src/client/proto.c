@@ -104,6 +104,32 @@ static int check_pinned(const gs_lease_request_t *req, char *err, size_t errlen)
     return 0;
 }
 
+/* The name, GPU types and time limit. */
+static int check_labels(const gs_lease_request_t *req, char *err, size_t errlen)
+{
+    char why[GS_CLIENT_ERR_MAX];
+    if (memchr(req->name, '\0', sizeof(req->name)) == NULL ||
+        (req->name[0] != '\0' && gs_lease_name_check(req->name, why, sizeof(why)) != 0))
+        return fail(GS_EINVAL, err, errlen, "invalid name: %s", why);
+    if (req->n_gpu_types > GS_GPU_TYPES_MAX)
+        return fail(GS_EINVAL, err, errlen, "at most %d GPU types", GS_GPU_TYPES_MAX);
+    for (unsigned i = 0; i < req->n_gpu_types; i++) {
+        gs_lease_request_t probe;
+        memset(&probe, 0, sizeof(probe));
+        if (memchr(req->gpu_types[i], '\0', GS_GPU_TYPE_MAX) == NULL ||
+            gs_lease_add_gpu_types(&probe, req->gpu_types[i], why, sizeof(why)) != 0 ||
+            probe.n_gpu_types != 1)
+            return fail(GS_EINVAL, err, errlen, "invalid GPU type: %s",
+                        probe.n_gpu_types > 1 ? "one model per entry" : why);
+    }
+    if (req->n_gpu_types > 0 && req->n_pinned > 0)
+        return fail(GS_EINVAL, err, errlen,
+                    "a request pinned to GPUs (\"gpus_at\") takes no GPU type");
+    if (req->time_limit_ms > GS_LEASE_TIME_MAX)
+        return fail(GS_EINVAL, err, errlen, "the time limit must be at most a year");
+    return 0;
+}
+
 int gs_lease_request_check(const gs_lease_request_t *req, char *err, size_t errlen)
 {
     int result = check_kind(req, err, errlen);
@@ -131,7 +157,7 @@ int gs_lease_request_check(const gs_lease_request_t *req, char *err, size_t errl
         return fail(GS_EINVAL, err, errlen, "the queue timeout must be at most a week");
     if (memchr(req->command, '\0', sizeof(req->command)) == NULL)
         return fail(GS_EINVAL, err, errlen, "the command is not terminated");
-    return 0;
+    return check_labels(req, err, errlen);
 }
 
 const char *gs_op_name(gs_op_t op)
@@ -147,6 +173,8 @@ const char *gs_op_name(gs_op_t op)
         return "list";
     case GS_OP_STATUS:
         return "status";
+    case GS_OP_HISTORY:
+        return "history";
     }
     return "?";
 }
@@ -301,6 +329,56 @@ static int parse_pinned(const json_t *value, gs_lease_request_t *req, char *err,
     return 0;
 }
 
+/* "gpu_type": one model or a list of models. */
+static int parse_gpu_types(const json_t *value, gs_lease_request_t *req, char *err, size_t errlen)
+{
+    char why[GS_CLIENT_ERR_MAX];
+    if (json_is_string(value)) {
+        if (gs_lease_add_gpu_types(req, json_string_value(value), why, sizeof(why)) != 0)
+            return fail(GS_EINVAL, err, errlen, "\"gpu_type\": %s", why);
+        return 0;
+    }
+    if (!json_is_array(value) || json_array_size(value) == 0 ||
+        json_array_size(value) > GS_GPU_TYPES_MAX)
+        return fail(GS_EINVAL, err, errlen,
+                    "\"gpu_type\" must be a GPU model or a list of 1 to %d models",
+                    GS_GPU_TYPES_MAX);
+    size_t i;
+    json_t *item;
+    json_array_foreach(value, i, item)
+    {
+        const char *text = json_string_value(item);
+        if (text == NULL || strchr(text, ',') != NULL ||
+            gs_lease_add_gpu_types(req, text, why, sizeof(why)) != 0)
+            return fail(GS_EINVAL, err, errlen, "\"gpu_type\": %s",
+                        text == NULL        ? "models are strings"
+                        : strchr(text, ',') ? "one model per entry"
+                                            : why);
+    }
+    return 0;
+}
+
+/* "name", "gpu_type" and "time_limit_ms": what people call a job and how they bound it. */
+static int parse_label(const char *key, const json_t *value, gs_lease_request_t *req, char *err,
+                       size_t errlen)
+{
+    char why[GS_CLIENT_ERR_MAX];
+    if (strcmp(key, "gpu_type") == 0)
+        return parse_gpu_types(value, req, err, errlen);
+    if (strcmp(key, "time_limit_ms") == 0) {
+        json_int_t v = 0;
+        int result = get_int(value, key, 1, (json_int_t)GS_LEASE_TIME_MAX, &v, err, errlen);
+        req->time_limit_ms = (uint64_t)v;
+        return result;
+    }
+    const char *name = json_string_value(value);
+    if (name == NULL || gs_lease_name_check(name, why, sizeof(why)) != 0)
+        return fail(GS_EINVAL, err, errlen, "\"name\": %s",
+                    name == NULL ? "must be a string" : why);
+    snprintf(req->name, sizeof(req->name), "%s", name);
+    return 0;
+}
+
 static int parse_acquire_field(const char *key, const json_t *value, gs_lease_request_t *req,
                                char *err, size_t errlen)
 {
@@ -342,6 +420,9 @@ static int parse_acquire_field(const char *key, const json_t *value, gs_lease_re
         return parse_owner_field(key, value, &req->owner, err, errlen);
     if (strcmp(key, "gpus_at") == 0)
         return parse_pinned(value, req, err, errlen);
+    if (strcmp(key, "name") == 0 || strcmp(key, "gpu_type") == 0 ||
+        strcmp(key, "time_limit_ms") == 0)
+        return parse_label(key, value, req, err, errlen);
     return fail(GS_EINVAL, err, errlen, "unknown field \"%s\" in acquire", key);
 }
 
@@ -361,6 +442,25 @@ static int parse_acquire(json_t *obj, gs_request_t *out, char *err, size_t errle
     return gs_lease_request_check(&out->lease, err, errlen);
 }
 
+/* "exit_status" / "signal" of release: how the lease's job ended, for the history. */
+static int parse_job_end(const char *key, const json_t *value, gs_job_end_t *end, char *err,
+                         size_t errlen)
+{
+    json_int_t v = 0;
+    int is_signal = strcmp(key, "signal") == 0;
+    int result = get_int(value, key, is_signal ? 1 : 0, is_signal ? 127 : 255, &v, err, errlen);
+    if (result != 0)
+        return result;
+    if (end->known)
+        return fail(GS_EINVAL, err, errlen, "give \"exit_status\" or \"signal\", not both");
+    end->known = 1;
+    if (is_signal)
+        end->signal = (int)v;
+    else
+        end->exit_status = (int)v;
+    return 0;
+}
+
 static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errlen)
 {
     const char *key;
@@ -368,23 +468,65 @@ static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errle
     int seen = 0;
     json_object_foreach(obj, key, value)
     {
+        int result = 0;
+        json_int_t v = 0;
         if (strcmp(key, "op") == 0)
             continue;
-        if (strcmp(key, "lease") != 0)
-            return fail(GS_EINVAL, err, errlen, "unknown field \"%s\" in release", key);
-        json_int_t v = 0;
-        int result = get_int(value, "lease", 1, INT64_MAX, &v, err, errlen);
+        if (strcmp(key, "exit_status") == 0 || strcmp(key, "signal") == 0) {
+            result = parse_job_end(key, value, &out->job_end, err, errlen);
+        } else if (strcmp(key, "lease") == 0) {
+            result = get_int(value, "lease", 1, INT64_MAX, &v, err, errlen);
+            out->lease_id = (uint64_t)v;
+            seen = 1;
+        } else {
+            result = fail(GS_EINVAL, err, errlen, "unknown field \"%s\" in release", key);
+        }
         if (result != 0)
             return result;
-        out->lease_id = (uint64_t)v;
-        seen = 1;
     }
     if (!seen)
         return fail(GS_EINVAL, err, errlen, "release needs \"lease\": the lease id");
     return 0;
 }
 
-/* hello may say which protocol version and client it is; list and status take nothing. */
+/* history: "since_ms", "user", "limit". */
+static int parse_history(json_t *obj, gs_request_t *out, char *err, size_t errlen)
+{
+    const char *key;
+    json_t *value;
+    gs_history_query_t *q = &out->history;
+    q->limit = GS_HISTORY_DEFAULT;
+    json_object_foreach(obj, key, value)
+    {
+        int result = 0;
+        json_int_t v = 0;
+        if (strcmp(key, "op") == 0)
+            continue;
+        if (strcmp(key, "since_ms") == 0) {
+            result = get_int(value, key, 0, INT64_MAX, &v, err, errlen);
+            q->since_ms = (int64_t)v;
+        } else if (strcmp(key, "limit") == 0) {
+            result = get_int(value, key, 1, GS_HISTORY_MAX, &v, err, errlen);
+            q->limit = (uint32_t)v;
+        } else if (strcmp(key, "user") == 0) {
+            if (!json_is_string(value) || !valid_user_name(json_string_value(value)))
+                result = fail(GS_EINVAL, err, errlen,
+                              "\"user\" must be 1 to %d printable characters without blanks or "
+                              "'/'",
+                              GS_USER_NAME_MAX - 1);
+            else
+                snprintf(q->user, sizeof(q->user), "%s", json_string_value(value));
+        } else {
+            result = fail(GS_EINVAL, err, errlen, "unknown field \"%s\" in history", key);
+        }
+        if (result != 0)
+            return result;
+    }
+    return 0;
+}
+
+/* hello may say which protocol version and client it is; status may ask for the processes;
+ * list takes nothing. */
 static int parse_simple(json_t *obj, gs_request_t *out, char *err, size_t errlen)
 {
     const char *key;
@@ -397,6 +539,10 @@ static int parse_simple(json_t *obj, gs_request_t *out, char *err, size_t errlen
             continue;
         if (out->op == GS_OP_HELLO && strcmp(key, "client") == 0 && json_is_string(value))
             continue;
+        if (out->op == GS_OP_STATUS && strcmp(key, "processes") == 0 && json_is_boolean(value)) {
+            out->processes = json_is_true(value);
+            continue;
+        }
         return fail(GS_EINVAL, err, errlen, "unknown or invalid field \"%s\" in %s", key,
                     gs_op_name(out->op));
     }
@@ -409,7 +555,7 @@ static int parse_op(json_t *obj, gs_request_t *out, char *err, size_t errlen)
     if (!json_is_string(op))
         return fail(GS_EINVAL, err, errlen, "a request needs \"op\": a string");
     const char *name = json_string_value(op);
-    for (gs_op_t o = GS_OP_HELLO; o <= GS_OP_STATUS; o++) {
+    for (gs_op_t o = GS_OP_HELLO; o <= GS_OP_HISTORY; o++) {
         if (strcmp(name, gs_op_name(o)) == 0) {
             out->op = o;
             return 0;
@@ -418,7 +564,7 @@ static int parse_op(json_t *obj, gs_request_t *out, char *err, size_t errlen)
     char shown[40];
     copy_display(shown, sizeof(shown), name);
     return fail(GS_EINVAL, err, errlen,
-                "unknown op \"%s\" (hello, acquire, release, list or status)", shown);
+                "unknown op \"%s\" (hello, acquire, release, list, status or history)", shown);
 }
 
 int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char *err,
@@ -446,6 +592,8 @@ int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char
         result = parse_acquire(obj, out, err, errlen);
     else if (out->op == GS_OP_RELEASE)
         result = parse_release(obj, out, err, errlen);
+    else if (out->op == GS_OP_HISTORY)
+        result = parse_history(obj, out, err, errlen);
     else
         result = parse_simple(obj, out, err, errlen);
 out:
@@ -462,6 +610,23 @@ static int add_owner(json_t *obj, const gs_lease_owner_t *owner)
         bad |= json_object_set_new(obj, "gid", json_integer(owner->gid));
     if (owner->set && owner->user[0] != '\0')
         bad |= json_object_set_new(obj, "user", json_string(owner->user));
+    return bad;
+}
+
+static int add_labels(json_t *obj, const gs_lease_request_t *req)
+{
+    int bad = 0;
+    if (req->name[0] != '\0')
+        bad |= json_object_set_new(obj, "name", json_string(req->name));
+    if (req->n_gpu_types > 0) {
+        json_t *types = json_array();
+        for (unsigned i = 0; types != NULL && i < req->n_gpu_types; i++)
+            bad |= json_array_append_new(types, json_string(req->gpu_types[i]));
+        bad |= json_object_set_new(obj, "gpu_type", types);
+    }
+    if (req->time_limit_ms != 0)
+        bad |=
+            json_object_set_new(obj, "time_limit_ms", json_integer((json_int_t)req->time_limit_ms));
     return bad;
 }
 
@@ -502,6 +667,7 @@ json_t *gs_proto_acquire_json(const gs_lease_request_t *req)
     if (req->command[0] != '\0')
         bad |= json_object_set_new(obj, "command", json_string(req->command));
     bad |= add_owner(obj, &req->owner);
+    bad |= add_labels(obj, req);
     if (req->n_pinned > 0) {
         json_t *at = json_array();
         for (unsigned i = 0; at != NULL && i < req->n_pinned; i++)

@@ -101,10 +101,41 @@ static int parse_unit(const char *s, int *shift)
     return GS_EINVAL;
 }
 
+/* The hint for a number written without a unit: "4G or 4096M". */
+static void unit_hint(const char *text, const decimal_t *d, char *buf, size_t len)
+{
+    unsigned __int128 mib = (unsigned __int128)d->whole * 1024 +
+                            (unsigned __int128)d->frac * 1024 / pow10_u64(d->decimals);
+    if (mib > UINT64_MAX)
+        snprintf(buf, len, "%sG", text);
+    else
+        snprintf(buf, len, "%sG or %lluM", text, (unsigned long long)mib);
+}
+
+/* Scales the number d by the unit 2^shift: exact for a whole number, rounded down to whole MiB
+ * when it has decimals. Returns 0 or GS_ERANGE. */
+static int scale(const decimal_t *d, int shift, int *rounded, unsigned __int128 *total)
+{
+    unsigned __int128 unit = (unsigned __int128)1 << shift;
+    unsigned __int128 whole = (unsigned __int128)d->whole * unit;
+    if (whole > UINT64_MAX)
+        return GS_ERANGE;
+    *rounded = 0;
+    *total = whole;
+    if (d->decimals == 0 || d->frac == 0)
+        return 0;
+    /* frac / 10^decimals of a unit, in bytes rounded down to whole MiB (a unit of K or B holds
+     * no whole MiB, so its decimals add nothing). */
+    unsigned __int128 part = (unsigned __int128)d->frac * unit / pow10_u64(d->decimals);
+    *total = (whole + part) & ~(unsigned __int128)(GS_QTY_MIB - 1);
+    *rounded = 1;
+    return *total > UINT64_MAX ? GS_ERANGE : 0;
+}
+
 int gs_qty_parse_bytes(const char *text, unsigned flags, uint64_t *bytes, char *err, size_t errlen)
 {
     if (text == NULL || *text == '\0')
-        return fail(GS_EINVAL, err, errlen, "invalid memory size \"\": empty");
+        return fail(GS_EINVAL, err, errlen, "missing value");
     if (text[0] == '-')
         return fail(GS_EINVAL, err, errlen, "invalid memory size \"%s\": negative", text);
     decimal_t d;
@@ -113,60 +144,81 @@ int gs_qty_parse_bytes(const char *text, unsigned flags, uint64_t *bytes, char *
         return fail(GS_ERANGE, err, errlen, "invalid memory size \"%s\": too large", text);
     if (result != 0)
         return fail(GS_EINVAL, err, errlen,
-                    "invalid memory size \"%s\": expected a number such as 4G, 512M or 4096", text);
+                    "invalid memory size \"%s\": expected a number and a unit such as 4G, "
+                    "1.5G or 512M",
+                    text);
     int shift;
     if (parse_unit(d.rest, &shift) != 0)
         return fail(GS_EINVAL, err, errlen,
                     "invalid memory size \"%s\": unknown unit \"%s\" (use K, M, G, T, P or E)",
                     text, d.rest);
-    unsigned __int128 unit = (unsigned __int128)1 << shift;
-    unsigned __int128 scaled_frac = (unsigned __int128)d.frac * unit;
-    uint64_t divisor = pow10_u64(d.decimals);
-    if (scaled_frac % divisor != 0)
-        return fail(GS_EINVAL, err, errlen,
-                    "invalid memory size \"%s\": not a whole number of bytes", text);
-    unsigned __int128 total = (unsigned __int128)d.whole * unit + scaled_frac / divisor;
-    if (total > UINT64_MAX)
+    if ((flags & GS_QTY_REQUIRE_UNIT) && *d.rest == '\0' && (d.whole != 0 || d.frac != 0)) {
+        char hint[64];
+        unit_hint(text, &d, hint, sizeof(hint));
+        return fail(GS_EINVAL, err, errlen, "invalid memory size \"%s\": add a unit: %s", text,
+                    hint);
+    }
+    unsigned __int128 total;
+    int rounded;
+    if (scale(&d, shift, &rounded, &total) != 0)
         return fail(GS_ERANGE, err, errlen, "invalid memory size \"%s\": too large", text);
+    if (total == 0 && rounded)
+        return fail(GS_EINVAL, err, errlen,
+                    "invalid memory size \"%s\": below 1M (a size with decimals is rounded "
+                    "down to whole MiB)",
+                    text);
     if (total == 0 && !(flags & GS_QTY_ALLOW_ZERO))
         return fail(GS_EINVAL, err, errlen, "invalid memory size \"%s\": must be above zero", text);
     *bytes = (uint64_t)total;
     return 0;
 }
 
+/* Turns value / 10^decimals (of a unit worth `scale` thousandths) into thousandths; any digit
+ * beyond a thousandth must be zero. Returns 0 or GS_EINVAL. */
+static int to_milli(uint64_t whole, uint64_t frac, unsigned decimals, unsigned scale_milli,
+                    uint64_t *milli)
+{
+    /* scale_milli is 1000 (a GPU) or 10 (a percent): thousandths = number * scale_milli. */
+    unsigned keep = scale_milli == 1000 ? 3 : 1;
+    while (decimals > keep) {
+        if (frac % 10 != 0)
+            return GS_EINVAL;
+        frac /= 10;
+        decimals--;
+    }
+    while (decimals < keep) {
+        frac *= 10;
+        decimals++;
+    }
+    if (whole > UINT32_MAX)
+        return GS_EINVAL;
+    *milli = whole * scale_milli + frac;
+    return 0;
+}
+
 int gs_qty_parse_fraction(const char *text, uint32_t *milli, char *err, size_t errlen)
 {
     if (text == NULL || *text == '\0')
-        return fail(GS_EINVAL, err, errlen, "invalid GPU fraction \"\": empty");
+        return fail(GS_EINVAL, err, errlen, "missing value");
     if (text[0] == '-')
         return fail(GS_ERANGE, err, errlen,
                     "invalid GPU fraction \"%s\": negative (must be above 0 and at most 1)", text);
     decimal_t d;
     int result = read_decimal(text, &d);
-    if (result == GS_ERANGE || (result == 0 && d.whole > 1))
-        return fail(GS_ERANGE, err, errlen,
-                    "invalid GPU fraction \"%s\": must be above 0 and at most 1", text);
-    if (result != 0 || *d.rest != '\0')
+    int percent = result == 0 && d.rest[0] == '%' && d.rest[1] == '\0';
+    const char *range = percent ? "above 0% and at most 100%" : "above 0 and at most 1";
+    if (result == GS_EINVAL || (result == 0 && *d.rest != '\0' && !percent))
         return fail(GS_EINVAL, err, errlen,
-                    "invalid GPU fraction \"%s\": expected a number such as 0.25", text);
-    /* Keep three decimals; any further digit must be zero. */
-    uint64_t frac = d.frac;
-    unsigned decimals = d.decimals;
-    while (decimals > 3) {
-        if (frac % 10 != 0)
-            return fail(GS_EINVAL, err, errlen,
-                        "invalid GPU fraction \"%s\": at most 3 decimals (0.001 GPU)", text);
-        frac /= 10;
-        decimals--;
-    }
-    while (decimals < 3) {
-        frac *= 10;
-        decimals++;
-    }
-    uint64_t value = d.whole * 1000 + frac;
+                    "invalid GPU fraction \"%s\": expected a number such as 0.25 or 25%%", text);
+    if (result == GS_ERANGE || d.whole > (percent ? 100u : 1u))
+        return fail(GS_ERANGE, err, errlen, "invalid GPU fraction \"%s\": must be %s", text, range);
+    uint64_t value;
+    if (to_milli(d.whole, d.frac, d.decimals, percent ? 10 : 1000, &value) != 0)
+        return fail(GS_EINVAL, err, errlen, "invalid GPU fraction \"%s\": at most %s", text,
+                    percent ? "1 decimal in a percentage (0.1% of a GPU)"
+                            : "3 decimals (0.001 GPU)");
     if (value == 0 || value > 1000)
-        return fail(GS_ERANGE, err, errlen,
-                    "invalid GPU fraction \"%s\": must be above 0 and at most 1", text);
+        return fail(GS_ERANGE, err, errlen, "invalid GPU fraction \"%s\": must be %s", text, range);
     *milli = (uint32_t)value;
     return 0;
 }
@@ -175,7 +227,7 @@ int gs_qty_parse_percent(const char *text, unsigned flags, uint32_t *percent, ch
                          size_t errlen)
 {
     if (text == NULL || *text == '\0')
-        return fail(GS_EINVAL, err, errlen, "invalid percentage \"\": empty");
+        return fail(GS_EINVAL, err, errlen, "missing value");
     if (text[0] == '-')
         return fail(GS_ERANGE, err, errlen, "invalid percentage \"%s\": negative", text);
     uint64_t value = 0;
@@ -240,7 +292,7 @@ int gs_qty_parse_device_bytes(const char *text, unsigned flags, gs_device_bytes_
     gs_device_bytes_t parsed;
     memset(&parsed, 0, sizeof(parsed));
     if (text == NULL || *text == '\0')
-        return fail(GS_EINVAL, err, errlen, "invalid memory size \"\": empty");
+        return fail(GS_EINVAL, err, errlen, "missing value");
     if (strchr(text, '=') == NULL) {
         int result = gs_qty_parse_bytes(text, flags, &parsed.all_devices, err, errlen);
         if (result != 0)

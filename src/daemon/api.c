@@ -1,6 +1,7 @@
 /* The API's requests: parse, authorise by SO_PEERCRED, act, reply; the wait queue's service. */
 #include "api.h"
 #include "place.h"
+#include "scheduler.h"
 #include "views.h"
 
 #include "gpushare/error.h"
@@ -79,35 +80,69 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
             req->owner.set ? ", asked by root" : "", what, req->command);
 }
 
-/* Nonzero when a queued request would be served before one of this priority. */
-static int someone_ahead(const gs__daemon_t *d, int32_t priority)
+/* The scheduler's grant: the waiter leaves the queue with its lease. */
+static void grant_waiter(gs__daemon_t *d, gs__waiter_t *w, const gs__alloc_t *alloc)
 {
-    return d->queue.head != NULL && d->queue.head->req.priority >= priority;
+    gs__queue_remove(&d->queue, w);
+    grant(d, w->owner, &w->req, alloc);
+    free(w);
 }
 
-static void enqueue(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *req)
+/* Refuses a request that cannot start now and may not wait, saying why. */
+static void refuse_no_fit(gs__daemon_t *d, gs__conn_t *conn, gs__waiter_t *w)
+{
+    char why[512], reason[384];
+    d->counters.rejected_no_fit++;
+    gs__sched_describe(d, w, reason, sizeof(reason));
+    snprintf(why, sizeof(why), "no room for this lease now: %s (%u lease%s, %u waiting)", reason,
+             d->n_leases, d->n_leases == 1 ? "" : "s", d->queue.length);
+    gs__conn_send(conn, gs__api_error("acquire", "no_fit", why));
+}
+
+/* Tells the caller its request waits: where in the queue and why. */
+static void reply_queued(gs__daemon_t *d, gs__conn_t *conn, const gs__waiter_t *w)
+{
+    char reason[384];
+    gs__sched_describe(d, w, reason, sizeof(reason));
+    d->counters.queued++;
+    json_t *reply = ok_reply("acquire");
+    json_object_set_new(reply, "state", json_string("queued"));
+    json_object_set_new(reply, "position", json_integer(w->wait.position));
+    json_object_set_new(reply, "queue_length", json_integer(d->queue.length));
+    json_object_set_new(reply, "reason", json_string(reason));
+    gs__conn_send(conn, reply);
+    gs__cred_t owner;
+    lease_cred(conn, &w->req, &owner);
+    gs_info("user %s (pid %d%s) waits for a lease (position %u of %u: %s): command \"%s\"",
+            owner.user, (int)owner.pid, w->req.owner.set ? ", asked by root" : "", w->wait.position,
+            d->queue.length, reason, w->req.command);
+}
+
+/* Queues req and runs the scheduler: it starts now if it fits without delaying a request ahead
+ * of it, else it waits (or, without wait, is refused). */
+static void admit(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *req)
 {
     gs__waiter_t *w = calloc(1, sizeof(*w));
     if (w == NULL) {
         gs__conn_send(conn, gs__api_error("acquire", "internal", "out of memory"));
         return;
     }
+    int64_t now = gs__now_ms();
     w->owner = conn;
     w->req = *req;
-    w->deadline_ms = req->timeout_ms != 0 ? gs__now_ms() + req->timeout_ms : 0;
+    w->queued_ms = now;
+    w->deadline_ms = req->timeout_ms != 0 ? now + req->timeout_ms : 0;
     gs__queue_push(&d->queue, w);
-    d->counters.queued++;
-    unsigned position = gs__queue_position(&d->queue, w);
-    json_t *reply = ok_reply("acquire");
-    json_object_set_new(reply, "state", json_string("queued"));
-    json_object_set_new(reply, "position", json_integer(position));
-    json_object_set_new(reply, "queue_length", json_integer(d->queue.length));
-    gs__conn_send(conn, reply);
-    gs__cred_t owner;
-    lease_cred(conn, req, &owner);
-    gs_info("user %s (pid %d%s) waits for a lease (position %u of %u): command \"%s\"", owner.user,
-            (int)owner.pid, req->owner.set ? ", asked by root" : "", position, d->queue.length,
-            req->command);
+    gs__sched_pass(d, now, grant_waiter);
+    if (find_waiter(d, conn) == NULL)
+        return; /* granted */
+    if (req->wait) {
+        reply_queued(d, conn, w);
+        return;
+    }
+    gs__queue_remove(&d->queue, w);
+    refuse_no_fit(d, conn, w);
+    free(w);
 }
 
 /* A user (root excepted) holds at most this many leases: each maps a region in the daemon. */
@@ -210,25 +245,13 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
         gs__conn_send(conn, gs__api_error("acquire", "never_fits", why));
         return;
     }
-    gs__alloc_t alloc;
-    if (!someone_ahead(d, req->priority) &&
-        gs__place(d->gpus, d->n_gpus, req, d->policy, &alloc) == 0) {
-        grant(d, conn, req, &alloc);
-        return;
-    }
-    if (!req->wait) {
-        d->counters.rejected_no_fit++;
-        char where[64];
-        gs__place_describe_pinned(req, where, sizeof(where));
-        snprintf(why, sizeof(why), "%s room for this lease now (%u leases, %u waiting)", where,
-                 d->n_leases, d->queue.length);
-        gs__conn_send(conn, gs__api_error("acquire", "no_fit", why));
-        return;
-    }
-    enqueue(d, conn, req);
+    admit(d, conn, req);
+    if (!req->wait)
+        d->need_schedule = 1; /* a refused request held GPUs during the pass */
 }
 
-static void handle_release(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
+static void handle_release(gs__daemon_t *d, gs__conn_t *conn, uint64_t id,
+                           const gs_job_end_t *job_end)
 {
     const gs__cred_t *cred = gs__conn_cred(conn);
     gs__lease_t *lease = gs__lease_find(d, id);
@@ -246,8 +269,10 @@ static void handle_release(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
         return;
     }
     int ended;
+    if (job_end->known)
+        lease->job_end = *job_end;
     if (lease->conn == conn || gs__lease_is_holder(lease, cred))
-        ended = gs__lease_let_go(d, lease, "released by its holder");
+        ended = gs__lease_let_go(d, lease, lease->expired ? "time limit" : "released");
     else
         ended = gs__lease_revoke(d, lease, cred);
     json_t *reply = ok_reply("release");
@@ -279,12 +304,34 @@ static void handle_list(gs__daemon_t *d, gs__conn_t *conn)
     }
     json_t *reply = ok_reply("list");
     json_object_set_new(reply, "leases", leases);
+    json_object_set_new(reply, "pending", gs__view_pending(d, cred));
     gs__conn_send(conn, reply);
 }
 
-static void handle_status(gs__daemon_t *d, gs__conn_t *conn)
+/* history: root sees everyone's (or one user's), others only their own. */
+static void handle_history(gs__daemon_t *d, gs__conn_t *conn, const gs_history_query_t *q)
 {
-    json_t *reply = gs__view_status(d, gs__conn_cred(conn), conn);
+    const gs__cred_t *cred = gs__conn_cred(conn);
+    if (cred->uid != 0 && q->user[0] != '\0' && strcmp(q->user, cred->user) != 0) {
+        gs__conn_send(conn, gs__api_error("history", "permission_denied",
+                                          "only root may see the history of other users"));
+        return;
+    }
+    json_t *leases = NULL;
+    int64_t uid = cred->uid == 0 ? -1 : (int64_t)cred->uid;
+    const char *user = cred->uid == 0 && q->user[0] != '\0' ? q->user : NULL;
+    if (gs__ledger_history(d->ledger, q, uid, user, &leases) != 0) {
+        gs__conn_send(conn, gs__api_error("history", "internal", "cannot read the history"));
+        return;
+    }
+    json_t *reply = ok_reply("history");
+    json_object_set_new(reply, "leases", leases);
+    gs__conn_send(conn, reply);
+}
+
+static void handle_status(gs__daemon_t *d, gs__conn_t *conn, int processes)
+{
+    json_t *reply = gs__view_status(d, gs__conn_cred(conn), processes);
     json_object_set_new(reply, "ok", json_true());
     json_object_set_new(reply, "op", json_string("status"));
     gs__conn_send(conn, reply);
@@ -310,13 +357,16 @@ void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t
         handle_acquire(d, conn, &req.lease);
         break;
     case GS_OP_RELEASE:
-        handle_release(d, conn, req.lease_id);
+        handle_release(d, conn, req.lease_id, &req.job_end);
         break;
     case GS_OP_LIST:
         handle_list(d, conn);
         break;
     case GS_OP_STATUS:
-        handle_status(d, conn);
+        handle_status(d, conn, req.processes);
+        break;
+    case GS_OP_HISTORY:
+        handle_history(d, conn, &req.history);
         break;
     }
 }
@@ -325,8 +375,7 @@ void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn)
 {
     gs__waiter_t *w = find_waiter(d, conn);
     if (w != NULL) {
-        if (w == d->queue.head)
-            d->need_schedule = 1;
+        d->need_schedule = 1; /* what it held may now go to others */
         gs__queue_remove(&d->queue, w);
         gs_info("user %s (pid %d) gave up waiting", gs__conn_cred(conn)->user,
                 (int)gs__conn_cred(conn)->pid);
@@ -342,15 +391,8 @@ void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn)
 
 void gs__api_schedule(gs__daemon_t *d)
 {
-    gs__waiter_t *w;
-    while ((w = d->queue.head) != NULL) {
-        gs__alloc_t alloc;
-        if (gs__place(d->gpus, d->n_gpus, &w->req, d->policy, &alloc) != 0)
-            break;
-        gs__queue_remove(&d->queue, w);
-        grant(d, w->owner, &w->req, &alloc);
-        free(w);
-    }
+    if (d->queue.head != NULL)
+        gs__sched_pass(d, gs__now_ms(), grant_waiter);
 }
 
 void gs__api_expire(gs__daemon_t *d, int64_t now_ms)
@@ -360,13 +402,13 @@ void gs__api_expire(gs__daemon_t *d, int64_t now_ms)
         next = w->next;
         if (w->deadline_ms == 0 || now_ms < w->deadline_ms)
             continue;
-        if (w == d->queue.head)
-            d->need_schedule = 1;
+        d->need_schedule = 1; /* what it held may now go to others */
+        char msg[512], reason[384];
+        gs__sched_describe(d, w, reason, sizeof(reason));
         gs__queue_remove(&d->queue, w);
         d->counters.timeouts++;
-        char msg[128];
-        snprintf(msg, sizeof(msg), "no GPU had room within %.1f s (--timeout): gave up",
-                 w->req.timeout_ms / 1000.0);
+        snprintf(msg, sizeof(msg), "no room within %.1f s (--timeout): gave up (%s)",
+                 w->req.timeout_ms / 1000.0, reason);
         gs__conn_send(w->owner, gs__api_error("acquire", "timeout", msg));
         gs_info("user %s (pid %d): %s", gs__conn_cred(w->owner)->user,
                 (int)gs__conn_cred(w->owner)->pid, msg);

@@ -17,8 +17,7 @@ void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn);
 /* Nonzero when conn holds a lease or a queued request (it is then never idle). */
 int gs__api_conn_busy(const gs__daemon_t *d, const gs__conn_t *conn);
 
-/* Grants queued requests in order while the first one fits (FIFO within priority; a request
- * that does not fit holds back the ones behind it). */
+/* Serves the queue (scheduler.h): grants what may start, records why the others wait. */
 void gs__api_schedule(gs__daemon_t *d);
 
 /* Ends the wait of queued requests whose timeout passed (a "timeout" error each). */

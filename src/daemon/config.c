@@ -43,6 +43,8 @@ void gs__config_defaults(gs__config_t *cfg)
     snprintf(cfg->metrics_listen, sizeof(cfg->metrics_listen), "%s", GS__DEFAULT_METRICS);
     snprintf(cfg->nvml_library, sizeof(cfg->nvml_library), "%s", "libnvidia-ml.so.1");
     cfg->idle_timeout_ms = GS__DEFAULT_IDLE_MS;
+    cfg->queue_aging_ms = GS__DEFAULT_AGING_MS;
+    cfg->kill_grace_ms = GS__DEFAULT_GRACE_MS;
 }
 
 static int bad(parse_ctx_t *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -91,6 +93,19 @@ static int set_path(parse_ctx_t *ctx, char *dst, size_t len, const char *key, co
     return 1;
 }
 
+/* A number of seconds from min to max (a decimal point allowed), stored in ms. */
+static int set_seconds(parse_ctx_t *ctx, const char *key, const char *value, double min, double max,
+                       unsigned *ms)
+{
+    char *end = NULL;
+    errno = 0;
+    double seconds = strtod(value, &end);
+    if (end == value || *end != '\0' || errno != 0 || !(seconds >= min && seconds <= max))
+        return bad(ctx, "%s \"%s\" must be seconds from %g to %g", key, value, min, max);
+    *ms = (unsigned)(seconds * 1000.0 + 0.5);
+    return 1;
+}
+
 static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
 {
     gs__config_t *cfg = ctx->cfg;
@@ -114,18 +129,15 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
                        value);
         return set_path(ctx, cfg->metrics_listen, sizeof(cfg->metrics_listen), key, value);
     }
-    if (strcmp(key, "idle_timeout") == 0) {
-        char *end = NULL;
-        errno = 0;
-        double seconds = strtod(value, &end);
-        if (end == value || *end != '\0' || errno != 0 || !(seconds >= 0.1 && seconds <= 3600))
-            return bad(ctx, "idle_timeout \"%s\" must be seconds from 0.1 to 3600", value);
-        cfg->idle_timeout_ms = (unsigned)(seconds * 1000.0 + 0.5);
-        return 1;
-    }
+    if (strcmp(key, "idle_timeout") == 0)
+        return set_seconds(ctx, key, value, 0.1, 3600, &cfg->idle_timeout_ms);
+    if (strcmp(key, "queue_aging") == 0)
+        return set_seconds(ctx, key, value, 0, 86400, &cfg->queue_aging_ms);
+    if (strcmp(key, "kill_grace") == 0)
+        return set_seconds(ctx, key, value, 0.1, 3600, &cfg->kill_grace_ms);
     return bad(ctx,
                "unknown key \"%s\" in [daemon] (socket, state_dir, region_dir, metrics_listen, "
-               "nvml_library, shim, idle_timeout)",
+               "nvml_library, shim, idle_timeout, queue_aging, kill_grace)",
                key);
 }
 
@@ -170,7 +182,8 @@ static int gpu_key(parse_ctx_t *ctx, const char *key, const char *value)
     }
     if (strcmp(key, "reserve") == 0) {
         char why[GS_QTY_ERR_MAX];
-        if (gs_qty_parse_bytes(value, GS_QTY_ALLOW_ZERO, &s->reserve, why, sizeof(why)) != 0)
+        if (gs_qty_parse_bytes(value, GS_QTY_ALLOW_ZERO | GS_QTY_REQUIRE_UNIT, &s->reserve, why,
+                               sizeof(why)) != 0)
             return bad(ctx, "reserve: %s", why);
         s->set |= GS__SET_RESERVE;
         return 1;
@@ -231,8 +244,9 @@ static int begin_section(parse_ctx_t *ctx, const char *section)
 static unsigned key_bit(const char *key)
 {
     static const char *const keys[] = {
-        "socket",       "state_dir", "metrics_listen", "nvml_library",  "shim",   "region_dir",
-        "idle_timeout", "mode",      "placement",      "overprovision", "reserve"};
+        "socket",     "state_dir",    "metrics_listen", "nvml_library", "shim",
+        "region_dir", "idle_timeout", "mode",           "placement",    "overprovision",
+        "reserve",    "queue_aging",  "kill_grace"};
     for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (strcmp(key, keys[i]) == 0)
             return 1u << i;

@@ -16,6 +16,8 @@
 #define GS__DEFAULT_STATE_DIR GS_STATE_DIR
 #define GS__DEFAULT_METRICS   "127.0.0.1:9400"
 #define GS__DEFAULT_IDLE_MS   10000
+#define GS__DEFAULT_AGING_MS  60000
+#define GS__DEFAULT_GRACE_MS  10000
 
 typedef enum gs__mode {
     GS__MODE_SHARED = 0,
@@ -62,6 +64,8 @@ typedef struct gs__config {
     char nvml_library[GS__PATH_MAX];
     char shim[GS__PATH_MAX];  /* LD_PRELOAD for leases, "" = the client decides */
     unsigned idle_timeout_ms; /* a connection with no lease that sends nothing is closed */
+    unsigned queue_aging_ms;  /* a waiting request gains a priority point per this, 0 = never */
+    unsigned kill_grace_ms;   /* SIGTERM to SIGKILL at a time limit or a release by another */
     unsigned n_sections;
     gs__gpu_section_t sections[GS__MAX_GPU_SECTIONS];
 } gs__config_t;

@@ -42,7 +42,11 @@ typedef struct gs__lease {
     gs__alloc_t alloc; /* the parts, with indexes into the daemon's gpus[] */
     gs_region_t *region;
     struct gs__conn *conn; /* the holder's connection, NULL when it has none */
-    int64_t revoked_ms;    /* when another caller released it (monotonic), 0 = not */
+    int64_t revoked_ms;    /* when it was asked to stop: released by another caller or its
+                              time limit passed (monotonic), 0 = not */
+    int expired;           /* its time limit passed */
+    gs_job_end_t job_end;  /* how its job ended, as the holder said when releasing it */
+    char end_reason[96];   /* why it is ending, for the history ("" while active) */
 } gs__lease_t;
 
 /* Counters since start, for metrics. */
@@ -54,7 +58,8 @@ typedef struct gs__counters {
     uint64_t rejected_never;
     uint64_t timeouts;
     uint64_t revoked;
-    uint64_t reaped; /* ended because the holder was gone */
+    uint64_t expired; /* reached their time limit */
+    uint64_t reaped;  /* ended because the holder was gone */
     uint64_t bad_requests;
 } gs__counters_t;
 
@@ -70,14 +75,15 @@ typedef struct gs__daemon {
     gs__lease_t *leases_tail;
     unsigned n_leases;
     gs__queue_t queue;
-    int need_schedule; /* capacity came back: try the queue at the end of the iteration */
+    int need_schedule;      /* capacity came back: try the queue at the end of the iteration */
+    int64_t next_expiry_ms; /* CLOCK_REALTIME ms of the earliest time limit, INT64_MAX none */
     gs__counters_t counters;
     int64_t started_ms;
     gs__regions_owner_t self; /* the daemon's uid and gid */
     gs__region_pool_t region_pool;
     char hostname[64];
     struct gs__metrics *metrics;
-    struct gs_sched *sched[GS_MAX_DEVICES]; /* each GPU's compute scheduler (scheds.h) */
+    struct gs_sched *sched[GS_MAX_DEVICES]; /* each GPU's compute scheduler (gpu_sched.h) */
 } gs__daemon_t;
 
 /* Milliseconds of CLOCK_MONOTONIC and of CLOCK_REALTIME. */
@@ -105,9 +111,19 @@ void gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why);
 int gs__lease_let_go(gs__daemon_t *d, gs__lease_t *lease, const char *why);
 
 /* Someone else (root, or the owner from another connection) releases the lease: the holder is
- * told (a "revoked" event, or SIGTERM to its process when it has no connection) and the lease
- * ends as in gs__lease_let_go. Returns 1 when it ended at once. */
+ * told (a "revoked" event with the grace period, or SIGTERM to its process when it has no
+ * connection) and the lease ends as in gs__lease_let_go. kill_grace after the event the holder
+ * is detached and the lease's processes that are left get SIGKILL. Returns 1 when it ended at
+ * once. */
 int gs__lease_revoke(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *by);
+
+/* Ends the time of the leases whose time limit passed at wall_ms (CLOCK_REALTIME): each is
+ * asked to stop as in gs__lease_revoke (by "time limit"). Costs nothing until the earliest limit
+ * is due. */
+void gs__leases_expire(gs__daemon_t *d, int64_t wall_ms);
+
+/* The CLOCK_REALTIME ms at which the lease's time limit passes, 0 when it has none. */
+int64_t gs__lease_expiry(const gs__lease_t *lease);
 
 /* Finds a lease by id, or NULL. */
 gs__lease_t *gs__lease_find(gs__daemon_t *d, uint64_t id);

@@ -28,6 +28,8 @@ struct gs__inventory {
 #define X(name) __typeof__(&name) name;
     NVML_FUNCTIONS(X)
 #undef X
+    /* Optional: a driver without it lists no processes. */
+    __typeof__(&nvmlDeviceGetComputeRunningProcesses_v3) running_processes;
     int initialised;
     int simulated;
     char library[GS__PATH_MAX];
@@ -47,6 +49,7 @@ static int resolve(gs__inventory_t *inv, char *err, size_t errlen)
     }
     NVML_FUNCTIONS(X)
 #undef X
+    *(void **)&inv->running_processes = dlsym(inv->lib, "nvmlDeviceGetComputeRunningProcesses_v3");
     return 0;
 }
 
@@ -170,4 +173,36 @@ const char *gs__inventory_library(const gs__inventory_t *inv)
 const char *gs__inventory_driver(const gs__inventory_t *inv)
 {
     return inv->driver;
+}
+
+int gs__inventory_processes(gs__inventory_t *inv, unsigned i, gs__gpu_process_t *out,
+                            unsigned *count)
+{
+    nvmlProcessInfo_t local[64];
+    nvmlProcessInfo_t *infos = local;
+    unsigned n = 64;
+    if (i >= inv->count)
+        return GS_EINVAL;
+    if (inv->running_processes == NULL)
+        return GS_ENOSYS;
+    nvmlReturn_t rc = inv->running_processes(inv->handles[i], &n, infos);
+    for (int tries = 0; rc == NVML_ERROR_INSUFFICIENT_SIZE && tries < 3; tries++) {
+        if (infos != local)
+            free(infos);
+        n += 16; /* room for processes that start meanwhile */
+        infos = malloc(n * sizeof(*infos));
+        if (infos == NULL)
+            return GS_ENOMEM;
+        rc = inv->running_processes(inv->handles[i], &n, infos);
+    }
+    unsigned listed = rc == NVML_SUCCESS ? (n < *count ? n : *count) : 0;
+    for (unsigned k = 0; k < listed; k++) {
+        out[k].pid = (pid_t)infos[k].pid;
+        /* NVML_VALUE_NOT_AVAILABLE (all ones) where the driver cannot tell, e.g. under WDDM. */
+        out[k].used = infos[k].usedGpuMemory;
+    }
+    if (infos != local)
+        free(infos);
+    *count = listed;
+    return rc == NVML_SUCCESS ? 0 : GS_EIO;
 }

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "model.h"
@@ -45,6 +46,17 @@ const gs__gpu_info_t *gs__inventory_gpu(const gs__inventory_t *inv, unsigned i);
 
 /* Reads GPU i's memory use and utilization. Returns 0 or GS_EIO. Not thread-safe. */
 int gs__inventory_usage(gs__inventory_t *inv, unsigned i, gs__gpu_usage_t *usage);
+
+/* One process with a context on a GPU, from nvmlDeviceGetComputeRunningProcesses_v3. */
+typedef struct gs__gpu_process {
+    pid_t pid;
+    uint64_t used; /* bytes of device memory; UINT64_MAX when the driver cannot tell */
+} gs__gpu_process_t;
+
+/* Lists up to *count processes using GPU i into out and sets *count to how many. Returns 0,
+ * GS_ENOSYS when the driver has no process list, or GS_EIO. Not thread-safe (the event loop's). */
+int gs__inventory_processes(gs__inventory_t *inv, unsigned i, gs__gpu_process_t *out,
+                            unsigned *count);
 
 /* Nonzero when the GPUs are simulated (see above). */
 int gs__inventory_simulated(const gs__inventory_t *inv);

@@ -27,8 +27,8 @@ int64_t gs__wall_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* How long a revoked lease's connected holder has to stop its job before it is cut off. */
-#define REVOKE_GRACE_MS 10000
+/* After the grace period, the holder gets this long to report before the daemon acts. */
+#define STOP_SLACK_MS 1000
 
 static void link_lease(gs__daemon_t *d, gs__lease_t *lease)
 {
@@ -141,8 +141,37 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
     take(d, alloc);
     link_lease(d, lease);
     d->counters.granted++;
+    int64_t expiry = gs__lease_expiry(lease);
+    if (expiry != 0 && expiry < d->next_expiry_ms)
+        d->next_expiry_ms = expiry;
     *out = lease;
     return 0;
+}
+
+int64_t gs__lease_expiry(const gs__lease_t *lease)
+{
+    uint64_t limit = lease->rec.request.time_limit_ms;
+    return limit != 0 ? lease->rec.granted_at_ms + (int64_t)limit : 0;
+}
+
+/* Writes the ended lease into the history, with its peak use from its region. */
+static void record_history(gs__daemon_t *d, const gs__lease_t *lease, const char *why)
+{
+    gs__history_entry_t e;
+    memset(&e, 0, sizeof(e));
+    e.rec = &lease->rec;
+    e.ended_at_ms = gs__wall_ms();
+    gs_region_stats_t stats;
+    if (lease->region != NULL && gs_region_snapshot(lease->region, &stats) == 0) {
+        for (unsigned i = 0; i < lease->alloc.n && i < GS_MAX_DEVICES; i++)
+            e.peak[i] = stats.peak[i];
+        e.oom_events = stats.oom_events;
+    }
+    for (unsigned i = 0; i < lease->alloc.n && i < GS_MAX_DEVICES; i++)
+        e.index[i] = d->gpus[lease->alloc.part[i].gpu].index;
+    e.job_end = lease->job_end;
+    e.reason = lease->end_reason[0] != '\0' ? lease->end_reason : why;
+    gs__ledger_history_add(d->ledger, &e);
 }
 
 void gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
@@ -150,6 +179,7 @@ void gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
     char what[256] = "";
     if (gs_log_enabled(GS_LOG_INFO))
         gs__view_describe(d, lease, what, sizeof(what));
+    record_history(d, lease, why);
     give(d, &lease->alloc);
     gs__regions_give_back(&d->region_pool, lease->rec.region, lease->region, lease->rec.uid,
                           lease->rec.gid);
@@ -181,8 +211,17 @@ static void set_state(gs__daemon_t *d, gs__lease_t *lease, gs__lease_state_t sta
     gs__ledger_set_state(d->ledger, lease->rec.id, state);
 }
 
+/* Remembers the first reason the lease started to end, for the history. */
+static void set_reason(gs__lease_t *lease, const char *why)
+{
+    if (lease->end_reason[0] == '\0')
+        snprintf(lease->end_reason, sizeof(lease->end_reason), "%.*s",
+                 (int)sizeof(lease->end_reason) - 1, why);
+}
+
 int gs__lease_let_go(gs__daemon_t *d, gs__lease_t *lease, const char *why)
 {
+    set_reason(lease, why);
     set_conn(lease, NULL);
     unsigned procs = live_processes(lease);
     if (procs == 0) {
@@ -204,22 +243,82 @@ static int holder_alive(const gs__lease_t *lease)
     return lease->rec.client_start == 0 || start == 0 || start == lease->rec.client_start;
 }
 
-int gs__lease_revoke(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *by)
+/* Asks the lease's holder to stop its job: an event (type "revoked" or "expired") with the grace
+ * period when it is connected, else SIGTERM to its process (gpushare run forwards it to its
+ * job). Returns 1 when the lease ended at once. */
+static int ask_to_stop(gs__daemon_t *d, gs__lease_t *lease, const char *event, const char *by)
 {
-    d->counters.revoked++;
-    gs_info("lease %llu released by %s (uid %u)", (unsigned long long)lease->rec.id, by->user,
-            (unsigned)by->uid);
     set_state(d, lease, GS__LEASE_ENDING);
     if (lease->conn != NULL) {
         lease->revoked_ms = gs__now_ms();
-        gs__conn_send(lease->conn, json_pack("{s:s, s:I, s:s}", "event", "revoked", "lease",
-                                             (json_int_t)lease->rec.id, "by", by->user));
+        json_t *msg =
+            json_pack("{s:s, s:I, s:s, s:I}", "event", event, "lease", (json_int_t)lease->rec.id,
+                      "by", by, "grace_ms", (json_int_t)d->cfg.kill_grace_ms);
+        if (msg != NULL && lease->expired)
+            json_object_set_new(msg, "time_limit_ms",
+                                json_integer((json_int_t)lease->rec.request.time_limit_ms));
+        gs__conn_send(lease->conn, msg);
         return 0;
     }
     /* No connection (the daemon restarted meanwhile): gpushare run forwards SIGTERM to its job. */
     if (holder_alive(lease))
         kill(lease->rec.client_pid, SIGTERM);
-    return gs__lease_let_go(d, lease, "released");
+    lease->revoked_ms = gs__now_ms();
+    return gs__lease_let_go(d, lease, lease->end_reason);
+}
+
+int gs__lease_revoke(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *by)
+{
+    d->counters.revoked++;
+    gs_info("lease %llu released by %s (uid %u)", (unsigned long long)lease->rec.id, by->user,
+            (unsigned)by->uid);
+    char why[GS__USER_MAX + 16];
+    snprintf(why, sizeof(why), "released by %s", by->user);
+    set_reason(lease, why);
+    return ask_to_stop(d, lease, "revoked", by->user);
+}
+
+/* The lease's time is up: its job is asked to stop, and stopped after the grace period. */
+static void expire(gs__daemon_t *d, gs__lease_t *lease)
+{
+    char limit[32];
+    gs_format_duration(lease->rec.request.time_limit_ms, limit, sizeof(limit));
+    gs_info("lease %llu of user %s reached its time limit (%s): stopping its job",
+            (unsigned long long)lease->rec.id, lease->rec.user, limit);
+    d->counters.expired++;
+    lease->expired = 1;
+    set_reason(lease, "time limit");
+    ask_to_stop(d, lease, "expired", "time limit");
+}
+
+void gs__leases_expire(gs__daemon_t *d, int64_t wall_ms)
+{
+    if (wall_ms < d->next_expiry_ms)
+        return;
+    d->next_expiry_ms = INT64_MAX;
+    gs__lease_t *next;
+    for (gs__lease_t *lease = d->leases; lease != NULL; lease = next) {
+        next = lease->next;
+        int64_t expiry = gs__lease_expiry(lease);
+        if (expiry == 0 || lease->expired)
+            continue;
+        if (expiry <= wall_ms)
+            expire(d, lease); /* may end and free it */
+        else if (expiry < d->next_expiry_ms)
+            d->next_expiry_ms = expiry;
+    }
+}
+
+/* SIGKILL to every process still attached to the lease's region (after the grace period). */
+static void kill_processes(gs__lease_t *lease)
+{
+    gs_region_process_t procs[64];
+    int n = lease->region != NULL ? gs_region_processes(lease->region, procs, 64) : 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t start = 0;
+        if (gs_proc_alive(procs[i].pid, &start) && start == procs[i].start_time)
+            kill(procs[i].pid, SIGKILL);
+    }
 }
 
 int gs__lease_is_holder(const gs__lease_t *lease, const gs__cred_t *cred)
@@ -237,17 +336,27 @@ gs__lease_t *gs__lease_find(gs__daemon_t *d, uint64_t id)
     return NULL;
 }
 
+/* A lease asked to stop whose holder still holds it after the grace period: its processes that
+ * are left are killed and the holder is cut off, so the lease ends. */
+static void stop_overdue(gs__daemon_t *d, gs__lease_t *lease)
+{
+    if (lease->revoked_ms == 0 ||
+        gs__now_ms() - lease->revoked_ms <= (int64_t)d->cfg.kill_grace_ms + STOP_SLACK_MS)
+        return;
+    if (lease->conn != NULL)
+        gs_warn("lease %llu: its holder did not stop within %.1f s of the %s",
+                (unsigned long long)lease->rec.id, d->cfg.kill_grace_ms / 1000.0,
+                lease->expired ? "time limit" : "release");
+    kill_processes(lease);
+    set_conn(lease, NULL);
+}
+
 void gs__leases_reap(gs__daemon_t *d)
 {
     gs__lease_t *next;
     for (gs__lease_t *lease = d->leases; lease != NULL; lease = next) {
         next = lease->next;
-        if (lease->conn != NULL && lease->revoked_ms != 0 &&
-            gs__now_ms() - lease->revoked_ms > REVOKE_GRACE_MS) {
-            gs_warn("lease %llu: its holder did not stop within %d s of the release",
-                    (unsigned long long)lease->rec.id, REVOKE_GRACE_MS / 1000);
-            set_conn(lease, NULL);
-        }
+        stop_overdue(d, lease);
         if (lease->conn != NULL) {
             if (lease->region != NULL)
                 gs_region_reap_if_due(lease->region, 200);
@@ -330,6 +439,9 @@ static int restore_one(void *arg, const gs__lease_record_t *rec)
     }
     take(d, &lease->alloc);
     link_lease(d, lease);
+    int64_t expiry = gs__lease_expiry(lease);
+    if (expiry != 0 && expiry < d->next_expiry_ms)
+        d->next_expiry_ms = expiry;
     char what[256] = "";
     gs__view_describe(d, lease, what, sizeof(what));
     gs_info("lease %llu restored: user %s, %s, holder pid %d%s", (unsigned long long)rec->id,

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 
-enum { ST_PUT, ST_STATE, ST_DELETE, ST_COUNT };
+enum { ST_PUT, ST_STATE, ST_DELETE, ST_HISTORY, ST_COUNT };
 
 struct gs__ledger {
     sqlite3 *db;
@@ -43,6 +43,19 @@ static const char *const schema =
     " granted_at INTEGER NOT NULL,"
     " updated_at INTEGER NOT NULL)";
 
+/* Schema 2: ended leases, kept for `gpushare history`. */
+static const char *const history_schema =
+    "CREATE TABLE IF NOT EXISTS history ("
+    " id INTEGER PRIMARY KEY,"
+    " uid INTEGER NOT NULL, user TEXT NOT NULL, name TEXT NOT NULL, command TEXT NOT NULL,"
+    " request TEXT NOT NULL," /* the acquire request, as the protocol's JSON */
+    " gpus TEXT NOT NULL,"    /* JSON array of {index, uuid, memory_limit, peak_memory} */
+    " granted_at INTEGER NOT NULL, ended_at INTEGER NOT NULL,"
+    " memory_limit INTEGER NOT NULL, peak_memory INTEGER NOT NULL, oom_events INTEGER NOT NULL,"
+    " exit_status INTEGER, signal INTEGER," /* NULL: not reported */
+    " end_reason TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS history_ended ON history (ended_at)";
+
 static const char *const sql[ST_COUNT] = {
     [ST_PUT] = ("INSERT OR REPLACE INTO leases (id, uid, gid, user, command, client_pid, "
                 "client_start, request, parts, compute_share, region, state, granted_at, "
@@ -50,6 +63,10 @@ static const char *const sql[ST_COUNT] = {
     [ST_STATE] = ("UPDATE leases SET state = ?2, updated_at = strftime('%s','now') * 1000 "
                   "WHERE id = ?1"),
     [ST_DELETE] = "DELETE FROM leases WHERE id = ?1",
+    [ST_HISTORY] = ("INSERT OR REPLACE INTO history (id, uid, user, name, command, request, gpus, "
+                    "granted_at, ended_at, memory_limit, peak_memory, oom_events, exit_status, "
+                    "signal, end_reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+                    "?12, ?13, ?14, ?15)"),
 };
 
 static const char *state_name(gs__lease_state_t state)
@@ -103,7 +120,7 @@ static int setup(gs__ledger_t *ledger, char *err, size_t errlen)
         exec(ledger, "PRAGMA journal_mode=WAL") != 0 ||
         exec(ledger, "PRAGMA synchronous=NORMAL") != 0 ||
         exec(ledger, "PRAGMA wal_autocheckpoint=0") != 0 || exec(ledger, schema) != 0 ||
-        exec(ledger, "PRAGMA user_version=1") != 0) {
+        exec(ledger, history_schema) != 0 || exec(ledger, "PRAGMA user_version=2") != 0) {
         snprintf(err, errlen, "cannot set up the ledger: %s", sqlite3_errmsg(ledger->db));
         return GS_EIO;
     }
@@ -367,4 +384,134 @@ int gs__ledger_load(gs__ledger_t *ledger, int (*fn)(void *arg, const gs__lease_r
     free(rec);
     sqlite3_finalize(stmt);
     return result;
+}
+
+/* The parts of an ended lease with their peaks, as stored in history.gpus. */
+static json_t *history_gpus(const gs__history_entry_t *e, uint64_t *limit, uint64_t *peak)
+{
+    json_t *gpus = json_array();
+    *limit = 0;
+    *peak = 0;
+    for (unsigned i = 0; gpus != NULL && i < e->rec->n_parts && i < GS_MAX_DEVICES; i++) {
+        const gs__record_part_t *p = &e->rec->parts[i];
+        *limit += p->memory;
+        *peak += e->peak[i];
+        json_array_append_new(gpus,
+                              json_pack("{s:I, s:s, s:I, s:I}", "index", (json_int_t)e->index[i],
+                                        "uuid", p->uuid, "memory_limit", (json_int_t)p->memory,
+                                        "peak_memory", (json_int_t)e->peak[i]));
+    }
+    return gpus;
+}
+
+int gs__ledger_history_add(gs__ledger_t *ledger, const gs__history_entry_t *e)
+{
+    sqlite3_stmt *stmt = ledger->stmt[ST_HISTORY];
+    const gs__lease_record_t *rec = e->rec;
+    int result = begin(ledger);
+    if (result != 0)
+        return result;
+    uint64_t limit = 0, peak = 0;
+    sqlite3_bind_int64(stmt, 1, (sqlite3_int64)rec->id);
+    sqlite3_bind_int64(stmt, 2, rec->uid);
+    sqlite3_bind_text(stmt, 3, rec->user, -1, SQLITE_STATIC);
+    sqlite3_bind_text(stmt, 4, rec->request.name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(stmt, 5, rec->request.command, -1, SQLITE_STATIC);
+    result = bind_json(stmt, 6, gs_proto_acquire_json(&rec->request));
+    if (result == 0)
+        result = bind_json(stmt, 7, history_gpus(e, &limit, &peak));
+    sqlite3_bind_int64(stmt, 8, rec->granted_at_ms);
+    sqlite3_bind_int64(stmt, 9, e->ended_at_ms);
+    sqlite3_bind_int64(stmt, 10, (sqlite3_int64)limit);
+    sqlite3_bind_int64(stmt, 11, (sqlite3_int64)peak);
+    sqlite3_bind_int64(stmt, 12, (sqlite3_int64)e->oom_events);
+    if (e->job_end.known && e->job_end.signal == 0)
+        sqlite3_bind_int64(stmt, 13, e->job_end.exit_status);
+    if (e->job_end.known && e->job_end.signal != 0)
+        sqlite3_bind_int64(stmt, 14, e->job_end.signal);
+    sqlite3_bind_text(stmt, 15, e->reason != NULL ? e->reason : "", -1, SQLITE_STATIC);
+    if (result != 0) {
+        sqlite3_reset(stmt);
+        sqlite3_clear_bindings(stmt);
+        return result;
+    }
+    return run(ledger, stmt);
+}
+
+/* Sets key to the integer of column col, or to null when the column is NULL. */
+static void set_nullable(json_t *obj, const char *key, sqlite3_stmt *stmt, int col)
+{
+    if (sqlite3_column_type(stmt, col) == SQLITE_NULL)
+        json_object_set_new(obj, key, json_null());
+    else
+        json_object_set_new(obj, key, json_integer(sqlite3_column_int64(stmt, col)));
+}
+
+/* The history object of the current row (columns as in gs__ledger_history's query). */
+static json_t *history_row(sqlite3_stmt *stmt)
+{
+    json_t *request = json_loads(column_text(stmt, 5), 0, NULL);
+    json_t *gpus = json_loads(column_text(stmt, 6), 0, NULL);
+    if (request != NULL) {
+        static const char *const hidden[] = {"op", "wait", "command", "uid", "gid", "user", "name"};
+        for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
+            json_object_del(request, hidden[i]);
+    }
+    int64_t granted = sqlite3_column_int64(stmt, 7), ended = sqlite3_column_int64(stmt, 8);
+    json_t *obj = json_pack(
+        "{s:I, s:s, s:I, s:s, s:s, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
+        (json_int_t)sqlite3_column_int64(stmt, 0), "user", column_text(stmt, 2), "uid",
+        (json_int_t)sqlite3_column_int64(stmt, 1), "name", column_text(stmt, 3), "command",
+        column_text(stmt, 4), "request", request != NULL ? request : json_object(), "gpus",
+        json_is_array(gpus) ? gpus : json_array(), "granted_at_ms", (json_int_t)granted,
+        "ended_at_ms", (json_int_t)ended, "duration_ms", (json_int_t)(ended - granted),
+        "memory_limit", (json_int_t)sqlite3_column_int64(stmt, 9), "peak_memory",
+        (json_int_t)sqlite3_column_int64(stmt, 10), "oom_events",
+        (json_int_t)sqlite3_column_int64(stmt, 11));
+    if (!json_is_array(gpus))
+        json_decref(gpus);
+    if (obj == NULL)
+        return NULL;
+    set_nullable(obj, "exit_status", stmt, 12);
+    set_nullable(obj, "signal", stmt, 13);
+    json_object_set_new(obj, "end_reason", json_string(column_text(stmt, 14)));
+    return obj;
+}
+
+int gs__ledger_history(gs__ledger_t *ledger, const gs_history_query_t *q, int64_t uid,
+                       const char *user, json_t **out)
+{
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2(ledger->db,
+                           "SELECT id, uid, user, name, command, request, gpus, granted_at, "
+                           "ended_at, memory_limit, peak_memory, oom_events, exit_status, signal, "
+                           "end_reason FROM history WHERE ended_at >= ?1 AND (?2 < 0 OR uid = ?2) "
+                           "AND (?3 IS NULL OR user = ?3) ORDER BY ended_at DESC, id DESC "
+                           "LIMIT ?4",
+                           -1, &stmt, NULL) != SQLITE_OK) {
+        gs_error("ledger: %s", sqlite3_errmsg(ledger->db));
+        return GS_EIO;
+    }
+    sqlite3_bind_int64(stmt, 1, q->since_ms);
+    sqlite3_bind_int64(stmt, 2, uid);
+    if (user != NULL)
+        sqlite3_bind_text(stmt, 3, user, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(stmt, 4, q->limit);
+    json_t *rows = json_array();
+    int rc, result = rows != NULL ? 0 : GS_ENOMEM;
+    while (result == 0 && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        json_t *row = history_row(stmt);
+        result = row != NULL ? json_array_append_new(rows, row) == 0 ? 0 : GS_ENOMEM : GS_ENOMEM;
+    }
+    if (result == 0 && rc != SQLITE_DONE) {
+        gs_error("ledger: history: %s", sqlite3_errmsg(ledger->db));
+        result = GS_EIO;
+    }
+    sqlite3_finalize(stmt);
+    if (result != 0) {
+        json_decref(rows);
+        return result;
+    }
+    *out = rows;
+    return 0;
 }

@@ -74,6 +74,27 @@ int gs__ledger_commit(gs__ledger_t *ledger);
  * checkpoint is logged and retried next time; the data is safe in the log meanwhile. */
 void gs__ledger_checkpoint(gs__ledger_t *ledger);
 
+/* A lease that ended, for the history: its record and how it went. */
+typedef struct gs__history_entry {
+    const gs__lease_record_t *rec;
+    int64_t ended_at_ms;            /* CLOCK_REALTIME */
+    unsigned index[GS_MAX_DEVICES]; /* NVML index of each part's GPU */
+    uint64_t peak[GS_MAX_DEVICES];  /* the most each part's processes held at once */
+    uint64_t oom_events;            /* allocations refused over the limit */
+    gs_job_end_t job_end;           /* as its holder reported it (release) */
+    const char *reason;             /* why it ended: "released", "time limit", ... */
+} gs__history_entry_t;
+
+/* Records an ended lease in the history table (same transaction as the other writes). Returns 0
+ * or GS_EIO (logged). */
+int gs__ledger_history_add(gs__ledger_t *ledger, const gs__history_entry_t *entry);
+
+/* The ended leases that q asks for, most recent first, as a JSON array of history objects
+ * (docs/api.md); uid >= 0 keeps only that user's, user (not NULL) only that user name's. Returns
+ * 0 and *out (a new reference), or GS_EIO / GS_ENOMEM. */
+int gs__ledger_history(gs__ledger_t *ledger, const gs_history_query_t *q, int64_t uid,
+                       const char *user, json_t **out);
+
 /* Calls fn for every stored lease, in id order; stops at the first nonzero return, which it
  * returns. Rows that cannot be decoded are logged and skipped. */
 int gs__ledger_load(gs__ledger_t *ledger, int (*fn)(void *arg, const gs__lease_record_t *rec),

@@ -4,7 +4,7 @@
 #include "place_engine.h"
 #include "metrics.h"
 #include "regions.h"
-#include "scheds.h"
+#include "gpu_sched.h"
 #include "server.h"
 
 #include "gpushare/error.h"
@@ -44,6 +44,7 @@ static void usage(FILE *out)
             "  --metrics-listen A:P      Prometheus endpoint (default %s; port 0 = off)\n"
             "  --log-level LEVEL         error, warn, info (default) or debug\n"
             "  --version                 print the version\n"
+            "  -h, --help                this help\n"
             "See gpushared(8) and docs/api.md.\n",
             GS__DEFAULT_CONFIG, GS__DEFAULT_STATE_DIR, GS__DEFAULT_METRICS);
 }
@@ -188,7 +189,7 @@ static int start(gs__daemon_t *d)
     if (result == 0)
         result = gs__regions_init(&d->cfg, err, sizeof(err));
     if (result == 0)
-        result = gs__scheds_open(d, err, sizeof(err));
+        result = gs__gpu_sched_open(d, err, sizeof(err));
     char db[GS__PATH_MAX + 16];
     snprintf(db, sizeof(db), "%s/state.db", d->cfg.state_dir);
     if (result == 0)
@@ -222,7 +223,7 @@ static void stop(gs__daemon_t *d)
     gs__leases_free(d);
     gs__place_engine_free();
     gs__ledger_close(d->ledger);
-    gs__scheds_close(d);
+    gs__gpu_sched_close(d);
     gs__inventory_close(d->inv);
 }
 
@@ -245,6 +246,7 @@ int main(int argc, char **argv)
     if (status != 0)
         return status < 0 ? 0 : status;
     gs_log_init("gpushared", opts.level);
+    gs_log_set_timestamps(!gs_log_stderr_is_journal()); /* the journal stamps lines itself */
     raise_fd_limit();
     gs__daemon_t *d = calloc(1, sizeof(*d));
     if (d == NULL)
@@ -252,6 +254,7 @@ int main(int argc, char **argv)
     umask(022);
     d->self = gs__regions_self();
     gs__queue_init(&d->queue);
+    d->next_expiry_ms = INT64_MAX;
     d->started_ms = gs__now_ms();
     if (gethostname(d->hostname, sizeof(d->hostname) - 1) != 0)
         snprintf(d->hostname, sizeof(d->hostname), "localhost");

@@ -1,6 +1,6 @@
 /* Prometheus metrics: rendering from the daemon's state, and the libmicrohttpd endpoint. */
 #include "metrics.h"
-#include "scheds.h"
+#include "gpu_sched.h"
 
 #include "config.h"
 #include "gpushare/error.h"
@@ -213,7 +213,7 @@ static void render_leases(FILE *f, const gs__daemon_t *d, const lease_row_t *row
         for (unsigned i = 0; i < rows[r].lease->alloc.n; i++) {
             fputs("gpushare_lease_compute_seconds_total", f);
             lease_labels(f, d, rows[r].lease, i);
-            fprintf(f, " %.3f\n", (double)gs__scheds_lease_used(d, rows[r].lease, i) / 1e9);
+            fprintf(f, " %.3f\n", (double)gs__gpu_sched_lease_used(d, rows[r].lease, i) / 1e9);
         }
     }
     family(f, "gpushare_oom_events_total", "counter",
@@ -252,6 +252,8 @@ static void render_node(FILE *f, const gs__daemon_t *d)
     counter(f, "gpushare_leases_reaped_total", "Leases ended because their holder was gone.",
             c->reaped);
     counter(f, "gpushare_leases_revoked_total", "Leases released by another caller.", c->revoked);
+    counter(f, "gpushare_leases_expired_total", "Leases that reached their time limit.",
+            c->expired);
     family(f, "gpushare_requests_rejected_total", "counter", "Lease requests refused, by reason.");
     fprintf(f, "gpushare_requests_rejected_total{reason=\"no_fit\"} %llu\n",
             (unsigned long long)c->rejected_no_fit);

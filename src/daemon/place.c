@@ -24,16 +24,21 @@ static int compare_one(const gs__gpu_t *a, const gs__part_t *pa, const gs__gpu_t
     return a->index < b->index ? -1 : 1;
 }
 
+static int allowed_gpu(uint32_t allowed, unsigned i)
+{
+    return i < GS_MAX_DEVICES && (allowed & (UINT32_C(1) << i)) != 0;
+}
+
 static int place_one(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
-                     gs__policy_t policy, gs__alloc_t *out)
+                     gs__policy_t policy, uint32_t allowed, gs__alloc_t *out)
 {
     int best = -1;
     gs__part_t parts[GS_MAX_DEVICES];
     int fits[GS_MAX_DEVICES];
-    for (unsigned i = 0; i < n; i++) {
+    for (unsigned i = 0; i < n && i < GS_MAX_DEVICES; i++) {
         gs__part_for(&gpus[i], req, 0, &parts[i]);
         parts[i].gpu = i;
-        fits[i] = gs__gpu_fits(&gpus[i], req->kind, &parts[i]);
+        fits[i] = allowed_gpu(allowed, i) && gs__gpu_fits(&gpus[i], req->kind, &parts[i]);
         if (fits[i] &&
             (best < 0 || compare_one(&gpus[i], &parts[i], &gpus[best], &parts[best], policy) < 0))
             best = (int)i;
@@ -54,13 +59,14 @@ static int place_one(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t
 /* Picks g GPUs with overprovision k that can each give s slots; fills out in index order.
  * Returns 0 or GS_ENOFIT. */
 static int pick_group(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, unsigned k,
-                      unsigned g, unsigned s, gs__policy_t policy, gs__alloc_t *out)
+                      unsigned g, unsigned s, gs__policy_t policy, uint32_t allowed,
+                      gs__alloc_t *out)
 {
     unsigned chosen[GS_MAX_DEVICES], count = 0;
     unsigned free_slots[GS_MAX_DEVICES];
     for (unsigned i = 0; i < n && i < GS_MAX_DEVICES; i++) {
         unsigned gk = gpus[i].overprovision >= 1 ? gpus[i].overprovision : 1;
-        free_slots[i] = gk == k ? gs__gpu_free_slots(&gpus[i]) : 0;
+        free_slots[i] = gk == k && allowed_gpu(allowed, i) ? gs__gpu_free_slots(&gpus[i]) : 0;
     }
     /* Select g candidates one by one: fewest free slots (bestfit) or most (spread). */
     while (count < g) {
@@ -91,7 +97,7 @@ static int pick_group(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_
 }
 
 static int place_slots(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
-                       gs__policy_t policy, gs__alloc_t *out)
+                       gs__policy_t policy, uint32_t allowed, gs__alloc_t *out)
 {
     unsigned total = req->gpus;
     for (unsigned g = 1; g <= total && g <= n; g++) {
@@ -106,7 +112,7 @@ static int place_slots(const gs__gpu_t *gpus, unsigned n, const gs_lease_request
                 first &= (gpus[j].overprovision >= 1 ? gpus[j].overprovision : 1) != k;
             if (!first || s > k)
                 continue;
-            if (pick_group(gpus, n, req, k, g, s, policy, out) == 0)
+            if (pick_group(gpus, n, req, k, g, s, policy, allowed, out) == 0)
                 return 0;
         }
     }
@@ -125,13 +131,13 @@ static int find_index(const gs__gpu_t *gpus, unsigned n, unsigned index)
 
 /* A pinned request: exactly its GPUs, in its order (CUDA ordinal k is gpus_at[k]). */
 static int place_pinned(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
-                        gs__alloc_t *out)
+                        uint32_t allowed, gs__alloc_t *out)
 {
     unsigned slots = req->kind == GS_LEASE_GPUS ? req->gpus / req->n_pinned : 0;
     out->n = 0;
     for (unsigned k = 0; k < req->n_pinned && k < GS_MAX_DEVICES; k++) {
         int g = find_index(gpus, n, req->pinned[k]);
-        if (g < 0)
+        if (g < 0 || !allowed_gpu(allowed, (unsigned)g))
             return GS_ENOFIT;
         gs__part_t *part = &out->part[out->n++];
         gs__part_for(&gpus[g], req, slots, part);
@@ -142,31 +148,47 @@ static int place_pinned(const gs__gpu_t *gpus, unsigned n, const gs_lease_reques
     return out->n > 0 ? 0 : GS_ENOFIT;
 }
 
-void gs__place_describe_pinned(const gs_lease_request_t *req, char *buf, size_t len)
+uint32_t gs__place_eligible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req)
 {
-    if (req->n_pinned == 0) {
-        snprintf(buf, len, "no GPU has");
-        return;
+    uint32_t mask = 0;
+    if (n > GS_MAX_DEVICES)
+        n = GS_MAX_DEVICES;
+    for (unsigned i = 0; i < n; i++) {
+        int ok = req->n_gpu_types == 0;
+        for (unsigned t = 0; t < req->n_gpu_types && !ok; t++)
+            ok = gs_gpu_type_matches(req->gpu_types[t], gpus[i].name);
+        for (unsigned k = 0; ok && req->n_pinned > 0; k++) {
+            if (k == req->n_pinned) {
+                ok = 0;
+                break;
+            }
+            if (req->pinned[k] == gpus[i].index)
+                break;
+        }
+        mask |= ok ? UINT32_C(1) << i : 0;
     }
-    size_t off = (size_t)snprintf(buf, len, "GPU%s ", req->n_pinned > 1 ? "s" : "");
-    for (unsigned k = 0; k < req->n_pinned && off < len; k++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%u", k > 0 ? "," : "", req->pinned[k]);
-    if (off < len)
-        snprintf(buf + off, len - off, " %s no", req->n_pinned > 1 ? "have" : "has");
+    return mask;
+}
+
+int gs__place_within(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
+                     gs__policy_t policy, uint32_t allowed, gs__alloc_t *out)
+{
+    if (n > GS_MAX_DEVICES)
+        n = GS_MAX_DEVICES;
+    allowed &= gs__place_eligible(gpus, n, req);
+    if (req->n_pinned > 0 && req->kind != GS_LEASE_NONE)
+        return place_pinned(gpus, n, req, allowed, out);
+    if (req->kind == GS_LEASE_GPUS)
+        return place_slots(gpus, n, req, policy, allowed, out);
+    if (req->kind == GS_LEASE_FRACTION || req->kind == GS_LEASE_MEMORY)
+        return place_one(gpus, n, req, policy, allowed, out);
+    return GS_ENOFIT;
 }
 
 int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, gs__policy_t policy,
               gs__alloc_t *out)
 {
-    if (n > GS_MAX_DEVICES)
-        n = GS_MAX_DEVICES;
-    if (req->n_pinned > 0 && req->kind != GS_LEASE_NONE)
-        return place_pinned(gpus, n, req, out);
-    if (req->kind == GS_LEASE_GPUS)
-        return place_slots(gpus, n, req, policy, out);
-    if (req->kind == GS_LEASE_FRACTION || req->kind == GS_LEASE_MEMORY)
-        return place_one(gpus, n, req, policy, out);
-    return GS_ENOFIT;
+    return gs__place_within(gpus, n, req, policy, UINT32_MAX, out);
 }
 
 static void describe_largest(const gs__gpu_t *empty, unsigned n, const gs_lease_request_t *req,
@@ -254,27 +276,55 @@ static void describe_pinned(const gs__gpu_t *empty, unsigned n, const gs_lease_r
     snprintf(why, whylen, "this request can never fit on the GPUs of \"gpus_at\"");
 }
 
+/* Why no GPU is of the models req names: "no GPU of this node is a V100 (it has A100-40GB,
+ * T4)". */
+static void describe_types(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
+                           char *why, size_t whylen)
+{
+    size_t off = (size_t)snprintf(why, whylen, "no GPU of this node is ");
+    for (unsigned t = 0; t < req->n_gpu_types && off < whylen; t++)
+        off += (size_t)snprintf(why + off, whylen - off, "%s%s", t == 0 ? "a " : " or ",
+                                req->gpu_types[t]);
+    for (unsigned i = 0; i < n && off < whylen; i++) {
+        int seen = 0;
+        for (unsigned j = 0; j < i && !seen; j++)
+            seen = strcmp(gpus[j].name, gpus[i].name) == 0;
+        if (!seen)
+            off += (size_t)snprintf(why + off, whylen - off, "%s%s", i == 0 ? " (it has " : ", ",
+                                    gpus[i].name);
+    }
+    if (off < whylen && n > 0)
+        snprintf(why + off, whylen - off, ")");
+}
+
 int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, char *why,
                        size_t whylen)
 {
     gs__gpu_t empty[GS_MAX_DEVICES];
     if (n > GS_MAX_DEVICES)
         n = GS_MAX_DEVICES;
+    uint32_t eligible = gs__place_eligible(gpus, n, req);
+    unsigned m = 0;
     for (unsigned i = 0; i < n; i++) {
-        empty[i] = gpus[i];
-        empty[i].mem_leased = 0;
-        empty[i].compute_leased = 0;
-        empty[i].slots_leased = 0;
-        empty[i].n_leases = 0;
+        if (req->n_gpu_types > 0 && !allowed_gpu(eligible, i))
+            continue; /* the messages below speak of the GPUs of its models only */
+        empty[m] = gpus[i];
+        empty[m].mem_leased = 0;
+        empty[m].compute_leased = 0;
+        empty[m].slots_leased = 0;
+        empty[m].n_leases = 0;
+        m++;
     }
     gs__alloc_t alloc;
-    if (n > 0 && gs__place(empty, n, req, GS__POLICY_BESTFIT, &alloc) == 0)
+    if (m > 0 && gs__place(empty, m, req, GS__POLICY_BESTFIT, &alloc) == 0)
         return 0;
     if (n == 0)
         snprintf(why, whylen, "this node has no GPU");
+    else if (m == 0)
+        describe_types(gpus, n, req, why, whylen);
     else if (req->n_pinned > 0)
-        describe_pinned(empty, n, req, why, whylen);
+        describe_pinned(empty, m, req, why, whylen);
     else
-        describe_largest(empty, n, req, why, whylen);
+        describe_largest(empty, m, req, why, whylen);
     return GS_ENOFIT;
 }

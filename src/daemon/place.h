@@ -3,6 +3,7 @@
 #define GS_DAEMON_PLACE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "model.h"
 
@@ -22,9 +23,13 @@
 int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, gs__policy_t policy,
               gs__alloc_t *out);
 
-/* Writes who has no room for req, for messages: "no GPU has" or "GPU 1 has" / "GPUs 0,1
- * have" when it is pinned. */
-void gs__place_describe_pinned(const gs_lease_request_t *req, char *buf, size_t len);
+/* As gs__place, on the GPUs whose bit (position in gpus[]) is set in allowed only. */
+int gs__place_within(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
+                     gs__policy_t policy, uint32_t allowed, gs__alloc_t *out);
+
+/* The GPUs (bits by position in gpus[]) req may ever use: of a model it names ("gpu_type"), and
+ * among those it is pinned to ("gpus_at"); every GPU when it names neither. */
+uint32_t gs__place_eligible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req);
 
 /* Checks whether req could ever fit on this node, i.e. on its GPUs with nothing leased.
  * Returns 0, or GS_ENOFIT with the reason in why (one line, names the largest possible). */

@@ -6,13 +6,31 @@
 
 #include "gpushare/client.h"
 
+/* Why a request waits, as the last pass of the scheduler (sched.h) found it. */
+typedef enum gs__wait_kind {
+    GS__WAIT_NEW = 0, /* not looked at yet */
+    GS__WAIT_NO_ROOM, /* no GPU it may use has room for it now */
+    GS__WAIT_BEHIND,  /* it fits now, but only on GPUs held for requests ahead of it */
+    GS__WAIT_HELD,    /* every GPU it may use is held for requests ahead of it */
+} gs__wait_kind_t;
+
+typedef struct gs__wait {
+    gs__wait_kind_t kind;
+    unsigned position; /* 1 = served next (priority with aging, then arrival) */
+    int gpu;           /* NO_ROOM: the GPU it is closest to fitting on (held for it), else -1 */
+    unsigned ahead;    /* BEHIND / HELD: requests ahead of it holding the GPUs it could use */
+    uint32_t held;     /* the GPUs (by position) held for it */
+} gs__wait_t;
+
 /* A queued request. The queue links it (intrusive list) but does not own it. */
 typedef struct gs__waiter {
     struct gs__waiter *prev, *next;
     uint64_t seq;        /* arrival order, set by gs__queue_push */
     int64_t deadline_ms; /* CLOCK_MONOTONIC ms when it gives up, 0 = never */
+    int64_t queued_ms;   /* CLOCK_MONOTONIC ms when it arrived */
     void *owner;         /* the connection that asked */
     gs_lease_request_t req;
+    gs__wait_t wait;
 } gs__waiter_t;
 
 typedef struct gs__queue {

@@ -350,6 +350,7 @@ static void close_idle(server_t *s, int64_t now)
 static void tick(server_t *s, int64_t now, int64_t *next_reap, int64_t *next_refresh)
 {
     gs__api_expire(s->d, now);
+    gs__leases_expire(s->d, gs__wall_ms());
     close_idle(s, now);
     if (now >= *next_reap) {
         gs__leases_reap(s->d);

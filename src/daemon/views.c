@@ -1,12 +1,16 @@
 /* JSON views of leases, lease environments and the node's status. */
 #include "views.h"
-#include "scheds.h"
-
+#include "procs.h"
 #include "regions.h"
+#include "scheduler.h"
+#include "gpu_sched.h"
+#include "server.h"
 
 #include "gpushare/log.h"
 
+#include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void gs__view_describe(const gs__daemon_t *d, const gs__lease_t *lease, char *buf, size_t len)
@@ -25,7 +29,9 @@ void gs__view_describe(const gs__daemon_t *d, const gs__lease_t *lease, char *bu
 
 static const char *state_name(const gs__lease_t *lease)
 {
-    return lease->rec.state == GS__LEASE_ENDING ? "ending" : "active";
+    if (lease->rec.state != GS__LEASE_ENDING)
+        return "active";
+    return lease->expired ? "expired" : "ending";
 }
 
 /* The request's sizing as given, without the protocol's "op" and "wait", the command (shown
@@ -37,6 +43,20 @@ static json_t *request_view(const gs_lease_request_t *req)
     for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
         json_object_del(obj, hidden[i]);
     return obj;
+}
+
+/* The name, the time limit and when it passes, for listings. */
+static void add_labels(json_t *obj, const gs__lease_t *lease)
+{
+    if (obj == NULL)
+        return;
+    json_object_set_new(obj, "name", json_string(lease->rec.request.name));
+    int64_t expiry = gs__lease_expiry(lease);
+    if (expiry == 0)
+        return;
+    json_object_set_new(obj, "time_limit_ms",
+                        json_integer((json_int_t)lease->rec.request.time_limit_ms));
+    json_object_set_new(obj, "expires_at_ms", json_integer((json_int_t)expiry));
 }
 
 json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
@@ -55,20 +75,22 @@ json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
                       "uuid", gpu->uuid, "slots", (json_int_t)part->slots, "memory_limit",
                       (json_int_t)part->memory, "memory_used", (json_int_t)use.used[i], "compute",
                       (json_int_t)gs__part_compute_percent(part), "compute_used_ms",
-                      (json_int_t)(gs__scheds_lease_used(d, lease, i) / 1000000)));
+                      (json_int_t)(gs__gpu_sched_lease_used(d, lease, i) / 1000000)));
     }
     const gs__lease_record_t *rec = &lease->rec;
-    return json_pack("{s:I, s:s, s:I, s:s, s:I, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:I, s:I, "
-                     "s:I, s:s, s:I}",
-                     "id", (json_int_t)rec->id, "user", rec->user, "uid", (json_int_t)rec->uid,
-                     "command", rec->request.command, "client_pid", (json_int_t)rec->client_pid,
-                     "state", state_name(lease), "priority", (int)rec->request.priority, "request",
-                     request_view(&rec->request), "gpus", gpus, "memory_limit", (json_int_t)limit,
-                     "memory_used", (json_int_t)use.used_total, "compute_share",
-                     (json_int_t)rec->compute_share, "compute_max",
-                     (json_int_t)rec->request.compute_max, "oom_events", (json_int_t)use.oom_events,
-                     "processes", (json_int_t)use.processes, "region", rec->region, "granted_at_ms",
-                     (json_int_t)rec->granted_at_ms);
+    json_t *obj = json_pack(
+        "{s:I, s:s, s:I, s:s, s:I, s:s, s:i, s:o, s:o, s:I, s:I, s:I, s:I, s:I, "
+        "s:I, s:s, s:I}",
+        "id", (json_int_t)rec->id, "user", rec->user, "uid", (json_int_t)rec->uid, "command",
+        rec->request.command, "client_pid", (json_int_t)rec->client_pid, "state", state_name(lease),
+        "priority", (int)rec->request.priority, "request", request_view(&rec->request), "gpus",
+        gpus, "memory_limit", (json_int_t)limit, "memory_used", (json_int_t)use.used_total,
+        "compute_share", (json_int_t)rec->compute_share, "compute_max",
+        (json_int_t)rec->request.compute_max, "oom_events", (json_int_t)use.oom_events, "processes",
+        (json_int_t)use.processes, "region", rec->region, "granted_at_ms",
+        (json_int_t)rec->granted_at_ms);
+    add_labels(obj, lease);
+    return obj;
 }
 
 static void set_text(json_t *env, const char *key, const char *value)
@@ -107,7 +129,7 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease)
         set_text(env, "GPUSHARE_COMPUTE_MAX", number);
     }
     char sched_dir[GS__PATH_MAX + 16];
-    gs__scheds_dir(d, sched_dir, sizeof(sched_dir));
+    gs__gpu_sched_dir(d, sched_dir, sizeof(sched_dir));
     set_text(env, "GPUSHARE_SCHED_DIR", sched_dir);
     snprintf(number, sizeof(number), "%llu", (unsigned long long)lease->rec.id);
     set_text(env, "GPUSHARE_LEASE_ID", number);
@@ -119,19 +141,70 @@ static json_t *gpu_lease_view(const gs__daemon_t *d, const gs__lease_t *lease, u
                               const gs__lease_use_t *use)
 {
     const gs__part_t *part = &lease->alloc.part[part_index];
-    return json_pack("{s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
-                     (json_int_t)lease->rec.id, "user", lease->rec.user, "uid",
-                     (json_int_t)lease->rec.uid, "command", lease->rec.request.command, "state",
-                     state_name(lease), "slots", (json_int_t)part->slots, "memory_limit",
-                     (json_int_t)part->memory, "memory_used", (json_int_t)use->used[part_index],
-                     "compute_share", (json_int_t)gs__part_compute_percent(part), "compute_max",
-                     (json_int_t)lease->rec.request.compute_max, "compute_used_ms",
-                     (json_int_t)(gs__scheds_lease_used(d, lease, part_index) / 1000000),
-                     "processes", (json_int_t)use->processes, "oom_events",
-                     (json_int_t)use->oom_events);
+    json_t *obj = json_pack(
+        "{s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
+        (json_int_t)lease->rec.id, "user", lease->rec.user, "uid", (json_int_t)lease->rec.uid,
+        "command", lease->rec.request.command, "state", state_name(lease), "slots",
+        (json_int_t)part->slots, "memory_limit", (json_int_t)part->memory, "memory_used",
+        (json_int_t)use->used[part_index], "compute_share",
+        (json_int_t)gs__part_compute_percent(part), "compute_max",
+        (json_int_t)lease->rec.request.compute_max, "compute_used_ms",
+        (json_int_t)(gs__gpu_sched_lease_used(d, lease, part_index) / 1000000), "processes",
+        (json_int_t)use->processes, "oom_events", (json_int_t)use->oom_events);
+    add_labels(obj, lease);
+    return obj;
 }
 
-static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cred)
+/* Whether cred may see the details of something of uid's (root sees all). */
+static int visible(const gs__cred_t *cred, uid_t uid)
+{
+    return cred->uid == 0 || cred->uid == uid;
+}
+
+/* One process of the per-process view. */
+static json_t *proc_view(const gs__proc_t *proc, const char *user)
+{
+    json_t *obj =
+        json_pack("{s:I, s:s, s:I, s:I, s:s}", "pid", (json_int_t)proc->pid, "user", user, "uid",
+                  (json_int_t)(proc->uid == (uid_t)-1 ? -1 : (json_int_t)proc->uid), "lease",
+                  (json_int_t)proc->lease, "name", proc->name);
+    if (obj != NULL)
+        json_object_set_new(obj, "memory_used",
+                            proc->used == UINT64_MAX ? json_null()
+                                                     : json_integer((json_int_t)proc->used));
+    return obj;
+}
+
+/* Adds GPU g's processes to its view: cred's own in detail (root: all), others counted. */
+static void add_processes(const gs__daemon_t *d, unsigned g, const gs__cred_t *cred,
+                          const gs__procs_t *procs, json_t *gpu, json_t *others)
+{
+    json_t *list = json_array();
+    unsigned hidden = 0;
+    uint64_t hidden_memory = 0;
+    for (unsigned i = 0; i < procs->n; i++) {
+        const gs__proc_t *proc = &procs->items[i];
+        if (proc->gpu != g)
+            continue;
+        const gs__lease_t *lease =
+            proc->lease != 0 ? gs__lease_find((gs__daemon_t *)d, proc->lease) : NULL;
+        uid_t owner = lease != NULL ? lease->rec.uid : proc->uid;
+        if (!visible(cred, owner)) {
+            hidden++;
+            hidden_memory += proc->used != UINT64_MAX ? proc->used : 0;
+            continue;
+        }
+        char user[GS__USER_MAX];
+        gs__view_user_name(owner, lease, user, sizeof(user));
+        json_array_append_new(list, proc_view(proc, user));
+    }
+    json_object_set_new(gpu, "processes", list);
+    json_object_set_new(others, "processes", json_integer(hidden));
+    json_object_set_new(others, "process_memory", json_integer((json_int_t)hidden_memory));
+}
+
+static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cred,
+                        const gs__procs_t *procs)
 {
     const gs__gpu_t *gpu = &d->gpus[g];
     json_t *leases = json_array();
@@ -141,7 +214,7 @@ static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cre
         for (unsigned i = 0; i < lease->alloc.n; i++) {
             if (lease->alloc.part[i].gpu != g)
                 continue;
-            if (cred->uid == 0 || cred->uid == lease->rec.uid) {
+            if (visible(cred, lease->rec.uid)) {
                 gs__lease_use_t use;
                 gs__lease_use(lease, &use);
                 json_array_append_new(leases, gpu_lease_view(d, lease, i, &use));
@@ -152,49 +225,121 @@ static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cre
         }
     }
     unsigned k = gpu->overprovision >= 1 ? gpu->overprovision : 1;
-    return json_pack(
-        "{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:{s:I, "
-        "s:I}}",
+    uint64_t leasable = gs__gpu_leasable(gpu);
+    json_t *other = json_pack("{s:I, s:I}", "leases", (json_int_t)others, "memory_limit",
+                              (json_int_t)other_memory);
+    json_t *view = json_pack(
+        "{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
         "index", (json_int_t)gpu->index, "uuid", gpu->uuid, "name", gpu->name, "mode",
         gs__mode_name(gpu->mode), "overprovision", (json_int_t)k, "memory_total",
         (json_int_t)gpu->total, "memory_reserved", (json_int_t)gpu->reserve, "memory_leasable",
-        (json_int_t)gs__gpu_leasable(gpu), "memory_leased", (json_int_t)gpu->mem_leased,
-        "memory_used", (json_int_t)d->usage[g].used, "utilization",
-        (json_int_t)d->usage[g].utilization, "compute_leased",
-        (json_int_t)((gpu->compute_leased + 5) / 10), "logical_total", (json_int_t)k,
-        "logical_free", (json_int_t)gs__gpu_free_slots(gpu), "leases", leases, "others", "leases",
-        (json_int_t)others, "memory_limit", (json_int_t)other_memory);
+        (json_int_t)leasable, "memory_leased", (json_int_t)gpu->mem_leased, "memory_free",
+        (json_int_t)(leasable > gpu->mem_leased ? leasable - gpu->mem_leased : 0), "memory_used",
+        (json_int_t)d->usage[g].used, "utilization", (json_int_t)d->usage[g].utilization,
+        "compute_leased", (json_int_t)((gpu->compute_leased + 5) / 10), "logical_total",
+        (json_int_t)k, "logical_free", (json_int_t)gs__gpu_free_slots(gpu), "n_leases",
+        (json_int_t)gpu->n_leases, "leases", leases);
+    if (procs != NULL && view != NULL && other != NULL)
+        add_processes(d, g, cred, procs, view, other);
+    if (view != NULL)
+        json_object_set_new(view, "others", other);
+    else
+        json_decref(other);
+    return view;
 }
 
-static json_t *queue_view(const gs__daemon_t *d, const gs__cred_t *cred, const void *conn)
+void gs__view_user_name(uid_t uid, const gs__lease_t *lease, char *buf, size_t len)
 {
-    json_t *mine = json_array();
-    unsigned position = 1;
-    for (const gs__waiter_t *w = d->queue.head; w != NULL; w = w->next, position++) {
-        if (w->owner != conn && cred->uid != 0)
-            continue;
-        json_array_append_new(mine, json_pack("{s:I, s:s, s:o}", "position", (json_int_t)position,
-                                              "command", w->req.command, "request",
-                                              request_view(&w->req)));
+    if (lease != NULL) {
+        snprintf(buf, len, "%s", lease->rec.user);
+        return;
     }
-    return json_pack("{s:I, s:o}", "length", (json_int_t)d->queue.length, "requests", mine);
+    struct passwd pw, *found = NULL;
+    char pwbuf[1024];
+    if (uid != (uid_t)-1 && getpwuid_r(uid, &pw, pwbuf, sizeof(pwbuf), &found) == 0 &&
+        found != NULL)
+        snprintf(buf, len, "%s", found->pw_name);
+    else if (uid != (uid_t)-1)
+        snprintf(buf, len, "%u", (unsigned)uid);
+    else
+        snprintf(buf, len, "?");
 }
 
-json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, const void *conn)
+/* The user a waiting request is for, and its uid. */
+static uid_t waiter_user(const gs__waiter_t *w, const char **name)
 {
+    const gs__cred_t *cred = gs__conn_cred(w->owner);
+    if (w->req.owner.set) {
+        *name = w->req.owner.user;
+        return (uid_t)w->req.owner.uid;
+    }
+    *name = cred->user;
+    return cred->uid;
+}
+
+static json_t *pending_view(const gs__daemon_t *d, const gs__waiter_t *w, int64_t now)
+{
+    const char *user = NULL;
+    uid_t uid = waiter_user(w, &user);
+    char reason[384];
+    gs__sched_describe(d, w, reason, sizeof(reason));
+    return json_pack("{s:I, s:s, s:I, s:s, s:s, s:i, s:I, s:o, s:I, s:s}", "position",
+                     (json_int_t)w->wait.position, "user", user, "uid", (json_int_t)uid, "name",
+                     w->req.name, "command", w->req.command, "priority", (int)w->req.priority,
+                     "effective_priority", (json_int_t)gs__sched_priority(d, w, now), "request",
+                     request_view(&w->req), "waiting_ms", (json_int_t)(now - w->queued_ms),
+                     "reason", reason);
+}
+
+static int by_position(const void *a, const void *b)
+{
+    const gs__waiter_t *x = *(const gs__waiter_t *const *)a, *y = *(const gs__waiter_t *const *)b;
+    return (x->wait.position > y->wait.position) - (x->wait.position < y->wait.position);
+}
+
+json_t *gs__view_pending(const gs__daemon_t *d, const gs__cred_t *cred)
+{
+    json_t *list = json_array();
+    const gs__waiter_t **mine = calloc(d->queue.length + 1, sizeof(*mine));
+    if (list == NULL || mine == NULL) {
+        free(mine);
+        return list;
+    }
+    size_t n = 0;
+    for (const gs__waiter_t *w = d->queue.head; w != NULL && n < d->queue.length; w = w->next) {
+        const char *user = NULL;
+        if (visible(cred, waiter_user(w, &user)))
+            mine[n++] = w;
+    }
+    /* In queue order: positions from the scheduler's last pass. */
+    qsort(mine, n, sizeof(*mine), by_position);
+    int64_t now = gs__now_ms();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(list, pending_view(d, mine[i], now));
+    free(mine);
+    return list;
+}
+
+json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, int processes)
+{
+    gs__procs_t procs = {0};
+    if (processes && gs__procs_collect((gs__daemon_t *)d, &procs) != 0)
+        gs_warn("status: out of memory listing the GPUs' processes");
     json_t *gpus = json_array();
     for (unsigned g = 0; g < d->n_gpus; g++)
-        json_array_append_new(gpus, gpu_view(d, g, cred));
+        json_array_append_new(gpus, gpu_view(d, g, cred, processes ? &procs : NULL));
+    gs__procs_free(&procs);
     json_t *node = json_pack(
-        "{s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:I}", "hostname", d->hostname, "daemon",
+        "{s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:I, s:I}", "hostname", d->hostname, "daemon",
         "gpushared " GS_VERSION, "simulated", gs__inventory_simulated(d->inv), "driver",
         gs__inventory_driver(d->inv), "nvml_library", gs__inventory_library(d->inv), "placement",
         gs__policy_name(d->policy), "uptime_s", (json_int_t)((gs__now_ms() - d->started_ms) / 1000),
-        "leases", (json_int_t)d->n_leases);
+        "leases", (json_int_t)d->n_leases, "time_ms", (json_int_t)gs__wall_ms());
     char regions[GS__PATH_MAX];
     gs__regions_dir(&d->cfg, regions, sizeof(regions));
     json_object_set_new(node, "region_dir", json_string(regions));
     json_object_set_new(node, "shim", json_string(d->cfg.shim));
-    return json_pack("{s:o, s:o, s:o}", "node", node, "gpus", gpus, "queue",
-                     queue_view(d, cred, conn));
+    json_t *queue = json_pack("{s:I, s:o}", "length", (json_int_t)d->queue.length, "requests",
+                              gs__view_pending(d, cred));
+    return json_pack("{s:o, s:o, s:o}", "node", node, "gpus", gpus, "queue", queue);
 }

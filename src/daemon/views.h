@@ -15,9 +15,16 @@ json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease);
 json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease);
 
 /* The node's GPUs with their leases as cred may see them: its own leases (root: all) in
- * detail, the others only as a count and a sum; the queue, with the position of conn's
- * request. New reference. */
-json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, const void *conn);
+ * detail, the others only as a count and a sum; with processes, each GPU's processes the same
+ * way (procs.h); the queue, with cred's waiting requests (root: all). New reference. */
+json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, int processes);
+
+/* cred's waiting requests (root: all) in queue order: position, user, name, command, request,
+ * waiting time and why it waits (docs/api.md, "pending object"). New reference. */
+json_t *gs__view_pending(const gs__daemon_t *d, const gs__cred_t *cred);
+
+/* The name of a process's user: its lease's user, else from passwd (uid), else "?". */
+void gs__view_user_name(uid_t uid, const gs__lease_t *lease, char *buf, size_t len);
 
 /* "4 GiB on GPU 0, 4 GiB on GPU 1" for logs. */
 void gs__view_describe(const gs__daemon_t *d, const gs__lease_t *lease, char *buf, size_t len);

@@ -1,7 +1,11 @@
-/* NVML memory queries: nvmlDeviceGetMemoryInfo(_v2) report the lease's slice for the GPUs the
- * process's CUDA devices are (matched through CUDA_VISIBLE_DEVICES: UUIDs or indices), and the
- * driver's figures for every other GPU. NVML is loaded only when the application uses it. */
+/* NVML as a lease sees it: nvmlDeviceGetMemoryInfo(_v2) report the lease's slice for the GPUs
+ * the process's CUDA devices are (matched through CUDA_VISIBLE_DEVICES: UUIDs or indices), and
+ * with CUDA_VISIBLE_DEVICES set the device count, indexes and handle lookups show only those
+ * GPUs, in CUDA's order, as CUDA does (and as NVML does in a container given those GPUs).
+ * NVML is loaded only when the application uses it. */
 #define GS_NVML_API GS_EXPORT
+/* The legacy entry points are hooked too: the unversioned names must not map to _v2. */
+#define NVML_NO_UNVERSIONED_FUNC_DEFS 1
 #include "shim.h"
 
 #include <dlfcn.h>
@@ -17,7 +21,8 @@ typedef struct nvml_real {
 #include "nvml.def"
 #undef GS_NVML_HOOK
     __typeof__(&nvmlDeviceGetUUID) nvmlDeviceGetUUID;
-    __typeof__(&nvmlDeviceGetIndex) nvmlDeviceGetIndex;
+    __typeof__(&nvmlDeviceIsMigDeviceHandle) nvmlDeviceIsMigDeviceHandle;
+    __typeof__(&nvmlDeviceGetDeviceHandleFromMigDeviceHandle) parent_of_mig;
 } nvml_real_t;
 
 static nvml_real_t real;
@@ -37,8 +42,10 @@ static void load_nvml(void)
 #undef GS_NVML_HOOK
     real.nvmlDeviceGetUUID =
         (__typeof__(real.nvmlDeviceGetUUID))gs__real_dlsym(lib, "nvmlDeviceGetUUID");
-    real.nvmlDeviceGetIndex =
-        (__typeof__(real.nvmlDeviceGetIndex))gs__real_dlsym(lib, "nvmlDeviceGetIndex");
+    real.nvmlDeviceIsMigDeviceHandle = (__typeof__(real.nvmlDeviceIsMigDeviceHandle))gs__real_dlsym(
+        lib, "nvmlDeviceIsMigDeviceHandle");
+    real.parent_of_mig = (__typeof__(real.parent_of_mig))gs__real_dlsym(
+        lib, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
 }
 
 /* Returns the CUDA ordinal that device is for this process, or -1 when it is not one of its
@@ -110,6 +117,219 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
         lease_view(device, &memory->total, &memory->used, &memory->free))
         memory->reserved = 0; /* the slice has no driver reservation of its own */
     return result;
+}
+
+/* ---- the GPUs of CUDA_VISIBLE_DEVICES ---- */
+
+typedef struct visible {
+    unsigned n;
+    nvmlDevice_t dev[GS_MAX_DEVICES];
+} visible_t;
+
+/* The GPU a MIG device handle belongs to (the handle itself for a GPU). */
+static nvmlDevice_t gpu_of(nvmlDevice_t dev)
+{
+    unsigned is_mig = 0;
+    nvmlDevice_t parent;
+    if (real.nvmlDeviceIsMigDeviceHandle != NULL && real.parent_of_mig != NULL &&
+        real.nvmlDeviceIsMigDeviceHandle(dev, &is_mig) == NVML_SUCCESS && is_mig &&
+        real.parent_of_mig(dev, &parent) == NVML_SUCCESS)
+        return parent;
+    return dev;
+}
+
+/* The GPU whose UUID starts with prefix (NVIDIA accepts any unique prefix). */
+static int by_uuid_prefix(const char *prefix, size_t len, unsigned count, nvmlDevice_t *out)
+{
+    int found = 0;
+    for (unsigned i = 0; i < count; i++) {
+        nvmlDevice_t dev;
+        char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+        if (real.nvmlDeviceGetHandleByIndex_v2(i, &dev) != NVML_SUCCESS ||
+            real.nvmlDeviceGetUUID == NULL ||
+            real.nvmlDeviceGetUUID(dev, uuid, sizeof(uuid)) != NVML_SUCCESS ||
+            strncmp(uuid, prefix, len) != 0)
+            continue;
+        if (found++ > 0)
+            return -1;
+        *out = dev;
+    }
+    return found == 1 ? 0 : -1;
+}
+
+/* Resolves one entry of CUDA_VISIBLE_DEVICES (an index, a GPU UUID or prefix, a MIG device's
+ * UUID) to its GPU. Returns 0, or -1 when it names no device. */
+static int resolve_entry(const char *entry, size_t len, unsigned count, nvmlDevice_t *out)
+{
+    char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE + 32];
+    if (len == 0 || len >= sizeof(buf))
+        return -1;
+    memcpy(buf, entry, len);
+    buf[len] = '\0';
+    if (buf[0] >= '0' && buf[0] <= '9') {
+        char *end;
+        unsigned long index = strtoul(buf, &end, 10);
+        return *end == '\0' && index < count &&
+                       real.nvmlDeviceGetHandleByIndex_v2((unsigned)index, out) == NVML_SUCCESS
+                   ? 0
+                   : -1;
+    }
+    if (strncmp(buf, "GPU-", 4) == 0)
+        return by_uuid_prefix(buf, len, count, out);
+    if (strncmp(buf, "MIG-GPU-", 8) == 0) /* MIG-GPU-<uuid>/<gi>/<ci>, before R470 */
+        return by_uuid_prefix(buf + 4, strcspn(buf + 4, "/"), count, out);
+    nvmlDevice_t dev;
+    if (strncmp(buf, "MIG-", 4) == 0 && real.nvmlDeviceGetHandleByUUID != NULL &&
+        real.nvmlDeviceGetHandleByUUID(buf, &dev) == NVML_SUCCESS) {
+        *out = gpu_of(dev);
+        return 0;
+    }
+    return -1;
+}
+
+/* Fills vis with the GPUs of CUDA_VISIBLE_DEVICES, in its order; as CUDA, the list ends at the
+ * first entry that names no device or one already listed. Returns 0 when the variable is not set
+ * (every GPU is visible), 1 with vis filled, or -1 with the NVML error in *err. */
+static int visible_gpus(visible_t *vis, nvmlReturn_t *err)
+{
+    const char *list = getenv("CUDA_VISIBLE_DEVICES");
+    unsigned count = 0;
+    if (list == NULL || real.nvmlDeviceGetCount_v2 == NULL ||
+        real.nvmlDeviceGetHandleByIndex_v2 == NULL)
+        return 0;
+    *err = real.nvmlDeviceGetCount_v2(&count);
+    if (*err != NVML_SUCCESS)
+        return -1;
+    vis->n = 0;
+    for (const char *p = list; *p != '\0' && vis->n < GS_MAX_DEVICES;) {
+        size_t len = strcspn(p, ",");
+        nvmlDevice_t dev;
+        if (resolve_entry(p, len, count, &dev) != 0)
+            break;
+        int seen = 0;
+        for (unsigned i = 0; i < vis->n && !seen; i++)
+            seen = vis->dev[i] == dev;
+        if (seen)
+            break; /* CUDA stops at a repeated device too */
+        vis->dev[vis->n++] = dev;
+        p += len + (p[len] == ',');
+    }
+    return 1;
+}
+
+/* The position of dev (or of the GPU of a MIG device) among the visible GPUs, or -1. */
+static int position(const visible_t *vis, nvmlDevice_t dev)
+{
+    nvmlDevice_t gpu = gpu_of(dev);
+    for (unsigned i = 0; i < vis->n; i++) {
+        if (vis->dev[i] == gpu)
+            return (int)i;
+    }
+    return -1;
+}
+
+static nvmlReturn_t count_visible(nvmlReturn_t (*fn)(unsigned int *), unsigned int *deviceCount)
+{
+    pthread_once(&nvml_once, load_nvml);
+    if (fn == NULL)
+        return NVML_ERROR_FUNCTION_NOT_FOUND;
+    visible_t vis;
+    nvmlReturn_t err = NVML_SUCCESS;
+    int v = deviceCount != NULL ? visible_gpus(&vis, &err) : 0;
+    if (v == 0)
+        return fn(deviceCount);
+    if (v < 0)
+        return err;
+    *deviceCount = vis.n;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
+{
+    pthread_once(&nvml_once, load_nvml);
+    return count_visible(real.nvmlDeviceGetCount_v2, deviceCount);
+}
+
+nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount)
+{
+    pthread_once(&nvml_once, load_nvml);
+    return count_visible(real.nvmlDeviceGetCount, deviceCount);
+}
+
+static nvmlReturn_t handle_visible(nvmlReturn_t (*fn)(unsigned int, nvmlDevice_t *),
+                                   unsigned int index, nvmlDevice_t *device)
+{
+    if (fn == NULL)
+        return NVML_ERROR_FUNCTION_NOT_FOUND;
+    visible_t vis;
+    nvmlReturn_t err = NVML_SUCCESS;
+    int v = device != NULL ? visible_gpus(&vis, &err) : 0;
+    if (v == 0)
+        return fn(index, device);
+    if (v < 0)
+        return err;
+    if (index >= vis.n)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *device = vis.dev[index];
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+    pthread_once(&nvml_once, load_nvml);
+    return handle_visible(real.nvmlDeviceGetHandleByIndex_v2, index, device);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device)
+{
+    pthread_once(&nvml_once, load_nvml);
+    return handle_visible(real.nvmlDeviceGetHandleByIndex, index, device);
+}
+
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
+{
+    pthread_once(&nvml_once, load_nvml);
+    if (real.nvmlDeviceGetIndex == NULL)
+        return NVML_ERROR_FUNCTION_NOT_FOUND;
+    nvmlReturn_t result = real.nvmlDeviceGetIndex(device, index);
+    visible_t vis;
+    nvmlReturn_t err = NVML_SUCCESS;
+    if (result != NVML_SUCCESS || visible_gpus(&vis, &err) == 0)
+        return result;
+    int pos = err == NVML_SUCCESS ? position(&vis, device) : -1;
+    if (pos < 0)
+        return err != NVML_SUCCESS ? err : NVML_ERROR_NOT_FOUND;
+    *index = (unsigned)pos;
+    return NVML_SUCCESS;
+}
+
+/* A handle found by another key is refused when its GPU is not visible. */
+static nvmlReturn_t only_visible(nvmlReturn_t result, nvmlDevice_t *device)
+{
+    visible_t vis;
+    nvmlReturn_t err = NVML_SUCCESS;
+    if (result != NVML_SUCCESS || device == NULL)
+        return result;
+    int v = visible_gpus(&vis, &err);
+    if (v < 0)
+        return err;
+    return v == 0 || position(&vis, *device) >= 0 ? NVML_SUCCESS : NVML_ERROR_NOT_FOUND;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
+{
+    pthread_once(&nvml_once, load_nvml);
+    if (real.nvmlDeviceGetHandleByUUID == NULL)
+        return NVML_ERROR_FUNCTION_NOT_FOUND;
+    return only_visible(real.nvmlDeviceGetHandleByUUID(uuid, device), device);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device)
+{
+    pthread_once(&nvml_once, load_nvml);
+    if (real.nvmlDeviceGetHandleByPciBusId_v2 == NULL)
+        return NVML_ERROR_FUNCTION_NOT_FOUND;
+    return only_visible(real.nvmlDeviceGetHandleByPciBusId_v2(pciBusId, device), device);
 }
 
 void *gs__nvml_hook_by_name(const char *name)

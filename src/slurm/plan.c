@@ -85,7 +85,7 @@ int gs__slurm_config_parse(int argc, char **argv, gs__slurm_config_t *cfg, char 
 
 int gs__slurm_parse_memory(const char *text, uint64_t *out)
 {
-    return gs_qty_parse_bytes(text, 0, out, NULL, 0);
+    return gs_qty_parse_bytes(text, GS_QTY_REQUIRE_UNIT, out, NULL, 0);
 }
 
 int gs__slurm_parse_compute(const char *text, uint32_t *out)

@@ -46,8 +46,9 @@ typedef struct gs__slurm_opts {
     uint32_t compute; /* --gpu-compute in percent, 0 = not given */
 } gs__slurm_opts_t;
 
-/* Option values, parsed with the project's strict quantity parser. Return 0 and set *out, or
- * GS_EINVAL / GS_ERANGE (zero is invalid for both). */
+/* Option values, parsed with the project's strict quantity parser as the CLI parses them (a size
+ * needs a unit; decimals round down to whole MiB). Return 0 and set *out, or GS_EINVAL /
+ * GS_ERANGE (zero is invalid for both). */
 int gs__slurm_parse_memory(const char *text, uint64_t *out);
 int gs__slurm_parse_compute(const char *text, uint32_t *out);
 

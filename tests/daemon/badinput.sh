@@ -25,7 +25,7 @@ expect_fail 2 'gpushare run: --gpu: invalid GPU fraction "1.5": must be above 0 
 expect_fail 2 'gpushare run: give only one of --gpus, --gpu and --gpu-memory (see gpushare run --help)' \
   gs run --gpus 1 --gpu 0.5 -- true
 expect_fail 2 'gpushare run: no command to run (see gpushare run --help)' gs run --gpus 1
-expect_fail 2 'gpushare run: --timeout: invalid duration "soon": expected e.g. 30, 30s, 500ms, 5m or 2h (see gpushare run --help)' \
+expect_fail 2 'gpushare run: --timeout: invalid duration "soon": expected e.g. 30s, 500ms, 5m, 2h or 1d (see gpushare run --help)' \
   gs run --gpus 1 --timeout soon -- true
 expect_fail 1 'gpushare: 100 GiB of GPU memory can never fit on this node (the largest GPU has 80 GiB leasable after its reserve)' \
   gs run --gpu-memory 100G -- true
@@ -90,9 +90,9 @@ bad_config() {
   rc=$?
   set -e
   expect_eq "$rc" 78 "gpushared exit status for: $1"
-  expect_eq "$(sed 's/^gpushared\[[0-9]*\]: //' <<<"$out" | grep -v -e '^info: ' -e '^warn: ')" "$2" "gpushared message for: $1"
+  expect_eq "$(sed -E 's/^[0-9T:.+-]+ //; s/^gpushared\[[0-9]*\]: //' <<<"$out" | grep -v -e '^info: ' -e '^warn: ')" "$2" "gpushared message for: $1"
 }
 bad_config $'[gpu:all]\noverprovision = 0' "error: $WORK/bad.conf:2: overprovision \"0\" must be a whole number from 1 to 64"
-bad_config $'[daemon]\nsockets = /x' "error: $WORK/bad.conf:2: unknown key \"sockets\" in [daemon] (socket, state_dir, region_dir, metrics_listen, nvml_library, shim, idle_timeout)"
+bad_config $'[daemon]\nsockets = /x' "error: $WORK/bad.conf:2: unknown key \"sockets\" in [daemon] (socket, state_dir, region_dir, metrics_listen, nvml_library, shim, idle_timeout, queue_aging, kill_grace)"
 bad_config $'[gpu:all]\nmode = mps' "error: GPU 0: mode mps is not supported by this version (use shared or exclusive)"
 pass "bad configurations: one line with file:line, exit 78"

@@ -46,7 +46,8 @@ for out in "$status" "$(as_user2 status)" "$(as_user2 leases)" "$(as_user2 top -
   grep -q "$secret" <<<"$out" && fail "root's command leaked to the user: $out"
 done
 expect_eq "$(gs leases --json | jq length)" 2 "leases root sees"
-gs status | grep -q "$secret" || fail "root does not see its own lease's command"
+grep -q "$secret" <<<"$(gs leases)" || fail "root does not see its own lease's command"
+grep -q "$secret" <<<"$(gs status --json)" || fail "root's status does not have its own lease's command"
 pass "the user sees only their own lease in detail; root sees all"
 
 # Releasing: not another user's lease; root may release any.

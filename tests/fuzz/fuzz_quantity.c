@@ -24,6 +24,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             again != bytes)
             abort();
         gs_qty_format_human(bytes, buf, sizeof(buf));
+        /* Decimals round down to whole MiB; a unit is never needed for a value that parsed with
+         * one. */
+        if (strchr(text, '.') != NULL && bytes % GS_QTY_MIB != 0)
+            abort();
+        uint64_t with_unit;
+        int need = gs_qty_parse_bytes(text, GS_QTY_ALLOW_ZERO | GS_QTY_REQUIRE_UNIT, &with_unit,
+                                      err, sizeof(err));
+        if (need == 0 && with_unit != bytes)
+            abort();
     }
     uint32_t value;
     if (gs_qty_parse_fraction(text, &value, err, sizeof(err)) == 0 && (value == 0 || value > 1000))

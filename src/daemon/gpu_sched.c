@@ -1,5 +1,5 @@
-/* The GPUs' compute schedulers: one scheduler region per GPU, made at start (see scheds.h). */
-#include "scheds.h"
+/* The GPUs' compute schedulers: one scheduler region per GPU, made at start (see gpu_sched.h). */
+#include "gpu_sched.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
 #include "gpushare/log.h"
 #include "gpushare/sched.h"
 
-void gs__scheds_dir(const gs__daemon_t *d, char *buf, size_t len)
+void gs__gpu_sched_dir(const gs__daemon_t *d, char *buf, size_t len)
 {
     snprintf(buf, len, "%s/sched", d->cfg.state_dir);
 }
@@ -35,10 +35,10 @@ static int open_one(gs__daemon_t *d, unsigned g, const char *dir, char *err, siz
     return result;
 }
 
-int gs__scheds_open(gs__daemon_t *d, char *err, size_t errlen)
+int gs__gpu_sched_open(gs__daemon_t *d, char *err, size_t errlen)
 {
     char dir[GS__PATH_MAX + 16];
-    gs__scheds_dir(d, dir, sizeof(dir));
+    gs__gpu_sched_dir(d, dir, sizeof(dir));
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         int result = -errno;
         snprintf(err, errlen, "cannot create %s: %s", dir, gs_strerror(result));
@@ -53,7 +53,7 @@ int gs__scheds_open(gs__daemon_t *d, char *err, size_t errlen)
     return 0;
 }
 
-void gs__scheds_close(gs__daemon_t *d)
+void gs__gpu_sched_close(gs__daemon_t *d)
 {
     for (unsigned g = 0; g < GS_MAX_DEVICES; g++) {
         gs_sched_close(d->sched[g]);
@@ -61,7 +61,7 @@ void gs__scheds_close(gs__daemon_t *d)
     }
 }
 
-uint64_t gs__scheds_lease_used(const gs__daemon_t *d, const gs__lease_t *lease, unsigned part)
+uint64_t gs__gpu_sched_lease_used(const gs__daemon_t *d, const gs__lease_t *lease, unsigned part)
 {
     if (part >= lease->alloc.n || lease->alloc.part[part].gpu >= GS_MAX_DEVICES)
         return 0;

@@ -3,8 +3,8 @@
  * or takes over the one its previous run's jobs still use, keeps them open while it runs, passes
  * the directory to jobs (GPUSHARE_SCHED_DIR) and reads from them the device time each lease was
  * granted, for metrics and status. */
-#ifndef GS_DAEMON_SCHEDS_H
-#define GS_DAEMON_SCHEDS_H
+#ifndef GS_DAEMON_GPU_SCHED_H
+#define GS_DAEMON_GPU_SCHED_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -13,18 +13,18 @@ struct gs__daemon;
 struct gs__lease;
 
 /* Writes the directory of the schedulers into buf. */
-void gs__scheds_dir(const struct gs__daemon *d, char *buf, size_t len);
+void gs__gpu_sched_dir(const struct gs__daemon *d, char *buf, size_t len);
 
 /* Makes (or, when valid, keeps) the scheduler of every GPU of d. Returns 0 or -errno with one
  * line in err. */
-int gs__scheds_open(struct gs__daemon *d, char *err, size_t errlen);
+int gs__gpu_sched_open(struct gs__daemon *d, char *err, size_t errlen);
 
 /* Closes them (a scheduler stays while jobs use it). */
-void gs__scheds_close(struct gs__daemon *d);
+void gs__gpu_sched_close(struct gs__daemon *d);
 
 /* Device time the scheduler of the lease's part-th GPU granted it so far, in ns (0 when it has
  * no process there). */
-uint64_t gs__scheds_lease_used(const struct gs__daemon *d, const struct gs__lease *lease,
-                               unsigned part);
+uint64_t gs__gpu_sched_lease_used(const struct gs__daemon *d, const struct gs__lease *lease,
+                                  unsigned part);
 
 #endif

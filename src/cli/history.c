@@ -1,0 +1,223 @@
+/* gpushare history: finished leases from the daemon's ledger, like sacct. */
+#include "cli.h"
+#include "daemon_cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct history_opts {
+    gs__cli_t cli;
+    gs_history_query_t query;
+} history_opts_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gpushare history [--since WHEN] [--user NAME] [--limit N] [--json]\n"
+            "                        [--socket PATH]\n\n"
+            "Finished leases, most recent first, from gpushared's ledger (they survive restarts):\n"
+            "who, what, when, how long, peak memory, allocations refused over the limit (OOM)\n"
+            "and how the job ended. Yours; root: everyone's.\n"
+            "  --since WHEN         ended since: a duration ago (2h, 1d) or a date\n"
+            "                       (2025-06-01 or 2025-06-01T12:00:00, local time)\n"
+            "  --user NAME          only this user's (root)\n"
+            "  --limit N            at most N leases (default %d, at most %d)\n"
+            "  --json               the daemon's reply: a list of history objects (docs/api.md)\n"
+            "  --socket PATH        gpushared's socket (default $GPUSHARE_SOCKET or %s)\n"
+            "  -h, --help           this help\n",
+            GS_HISTORY_DEFAULT, GS_HISTORY_MAX, GS_DEFAULT_SOCKET);
+}
+
+/* A date in local time: "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM[:SS]" (or a blank for the T). */
+static int parse_date(const char *text, int64_t *ms)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof(tm));
+    const char *formats[] = {"%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M",
+                             "%Y-%m-%d %H:%M", "%Y-%m-%d"};
+    for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+        memset(&tm, 0, sizeof(tm));
+        const char *end = strptime(text, formats[i], &tm);
+        if (end != NULL && *end == '\0') {
+            tm.tm_isdst = -1;
+            time_t t = mktime(&tm);
+            if (t == (time_t)-1)
+                return -1;
+            *ms = (int64_t)t * 1000;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_since(const gs__cli_t *cli, const char *text, int64_t *ms)
+{
+    char err[GS_CLIENT_ERR_MAX];
+    uint64_t ago = 0;
+    if (parse_date(text, ms) == 0)
+        return 0;
+    if (gs__cli_parse_duration(text, 1, UINT64_C(100) * 366 * 86400 * 1000, &ago, err,
+                               sizeof(err)) != 0)
+        return gs__cli_usage(cli,
+                             "--since \"%s\": expected a duration ago (2h, 1d) or a date "
+                             "(2025-06-01, 2025-06-01T12:00)",
+                             text);
+    *ms = gs__cli_wall_ms() - (int64_t)ago;
+    return 0;
+}
+
+static int one_option(int c, char **argv, history_opts_t *opts)
+{
+    static const char *const names[] = {
+        ['S'] = "--since", ['u'] = "--user", ['l'] = "--limit", ['s'] = "--socket"};
+    if (c == 'j') {
+        opts->cli.json = 1;
+        return 0;
+    }
+    if (c != 'S' && c != 'u' && c != 'l' && c != 's')
+        return gs__cli_bad_option(&opts->cli, c, argv);
+    if (gs__cli_value(&opts->cli, names[c], optarg) != 0)
+        return GS_EXIT_USAGE;
+    char *end = NULL;
+    switch (c) {
+    case 'S':
+        return parse_since(&opts->cli, optarg, &opts->query.since_ms);
+    case 'u':
+        if (strlen(optarg) >= sizeof(opts->query.user))
+            return gs__cli_usage(&opts->cli, "--user \"%s\": too long", optarg);
+        snprintf(opts->query.user, sizeof(opts->query.user), "%s", optarg);
+        return 0;
+    case 'l': {
+        long n = strtol(optarg, &end, 10);
+        if (end == optarg || *end != '\0' || n < 1 || n > GS_HISTORY_MAX)
+            return gs__cli_usage(&opts->cli, "--limit \"%s\" must be a whole number from 1 to %d",
+                                 optarg, GS_HISTORY_MAX);
+        opts->query.limit = (uint32_t)n;
+        return 0;
+    }
+    }
+    opts->cli.socket = optarg;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, history_opts_t *opts)
+{
+    static const struct option longopts[] = {
+        {"since", required_argument, NULL, 'S'},
+        {"user", required_argument, NULL, 'u'},
+        {"limit", required_argument, NULL, 'l'},
+        {"json", no_argument, NULL, 'j'},
+        {"socket", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(opts, 0, sizeof(*opts));
+    gs__cli_init(&opts->cli, "history");
+    opts->query.limit = GS_HISTORY_DEFAULT;
+    for (int i = 1; i < argc; i++)
+        opts->cli.json |= strcmp(argv[i], "--json") == 0;
+    opterr = 0;
+    int c, result = 0;
+    while (result == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return -1;
+        }
+        result = one_option(c, argv, opts);
+    }
+    if (result == 0 && optind < argc)
+        result = gs__cli_usage(&opts->cli, "unexpected argument \"%s\"", argv[optind]);
+    return result;
+}
+
+/* "2025-06-01 12:00" in local time. */
+static void when(int64_t ms, char *buf, size_t len)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%d %H:%M", &tm);
+}
+
+/* How the job ended: "exit 0", "signal 9", or "-" when its holder did not say; then why the
+ * lease ended unless it was simply released ("signal 9, time limit"). */
+static void ending(const json_t *lease, char *buf, size_t len)
+{
+    const json_t *status = json_object_get(lease, "exit_status");
+    const json_t *sig = json_object_get(lease, "signal");
+    const char *reason = gs__cli_str(lease, "end_reason");
+    int n;
+    if (json_is_integer(status))
+        n = snprintf(buf, len, "exit %lld", (long long)json_integer_value(status));
+    else if (json_is_integer(sig))
+        n = snprintf(buf, len, "signal %lld", (long long)json_integer_value(sig));
+    else
+        n = snprintf(buf, len, "-");
+    if (n > 0 && (size_t)n < len && reason[0] != '\0' && strcmp(reason, "released") != 0)
+        snprintf(buf + n, len - (size_t)n, ", %s", reason);
+}
+
+static void print_row(const json_t *lease)
+{
+    char ended[32], held[32], peak[16], limit[16], end[128], name[16], gpus[32] = "";
+    when((int64_t)gs__cli_uint(lease, "ended_at_ms"), ended, sizeof(ended));
+    gs_format_duration(gs__cli_uint(lease, "duration_ms"), held, sizeof(held));
+    gs__cli_bytes_short(gs__cli_uint(lease, "peak_memory"), peak, sizeof(peak));
+    gs__cli_bytes_short(gs__cli_uint(lease, "memory_limit"), limit, sizeof(limit));
+    ending(lease, end, sizeof(end));
+    gs__cli_fit(gs__cli_str(lease, "name"), 12, name, sizeof(name));
+    size_t i, off = 0;
+    const json_t *gpu;
+    json_array_foreach(json_object_get(lease, "gpus"), i, gpu)
+    {
+        int n = snprintf(gpus + off, sizeof(gpus) - off, "%s%llu", i > 0 ? "," : "",
+                         (unsigned long long)gs__cli_uint(gpu, "index"));
+        off += n > 0 && (size_t)n < sizeof(gpus) - off ? (size_t)n : 0;
+    }
+    char user[24];
+    printf("%5llu  %-10s %-12s %-16s %7s %-5s %6s /%6s %4llu  %-20s %s\n",
+           (unsigned long long)gs__cli_uint(lease, "id"),
+           gs__cli_fit(gs__cli_str(lease, "user"), 10, user, sizeof(user)),
+           name[0] != '\0' ? name : "-", ended, held, gpus, peak, limit,
+           (unsigned long long)gs__cli_uint(lease, "oom_events"), end,
+           gs__cli_str(lease, "command"));
+}
+
+int gs_cli_history(int argc, char **argv)
+{
+    history_opts_t opts;
+    int result = parse_args(argc, argv, &opts);
+    if (result != 0)
+        return result < 0 ? GS_EXIT_OK : result;
+    json_t *req = json_pack("{s:s, s:I, s:I}", "op", "history", "since_ms",
+                            (json_int_t)opts.query.since_ms, "limit", (json_int_t)opts.query.limit);
+    if (req != NULL && opts.query.user[0] != '\0')
+        json_object_set_new(req, "user", json_string(opts.query.user));
+    gs_client_t *client = NULL;
+    json_t *reply = NULL;
+    result = gs__cli_connect(&opts.cli, &client);
+    if (result == GS_EXIT_OK)
+        result = gs__cli_call(&opts.cli, client, req, &reply);
+    else
+        json_decref(req);
+    gs_client_close(client);
+    if (result != GS_EXIT_OK)
+        return result;
+    const json_t *leases = json_object_get(reply, "leases");
+    if (opts.cli.json) {
+        gs__cli_print_json(leases);
+    } else if (json_array_size(leases) == 0) {
+        printf("no finished leases\n");
+    } else {
+        printf("%5s  %-10s %-12s %-16s %7s %-5s %14s %4s  %-20s %s\n", "LEASE", "USER", "NAME",
+               "ENDED", "HELD", "GPUS", "PEAK / LIMIT", "OOM", "END", "COMMAND");
+        size_t i;
+        const json_t *lease;
+        json_array_foreach(leases, i, lease) print_row(lease);
+    }
+    json_decref(reply);
+    return GS_EXIT_OK;
+}

@@ -1,0 +1,38 @@
+/* The processes on the node's GPUs, from NVML, each tied to its lease and its user.
+ *
+ * One data path for every per-process view (status --processes, top; a watchdog of real use can
+ * read the same list): NVML says which processes hold memory on which GPU, the leases' regions
+ * say which lease each process belongs to, /proc says whose it is. */
+#ifndef GS_DAEMON_PROCS_H
+#define GS_DAEMON_PROCS_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon.h"
+
+/* One process on one GPU. */
+typedef struct gs__proc {
+    unsigned gpu;   /* index into the daemon's gpus[] */
+    pid_t pid;      /* as NVML reports it (the daemon's pid namespace) */
+    uint64_t used;  /* bytes of device memory from NVML; UINT64_MAX when it cannot tell */
+    uint64_t lease; /* the lease whose region it is attached to, 0 when none */
+    uid_t uid;      /* its owner (/proc), (uid_t)-1 when it is gone */
+    char name[32];  /* its command name (/proc/PID/comm), "" when it is gone */
+} gs__proc_t;
+
+/* A list of processes (gs__procs_collect). */
+typedef struct gs__procs {
+    unsigned n, cap;
+    gs__proc_t *items;
+} gs__procs_t;
+
+/* Lists the processes on every GPU into procs (emptied first; grown as needed). Returns 0, or
+ * GS_ENOMEM (procs keeps what it got). GPUs whose driver cannot list processes are skipped. Not
+ * thread-safe (the event loop's). */
+int gs__procs_collect(gs__daemon_t *d, gs__procs_t *procs);
+
+/* Frees the list's memory. */
+void gs__procs_free(gs__procs_t *procs);
+
+#endif
