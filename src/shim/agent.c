@@ -259,10 +259,8 @@ static void run_slots(gs__sched_dev_t *dev, slot_t *slot)
         open_round(dev, slot, gs__mono_ns());
         again = 0;
         for (;;) {
-            /* Alone, the slot needs looking at less often (its deadline, a rare idle). */
             uint32_t seen = __atomic_load_n(&dev->gate.want, __ATOMIC_SEQ_CST);
-            futex_wait(&dev->gate.want, seen,
-                       gs_sched_others_waiting(dev->sched) ? POLL_NS : 5 * POLL_NS);
+            futex_wait(&dev->gate.want, seen, POLL_NS);
             if (!poll_slot(dev, slot, &again))
                 break;
         }
