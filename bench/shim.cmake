@@ -6,3 +6,12 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   target_link_libraries(bench_shim PRIVATE cuda gs_region)
   set_target_properties(bench_shim PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_BENCH_DIR}")
 endif()
+
+# Compute shares' launch-hook cost (bench/compute.sh runs it).
+if(TARGET gsim_cuda AND TARGET gpushare_shim)
+  add_executable(bench_compute bench_compute.c)
+  target_include_directories(bench_compute PRIVATE "${CUDA_INCLUDE_DIR}")
+  target_link_directories(bench_compute PRIVATE "${CUDA_INCLUDE_DIR}/../lib64/stubs")
+  target_link_libraries(bench_compute PRIVATE cuda)
+  set_target_properties(bench_compute PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_BENCH_DIR}")
+endif()

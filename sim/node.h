@@ -73,10 +73,13 @@ int gsim_parse_devices(const char *spec, const gsim_model_t **out, char *err, si
 typedef struct gsim_interval {
     int64_t start_ns; /* CLOCK_MONOTONIC, wall time */
     int64_t end_ns;
-    int64_t busy_ns; /* work inside [start, end): all of it, except for history entries that
-                      * merged a process's kernels across short idle gaps */
+    int64_t busy_ns;   /* work inside [start, end): all of it, except for history entries that
+                        * merged a process's kernels across short idle gaps */
+    int64_t submit_ns; /* when the work was launched (the earliest, for merged entries) */
     int32_t pid;
-    uint32_t pct; /* share of the device's SMs the work may use (100 = whole device) */
+    uint32_t pct;     /* share of the device's SMs the work may use (100 = whole device) */
+    uint32_t mps_pct; /* the MPS client's active thread percentage, 0 = not an MPS client */
+    uint32_t pad;
 } gsim_interval_t;
 
 /* The busy time of iv within [from, to): its work, spread evenly over its span. */
@@ -141,9 +144,10 @@ typedef struct gsim_proc {
     int32_t pid;      /* 0 = free slot */
     uint32_t mps_pct; /* MPS active thread percentage; 0 = not an MPS client */
     char name[GSIM_NAME_MAX];
-    uint64_t mem[GSIM_MAX_DEVICES]; /* bytes held per GPU */
-    int32_t gi[GSIM_MAX_DEVICES];   /* GPU instance slot the memory is in, -1 = whole GPU */
-    uint64_t busy_ns[GSIM_MAX_DEVICES];
+    uint64_t mem[GSIM_MAX_DEVICES];       /* bytes held per GPU */
+    int32_t gi[GSIM_MAX_DEVICES];         /* GPU instance slot the memory is in, -1 = whole GPU */
+    uint64_t busy_ns[GSIM_MAX_DEVICES];   /* kernel time reserved (concurrent kernels add up) */
+    uint64_t active_ns[GSIM_MAX_DEVICES]; /* wall time the device runs its work (their union) */
 } gsim_proc_t;
 
 #define GSIM_MAGIC   UINT64_C(0x31657461745f6d73) /* "sm_state1" */
@@ -217,13 +221,50 @@ double gsim_time_scale(void);
 /* Sleeps until the wall clock reaches deadline_ns (returns at once if it has passed). */
 void gsim_sleep_until(int64_t deadline_ns);
 
-/* Reserves dur_ns of wall time for pid's work at pct percent on a timeline, starting no earlier
- * than ready_ns, at the earliest time that keeps every instant's total pct of other processes plus
- * pct <= 100. Sets *start_ns and *end_ns. Returns 0, or -EAGAIN when the timeline holds
- * GSIM_MAX_RESERVATIONS future intervals (the caller unlocks, sleeps until *start_ns, which is
- * then the earliest end, and retries — like a full GPU push buffer). Call with the lock held. */
-int gsim_timeline_reserve(gsim_timeline_t *timeline, int32_t pid, uint32_t pct, int64_t ready_ns,
-                          int64_t dur_ns, int64_t *start_ns, int64_t *end_ns);
+/* Kernel work to place on a timeline (gsim_timeline_reserve). */
+typedef struct gsim_work {
+    int32_t pid;
+    uint32_t mps_pct; /* the MPS client's active thread percentage (1..100); 0 = time-sliced */
+    int64_t ready_ns; /* earliest start (stream order) */
+    int64_t work_ns;  /* wall time the kernel takes with the whole device to itself */
+} gsim_work_t;
+
+/* The time model, calibrated with fixed-work kernels on an H100 (data/gpu-facts):
+ * - Contexts are time-sliced: work of different processes never overlaps. Work launched while
+ *   another process has work pending on the device shares it by time slices, which costs
+ *   GSIM_SLICE_EFFICIENCY of its throughput: two saturating processes get 45.5 % each, 91 %
+ *   together. Work launched with the device to itself runs at full speed.
+ * - MPS clients run concurrently on a partition of the SMs: a client at active thread percentage
+ *   p runs at p % of the device's speed (its kernel takes work * 100 / p); when the pending
+ *   clients' percentages add up to more than 100 each is scaled down to its part of 100, and
+ *   together they gain GSIM_MPS_CONCURRENCY (two full clients: 53.5 % each, 107 % together). */
+#define GSIM_SLICE_EFFICIENCY 0.91
+#define GSIM_MPS_CONCURRENCY  1.07
+
+/* Reserves w's kernel on a timeline at the earliest time, no earlier than w->ready_ns, that keeps
+ * every instant's total pct <= 100 (time-sliced work takes pct 100). Sets *start_ns and *end_ns
+ * (the kernel's wall time follows the time model above). Returns 0, or -EAGAIN when the timeline
+ * holds GSIM_MAX_RESERVATIONS future intervals (the caller unlocks, sleeps until *start_ns,
+ * which is then the earliest end, and retries — like a full GPU push buffer). Call with the lock
+ * held. */
+int gsim_timeline_reserve(gsim_timeline_t *timeline, const gsim_work_t *w, int64_t *start_ns,
+                          int64_t *end_ns);
+
+/* Returns the part of pid's reserved work that lies after now_ns (device time booked but not yet
+ * spent). Call with the lock held. */
+int64_t gsim_timeline_future_ns(const gsim_timeline_t *timeline, int32_t pid, int64_t now_ns);
+
+/* Returns the wall time from now_ns on during which pid has work reserved (the union of its
+ * reserved intervals after now_ns). gsim_proc_t.active_ns grows by its change at each
+ * reservation, so active_ns minus this is the device time the process's work has had so far.
+ * Call with the lock held. */
+int64_t gsim_timeline_future_union_ns(const gsim_timeline_t *timeline, int32_t pid, int64_t now_ns);
+
+/* Returns the wall time within [from_ns, to_ns) during which pid had work launched and not yet
+ * complete (queued or running): what NVML's per-process SM utilization reports. Call with the
+ * lock held. */
+int64_t gsim_timeline_pending_ns(gsim_timeline_t *timeline, int32_t pid, int64_t from_ns,
+                                 int64_t to_ns);
 
 /* Returns the wall time within [from_ns, to_ns) during which some work ran on the timeline
  * (all processes when pid is 0, else only pid's). Call with the lock held. */

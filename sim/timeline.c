@@ -43,12 +43,14 @@ static void push_history(gsim_timeline_t *tl, const gsim_interval_t *iv)
 {
     if (tl->history_count > 0) {
         gsim_interval_t *last = &tl->history[(tl->history_next + GSIM_HISTORY - 1) % GSIM_HISTORY];
-        if (last->pid == iv->pid && last->pct == iv->pct && iv->start_ns >= last->start_ns &&
-            iv->start_ns <= last->end_ns + MERGE_GAP_NS) {
+        if (last->pid == iv->pid && last->pct == iv->pct && last->mps_pct == iv->mps_pct &&
+            iv->start_ns >= last->start_ns && iv->start_ns <= last->end_ns + MERGE_GAP_NS) {
             int64_t overlap = 0;
             if (last->end_ns > iv->start_ns)
                 overlap = (iv->end_ns < last->end_ns ? iv->end_ns : last->end_ns) - iv->start_ns;
             last->busy_ns += iv->busy_ns - (overlap < iv->busy_ns ? overlap : iv->busy_ns);
+            if (iv->submit_ns < last->submit_ns)
+                last->submit_ns = iv->submit_ns;
             if (iv->end_ns > last->end_ns)
                 last->end_ns = iv->end_ns;
             return;
@@ -112,34 +114,101 @@ static int64_t next_end_after(const gsim_timeline_t *tl, int32_t pid, int64_t t)
     return next;
 }
 
-int gsim_timeline_reserve(gsim_timeline_t *tl, int32_t pid, uint32_t pct, int64_t ready_ns,
-                          int64_t dur_ns, int64_t *start_ns, int64_t *end_ns)
+/* What other processes have pending at now: whether any time-sliced work, and the sum of the
+ * active thread percentages of the MPS clients (each counted once). */
+typedef struct contention {
+    int sliced;
+    uint32_t mps_sum;
+} contention_t;
+
+/* Adds r to c when it is another process's work pending at now (time-sliced work), or an MPS
+ * client's that ran within MERGE_GAP_NS of now (a client between two launches keeps its SMs). */
+static void count_contender(contention_t *c, const gsim_interval_t *r, int32_t pid, int64_t now,
+                            int32_t *counted, uint32_t *n)
+{
+    if (r->pid == pid || r->end_ns <= now - (r->mps_pct != 0 ? MERGE_GAP_NS : 0))
+        return;
+    if (r->mps_pct == 0) {
+        c->sliced |= r->end_ns > now;
+        return;
+    }
+    for (uint32_t k = 0; k < *n; k++) {
+        if (counted[k] == r->pid)
+            return;
+    }
+    if (*n < GSIM_MAX_RESERVATIONS + GSIM_HISTORY) {
+        counted[(*n)++] = r->pid;
+        c->mps_sum += r->mps_pct;
+    }
+}
+
+static contention_t contention_at(const gsim_timeline_t *tl, int32_t pid, int64_t now)
+{
+    contention_t c = {0, 0};
+    int32_t counted[GSIM_MAX_RESERVATIONS + GSIM_HISTORY];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < tl->n_reserved; i++)
+        count_contender(&c, &tl->reserved[i], pid, now, counted, &n);
+    for (uint32_t i = 0; i < tl->history_count; i++)
+        count_contender(&c, &tl->history[i], pid, now, counted, &n);
+    return c;
+}
+
+/* The wall time w's kernel takes and the SM share it runs at, by the time model in node.h. */
+static int64_t kernel_wall_ns(const gsim_timeline_t *tl, const gsim_work_t *w, int64_t now,
+                              uint32_t *pct)
+{
+    contention_t c = contention_at(tl, w->pid, now);
+    double speed = 1.0;
+    *pct = 100;
+    if (w->mps_pct != 0) {
+        uint32_t sum = c.mps_sum + w->mps_pct;
+        *pct = w->mps_pct;
+        if (sum > 100) {
+            *pct = w->mps_pct * 100 / sum > 0 ? w->mps_pct * 100 / sum : 1;
+            speed *= GSIM_MPS_CONCURRENCY;
+        }
+        speed *= *pct / 100.0;
+    }
+    /* Time-sliced against any other context: other time-sliced processes, or the MPS server. */
+    if (c.sliced || (w->mps_pct == 0 && c.mps_sum > 0))
+        speed *= GSIM_SLICE_EFFICIENCY;
+    double wall = (double)w->work_ns / speed + 0.5;
+    return wall >= 9.0e18 ? INT64_C(9000000000000000000) : (int64_t)wall;
+}
+
+/* Extends pid's interval that ends exactly at t with the same shares; returns 1 when it did. */
+static int extend(gsim_timeline_t *tl, const gsim_work_t *w, uint32_t pct, int64_t t, int64_t dur)
+{
+    for (uint32_t i = 0; i < tl->n_reserved; i++) {
+        gsim_interval_t *r = &tl->reserved[i];
+        if (r->pid == w->pid && r->pct == pct && r->mps_pct == w->mps_pct && r->end_ns == t) {
+            r->end_ns = t + dur;
+            r->busy_ns += dur;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int gsim_timeline_reserve(gsim_timeline_t *tl, const gsim_work_t *w, int64_t *start_ns,
+                          int64_t *end_ns)
 {
     int64_t now = gsim_now_ns();
     prune(tl, now);
-    if (pct == 0 || pct > 100)
-        pct = 100;
-    if (dur_ns < 0)
-        dur_ns = 0;
-    int64_t t = ready_ns > now ? ready_ns : now;
-    while (dur_ns > 0 && !fits_at(tl, pid, pct, t, dur_ns)) {
-        int64_t next = next_end_after(tl, pid, t);
+    uint32_t pct = 100;
+    int64_t dur = w->work_ns > 0 ? kernel_wall_ns(tl, w, now, &pct) : 0;
+    int64_t t = w->ready_ns > now ? w->ready_ns : now;
+    while (dur > 0 && !fits_at(tl, w->pid, pct, t, dur)) {
+        int64_t next = next_end_after(tl, w->pid, t);
         if (next == INT64_MAX)
             break;
         t = next;
     }
     *start_ns = t;
-    *end_ns = t + dur_ns;
-    if (dur_ns == 0)
+    *end_ns = t + dur;
+    if (dur == 0 || extend(tl, w, pct, t, dur))
         return 0;
-    for (uint32_t i = 0; i < tl->n_reserved; i++) {
-        gsim_interval_t *r = &tl->reserved[i];
-        if (r->pid == pid && r->pct == pct && r->end_ns == t) {
-            r->end_ns = t + dur_ns;
-            r->busy_ns += dur_ns;
-            return 0;
-        }
-    }
     if (tl->n_reserved == GSIM_MAX_RESERVATIONS) {
         int64_t earliest = INT64_MAX;
         for (uint32_t i = 0; i < tl->n_reserved; i++) {
@@ -149,9 +218,49 @@ int gsim_timeline_reserve(gsim_timeline_t *tl, int32_t pid, uint32_t pct, int64_
         *start_ns = earliest;
         return -EAGAIN;
     }
-    tl->reserved[tl->n_reserved++] = (gsim_interval_t){
-        .start_ns = t, .end_ns = t + dur_ns, .busy_ns = dur_ns, .pid = pid, .pct = pct};
+    tl->reserved[tl->n_reserved++] = (gsim_interval_t){.start_ns = t,
+                                                       .end_ns = t + dur,
+                                                       .busy_ns = dur,
+                                                       .submit_ns = now,
+                                                       .pid = w->pid,
+                                                       .pct = pct,
+                                                       .mps_pct = w->mps_pct};
     return 0;
+}
+
+static int compare_start(const void *a, const void *b);
+
+int64_t gsim_timeline_future_union_ns(const gsim_timeline_t *tl, int32_t pid, int64_t now_ns)
+{
+    gsim_interval_t spans[GSIM_MAX_RESERVATIONS];
+    size_t n = 0;
+    for (uint32_t i = 0; i < tl->n_reserved && i < GSIM_MAX_RESERVATIONS; i++) {
+        const gsim_interval_t *r = &tl->reserved[i];
+        if (r->pid == pid && r->end_ns > now_ns)
+            spans[n++] = (gsim_interval_t){.start_ns = r->start_ns > now_ns ? r->start_ns : now_ns,
+                                           .end_ns = r->end_ns};
+    }
+    qsort(spans, n, sizeof(spans[0]), compare_start);
+    int64_t covered = 0, to = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        int64_t s = spans[i].start_ns > to ? spans[i].start_ns : to;
+        if (spans[i].end_ns > s)
+            covered += spans[i].end_ns - s;
+        if (spans[i].end_ns > to)
+            to = spans[i].end_ns;
+    }
+    return covered;
+}
+
+int64_t gsim_timeline_future_ns(const gsim_timeline_t *tl, int32_t pid, int64_t now_ns)
+{
+    int64_t future = 0;
+    for (uint32_t i = 0; i < tl->n_reserved && i < GSIM_MAX_RESERVATIONS; i++) {
+        const gsim_interval_t *r = &tl->reserved[i];
+        if (r->pid == pid && r->end_ns > now_ns)
+            future += gsim_interval_busy_within(r, now_ns, r->end_ns);
+    }
+    return future;
 }
 
 static int compare_start(const void *a, const void *b)
@@ -160,8 +269,10 @@ static int compare_start(const void *a, const void *b)
     return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
 }
 
-/* The union of the spans of the intervals (of pid, or all when pid is 0) within [from, to). */
-static int64_t union_within(gsim_timeline_t *tl, int32_t pid, int64_t from_ns, int64_t to_ns)
+/* The union of the spans of the intervals (of pid, or all when pid is 0) within [from, to):
+ * from their start, or with from_submit from their launch. */
+static int64_t union_within(gsim_timeline_t *tl, int32_t pid, int64_t from_ns, int64_t to_ns,
+                            int from_submit)
 {
     gsim_interval_t clipped[GSIM_HISTORY + GSIM_MAX_RESERVATIONS];
     size_t n = 0;
@@ -170,7 +281,8 @@ static int64_t union_within(gsim_timeline_t *tl, int32_t pid, int64_t from_ns, i
             i < tl->history_count ? &tl->history[i] : &tl->reserved[i - tl->history_count];
         if (pid != 0 && iv->pid != pid)
             continue;
-        int64_t s = iv->start_ns > from_ns ? iv->start_ns : from_ns;
+        int64_t first = from_submit && iv->submit_ns < iv->start_ns ? iv->submit_ns : iv->start_ns;
+        int64_t s = first > from_ns ? first : from_ns;
         int64_t e = iv->end_ns < to_ns ? iv->end_ns : to_ns;
         if (s < e)
             clipped[n++] = (gsim_interval_t){.start_ns = s, .end_ns = e};
@@ -198,8 +310,13 @@ int64_t gsim_timeline_busy_ns(gsim_timeline_t *tl, int32_t pid, int64_t from, in
         if (pid == 0 || iv->pid == pid)
             work += gsim_interval_busy_within(iv, from, to);
     }
-    int64_t spans = union_within(tl, pid, from, to);
+    int64_t spans = union_within(tl, pid, from, to, 0);
     return work < spans ? work : spans;
+}
+
+int64_t gsim_timeline_pending_ns(gsim_timeline_t *tl, int32_t pid, int64_t from, int64_t to)
+{
+    return union_within(tl, pid, from, to, 1);
 }
 
 void gsim_timeline_forget(gsim_timeline_t *tl, int32_t pid)

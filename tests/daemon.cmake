@@ -55,6 +55,10 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   add_dependencies(gs-demo-job gsim_cuda gpushare_shim)
   gs_add_script_test(daemon_cuda_jobs SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/cuda_jobs.sh"
                      TIMEOUT 90 LABELS daemon)
+  gs_add_script_test(daemon_compute SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/compute.sh"
+                     TIMEOUT 90 LABELS daemon)
+  set_tests_properties(daemon_compute PROPERTIES RUN_SERIAL TRUE)
+  add_dependencies(gs-demo-job compute_worker)
   gs_add_script_test(demo SCRIPT "${CMAKE_SOURCE_DIR}/scripts/demo.sh" TIMEOUT 60 LABELS daemon)
 endif()
 

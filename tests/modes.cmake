@@ -3,12 +3,6 @@ gs_add_unit_test(test_mig_plan SOURCES test_mig_plan.c LIBS gs_placement)
 gs_add_unit_test(test_daemon_modes SOURCES test_daemon_modes.c LIBS gs_daemon_core)
 gs_add_script_test(test_mig_cli SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/test_mig_cli.sh" TIMEOUT 60)
 
-# gs-smutil: the SM share of each process of a GPU, from NVML (the MPS partition test).
-add_executable(gs-smutil smutil_tool.c)
-target_include_directories(gs-smutil PRIVATE "${CMAKE_SOURCE_DIR}/include")
-target_link_libraries(gs-smutil PRIVATE ${CMAKE_DL_LIBS})
-set_target_properties(gs-smutil PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
-
 # gpushared with mode = mig and mode = mps on gpusim, a mixed node, and NVML/MPS failures.
 if(TARGET gsim_nvml AND TARGET gpushare_shim AND TARGET gsim_mps_control)
   foreach(script mig mixed faults mps_users)

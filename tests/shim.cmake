@@ -46,13 +46,59 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   gs_add_cuda_program(test_shim_race SOURCES shim/test_shim_race.c LIBS gs_region)
   gs_add_sim_test(shim_race test_shim_race TIMEOUT 120 SERIAL)
 
-  gs_add_cuda_program(test_shim_compute SOURCES shim/test_shim_compute.c)
-  add_test(NAME shim_compute_share COMMAND bash "${GS_RUN_SIM}" --shim GPUSHARE_MEMORY_LIMIT=1G
-           GPUSHARE_COMPUTE_SHARE=30 -- "${GS_TEST_DIR}/test_shim_compute" 20 40)
-  add_test(NAME shim_compute_unlimited COMMAND bash "${GS_RUN_SIM}" --shim
-           GPUSHARE_MEMORY_LIMIT=1G -- "${GS_TEST_DIR}/test_shim_compute" 60 100)
-  set_tests_properties(shim_compute_share shim_compute_unlimited PROPERTIES TIMEOUT 60
-                       ENVIRONMENT "${GS_TEST_ENV}" LABELS "shim" RUN_SERIAL TRUE)
+  # Compute shares: compute_worker processes in leases, checked by compute_check against gpusim's
+  # per-process device time.
+  gs_add_cuda_program(compute_worker SOURCES shim/compute_worker.c LIBS Threads::Threads)
+  add_executable(compute_check shim/compute_check.c)
+  target_link_libraries(compute_check PRIVATE gsim_core gs_region)
+  set_target_properties(compute_check PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  add_dependencies(compute_check compute_worker)
+  add_executable(smutil_probe shim/smutil_probe.c)
+  target_link_libraries(smutil_probe PRIVATE gs_common ${CMAKE_DL_LIBS})
+  set_target_properties(smutil_probe PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  # gpusim's time model against the H100's figures (time-slicing, MPS, NVML's samples).
+  add_test(NAME sim_calibration COMMAND bash "${GS_RUN_SIM}" --
+           bash "${CMAKE_CURRENT_SOURCE_DIR}/shim/sim_calibration.sh")
+  set_tests_properties(sim_calibration PROPERTIES TIMEOUT 120 ENVIRONMENT "${GS_TEST_ENV}"
+                       LABELS "gpusim" RUN_SERIAL TRUE)
+
+  # gs_add_compute_test(NAME ARGS...): compute_check ARGS on a fresh node under the shim (one
+  # GPU, 4 ms kernels unless said, 3 s windows after a 1 s warm-up; bench/compute.sh runs the
+  # same cases over 5 s windows). Serial: they measure time.
+  function(gs_add_compute_test name)
+    add_test(NAME ${name} COMMAND bash "${GS_RUN_SIM}" --shim -- "${GS_TEST_DIR}/compute_check"
+             ${ARGN})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 60 ENVIRONMENT "${GS_TEST_ENV}"
+                         LABELS "shim;compute" RUN_SERIAL TRUE)
+  endfunction()
+  # Acceptance 1: guarantees.
+  gs_add_compute_test(compute_guarantee_30_70 a:g=30 b:g=70 [1,4]:a=30~3 [1,4]:b=70~3
+                      [1,4]:wait:a<=200 [1,4]:wait:b<=200)
+  gs_add_compute_test(compute_guarantee_10_90 a:g=10 b:g=90 [1,4]:a=10~2 [1,4]:b=90~3
+                      [1,4]:wait:a<=200)
+  gs_add_compute_test(compute_guarantee_four a:g=10 b:g=20 c:g=30 d:g=40 [1,4]:a=10~3
+                      [1,4]:b=20~3 [1,4]:c=30~3 [1,4]:d=40~3 [1,4]:wait:a<=200)
+  # Acceptance 2: alone, capped, beside best effort.
+  gs_add_compute_test(compute_guarantee_alone a:g=30 [1,4]:a>=90)
+  gs_add_compute_test(compute_cap_alone a:c=30 [1,4]:a=30~3)
+  gs_add_compute_test(compute_best_effort a:g=30 b [1,4]:a>=27 [1,4]:b=70~3)
+  # Acceptance 3: a co-tenant stops and comes back; waits at shares of 5 %.
+  gs_add_compute_test(compute_stop_return a:g=30 b:g=70 @2:pause:b @4:resume:b [3,4]:a>=90
+                      [5,7]:a=30~3 [5,7]:b=70~3 [1,7]:wait:a<=200 [4.2,7]:wait:b<=200)
+  gs_add_compute_test(compute_waits_5 a:g=5,kernel=2ms b:g=5,kernel=2ms c:g=5,kernel=2ms
+                      d:g=85,kernel=2ms [1,4]:a=5~2 [1,4]:b=5~2 [1,4]:c=5~2 [1,4]:wait:a<=200
+                      [1,4]:wait:b<=200 [1,4]:wait:c<=200 [1,4]:wait:d<=200)
+  # Acceptance 4: processes, threads and streams, synchronization after each kernel, graphs,
+  # kernels longer than a slot.
+  gs_add_compute_test(compute_processes a:g=30,procs=3 b:g=70,procs=2 [1,4]:a=30~3
+                      [1,4]:b=70~3)
+  gs_add_compute_test(compute_threads_streams a:g=30,threads=4,streams=2
+                      b:g=70,threads=3,streams=3 [1,4]:a=30~3 [1,4]:b=70~3)
+  gs_add_compute_test(compute_sync_each a:g=30,batch=1 b:g=70,batch=1 [1,4]:a%=30~3
+                      [1,4]:b%=70~3 [1,4]:total>=90)
+  gs_add_compute_test(compute_graphs a:g=30,graph=1 b:g=70,graph=1 [1,4]:a=30~3 [1,4]:b=70~3)
+  gs_add_compute_test(compute_long_kernels a:g=30,kernel=150ms,batch=1 b:g=70 [1,5]:a=30~3
+                      [1,5]:b=70~3)
 
   gs_add_cuda_program(test_shim_kill SOURCES shim/test_shim_kill.c LIBS gs_region)
   gs_add_sim_test(shim_kill test_shim_kill TIMEOUT 120 SERIAL)

@@ -71,49 +71,92 @@ static void test_parse_devices(void **state)
     assert_int_equal(gsim_parse_devices("H100-80GB,", out, err, sizeof(err)), -EINVAL);
 }
 
+/* Reserves work_ns of pid's work (MPS client at mps_pct, 0 = time-sliced) ready at ready. */
+static int reserve(gsim_timeline_t *tl, int32_t pid, uint32_t mps_pct, int64_t ready,
+                   int64_t work_ns, int64_t *s, int64_t *e)
+{
+    gsim_work_t w = {.pid = pid, .mps_pct = mps_pct, .ready_ns = ready, .work_ns = work_ns};
+    return gsim_timeline_reserve(tl, &w, s, e);
+}
+
+/* The wall time of work at speed (rounded as the timeline rounds). */
+static int64_t at_speed(int64_t work_ns, double speed)
+{
+    return (int64_t)((double)work_ns / speed + 0.5);
+}
+
 static void test_timeline_time_slicing(void **state)
 {
     (void)state;
     static gsim_timeline_t tl;
     memset(&tl, 0, sizeof(tl));
     int64_t t0 = gsim_now_ns() + 1000 * MS, s, e;
-    assert_int_equal(gsim_timeline_reserve(&tl, 1, 100, t0, 10 * MS, &s, &e), 0);
+    /* Alone on the device: full speed. */
+    assert_int_equal(reserve(&tl, 1, 0, t0, 10 * MS, &s, &e), 0);
     assert_int_equal(s, t0);
     assert_int_equal(e, t0 + 10 * MS);
-    /* Another process waits for the first. */
-    assert_int_equal(gsim_timeline_reserve(&tl, 2, 100, t0, 5 * MS, &s, &e), 0);
+    /* Another process waits for the first, and shares the device by time slices. */
+    int64_t d2 = at_speed(5 * MS, GSIM_SLICE_EFFICIENCY);
+    assert_int_equal(reserve(&tl, 2, 0, t0, 5 * MS, &s, &e), 0);
     assert_int_equal(s, t0 + 10 * MS);
-    assert_int_equal(e, t0 + 15 * MS);
-    /* The first process's next kernel merges into its interval but must not overlap process 2. */
-    assert_int_equal(gsim_timeline_reserve(&tl, 1, 100, t0 + 10 * MS, 10 * MS, &s, &e), 0);
-    assert_int_equal(s, t0 + 15 * MS);
-    assert_int_equal(gsim_timeline_busy_ns(&tl, 0, t0, t0 + 100 * MS), 25 * MS);
-    assert_int_equal(gsim_timeline_busy_ns(&tl, 2, t0, t0 + 100 * MS), 5 * MS);
-    assert_int_equal(gsim_timeline_busy_ns(&tl, 1, t0 + 5 * MS, t0 + 20 * MS), 10 * MS);
+    assert_int_equal(e, t0 + 10 * MS + d2);
+    /* The first process's next kernel must not overlap process 2, and is sliced too. */
+    int64_t d3 = at_speed(10 * MS, GSIM_SLICE_EFFICIENCY);
+    assert_int_equal(reserve(&tl, 1, 0, t0 + 10 * MS, 10 * MS, &s, &e), 0);
+    assert_int_equal(s, t0 + 10 * MS + d2);
+    assert_int_equal(gsim_timeline_busy_ns(&tl, 0, t0, t0 + 100 * MS), 10 * MS + d2 + d3);
+    assert_int_equal(gsim_timeline_busy_ns(&tl, 2, t0, t0 + 100 * MS), d2);
+    assert_int_equal(gsim_timeline_busy_ns(&tl, 1, t0 + 5 * MS, t0 + 20 * MS), 15 * MS - d2);
+    /* Booked but not spent yet: everything (it lies in the future). */
+    assert_int_equal(gsim_timeline_future_ns(&tl, 1, t0), 10 * MS + d3);
+    assert_int_equal(gsim_timeline_future_ns(&tl, 1, t0 + 5 * MS), 5 * MS + d3);
+    /* Pending from the launch (now, before t0) to the end of its work. */
+    int64_t now = gsim_now_ns();
+    assert_true(gsim_timeline_pending_ns(&tl, 2, now, t0 + 100 * MS) >= t0 + 10 * MS + d2 - now);
     gsim_timeline_forget(&tl, 1);
-    assert_int_equal(gsim_timeline_busy_ns(&tl, 0, t0, t0 + 100 * MS), 5 * MS);
+    assert_int_equal(gsim_timeline_busy_ns(&tl, 0, t0, t0 + 100 * MS), d2);
 }
 
-static void test_timeline_shares(void **state)
+static void test_timeline_mps(void **state)
 {
     (void)state;
     static gsim_timeline_t tl;
     memset(&tl, 0, sizeof(tl));
     int64_t t0 = gsim_now_ns() + 1000 * MS, s, e;
-    /* Two MPS clients at 50 % overlap; a third at 50 % waits for the first to end. */
-    assert_int_equal(gsim_timeline_reserve(&tl, 1, 50, t0, 10 * MS, &s, &e), 0);
-    assert_int_equal(gsim_timeline_reserve(&tl, 2, 50, t0, 10 * MS, &s, &e), 0);
+    /* Two MPS clients at 50 % overlap, each at half the device's speed. */
+    assert_int_equal(reserve(&tl, 1, 50, t0, 10 * MS, &s, &e), 0);
+    assert_int_equal(e - s, 20 * MS);
+    assert_int_equal(reserve(&tl, 2, 50, t0, 10 * MS, &s, &e), 0);
     assert_int_equal(s, t0);
-    assert_int_equal(gsim_timeline_reserve(&tl, 3, 50, t0, 10 * MS, &s, &e), 0);
-    assert_int_equal(s, t0 + 10 * MS);
-    /* A time-sliced process (100 %) waits until everything ends. */
-    assert_int_equal(gsim_timeline_reserve(&tl, 4, 100, t0, 1 * MS, &s, &e), 0);
+    assert_int_equal(e, t0 + 20 * MS);
+    /* A third at 50 %: 150 % asked, so each is scaled to 33 % and they gain the concurrency
+     * bonus; it waits until its 33 % fit (the first two end). */
+    assert_int_equal(reserve(&tl, 3, 50, t0, 10 * MS, &s, &e), 0);
     assert_int_equal(s, t0 + 20 * MS);
-    /* A 30 % kernel that would overlap the start of a 50+50 window moves after it. */
+    assert_int_equal(e - s, at_speed(10 * MS, 0.33 * GSIM_MPS_CONCURRENCY));
+    /* A time-sliced process waits until everything ends and is sliced against the MPS server. */
+    int64_t busy_end = e;
+    assert_int_equal(reserve(&tl, 4, 0, t0, 1 * MS, &s, &e), 0);
+    assert_int_equal(s, busy_end);
+    assert_int_equal(e - s, at_speed(1 * MS, GSIM_SLICE_EFFICIENCY));
+    /* Two full clients: the second runs at 50 % x 1.07 and, once the first also sees it, both
+     * overlap at 53.5 % of the device's speed (107 % together). */
     memset(&tl, 0, sizeof(tl));
-    assert_int_equal(gsim_timeline_reserve(&tl, 1, 50, t0 + 5 * MS, 10 * MS, &s, &e), 0);
-    assert_int_equal(gsim_timeline_reserve(&tl, 2, 60, t0, 10 * MS, &s, &e), 0);
-    assert_int_equal(s, t0 + 15 * MS);
+    assert_int_equal(reserve(&tl, 1, 100, t0, 10 * MS, &s, &e), 0);
+    assert_int_equal(e - s, 10 * MS);
+    assert_int_equal(reserve(&tl, 2, 100, t0, 10 * MS, &s, &e), 0);
+    assert_int_equal(s, t0 + 10 * MS);
+    assert_int_equal(e - s, at_speed(10 * MS, 0.5 * GSIM_MPS_CONCURRENCY));
+    assert_int_equal(reserve(&tl, 1, 100, t0 + 10 * MS, 10 * MS, &s, &e), 0);
+    assert_int_equal(s, t0 + 10 * MS);
+    assert_int_equal(e - s, at_speed(10 * MS, 0.5 * GSIM_MPS_CONCURRENCY));
+    /* 30 and 70: the SMs are partitioned, no scaling. */
+    memset(&tl, 0, sizeof(tl));
+    assert_int_equal(reserve(&tl, 1, 30, t0, 3 * MS, &s, &e), 0);
+    assert_int_equal(e - s, 10 * MS);
+    assert_int_equal(reserve(&tl, 2, 70, t0, 7 * MS, &s, &e), 0);
+    assert_int_equal(s, t0);
+    assert_int_equal(e - s, 10 * MS);
 }
 
 static void test_timeline_full(void **state)
@@ -123,8 +166,8 @@ static void test_timeline_full(void **state)
     memset(&tl, 0, sizeof(tl));
     int64_t t0 = gsim_now_ns() + 1000 * MS, s, e;
     for (int i = 0; i < GSIM_MAX_RESERVATIONS; i++)
-        assert_int_equal(gsim_timeline_reserve(&tl, 10 + i, 1, t0 + i * MS, MS, &s, &e), 0);
-    assert_int_equal(gsim_timeline_reserve(&tl, 99, 1, t0, MS, &s, &e), -EAGAIN);
+        assert_int_equal(reserve(&tl, 10 + i, 1, t0 + i * MS, MS / 100, &s, &e), 0);
+    assert_int_equal(reserve(&tl, 99, 1, t0, MS / 100, &s, &e), -EAGAIN);
     assert_int_equal(s, t0 + MS);
 }
 
@@ -195,7 +238,7 @@ int main(void)
         cmocka_unit_test(test_models),
         cmocka_unit_test(test_parse_devices),
         cmocka_unit_test(test_timeline_time_slicing),
-        cmocka_unit_test(test_timeline_shares),
+        cmocka_unit_test(test_timeline_mps),
         cmocka_unit_test(test_timeline_full),
         cmocka_unit_test(test_node_memory_and_reap),
     };

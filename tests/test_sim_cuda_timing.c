@@ -1,7 +1,8 @@
 /* Acceptance: simulated time on shared devices. Two processes each launching 100 kernels of 1 ms
  * on one device take at least 200 ms of simulated time (their kernels are time-sliced, never
  * overlapping); on two devices, one each, well under that (about 100 ms). The processes are
- * cuda_progs/timing_worker, started together; the node's busy time is checked exactly. */
+ * cuda_progs/timing_worker, started together; the node's busy time is checked: exactly the work
+ * on two devices, between the work and the work at the time-sliced speed on one. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -108,9 +109,12 @@ static void test_one_device_time_sliced(void **state)
     report("one device", sim_ms, w);
     assert_true(sim_ms >= 200.0);
     assert_true(w[0].elapsed_ms >= 100.0 && w[1].elapsed_ms >= 100.0);
-    /* 200 kernels of 1 ms: exactly 200 ms of busy time on device 0. */
-    int64_t wall = (int64_t)(2 * KERNELS * KERNEL_NS / SCALE);
-    assert_int_equal(busy_total(0) - busy0, wall);
+    /* 200 kernels of 1 ms: 200 ms of work on device 0, each kernel launched while the other
+     * process had work pending runs time-sliced, at GSIM_SLICE_EFFICIENCY of the speed. */
+    int64_t work = (int64_t)(2 * KERNELS * KERNEL_NS / SCALE);
+    int64_t busy = (int64_t)(busy_total(0) - busy0);
+    assert_true(busy >= work);
+    assert_true(busy <= (int64_t)((double)work / GSIM_SLICE_EFFICIENCY) + 2 * KERNELS);
 }
 
 static void test_two_devices_in_parallel(void **state)

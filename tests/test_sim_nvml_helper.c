@@ -83,18 +83,24 @@ static const char *cmd_uncharge(helper_t *h, int ord, uint64_t bytes)
 /* Reserves one kernel of dur_ns on the domain's timeline, ready at ready_ns; returns its end. */
 static int64_t launch(helper_t *h, int ord, int64_t ready_ns, int64_t dur_ns)
 {
-    uint32_t pct = h->mps.active ? h->mps.thread_pct : 100;
-    int32_t pid = (int32_t)getpid();
+    uint32_t pct = h->mps.thread_pct == 0 || h->mps.thread_pct > 100 ? 100 : h->mps.thread_pct;
+    gsim_work_t work = {.pid = (int32_t)getpid(),
+                        .mps_pct = h->mps.active ? pct : 0,
+                        .ready_ns = ready_ns,
+                        .work_ns = dur_ns};
     for (;;) {
         int64_t start, end;
         gsim_node_lock(h->node);
         gsim_timeline_t *tl = gsim_domain_timeline(h->node, h->domains[ord]);
-        int result = tl != NULL
-                         ? gsim_timeline_reserve(tl, pid, pct, ready_ns, dur_ns, &start, &end)
-                         : -EINVAL;
+        int64_t now = gsim_now_ns();
+        int64_t covered = tl != NULL ? gsim_timeline_future_union_ns(tl, work.pid, now) : 0;
+        int result = tl != NULL ? gsim_timeline_reserve(tl, &work, &start, &end) : -EINVAL;
         gsim_proc_t *self = gsim_node_self(h->node);
-        if (result == 0 && self != NULL)
-            self->busy_ns[h->domains[ord].dev] += (uint64_t)dur_ns;
+        if (result == 0 && self != NULL) {
+            self->busy_ns[h->domains[ord].dev] += (uint64_t)(end - start);
+            self->active_ns[h->domains[ord].dev] +=
+                (uint64_t)(gsim_timeline_future_union_ns(tl, work.pid, now) - covered);
+        }
         gsim_node_unlock(h->node);
         if (result == 0)
             return end;

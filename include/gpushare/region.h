@@ -7,7 +7,9 @@
  * interleaving can pass the limit and a process that dies at any instruction holds nothing
  * others wait for; its charge is reclaimed exactly by whoever notices first (the daemon, or any
  * process of the lease), judged by pid + start time so a reused pid is not confused. The
- * protocol is described in src/region/region_internal.h.
+ * protocol is described in src/region/region_internal.h. The compute share stored here is only
+ * the daemon's record of the lease's guarantee; compute shares are scheduled per GPU
+ * (gpushare/sched.h).
  *
  * Processes are identified through /proc: all members of a lease and whoever reaps them must
  * share one pid namespace.
@@ -184,16 +186,6 @@ int gs_region_processes(gs_region_t *region, gs_region_process_t *out, int max);
 /* In a forked child: frees the handle's process-local lock, which a thread of the parent may
  * have held at the fork. The child must then attach its own record. */
 void gs_region_after_fork(gs_region_t *region);
-
-/* Compute shares: the pause every process of the lease makes before each kernel launch, set by
- * one process of the lease (the controller) from the lease's measured utilization. Lock-free;
- * the pause is 0 until a controller sets it. */
-uint64_t gs_region_throttle(const gs_region_t *region);
-void gs_region_set_throttle(gs_region_t *region, uint64_t ns);
-
-/* Makes the calling process the lease's compute controller if there is none or the previous one
- * is gone. Returns nonzero when the caller is the controller. Thread-safe. */
-int gs_region_claim_controller(gs_region_t *region);
 
 /* Returns the lease id the region was made (or recycled) for: a terminated copy kept in the
  * handle until the next call. */

@@ -116,9 +116,9 @@ const gsim_cu_device_t *gsim_cu_device(CUdevice ord);
  * caches its limits. Returns CUDA_SUCCESS or CUDA_ERROR_MPS_CONNECTION_FAILED. */
 CUresult gsim_cu_mps_connect(void);
 
-/* Returns the SM percentage this process's kernels may use (100, or the MPS active thread
- * percentage) and whether an MPS daemon serves it. */
-uint32_t gsim_cu_thread_pct(void);
+/* Returns this process's MPS active thread percentage (1..100) when an MPS daemon serves it, 0
+ * when it is time-sliced; and whether an MPS daemon serves it. */
+uint32_t gsim_cu_mps_pct(void);
 int gsim_cu_mps_active(void);
 
 /* Returns the MPS pinned memory limit for ordinal in bytes (0 = none). */

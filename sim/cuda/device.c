@@ -334,6 +334,9 @@ static int model_attribute(const gsim_cu_device_t *d, CUdevice_attribute attr, i
         *value = d->ordinal;
         return 0;
     case CU_DEVICE_ATTRIBUTE_MPS_ENABLED:
+        /* NVIDIA's driver connects to the MPS control daemon when CUDA is initialised
+         * (nvidia-cuda-mps-control(1)): the answer does not wait for a context. */
+        gsim_cu_mps_connect();
         *value = gsim_cu_mps_active();
         return 0;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE:

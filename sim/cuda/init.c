@@ -184,11 +184,11 @@ CUresult gsim_cu_mps_connect(void)
     return result;
 }
 
-uint32_t gsim_cu_thread_pct(void)
+uint32_t gsim_cu_mps_pct(void)
 {
-    if (!driver.mps.active || driver.mps.thread_pct == 0 || driver.mps.thread_pct > 100)
-        return 100;
-    return driver.mps.thread_pct;
+    if (!driver.mps.active)
+        return 0;
+    return driver.mps.thread_pct == 0 || driver.mps.thread_pct > 100 ? 100 : driver.mps.thread_pct;
 }
 
 int gsim_cu_mps_active(void)

@@ -133,21 +133,30 @@ static void advance_locked(gsim_cu_stream_t *s, int64_t end)
     ctx->max_tail = max64(ctx->max_tail, end);
 }
 
-/* Reserves dur wall ns from ready on the context's domain. Returns 0, -EAGAIN (the timeline is
- * full: *start is when to retry) or -ENODEV (the domain is gone). */
+/* Reserves a kernel of dur wall ns (with the device to itself) from ready on the context's domain.
+ * Returns 0, -EAGAIN (the timeline is full: *start is when to retry) or -ENODEV (the domain is
+ * gone). The process's and the device's busy time grow by the time it occupies the device. */
 static int reserve_time(CUcontext ctx, int64_t ready, int64_t dur, int64_t *start, int64_t *end)
 {
     gsim_node_t *node = gsim_cu_node();
+    gsim_work_t work = {
+        .pid = gsim_cu_pid(), .mps_pct = gsim_cu_mps_pct(), .ready_ns = ready, .work_ns = dur};
     gsim_node_lock(node);
     gsim_timeline_t *tl = gsim_domain_timeline(node, ctx->domain);
     int rc = -ENODEV;
-    if (tl != NULL)
-        rc = gsim_timeline_reserve(tl, gsim_cu_pid(), gsim_cu_thread_pct(), ready, dur, start, end);
+    int64_t now = gsim_now_ns(), covered = 0;
+    if (tl != NULL) {
+        covered = gsim_timeline_future_union_ns(tl, work.pid, now);
+        rc = gsim_timeline_reserve(tl, &work, start, end);
+    }
     if (rc == 0) {
         gsim_proc_t *self = gsim_node_self(node);
-        if (self != NULL)
-            self->busy_ns[ctx->domain.dev] += (uint64_t)dur;
-        node->dev[ctx->domain.dev].busy_ns_total += (uint64_t)dur;
+        int64_t grown = gsim_timeline_future_union_ns(tl, work.pid, now) - covered;
+        if (self != NULL) {
+            self->busy_ns[ctx->domain.dev] += (uint64_t)(*end - *start);
+            self->active_ns[ctx->domain.dev] += (uint64_t)(grown > 0 ? grown : 0);
+        }
+        node->dev[ctx->domain.dev].busy_ns_total += (uint64_t)(*end - *start);
     }
     gsim_node_unlock(node);
     return rc;

@@ -201,21 +201,6 @@ static void note_activity(const gsim_interval_t *iv, void *arg)
         scan->pids[scan->n++] = (pid_activity_t){.pid = iv->pid, .last_ns = end};
 }
 
-typedef struct share_sum {
-    int32_t pid;
-    int64_t from, to;
-    int64_t weighted_ns; /* overlap x pct / 100 */
-} share_sum_t;
-
-static void add_share(const gsim_interval_t *iv, void *arg)
-{
-    share_sum_t *s = arg;
-    if (iv->pid != s->pid)
-        return;
-    s->weighted_ns += gsim_interval_busy_within(iv, s->from, s->to) *
-                      (int64_t)(iv->pct == 0 ? 100 : iv->pct) / 100;
-}
-
 /* CLOCK_REALTIME microseconds of the monotonic instant t, as NVML's CPU timestamps. The offset
  * between the clocks is taken once per process, so the same instant always gets the same stamp
  * (callers compare stamps with lastSeenTimeStamp). */
@@ -227,8 +212,11 @@ static unsigned long long realtime_us(int64_t t)
 }
 
 /* Fills samples (up to max; all are counted) of the processes whose latest activity is newer
- * than last_seen; each sample is the process's SM share over the second before it. */
-static unsigned collect_samples(const gsim_timeline_t *tl, unsigned long long last_seen,
+ * than last_seen, one per process. Its smUtil is, as NVIDIA's driver reports it on an H100, the
+ * part of the second before the sample during which the process had work on the GPU (launched
+ * and not complete, whether running or waiting for its time slice): 90-100 for a saturating
+ * process whatever else runs, not its share of the GPU's time. */
+static unsigned collect_samples(gsim_timeline_t *tl, unsigned long long last_seen,
                                 nvmlProcessUtilizationSample_t *samples, unsigned max)
 {
     activity_scan_t scan;
@@ -241,14 +229,12 @@ static unsigned collect_samples(const gsim_timeline_t *tl, unsigned long long la
         if (stamp <= last_seen)
             continue;
         if (n < max && samples != NULL) {
-            share_sum_t s = {.pid = scan.pids[i].pid,
-                             .from = scan.pids[i].last_ns - SECOND_NS,
-                             .to = scan.pids[i].last_ns};
-            each_interval(tl, add_share, &s);
+            int64_t pending = gsim_timeline_pending_ns(
+                tl, scan.pids[i].pid, scan.pids[i].last_ns - SECOND_NS, scan.pids[i].last_ns);
             memset(&samples[n], 0, sizeof(samples[n]));
             samples[n].pid = (unsigned)scan.pids[i].pid;
             samples[n].timeStamp = stamp;
-            samples[n].smUtil = percent(s.weighted_ns, SECOND_NS);
+            samples[n].smUtil = percent(pending, SECOND_NS);
             samples[n].memUtil = samples[n].smUtil / 2;
         }
         n++;

@@ -5,6 +5,7 @@
 #include "place_engine.h"
 #include "metrics.h"
 #include "regions.h"
+#include "gpu_sched.h"
 #include "server.h"
 #include "watchdog.h"
 
@@ -209,6 +210,8 @@ static int start(gs__daemon_t *d)
         log_gpus(d);
     if (result == 0)
         result = gs__regions_init(&d->cfg, err, sizeof(err));
+    if (result == 0)
+        result = gs__gpu_sched_open(d, err, sizeof(err));
     char db[GS__PATH_MAX + 16];
     snprintf(db, sizeof(db), "%s/state.db", d->cfg.state_dir);
     if (result == 0)
@@ -247,6 +250,7 @@ static void stop(gs__daemon_t *d)
     gs__leases_free(d);
     gs__place_engine_free();
     gs__ledger_close(d->ledger);
+    gs__gpu_sched_close(d);
     gs__inventory_close(d->inv);
     gs__users_free(&d->users);
 }

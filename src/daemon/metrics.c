@@ -1,5 +1,6 @@
 /* Prometheus metrics: rendering from the daemon's state, served by the endpoint (http.h). */
 #include "metrics.h"
+#include "gpu_sched.h"
 
 #include "config.h"
 #include "mode.h"
@@ -194,6 +195,23 @@ static void render_leases(FILE *f, const gs__daemon_t *d, const lease_row_t *row
         fputs("gpushare_lease_compute_share", f);
         lease_labels(f, d, rows[r].lease, UINT32_MAX);
         fprintf(f, " %u\n", rows[r].lease->rec.compute_share);
+    }
+    family(f, "gpushare_lease_compute_max", "gauge",
+           "The lease's compute cap in percent (0 = none).");
+    for (unsigned r = 0; r < n; r++) {
+        fputs("gpushare_lease_compute_max", f);
+        lease_labels(f, d, rows[r].lease, UINT32_MAX);
+        fprintf(f, " %u\n", rows[r].lease->rec.request.compute_max);
+    }
+    family(f, "gpushare_lease_compute_seconds_total", "counter",
+           "Device time the GPU's compute scheduler granted the lease (its slots, drains "
+           "included).");
+    for (unsigned r = 0; r < n; r++) {
+        for (unsigned i = 0; i < rows[r].lease->alloc.n; i++) {
+            fputs("gpushare_lease_compute_seconds_total", f);
+            lease_labels(f, d, rows[r].lease, i);
+            fprintf(f, " %.3f\n", (double)gs__gpu_sched_lease_used(d, rows[r].lease, i) / 1e9);
+        }
     }
     family(f, "gpushare_oom_events_total", "counter",
            "Allocations refused because they would exceed the lease's memory limit.");

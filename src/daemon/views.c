@@ -7,6 +7,7 @@
 #include "watchdog.h"
 #include "regions.h"
 #include "scheduler.h"
+#include "gpu_sched.h"
 #include "server.h"
 
 #include "gpushare/log.h"
@@ -88,6 +89,10 @@ json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
             gpu->uuid, "mode", gs__mode_name(gpu->mode), "slots", (json_int_t)part->slots,
             "memory_limit", (json_int_t)part->memory, "memory_used", (json_int_t)use.used[i],
             "compute", (json_int_t)gs__part_compute_percent(part));
+        if (view != NULL)
+            json_object_set_new(
+                view, "compute_used_ms",
+                json_integer((json_int_t)(gs__gpu_sched_lease_used(d, lease, i) / 1000000)));
         if (view != NULL && part->instance[0] != '\0')
             json_object_set_new(view, "instance", json_string(part->instance));
         add_real(d, lease, i, view);
@@ -144,6 +149,9 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease)
         snprintf(number, sizeof(number), "%u", lease->rec.request.compute_max);
         set_text(env, "GPUSHARE_COMPUTE_MAX", number);
     }
+    char sched_dir[GS__PATH_MAX + 16];
+    gs__gpu_sched_dir(d, sched_dir, sizeof(sched_dir));
+    set_text(env, "GPUSHARE_SCHED_DIR", sched_dir);
     snprintf(number, sizeof(number), "%llu", (unsigned long long)lease->rec.id);
     set_text(env, "GPUSHARE_LEASE_ID", number);
     gs__modes_env(d, lease, env);
@@ -156,11 +164,14 @@ static json_t *gpu_lease_view(const gs__daemon_t *d, const gs__lease_t *lease, u
 {
     const gs__part_t *part = &lease->alloc.part[part_index];
     json_t *obj = json_pack(
-        "{s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "id", (json_int_t)lease->rec.id,
-        "user", lease->rec.user, "uid", (json_int_t)lease->rec.uid, "command",
-        lease->rec.request.command, "state", state_name(lease), "slots", (json_int_t)part->slots,
-        "memory_limit", (json_int_t)part->memory, "memory_used", (json_int_t)use->used[part_index],
-        "compute_share", (json_int_t)gs__part_compute_percent(part), "processes",
+        "{s:I, s:s, s:I, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "id",
+        (json_int_t)lease->rec.id, "user", lease->rec.user, "uid", (json_int_t)lease->rec.uid,
+        "command", lease->rec.request.command, "state", state_name(lease), "slots",
+        (json_int_t)part->slots, "memory_limit", (json_int_t)part->memory, "memory_used",
+        (json_int_t)use->used[part_index], "compute_share",
+        (json_int_t)gs__part_compute_percent(part), "compute_max",
+        (json_int_t)lease->rec.request.compute_max, "compute_used_ms",
+        (json_int_t)(gs__gpu_sched_lease_used(d, lease, part_index) / 1000000), "processes",
         (json_int_t)use->processes, "oom_events", (json_int_t)use->oom_events);
     if (obj != NULL && part->instance[0] != '\0')
         json_object_set_new(obj, "instance", json_string(part->instance));

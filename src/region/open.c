@@ -355,8 +355,8 @@ int gs_region_recycle(gs_region_t *region, const gs_region_config_t *cfg)
     map->retired_ooms = 0;
     map->reclaimed_bytes = 0;
     map->last_reap_ns = 0;
-    map->controller = 0;
-    map->throttle_ns = 0;
+    map->unused_controller = 0;
+    map->unused_throttle = 0;
     map->compute_share = cfg->compute_share;
     snprintf(map->lease_id, sizeof(map->lease_id), "%s", cfg->lease_id);
     __atomic_thread_fence(__ATOMIC_RELEASE);

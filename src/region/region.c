@@ -350,25 +350,3 @@ int gs_region_processes(gs_region_t *region, gs_region_process_t *out, int max)
     }
     return n;
 }
-
-uint64_t gs_region_throttle(const gs_region_t *region)
-{
-    return __atomic_load_n(&region->map->throttle_ns, __ATOMIC_RELAXED);
-}
-
-void gs_region_set_throttle(gs_region_t *region, uint64_t ns)
-{
-    __atomic_store_n(&region->map->throttle_ns, ns, __ATOMIC_RELAXED);
-}
-
-int gs_region_claim_controller(gs_region_t *region)
-{
-    uint64_t me = my_token();
-    uint64_t holder = LOAD(&region->map->controller);
-    if (holder == me)
-        return 1;
-    if (holder != 0 && token_alive(holder))
-        return 0;
-    return __atomic_compare_exchange_n(&region->map->controller, &holder, me, 0, __ATOMIC_ACQ_REL,
-                                       __ATOMIC_ACQUIRE);
-}

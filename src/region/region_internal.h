@@ -82,8 +82,8 @@ typedef struct region_layout {
     uint64_t retired_ooms;
     uint64_t reclaimed_bytes;
     int64_t last_reap_ns __attribute__((aligned(64)));
-    uint64_t controller;  /* token of the process that sets throttle_ns, 0 = none */
-    uint64_t throttle_ns; /* pause before each kernel launch of the lease (compute share) */
+    uint64_t unused_controller; /* unused since compute shares moved to gpushare/sched.h (zeroed) */
+    uint64_t unused_throttle;
     region_proc_t procs[GS_REGION_MAX_PROCS];
 } region_layout_t;
 

@@ -1,179 +1,373 @@
-/* Compute shares: a lease with GPUSHARE_COMPUTE_SHARE below 100 gets that share of its GPU.
+/* Compute shares: which GPUs the process schedules, joining their schedulers, and the launch
+ * gate every kernel launch passes (see compute.h and gpushare/sched.h).
  *
- * One process of the lease (the controller, elected in the region) measures the lease's SM
- * utilization through NVML (nvmlDeviceGetProcessUtilization, summed over the lease's processes)
- * and sets a pause that every process of the lease makes before each kernel launch. The pause is
- * derived from a model of the launch loop: at pause d the lease keeps the GPU busy
- * U = k / (k + d) of the time for kernels of length k, so k = U d / (1 - U) and the pause for
- * share S is d' = k (1 - S) / S. It is recomputed once per NVML sample window, so it settles in
- * a few seconds and follows changes of the workload. Works with NVIDIA's NVML and gpusim's. */
+ * GPUSHARE_COMPUTE_SHARE (a guarantee) and GPUSHARE_COMPUTE_MAX (a cap) make the process a
+ * member of each visible GPU's scheduler, whose region lives in GPUSHARE_SCHED_DIR (gpushared's)
+ * or, without one, in /dev/shm (the first process creates it). A process without a share joins
+ * as best effort when its GPU's scheduler exists, so that the guarantees of others hold beside
+ * it. On a GPU in MPS mode (GPUSHARE_GPU_MODE=mps) the share is MPS's active thread percentage
+ * and no gate is used; in a MIG instance (GPUSHARE_GPU_MODE=mig) the hardware partitions the
+ * SMs and no gate is used either. A share that cannot be enforced makes cuInit fail with one log
+ * line. */
+#include "compute.h"
 #include "shim.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "gpushare/error.h"
 #include "gpushare/log.h"
-#include "gpushare/nvml_abi.h"
+#include "gpushare/quantity.h"
 
-#define PERIOD_MS    1200             /* longer than NVML's (and gpusim's) 1 s window */
-#define PROBE_NS     INT64_C(1000000) /* first pause when the share is exceeded */
-#define MAX_PAUSE_NS INT64_C(2000000000)
-#define MAX_SAMPLES  256
+#define DEFAULT_SCHED_DIR "/dev/shm"
+#define WAIT_SLICE_NS     INT64_C(100000000)
 
-typedef struct nvml_api {
-    __typeof__(&nvmlInit_v2) init;
-    __typeof__(&nvmlDeviceGetHandleByUUID) by_uuid;
-    __typeof__(&nvmlDeviceGetHandleByIndex_v2) by_index;
-    __typeof__(&nvmlDeviceGetProcessUtilization) process_utilization;
-} nvml_api_t;
+typedef struct compute_config {
+    uint32_t guarantee; /* percent, 0 = none */
+    uint32_t cap;       /* percent, 0 = none */
+    int mps;            /* the lease's GPU is in MPS mode */
+    int mig;            /* the lease holds a MIG instance: the hardware partitions compute */
+    char dir[4096];
+} compute_config_t;
 
-static int compute_active; /* set once at start-up, read on every launch */
-static uint32_t compute_share;
-static pid_t controller_pid; /* the process whose controller thread runs (0 = none yet) */
+typedef struct compute_state {
+    int active; /* some device is scheduled: launches pass its gate */
+    int single; /* only ordinal 0 is visible: no device lookup per launch */
+    compute_config_t cfg;
+    gs__sched_dev_t devs[GS_MAX_DEVICES];
+    pthread_once_t once;
+    CUresult setup_result;
+} compute_state_t;
 
-static void pause_ns(uint64_t ns)
+static compute_state_t compute = {.once = PTHREAD_ONCE_INIT};
+
+int64_t gs__mono_ns(void)
 {
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000), .tv_nsec = (long)(ns % 1000000000)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) != 0)
-        ;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int load_nvml(nvml_api_t *api)
+static long futex(uint32_t *word, int op, uint32_t value, const struct timespec *timeout)
 {
-    void *lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY);
-    if (lib == NULL)
-        return -1;
-    api->init = (__typeof__(api->init))gs__real_dlsym(lib, "nvmlInit_v2");
-    api->by_uuid = (__typeof__(api->by_uuid))gs__real_dlsym(lib, "nvmlDeviceGetHandleByUUID");
-    api->by_index = (__typeof__(api->by_index))gs__real_dlsym(lib, "nvmlDeviceGetHandleByIndex_v2");
-    api->process_utilization = (__typeof__(api->process_utilization))gs__real_dlsym(
-        lib, "nvmlDeviceGetProcessUtilization");
-    if (api->init == NULL || api->by_uuid == NULL || api->by_index == NULL ||
-        api->process_utilization == NULL || api->init() != NVML_SUCCESS)
-        return -1;
-    return 0;
+    return syscall(SYS_futex, word, op, value, timeout, NULL, 0);
 }
 
-/* The NVML handle of the lease's first GPU (CUDA ordinal 0): the first CUDA_VISIBLE_DEVICES
- * entry (a UUID, as gpushare sets, or an index), else GPU 0. */
-static int lease_device(const nvml_api_t *api, nvmlDevice_t *device)
+/* ---- configuration (read at start-up with the rest of GPUSHARE_*) ---- */
+
+static CUresult bad_value(const char *variable, const char *value, const char *why)
 {
-    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
-    char first[128] = "0";
-    if (visible != NULL && *visible != '\0') {
-        size_t len = strcspn(visible, ",");
-        snprintf(first, sizeof(first), "%.*s", (int)(len < 127 ? len : 127), visible);
+    gs_error("%s=\"%s\" is invalid: %s; refusing to run without the lease's limits", variable,
+             value, why);
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult read_percent(const char *variable, uint32_t *out)
+{
+    char err[GS_QTY_ERR_MAX];
+    const char *text = getenv(variable);
+    *out = 0;
+    if (text != NULL && *text != '\0' && gs_qty_parse_percent(text, 0, out, err, sizeof(err)) != 0)
+        return bad_value(variable, text, err);
+    return CUDA_SUCCESS;
+}
+
+CUresult gs__compute_config(uint32_t region_share)
+{
+    compute_config_t *cfg = &compute.cfg;
+    CUresult result = read_percent("GPUSHARE_COMPUTE_SHARE", &cfg->guarantee);
+    if (result == CUDA_SUCCESS)
+        result = read_percent("GPUSHARE_COMPUTE_MAX", &cfg->cap);
+    if (result != CUDA_SUCCESS)
+        return result;
+    if (region_share != 0)
+        cfg->guarantee = region_share; /* the lease's region (made by gpushared) decides */
+    if (cfg->cap != 0 && cfg->cap < cfg->guarantee)
+        return bad_value("GPUSHARE_COMPUTE_MAX", getenv("GPUSHARE_COMPUTE_MAX"),
+                         "below the lease's guaranteed share GPUSHARE_COMPUTE_SHARE");
+    const char *mode = getenv("GPUSHARE_GPU_MODE");
+    cfg->mps = mode != NULL && strcmp(mode, "mps") == 0;
+    cfg->mig = mode != NULL && strcmp(mode, "mig") == 0;
+    const char *dir = getenv("GPUSHARE_SCHED_DIR");
+    snprintf(cfg->dir, sizeof(cfg->dir), "%s",
+             dir != NULL && *dir != '\0' ? dir : DEFAULT_SCHED_DIR);
+    return CUDA_SUCCESS;
+}
+
+/* ---- joining the schedulers (at cuInit) ---- */
+
+static CUresult cannot_enforce(const char *what, const char *why)
+{
+    gs_error("compute share (GPUSHARE_COMPUTE_SHARE=%u, GPUSHARE_COMPUTE_MAX=%u) cannot be "
+             "enforced on %s: %s; refusing to run",
+             compute.cfg.guarantee, compute.cfg.cap, what, why);
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* Under MPS the daemon's active thread percentage is the share: the process must be a client. */
+static CUresult check_mps(void)
+{
+    const gs__real_t *real = gs__real();
+    const char *pct = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    int enabled = 0;
+    if (pct == NULL || *pct == '\0')
+        return cannot_enforce("an MPS GPU", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is not set");
+    if (real->cuDeviceGetAttribute == NULL ||
+        real->cuDeviceGetAttribute(&enabled, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, 0) != CUDA_SUCCESS ||
+        !enabled)
+        return cannot_enforce("an MPS GPU", "this process is not served by the MPS daemon");
+    gs_info("compute share: MPS active thread percentage %s%%", pct);
+    return CUDA_SUCCESS;
+}
+
+/* The lease's name in the scheduler: its id, its region, or this process alone. */
+static void lease_key(char *key, size_t len)
+{
+    const char *id = getenv("GPUSHARE_LEASE_ID");
+    const char *region = getenv("GPUSHARE_REGION");
+    unsigned uid = (unsigned)getuid();
+    if (id != NULL && *id != '\0') {
+        snprintf(key, len, "u%u/lease/%.40s", uid, id);
+    } else if (region != NULL && *region != '\0') {
+        uint64_t h = UINT64_C(14695981039346656037); /* FNV-1a of the path */
+        for (const unsigned char *p = (const unsigned char *)region; *p != '\0'; p++)
+            h = (h ^ *p) * UINT64_C(1099511628211);
+        snprintf(key, len, "u%u/region/%016llx", uid, (unsigned long long)h);
+    } else {
+        snprintf(key, len, "u%u/pid/%d", uid, (int)getpid());
     }
-    if (first[0] >= '0' && first[0] <= '9')
-        return api->by_index((unsigned)strtoul(first, NULL, 10), device) == NVML_SUCCESS ? 0 : -1;
-    return api->by_uuid(first, device) == NVML_SUCCESS ? 0 : -1;
 }
 
-/* The lease's SM utilization in percent: the latest sample of each of its processes. */
-static unsigned lease_utilization(const nvml_api_t *api, nvmlDevice_t device,
-                                  unsigned long long *last_seen)
+static void format_uuid(const CUuuid *u, char *out, size_t len)
 {
-    static nvmlProcessUtilizationSample_t samples[MAX_SAMPLES];
-    static gs_region_process_t procs[GS_REGION_MAX_PROCS];
-    unsigned n = MAX_SAMPLES;
-    nvmlReturn_t result = api->process_utilization(device, samples, &n, *last_seen);
-    if (result != NVML_SUCCESS)
-        return 0;
-    int n_procs = gs_region_processes(gs__region(), procs, GS_REGION_MAX_PROCS);
-    unsigned total = 0;
-    for (unsigned i = 0; i < n; i++) {
-        if (samples[i].timeStamp > *last_seen)
-            *last_seen = samples[i].timeStamp;
-        for (int p = 0; p < n_procs; p++) {
-            if ((unsigned)procs[p].pid == samples[i].pid) {
-                total += samples[i].smUtil;
+    const unsigned char *b = (const unsigned char *)u->bytes;
+    snprintf(out, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+}
+
+/* Joins the scheduler of ordinal's GPU. Returns CUDA_SUCCESS (also when a best-effort process
+ * finds no scheduler there) or the fail-closed error. */
+static CUresult setup_device(int ordinal, const char *key, int required)
+{
+    const gs__real_t *real = gs__real();
+    gs__sched_dev_t *dev = &compute.devs[ordinal];
+    CUuuid uuid;
+    char path[4200];
+    if (real->cuDeviceGet(&dev->device, ordinal) != CUDA_SUCCESS ||
+        real->cuDeviceGetUuid_v2 == NULL ||
+        real->cuDeviceGetUuid_v2(&uuid, dev->device) != CUDA_SUCCESS)
+        return required ? cannot_enforce("a GPU", "the driver does not tell its UUID")
+                        : CUDA_SUCCESS;
+    format_uuid(&uuid, dev->uuid, sizeof(dev->uuid));
+    if (gs_sched_path(compute.cfg.dir, dev->uuid, path, sizeof(path)) != 0)
+        return required ? cannot_enforce(dev->uuid, "GPUSHARE_SCHED_DIR is too long")
+                        : CUDA_SUCCESS;
+    int result =
+        required ? gs_sched_open_or_create(path, &dev->sched) : gs_sched_open(path, &dev->sched);
+    if ((result == GS_ENOENT || result == GS_EVERSION) && !required)
+        return CUDA_SUCCESS; /* no scheduler there (or a stale one): nothing to take part in */
+    if (result != 0) {
+        char why[4400];
+        snprintf(why, sizeof(why), "its scheduler %s: %s", path, gs_strerror(result));
+        return cannot_enforce(dev->uuid, why);
+    }
+    dev->share = (gs_sched_share_t){compute.cfg.guarantee * 10, compute.cfg.cap * 10};
+    snprintf(dev->key, sizeof(dev->key), "%s", key);
+    result = gs_sched_join(dev->sched, key, dev->share);
+    if (result != 0) {
+        gs_sched_close(dev->sched);
+        dev->sched = NULL;
+        return cannot_enforce(dev->uuid,
+                              result == GS_ENOSPC ? "its scheduler is full" : gs_strerror(result));
+    }
+    dev->ordinal = ordinal;
+    if (!gs__agent_start(dev))
+        return cannot_enforce(dev->uuid, "cannot start the scheduler's thread");
+    gs_info("compute: %s scheduled as %s (guarantee %u%%, cap %u%%)", dev->uuid, key,
+            compute.cfg.guarantee, compute.cfg.cap);
+    return CUDA_SUCCESS;
+}
+
+static void setup(void)
+{
+    const compute_config_t *cfg = &compute.cfg;
+    int required = cfg->guarantee > 0 || cfg->cap > 0;
+    compute.setup_result = CUDA_SUCCESS;
+    if (cfg->mps) {
+        if (required)
+            compute.setup_result = check_mps();
+        return;
+    }
+    if (cfg->mig) {
+        if (required)
+            compute.setup_result = cannot_enforce("a MIG instance", "its compute is the instance's "
+                                                                    "own slices (--mig-profile)");
+        return; /* instances never share SMs: nothing to schedule */
+    }
+    const gs__real_t *real = gs__real();
+    int count = 0;
+    if (real->cuDeviceGetCount == NULL || real->cuDeviceGet == NULL ||
+        real->cuDeviceGetCount(&count) != CUDA_SUCCESS)
+        count = 0;
+    if (count > GS_MAX_DEVICES)
+        count = GS_MAX_DEVICES;
+    char key[GS_SCHED_KEY_MAX];
+    lease_key(key, sizeof(key));
+    int scheduled = 0;
+    for (int ordinal = 0; ordinal < count && compute.setup_result == CUDA_SUCCESS; ordinal++) {
+        compute.setup_result = setup_device(ordinal, key, required);
+        scheduled += compute.devs[ordinal].sched != NULL;
+    }
+    compute.single = count == 1;
+    __atomic_store_n(&compute.active, compute.setup_result == CUDA_SUCCESS && scheduled > 0,
+                     __ATOMIC_RELEASE);
+}
+
+CUresult gs__compute_setup(void)
+{
+    pthread_once(&compute.once, setup);
+    return compute.setup_result;
+}
+
+gs__sched_dev_t *gs__compute_dev(int ordinal)
+{
+    if (ordinal < 0 || ordinal >= GS_MAX_DEVICES || compute.devs[ordinal].sched == NULL)
+        return NULL;
+    return &compute.devs[ordinal];
+}
+
+void gs__compute_after_fork(void)
+{
+    /* The driver refuses a child whose parent initialised it, and the agents are not copied:
+     * the child forgets the parent's memberships. */
+    __atomic_store_n(&compute.active, 0, __ATOMIC_RELEASE);
+    for (int i = 0; i < GS_MAX_DEVICES; i++)
+        gs_sched_after_fork(compute.devs[i].sched);
+}
+
+void gs__compute_exit(void)
+{
+    for (int i = 0; i < GS_MAX_DEVICES; i++) {
+        if (compute.devs[i].sched != NULL)
+            gs_sched_leave(compute.devs[i].sched); /* a held GPU goes to the next in line */
+    }
+}
+
+/* ---- the gate ---- */
+
+static gs__sched_dev_t *current_dev(void)
+{
+    if (compute.single)
+        return &compute.devs[0];
+    CUdevice device;
+    const gs__real_t *real = gs__real();
+    if (real->cuCtxGetDevice == NULL || real->cuCtxGetDevice(&device) != CUDA_SUCCESS)
+        return NULL;
+    return gs__compute_dev(device);
+}
+
+/* Records when the first launch after the gate opened went through. */
+static void note_first(gs__gate_t *gate)
+{
+    int64_t none = 0;
+    __atomic_compare_exchange_n(&gate->first_ns, &none, gs__mono_ns(), 0, __ATOMIC_RELAXED,
+                                __ATOMIC_RELAXED);
+}
+
+gs__gate_t *gs__compute_enter(void)
+{
+    if (__builtin_expect(!__atomic_load_n(&compute.active, __ATOMIC_RELAXED), 1))
+        return NULL;
+    gs__sched_dev_t *dev = current_dev();
+    if (dev == NULL || dev->sched == NULL)
+        return NULL;
+    gs__gate_t *gate = &dev->gate;
+    uint64_t ctr = __atomic_fetch_add(&gate->ctr, GS_GATE_LAUNCH + 1, __ATOMIC_SEQ_CST);
+    uint32_t word = __atomic_load_n(&gate->word, __ATOMIC_SEQ_CST);
+    if (__builtin_expect((word & 1) && (uint32_t)(ctr >> 32) <
+                                           __atomic_load_n(&gate->limit, __ATOMIC_ACQUIRE),
+                         1)) {
+        if (__builtin_expect(__atomic_load_n(&gate->first_ns, __ATOMIC_RELAXED) == 0, 0))
+            note_first(gate);
+        return gate;
+    }
+    __atomic_fetch_sub(&gate->ctr, GS_GATE_LAUNCH + 1, __ATOMIC_RELEASE); /* not admitted */
+    gs__gate_wait(gate);
+    return gate;
+}
+
+void gs__compute_leave(gs__gate_t *gate)
+{
+    if (gate != NULL)
+        __atomic_fetch_sub(&gate->ctr, 1, __ATOMIC_RELEASE);
+}
+
+void gs__gate_wait(gs__gate_t *gate)
+{
+    __atomic_fetch_add(&gate->blocked, 1, __ATOMIC_SEQ_CST);
+    for (;;) {
+        uint32_t word = __atomic_load_n(&gate->word, __ATOMIC_SEQ_CST);
+        if (word & 1) {
+            uint64_t ctr = __atomic_fetch_add(&gate->ctr, GS_GATE_LAUNCH + 1, __ATOMIC_SEQ_CST);
+            uint32_t again = __atomic_load_n(&gate->word, __ATOMIC_SEQ_CST);
+            if ((again & 1) &&
+                (uint32_t)(ctr >> 32) < __atomic_load_n(&gate->limit, __ATOMIC_ACQUIRE)) {
+                note_first(gate);
                 break;
             }
+            __atomic_fetch_sub(&gate->ctr, GS_GATE_LAUNCH + 1, __ATOMIC_RELEASE);
+            word = again;
         }
+        __atomic_fetch_add(&gate->want, 1, __ATOMIC_SEQ_CST);
+        futex(&gate->want, FUTEX_WAKE_PRIVATE, 1, NULL);
+        struct timespec slice = {.tv_sec = 0, .tv_nsec = WAIT_SLICE_NS};
+        futex(&gate->word, FUTEX_WAIT_PRIVATE, word, &slice);
     }
-    return total > 100 ? 100 : total;
+    __atomic_fetch_sub(&gate->blocked, 1, __ATOMIC_SEQ_CST);
 }
 
-/* The next pause from the pause in force and the utilization it produced. */
-static uint64_t next_pause(uint64_t pause, unsigned used, unsigned share)
+static void publish_word(gs__gate_t *gate, int open)
 {
-    if (used <= share + 1 && (pause == 0 || used + 5 >= share))
-        return pause; /* within the share, and not far below it */
-    if (pause == 0)
-        return PROBE_NS;
-    double u = (used > 99 ? 99 : (used < 1 ? 1 : used)) / 100.0;
-    double s = share / 100.0;
-    double kernel = u * (double)pause / (1.0 - u);
-    double wanted = kernel * (1.0 - s) / s;
-    if (used < 2 || wanted < 1000.0)
-        return 0; /* the lease went idle or barely needs pausing */
-    return wanted > (double)MAX_PAUSE_NS ? (uint64_t)MAX_PAUSE_NS : (uint64_t)wanted;
+    uint32_t word = __atomic_load_n(&gate->word, __ATOMIC_RELAXED);
+    uint32_t next = ((word >> 1) + 1) << 1 | (open ? 1u : 0u);
+    __atomic_store_n(&gate->word, next, __ATOMIC_SEQ_CST);
+    futex(&gate->word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
 }
 
-static void *controller(void *arg)
+void gs__gate_open(gs__gate_t *gate, uint32_t limit)
 {
-    (void)arg;
-    nvml_api_t api;
-    nvmlDevice_t device;
-    if (load_nvml(&api) != 0 || lease_device(&api, &device) != 0) {
-        gs_warn("compute share %u%% cannot be enforced: NVML or the lease's GPU is unavailable",
-                compute_share);
-        return NULL;
-    }
-    unsigned long long last_seen = 0;
-    for (;;) {
-        pause_ns((uint64_t)PERIOD_MS * 1000000);
-        if (!gs_region_claim_controller(gs__region()))
-            continue; /* another process of the lease controls it */
-        unsigned used = lease_utilization(&api, device, &last_seen);
-        uint64_t pause = gs_region_throttle(gs__region());
-        gs_debug("compute share %u%%: lease at %u%%", compute_share, used);
-        uint64_t next = next_pause(pause, used, compute_share);
-        if (next != pause) {
-            gs_info("compute share %u%%: lease at %u%%, launch pause %llu us", compute_share, used,
-                    (unsigned long long)(next / 1000));
-            gs_region_set_throttle(gs__region(), next);
-        }
-    }
-    return NULL;
+    __atomic_fetch_and(&gate->ctr, GS_GATE_INFLIGHT, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&gate->first_ns, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&gate->limit, limit, __ATOMIC_RELEASE);
+    publish_word(gate, 1);
 }
 
-/* Starts this process's controller thread (once per process, also in a forked child). */
-static void start_controller(void)
+void gs__gate_close(gs__gate_t *gate)
 {
-    pid_t self = getpid();
-    if (__atomic_load_n(&controller_pid, __ATOMIC_ACQUIRE) == self)
-        return;
-    pid_t seen = __atomic_load_n(&controller_pid, __ATOMIC_ACQUIRE);
-    if (!__atomic_compare_exchange_n(&controller_pid, &seen, self, 0, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE))
-        return;
-    pthread_attr_t attr;
-    pthread_t thread;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&thread, &attr, controller, NULL) != 0)
-        gs_warn("compute share %u%%: cannot start its controller thread", compute_share);
-    pthread_attr_destroy(&attr);
+    publish_word(gate, 0);
 }
 
-void gs__compute_init(uint32_t share)
+void gs__gate_extend(gs__gate_t *gate, uint32_t limit)
 {
-    compute_share = share;
-    compute_active = share > 0 && share < 100 && gs__region() != NULL;
+    __atomic_store_n(&gate->limit, limit, __ATOMIC_RELEASE);
+    publish_word(gate, 1); /* a new word: a thread about to sleep on the old one will not */
 }
 
-void gs__compute_before_launch(void)
+uint32_t gs__gate_launches(const gs__gate_t *gate)
 {
-    if (__builtin_expect(!compute_active, 1))
-        return;
-    start_controller();
-    uint64_t pause = gs_region_throttle(gs__region());
-    if (pause != 0)
-        pause_ns(pause);
+    return (uint32_t)(__atomic_load_n(&gate->ctr, __ATOMIC_ACQUIRE) >> 32);
+}
+
+void gs__gate_quiesce(gs__gate_t *gate)
+{
+    int64_t deadline = gs__mono_ns() + WAIT_SLICE_NS;
+    while ((__atomic_load_n(&gate->ctr, __ATOMIC_SEQ_CST) & GS_GATE_INFLIGHT) != 0 &&
+           gs__mono_ns() < deadline)
+        sched_yield();
 }

@@ -1,6 +1,8 @@
 /* Contexts: creating one charges its own device memory to the lease (measured, footprint.c);
  * destroying a context or resetting a primary one frees its memory in the driver, so the lease
- * gets that charge back here. Creation fails closed on a bad lease configuration. */
+ * gets that charge back here. Creation fails closed on a bad lease configuration. Contexts on
+ * scheduled GPUs are registered for the drains of compute shares (drain.c). */
+#include "compute.h"
 #include "shim.h"
 
 #include <pthread.h>
@@ -33,8 +35,10 @@ static CUresult create_measured(CUcontext *pctx, CUdevice dev,
     if (result != CUDA_SUCCESS) {
         gs__real()->cuCtxDestroy_v2(*pctx);
         *pctx = NULL;
+        return result;
     }
-    return result;
+    gs__ctx_note(*pctx, dev, 0);
+    return CUDA_SUCCESS;
 }
 
 typedef struct create_args {
@@ -113,12 +117,14 @@ static CUresult after_destroy(CUresult result, CUcontext ctx, int context_gone)
 GS_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
 {
     REAL_OR_FAIL(cuCtxDestroy_v2);
+    gs__ctx_forget(ctx);
     return after_destroy(gs__real()->cuCtxDestroy_v2(ctx), ctx, 1);
 }
 
 GS_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx)
 {
     REAL_OR_FAIL(cuCtxDestroy);
+    gs__ctx_forget(ctx);
     return after_destroy(gs__real()->cuCtxDestroy(ctx), ctx, 1);
 }
 
@@ -148,6 +154,7 @@ GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice de
         pthread_mutex_lock(&primary_mutex);
         primary[dev] = *pctx;
         pthread_mutex_unlock(&primary_mutex);
+        gs__ctx_note(*pctx, dev, 1);
     }
     result = gs__footprint_commit(&probe, *pctx);
     if (result != CUDA_SUCCESS)
@@ -180,23 +187,27 @@ static CUresult after_release(CUresult result, CUdevice dev)
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
     REAL_OR_FAIL(cuDevicePrimaryCtxRelease_v2);
+    gs__ctx_primary_wait(dev);
     return after_release(gs__real()->cuDevicePrimaryCtxRelease_v2(dev), dev);
 }
 
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
 {
     REAL_OR_FAIL(cuDevicePrimaryCtxRelease);
+    gs__ctx_primary_wait(dev);
     return after_release(gs__real()->cuDevicePrimaryCtxRelease(dev), dev);
 }
 
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
     REAL_OR_FAIL(cuDevicePrimaryCtxReset_v2);
+    gs__ctx_primary_wait(dev);
     return after_destroy(gs__real()->cuDevicePrimaryCtxReset_v2(dev), primary_of(dev), 0);
 }
 
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev)
 {
     REAL_OR_FAIL(cuDevicePrimaryCtxReset);
+    gs__ctx_primary_wait(dev);
     return after_destroy(gs__real()->cuDevicePrimaryCtxReset(dev), primary_of(dev), 0);
 }

@@ -191,13 +191,9 @@ static int live_allocation(CUdeviceptr dptr)
     return gs__track_update(GS_KIND_LINEAR, (uint64_t)dptr, still_charged, NULL, &unused) == 0;
 }
 
-static CUresult launch_with_plan(CUgraphExec exec, CUstream stream,
-                                 __typeof__(&cuGraphLaunch) launch)
+static CUresult launch_charged(graph_plan_t *plan, CUgraphExec exec, CUstream stream,
+                               __typeof__(&cuGraphLaunch) launch)
 {
-    gs__compute_before_launch(); /* a graph is a batch of kernels */
-    graph_plan_t *plan = plan_of(exec);
-    if (plan == NULL)
-        return launch(exec, stream);
     gs__charge_t *held = calloc(plan->n, sizeof(*held));
     if (held == NULL)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -217,6 +213,17 @@ static CUresult launch_with_plan(CUgraphExec exec, CUstream stream,
             gs__charge_commit(&held[i], GS_KIND_LINEAR, (uint64_t)plan->allocs[i].dptr);
     }
     free(held);
+    return result;
+}
+
+static CUresult launch_with_plan(CUgraphExec exec, CUstream stream,
+                                 __typeof__(&cuGraphLaunch) launch)
+{
+    struct gs__gate *gate = gs__compute_enter(); /* a graph is a batch of kernels */
+    graph_plan_t *plan = plan_of(exec);
+    CUresult result =
+        plan == NULL ? launch(exec, stream) : launch_charged(plan, exec, stream, launch);
+    gs__compute_leave(gate);
     return result;
 }
 

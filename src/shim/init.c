@@ -19,7 +19,6 @@ typedef struct shim_state {
     int reattach;             /* set in a forked child: the parent's record is not ours */
     gs_device_bytes_t limits; /* from GPUSHARE_MEMORY_LIMIT */
     int has_limits;
-    uint32_t compute_share;
     void *driver; /* libcuda.so.1, when its functions were resolved at load time */
 } shim_state_t;
 
@@ -54,10 +53,6 @@ static CUresult read_limits(void)
             return fail_closed("GPUSHARE_MEMORY_LIMIT", limit, err);
         state.has_limits = 1;
     }
-    const char *share = getenv("GPUSHARE_COMPUTE_SHARE");
-    if (share != NULL && *share != '\0' &&
-        gs_qty_parse_percent(share, 0, &state.compute_share, err, sizeof(err)) != 0)
-        return fail_closed("GPUSHARE_COMPUTE_SHARE", share, err);
     return CUDA_SUCCESS;
 }
 
@@ -67,7 +62,6 @@ static gs_region_config_t region_config(void)
     memset(&cfg, 0, sizeof(cfg));
     for (unsigned d = 0; d < GS_MAX_DEVICES; d++)
         cfg.limit[d] = gs_device_bytes_get(&state.limits, d);
-    cfg.compute_share = state.compute_share;
     return cfg;
 }
 
@@ -157,6 +151,7 @@ static void after_fork_in_child(void)
 {
     gs_region_after_fork(state.region);
     gs__track_after_fork();
+    gs__compute_after_fork();
     state.reattach = state.accounting;
 }
 
@@ -167,6 +162,9 @@ static void initialize(void)
         result = read_limits();
     if (result == CUDA_SUCCESS)
         result = open_region();
+    if (result == CUDA_SUCCESS)
+        result =
+            gs__compute_config(state.region != NULL ? gs_region_compute_share(state.region) : 0);
     /* The driver is loaded even when the lease is misconfigured, so lookups keep working and
      * every call returns the configuration error rather than crashing. */
     void *driver = state.driver != NULL ? state.driver : load_driver();
@@ -179,8 +177,6 @@ static void initialize(void)
             result = CUDA_ERROR_NO_DEVICE;
     }
     state.init_result = result;
-    if (result == CUDA_SUCCESS && state.region != NULL)
-        gs__compute_init(gs_region_compute_share(state.region));
     pthread_atfork(NULL, NULL, after_fork_in_child);
     if (result == CUDA_SUCCESS && state.accounting)
         gs_info("lease active: limit %llu bytes on device 0, region slot %d",
@@ -190,7 +186,7 @@ static void initialize(void)
 CUresult gs__ensure_init(void)
 {
     pthread_once(&init_once, initialize);
-    return state.init_result;
+    return __atomic_load_n(&state.init_result, __ATOMIC_ACQUIRE);
 }
 
 int gs__accounting(void)
@@ -241,6 +237,7 @@ __attribute__((constructor)) static void resolve_early(void)
  * than waiting for someone to notice the process is gone. */
 __attribute__((destructor)) static void leave_region(void)
 {
+    gs__compute_exit();
     if (state.region != NULL && state.slot >= 0 && !state.reattach) {
         int slot = state.slot;
         state.slot = -1;
@@ -254,5 +251,12 @@ GS_EXPORT CUresult CUDAAPI cuInit(unsigned int Flags)
     if (result != CUDA_SUCCESS)
         return result;
     const gs__real_t *real = gs__real();
-    return real->cuInit != NULL ? real->cuInit(Flags) : CUDA_ERROR_NOT_SUPPORTED;
+    result = real->cuInit != NULL ? real->cuInit(Flags) : CUDA_ERROR_NOT_SUPPORTED;
+    if (result == CUDA_SUCCESS) {
+        result = gs__compute_setup();
+        /* A share that cannot be enforced: every later call fails too (fail closed). */
+        if (result != CUDA_SUCCESS)
+            __atomic_store_n(&state.init_result, result, __ATOMIC_RELEASE);
+    }
+    return result;
 }

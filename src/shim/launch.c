@@ -1,7 +1,8 @@
 /* Kernel launches. They are interposed so that every way of reaching them (symbol, dlsym,
  * cuGetProcAddress) lands in the shim: a lease whose configuration is bad launches nothing, and
- * a lease with a compute share pauses before each launch as its controller decides (compute.c).
- * Without a share the path is two predictable branches and a call into the driver. */
+ * a process that takes part in its GPU's compute scheduler launches only through the gate of
+ * its slots (compute.c). Without shares the path is two predictable branches and a call into
+ * the driver. */
 #include "shim.h"
 
 #define FORWARD(fn, ...)                                                                           \
@@ -9,9 +10,13 @@
         CUresult init_result = gs__ensure_init();                                                  \
         if (__builtin_expect(init_result != CUDA_SUCCESS, 0))                                      \
             return init_result;                                                                    \
-        gs__compute_before_launch();                                                               \
         __typeof__(gs__real()->fn) real_fn = gs__real()->fn;                                       \
-        return real_fn != NULL ? real_fn(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED;                  \
+        if (real_fn == NULL)                                                                       \
+            return CUDA_ERROR_NOT_SUPPORTED;                                                       \
+        struct gs__gate *gate = gs__compute_enter();                                               \
+        CUresult launched = real_fn(__VA_ARGS__);                                                  \
+        gs__compute_leave(gate);                                                                   \
+        return launched;                                                                           \
     } while (0)
 
 GS_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,

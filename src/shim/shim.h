@@ -174,10 +174,22 @@ CUresult gs__footprint_commit(const gs__footprint_probe_t *probe, CUcontext ctx)
 /* Returns ctx's charge: it was destroyed, or a primary context was released for the last time. */
 void gs__footprint_end(CUcontext ctx);
 
-/* Compute shares (compute.c): enables them for share percent (1..99) once the region is open;
- * before each kernel launch, makes the lease's pause and starts the controller if needed. */
-void gs__compute_init(uint32_t share);
-void gs__compute_before_launch(void);
+/* Compute shares (compute.c). gs__compute_config reads GPUSHARE_COMPUTE_* at start-up (a bad
+ * value fails closed with CUDA_ERROR_INVALID_VALUE and one log line; region_share, from the
+ * lease's region, overrides GPUSHARE_COMPUTE_SHARE when nonzero). gs__compute_setup joins the
+ * GPUs' schedulers once, after the driver's cuInit succeeded: CUDA_ERROR_NOT_SUPPORTED with one
+ * log line when a share cannot be enforced. */
+CUresult gs__compute_config(uint32_t region_share);
+CUresult gs__compute_setup(void);
+void gs__compute_after_fork(void);
+void gs__compute_exit(void);
+
+/* Around every kernel or graph launch: gs__compute_enter waits until the launch may go to the
+ * GPU and returns a token (NULL when compute shares are off), gs__compute_leave(token) follows
+ * the driver call. Thread-safe; without shares one predictable branch. */
+struct gs__gate;
+struct gs__gate *gs__compute_enter(void);
+void gs__compute_leave(struct gs__gate *gate);
 
 /* The current context's CUDA ordinal, or -1 without a current context. */
 int gs__current_device(void);

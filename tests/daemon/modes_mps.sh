@@ -1,8 +1,8 @@
 # Issue 11, acceptance 1: mode = mps on gpusim. gpushared runs the GPU's MPS control daemon; a
 # lease gets CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (its compute share),
 # CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (its memory limit) and GPUSHARE_GPU_MODE=mps; two leases at
-# 30 % and 70 % run at the same time and get 30 +- 3 and 70 +- 3 % of the SMs (NVML's per-process
-# smUtil: MPS's SM partition, by its documented semantics); a process past its pinned limit gets
+# 30 % and 70 % run at the same time and get 30 +- 3 and 70 +- 3 % of the GPU's throughput (the
+# facts' method: fixed 4 ms kernels per second, against the device's 250/s; never NVML); a process past its pinned limit gets
 # CUDA_ERROR_OUT_OF_MEMORY from MPS itself; a killed control daemon is back within 2 s with a log
 # line; at shutdown no MPS process is left.
 source "$(dirname "$0")/lib.sh"
@@ -35,32 +35,31 @@ out=$(gs run --gpu-memory 1536M -- env | grep -E '^CUDA_MPS_(ACTIVE|PINNED)' | s
 expect_eq "$out" "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=1536M " "memory alone: all SMs, no percentage"
 pass "MPS leases get the pipe directory, their share as active thread percentage and their limit pinned"
 
-# Two leases at 30 % and 70 % at the same time: each busy all along at its share of the SMs.
-bg_gs run --gpu-memory 4G --compute 30 -- "$JOB" thirty 1 8
+# Two leases at 30 % and 70 % at the same time, each a saturating fixed-work process: each gets
+# its share of the GPU's throughput. Together that is the whole GPU: their kernels overlap (time
+# slicing would give each half of its share at most).
+WORKER=$GS_BUILD_DIR/tests/compute_worker
+bg_gs run --gpu-memory 4G --compute 30 -- "$WORKER" --measure 0.8,2.5 >"$WORK/r30"
 c30=$!
-bg_gs run --gpu-memory 4G --compute 70 -- "$JOB" seventy 1 8
+bg_gs run --gpu-memory 4G --compute 70 -- "$WORKER" --measure 0.8,2.5 >"$WORK/r70"
 c70=$!
 wait_eq 5 2 lease_count
 wait_until 5 job_of "$c30"
 wait_until 5 job_of "$c70"
 j30=$(job_of "$c30") j70=$(job_of "$c70")
-sleep 1
-shares=$("$GS_BUILD_DIR/tests/gs-smutil" 0 4)
-s30=$(awk -v p="$j30" '$1 == p {print $2}' <<<"$shares")
-s70=$(awk -v p="$j70" '$1 == p {print $2}' <<<"$shares")
-[[ -n $s30 && -n $s70 ]] || fail "no SM share for the jobs ($j30, $j70): $shares"
-((s30 >= 27 && s30 <= 33)) || fail "the 30 % lease got $s30 % of the SMs"
-((s70 >= 67 && s70 <= 73)) || fail "the 70 % lease got $s70 % of the SMs"
-expect_eq "$(mps .clients)" 2 "MPS clients (from the control daemon)"
+wait_eq 2 2 mps .clients # the daemon asks MPS for its clients in the background
 clients=$(mps '.client_pids | sort | map(tostring) | join(" ")')
 expect_eq "$clients" "$(printf '%s\n' "$j30" "$j70" | sort -n | tr '\n' ' ' | sed 's/ $//')" "client pids"
 servers=$(mps '.servers | map(tostring) | join(" ")')
 [[ -n $servers ]] || fail "no MPS server listed"
 wait "$c30" || fail "the 30 % job failed"
 wait "$c70" || fail "the 70 % job failed"
-# Each is busy at least 27/30 and 67/70 of the time: both run together nearly all along (time
-# slicing would give each about half the time).
-pass "30/70 leases run at the same time with $s30 % and $s70 % of the SMs"
+share() { awk '/^rate / { printf "%d", $2 * 100 / 250 + 0.5 }' "$1"; }
+s30=$(share "$WORK/r30") s70=$(share "$WORK/r70")
+[[ -n $s30 && -n $s70 ]] || fail "no rates: $(cat "$WORK/r30" "$WORK/r70")"
+((s30 >= 27 && s30 <= 33)) || fail "the 30 % lease got $s30 % of the GPU"
+((s70 >= 67 && s70 <= 73)) || fail "the 70 % lease got $s70 % of the GPU"
+pass "30/70 leases run at the same time with $s30 % and $s70 % of the GPU"
 
 # The pinned limit is MPS's own: without the shim, a process going past 4 GiB gets an OOM.
 set +e

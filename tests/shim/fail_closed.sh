@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # A bad lease configuration fails closed: cuInit returns CUDA_ERROR_INVALID_VALUE (1) with one
 # log line naming the variable and value; the application never runs unlimited by mistake.
-# A good one shows the slice, capped at the device's real size.
+# A good one shows the slice, capped at the device's real size. A compute share that cannot be
+# enforced fails closed the same way, with CUDA_ERROR_NOT_SUPPORTED (801).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 probe=$GS_BUILD_DIR/tests/init_probe
 run() { bash "$here/run_sim.sh" --shim "$@" -- "$probe"; }
 failures=0
 
-expect_refusal() { # VAR=VALUE... -- expected text in the one log line
+expect_refusal() { # VAR=VALUE... -- expected text in the one log line (cuInit=$code, default 1)
   local want=${*: -1}
   local out err
   err=$(mktemp)
   out=$(run "${@:1:$#-1}" 2>"$err")
-  if [[ $out != "cuInit=1" ]]; then
-    echo "FAIL: ${*:1:$#-1}: got '$out', want cuInit=1"; failures=$((failures + 1))
+  if [[ $out != "cuInit=${code:-1}" ]]; then
+    echo "FAIL: ${*:1:$#-1}: got '$out', want cuInit=${code:-1}"; failures=$((failures + 1))
   elif [[ $(grep -c . "$err") -ne 1 ]] || ! grep -qF -- "$want" "$err"; then
     echo "FAIL: ${*:1:$#-1}: want one line with '$want', got:"; cat "$err"; failures=$((failures + 1))
   else
@@ -29,6 +30,38 @@ expect_refusal GPUSHARE_MEMORY_LIMIT=-4G 'GPUSHARE_MEMORY_LIMIT="-4G"'
 expect_refusal GPUSHARE_MEMORY_LIMIT=0=4G,0=2G 'GPUSHARE_MEMORY_LIMIT="0=4G,0=2G"'
 expect_refusal GPUSHARE_MEMORY_LIMIT=1G GPUSHARE_COMPUTE_SHARE=150 'GPUSHARE_COMPUTE_SHARE="150"'
 expect_refusal GPUSHARE_MEMORY_LIMIT=1G GPUSHARE_LOG=loud 'GPUSHARE_LOG="loud"'
+expect_refusal GPUSHARE_COMPUTE_MAX=lots 'GPUSHARE_COMPUTE_MAX="lots"'
+expect_refusal GPUSHARE_COMPUTE_SHARE=50 GPUSHARE_COMPUTE_MAX=30 'GPUSHARE_COMPUTE_MAX="30" is invalid: below'
+code=801 expect_refusal GPUSHARE_COMPUTE_SHARE=30 GPUSHARE_SCHED_DIR=/nonexistent/sched \
+  'cannot be enforced on GPU-'
+code=801 expect_refusal GPUSHARE_COMPUTE_MAX=30 GPUSHARE_GPU_MODE=mps \
+  'cannot be enforced on an MPS GPU: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is not set'
+code=801 expect_refusal GPUSHARE_COMPUTE_SHARE=30 GPUSHARE_GPU_MODE=mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30 \
+  'this process is not served by the MPS daemon'
+# A share without a memory limit or region works: the process joins its GPU's scheduler (made
+# by this first process) and runs.
+shares=$(mktemp -d)
+out=$(run GPUSHARE_COMPUTE_SHARE=30 GPUSHARE_SCHED_DIR="$shares" | head -1)
+if [[ $out == "cuInit=0" && $(find "$shares" -name 'gpushare-sched-GPU-*' | wc -l) -eq 1 ]]; then
+  echo "ok: GPUSHARE_COMPUTE_SHARE=30 alone -> $out, its GPU's scheduler made"
+else
+  echo "FAIL: GPUSHARE_COMPUTE_SHARE=30 alone: got '$out', scheduler files: $(ls "$shares")"
+  failures=$((failures + 1))
+fi
+# On an MPS GPU the share is MPS's active thread percentage: a client runs, no scheduler is made.
+export CUDA_MPS_PIPE_DIRECTORY=$shares/pipe CUDA_MPS_LOG_DIRECTORY=$shares/log
+"$GS_BUILD_DIR/sim/nvidia-cuda-mps-control" -d
+out=$(run GPUSHARE_COMPUTE_SHARE=30 GPUSHARE_GPU_MODE=mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30 \
+  GPUSHARE_SCHED_DIR="$shares" | head -1)
+echo quit | "$GS_BUILD_DIR/sim/nvidia-cuda-mps-control" >/dev/null
+if [[ $out == "cuInit=0" && $(find "$shares" -name 'gpushare-sched-*' | wc -l) -eq 1 ]]; then
+  echo "ok: GPUSHARE_GPU_MODE=mps with an MPS client at 30 % -> $out, no other scheduler"
+else
+  echo "FAIL: GPUSHARE_GPU_MODE=mps client: got '$out', scheduler files: $(ls "$shares")"
+  failures=$((failures + 1))
+fi
+unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+rm -rf "$shares"
 expect_refusal GPUSHARE_REGION=/nonexistent/lease.region 'GPUSHARE_REGION="/nonexistent/lease.region"'
 junk=$(mktemp)
 echo "not a region" > "$junk"

@@ -13,6 +13,10 @@ shim=""
 if [[ ${1:-} == --shim ]]; then
   shim=$build/lib/libgpushare.so
   shift
+  # The node's GPU schedulers (compute shares) live with the node, never in /dev/shm: gpusim
+  # GPUs of different nodes have the same UUIDs.
+  mkdir -p "$tmp/sched"
+  export GPUSHARE_SCHED_DIR=$tmp/sched
 fi
 while [[ $# -gt 0 && $1 != -- ]]; do
   export "${1?}"

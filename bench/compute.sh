@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Compute shares on gpusim, target next to achieved for every case of issue 10's acceptance, over
+# 5 s windows (after a 1 s warm-up), ground truth gpusim's per-process device time
+# (tests/shim/compute_check.c); the launch hook's cost with control active
+# (bench/bench_compute.c); and the latency a lightly loaded lease's short kernels get beside a
+# saturating lease. Each case runs on a fresh simulated node; 4 ms kernels, 4 launches then a
+# synchronization, unless the case says otherwise.
+set -euo pipefail
+build=${GS_BUILD_DIR:-build}
+build=$(cd "$build" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+export GS_BUILD_DIR=$build
+check=$build/tests/compute_check
+sim() { bash "$here/../tests/shim/run_sim.sh" --shim -- "$@"; }
+
+case_() { # TITLE ARGS...
+  echo "-- $1"
+  shift
+  sim "$check" "$@" | grep -v '^[a-z]*\[[0-9]*\]: kernels' || true
+}
+
+echo "== shares (5 s windows; target vs achieved; wait = longest time a lease with work got no"
+echo "   device time)"
+case_ "guarantees 30/70" a:g=30 b:g=70 [1,6]:a=30~3 [1,6]:b=70~3 [1,6]:wait:a\<=200 \
+  [1,6]:wait:b\<=200
+case_ "guarantees 10/90" a:g=10 b:g=90 [1,6]:a=10~2 [1,6]:b=90~3 [1,6]:wait:a\<=200
+case_ "guarantees 10/20/30/40" a:g=10 b:g=20 c:g=30 d:g=40 [1,6]:a=10~3 [1,6]:b=20~3 \
+  [1,6]:c=30~3 [1,6]:d=40~3 [1,6]:wait:a\<=200
+case_ "guarantee 30 alone" a:g=30 [1,6]:a\>=90
+case_ "cap 30 alone" a:c=30 [1,6]:a=30~3
+case_ "guarantee 30 beside best effort" a:g=30 b [1,6]:a\>=27 [1,6]:b=70~3
+case_ "co-tenant stops at 2 s, returns at 4 s" a:g=30 b:g=70 @2:pause:b @4:resume:b \
+  [3,4]:a\>=90 [5,10]:a=30~3 [5,10]:b=70~3 [1,10]:wait:a\<=200 [4.2,10]:wait:b\<=200
+case_ "shares of 5 % (2 ms kernels)" a:g=5,kernel=2ms b:g=5,kernel=2ms c:g=5,kernel=2ms \
+  d:g=85,kernel=2ms [1,6]:a=5~2 [1,6]:d=85~3 [1,6]:wait:a\<=200 [1,6]:wait:b\<=200 \
+  [1,6]:wait:c\<=200
+case_ "several processes per lease (3 and 2)" a:g=30,procs=3 b:g=70,procs=2 [1,6]:a=30~3 \
+  [1,6]:b=70~3
+case_ "threads and streams (4x2, 3x3)" a:g=30,threads=4,streams=2 b:g=70,threads=3,streams=3 \
+  [1,6]:a=30~3 [1,6]:b=70~3
+case_ "synchronize after every kernel (part of the device time used)" a:g=30,batch=1 \
+  b:g=70,batch=1 [1,6]:a%=30~3 [1,6]:b%=70~3 [1,6]:a=30~3 [1,6]:b=70~3 [1,6]:total\>=90
+case_ "graph launches (4 kernels a graph)" a:g=30,graph=1 b:g=70,graph=1 [1,6]:a=30~3 \
+  [1,6]:b=70~3
+case_ "kernels of 150 ms (longer than the 30 % lease's 30 ms slot)" \
+  a:g=30,kernel=150ms,batch=1 b:g=70 [1,6]:a=30~3 [1,6]:b=70~3
+
+echo
+echo "== launch hook"
+tmp=$(mktemp -d /dev/shm/gs-bench-compute-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/sched"
+GPUSIM_STATE=$tmp/node GPUSIM_DEVICES=H100-80GB GPUSIM_TIME_SCALE=1000000 \
+  LD_LIBRARY_PATH=$build/sim GS_BENCH_SHIM=$build/lib/libgpushare.so \
+  GPUSHARE_SCHED_DIR=$tmp/sched "$build/bench/bench_compute"
+
+echo
+echo "== latency of a lightly loaded lease's 1 ms kernels (one every 20 ms, launch to end of"
+echo "   synchronization; medians and 99th percentiles over 5 s)"
+light() { # TITLE ARGS...
+  local out
+  out=$(sim "$check" "$@" [1,6]:light\>=0 | sed -n 's/^light\[0\]: latency_us //p')
+  printf '  %-52s %s\n' "$1" "$out"
+}
+light "alone (guarantee 30)" light:g=30,kernel=1ms,light=20
+light "beside a saturating lease (guarantees 30 and 70)" light:g=30,kernel=1ms,light=20 sat:g=70
+light "best effort beside a saturating guarantee of 70" light:kernel=1ms,light=20 sat:g=70

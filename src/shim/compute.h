@@ -1,0 +1,86 @@
+/* Compute shares inside the shim: the launch gate of each scheduled GPU, its agent thread, and
+ * the drain of a process's work (compute.c, agent.c, drain.c).
+ *
+ * A process that takes part in a GPU's scheduler (gpushare/sched.h) has, per scheduled device,
+ * a gate that every kernel launch passes. The gate is open while the process holds the GPU and
+ * the launches of the current round are within its budget; otherwise the launching thread waits.
+ * The agent thread of the device takes the GPU from the scheduler when a thread waits, opens the
+ * gate for rounds of launches whose estimated device time fits the slot, and at the end of each
+ * round closes it, waits for launches in progress, drains the process's work (cuCtxSynchronize
+ * on each of its contexts on the device) and measures how long it took. At the end of the slot
+ * it renews it (nobody else waits) or hands the GPU on. */
+#ifndef GS_SHIM_COMPUTE_H
+#define GS_SHIM_COMPUTE_H
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "gpushare/sched.h"
+
+/* ctr: launches in progress (low 32 bits) and launches admitted since the gate opened (high 32
+ * bits; an attempt the gate refuses is taken back). */
+#define GS_GATE_INFLIGHT UINT64_C(0xffffffff)
+#define GS_GATE_LAUNCH   (UINT64_C(1) << 32)
+
+typedef struct gs__gate {
+    uint64_t ctr;
+    uint32_t word;    /* futex: generation << 1 | open */
+    uint32_t limit;   /* launches the round allows (read after word) */
+    uint32_t want;    /* futex of the agent: bumped by a thread that waits at the gate */
+    uint32_t blocked; /* threads waiting at the gate */
+    int64_t first_ns; /* when the first launch after the gate opened was admitted, 0 = none */
+} gs__gate_t;
+
+typedef struct gs__sched_dev {
+    gs__gate_t gate;
+    gs_sched_t *sched;
+    CUdevice device;
+    int ordinal;
+    uint64_t cost_ns; /* estimated device time per launch (0 = not known yet), agent only */
+    gs_sched_share_t share;
+    char key[GS_SCHED_KEY_MAX];
+    char uuid[48];
+} gs__sched_dev_t;
+
+/* Returns the device state of CUDA ordinal ordinal when it is scheduled, else NULL. */
+gs__sched_dev_t *gs__compute_dev(int ordinal);
+
+/* The slow path of a launch (compute.c): waits until the gate admits it; returns with the launch
+ * counted as in progress. */
+void gs__gate_wait(gs__gate_t *gate);
+
+/* Opens the gate for a round of limit launches / closes it; wakes the threads that wait. */
+void gs__gate_open(gs__gate_t *gate, uint32_t limit);
+void gs__gate_close(gs__gate_t *gate);
+
+/* Raises an open round's limit to limit launches in all (a renewed slot). */
+void gs__gate_extend(gs__gate_t *gate, uint32_t limit);
+
+/* Launches counted in the current round. */
+uint32_t gs__gate_launches(const gs__gate_t *gate);
+
+/* Waits (at most about 100 ms) until no launch is in progress past the closed gate. */
+void gs__gate_quiesce(gs__gate_t *gate);
+
+/* The agent thread of dev (agent.c). Returns nonzero when started. */
+int gs__agent_start(gs__sched_dev_t *dev);
+
+/* Drains this process's work on device (drain.c): every context of it the process holds is
+ * synchronized. Returns CLOCK_MONOTONIC ns after the drain. Thread-safe. */
+int64_t gs__drain(CUdevice device);
+
+/* Context registry for drains (drain.c), fed by context.c: a context the process made
+ * (cuCtxCreate) or retained (the primary context, primary nonzero) on device. Before it
+ * destroys a context, context.c calls gs__ctx_forget; before it releases or resets a primary
+ * context, gs__ctx_primary_wait. Both wait for a drain in progress on that context to end (no
+ * lock is held meanwhile); primary contexts stay registered (a drain skips them while
+ * inactive). No-ops while compute shares are off. */
+void gs__ctx_note(CUcontext ctx, CUdevice device, int primary);
+void gs__ctx_forget(CUcontext ctx);
+void gs__ctx_primary_wait(CUdevice device);
+
+/* CLOCK_MONOTONIC in ns. */
+int64_t gs__mono_ns(void);
+
+#endif

@@ -1,0 +1,433 @@
+/* Runs leases of compute_worker processes on one simulated GPU and checks their compute shares
+ * against gpusim's ground truth: the device time of each process (the wall time the device ran
+ * its work: the union of its kernels' intervals on the device timeline, booked work not yet run
+ * excluded), sampled every SAMPLE_MS. Never NVML.
+ *
+ * usage: compute_check ARG...   (run through run_sim.sh --shim: a fresh node, the shim preloaded)
+ *   LEASE  name:key=value,...   g (guarantee %), c (cap %), procs, threads, streams, batch,
+ *                               kernel (e.g. 4ms), graph (1 = graph launches), light (ms between
+ *                               the kernels of a lightly loaded process); defaults 1 process,
+ *                               1 thread, legacy stream, batches of 4 kernels of 4ms
+ *   EVENT  @T:pause:name | @T:resume:name   at T seconds, stop or restart the lease's launches
+ *   CHECK  [A,B]:name=X~T    the lease's share of the GPU's time in [A,B) s is X +- T %
+ *          [A,B]:name%=X~T   the lease's part of the device time of all leases is X +- T %
+ *                            (for programs whose own gaps keep the GPU idle some of the time)
+ *          [A,B]:name>=X     at least X %          [A,B]:name<=X   at most X %
+ *          [A,B]:wait:name<=MS  no wait of the lease (time without device time while it has work,
+ *                               measured to the sample) longer than MS ms in [A,B)
+ *          [A,B]:total>=X    the GPU busy (all leases) at least X %
+ * The run lasts until the last check's end; each check prints its target and what was achieved
+ * side by side; the exit status is the number of failed checks. Light processes print their
+ * kernel latencies (launch to end of synchronization) at the end. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpushare/sched.h"
+#include "node.h"
+
+#define MAX_LEASES  8
+#define MAX_PROCS   8
+#define MAX_EVENTS  16
+#define MAX_CHECKS  32
+#define SAMPLE_MS   5
+#define MAX_SAMPLES 40000
+
+typedef struct lease {
+    char name[32];
+    unsigned g, c, procs, threads, streams, batch, graph, light;
+    char kernel[16];
+    pid_t pids[MAX_PROCS];
+    FILE *out[MAX_PROCS];
+} lease_t;
+
+typedef struct event {
+    double at;
+    int pause;
+    int lease;
+} event_t;
+
+typedef enum {
+    CHECK_SHARE,
+    CHECK_PART,
+    CHECK_MIN,
+    CHECK_MAX,
+    CHECK_WAIT,
+    CHECK_TOTAL
+} check_kind_t;
+
+typedef struct check {
+    double from, to;
+    check_kind_t kind;
+    int lease; /* -1: all */
+    double value, tolerance;
+    char text[96];
+} check_t;
+
+static lease_t leases[MAX_LEASES];
+static event_t events[MAX_EVENTS];
+static check_t checks[MAX_CHECKS];
+static int n_leases, n_events, n_checks;
+static int64_t sample_t[MAX_SAMPLES];
+static int64_t sample_dev[MAX_SAMPLES][MAX_LEASES];
+static int n_samples;
+
+static int find_lease(const char *name)
+{
+    for (int i = 0; i < n_leases; i++) {
+        if (strcmp(leases[i].name, name) == 0)
+            return i;
+    }
+    fprintf(stderr, "compute_check: no lease named %s\n", name);
+    exit(2);
+}
+
+static void parse_lease(const char *arg)
+{
+    lease_t *l = &leases[n_leases++];
+    *l = (lease_t){.procs = 1, .threads = 1, .batch = 4, .kernel = "4ms"};
+    const char *colon = strchr(arg, ':');
+    snprintf(l->name, sizeof(l->name), "%.*s", colon ? (int)(colon - arg) : (int)strlen(arg), arg);
+    char spec[256];
+    snprintf(spec, sizeof(spec), "%s", colon ? colon + 1 : "");
+    for (char *kv = strtok(spec, ","); kv != NULL; kv = strtok(NULL, ",")) {
+        char key[16], value[16];
+        if (sscanf(kv, "%15[^=]=%15s", key, value) != 2)
+            goto bad;
+        unsigned v = (unsigned)strtoul(value, NULL, 10);
+        if (strcmp(key, "kernel") == 0)
+            snprintf(l->kernel, sizeof(l->kernel), "%s", value);
+        else if (strcmp(key, "g") == 0)
+            l->g = v;
+        else if (strcmp(key, "c") == 0)
+            l->c = v;
+        else if (strcmp(key, "procs") == 0 && v >= 1 && v <= MAX_PROCS)
+            l->procs = v;
+        else if (strcmp(key, "threads") == 0)
+            l->threads = v;
+        else if (strcmp(key, "streams") == 0)
+            l->streams = v;
+        else if (strcmp(key, "batch") == 0)
+            l->batch = v;
+        else if (strcmp(key, "graph") == 0)
+            l->graph = v;
+        else if (strcmp(key, "light") == 0)
+            l->light = v;
+        else
+            goto bad;
+    }
+    return;
+bad:
+    fprintf(stderr, "compute_check: bad lease %s\n", arg);
+    exit(2);
+}
+
+static void parse_check(const char *arg)
+{
+    check_t *c = &checks[n_checks++];
+    char rest[64];
+    snprintf(c->text, sizeof(c->text), "%s", arg);
+    if (sscanf(arg, "[%lf,%lf]:%63s", &c->from, &c->to, rest) != 3)
+        goto bad;
+    char name[32];
+    c->lease = -1;
+    if (sscanf(rest, "wait:%31[^<]<=%lf", name, &c->value) == 2) {
+        c->kind = CHECK_WAIT;
+        c->lease = find_lease(name);
+    } else if (sscanf(rest, "total>=%lf", &c->value) == 1) {
+        c->kind = CHECK_TOTAL;
+    } else if (sscanf(rest, "%31[^>]>=%lf", name, &c->value) == 2) {
+        c->kind = CHECK_MIN;
+        c->lease = find_lease(name);
+    } else if (sscanf(rest, "%31[^<]<=%lf", name, &c->value) == 2) {
+        c->kind = CHECK_MAX;
+        c->lease = find_lease(name);
+    } else if (sscanf(rest, "%31[^%%]%%=%lf~%lf", name, &c->value, &c->tolerance) == 3) {
+        c->kind = CHECK_PART;
+        c->lease = find_lease(name);
+    } else if (sscanf(rest, "%31[^=]=%lf~%lf", name, &c->value, &c->tolerance) == 3) {
+        c->kind = CHECK_SHARE;
+        c->lease = find_lease(name);
+    } else {
+        goto bad;
+    }
+    return;
+bad:
+    fprintf(stderr, "compute_check: bad check %s\n", arg);
+    exit(2);
+}
+
+static void parse_event(const char *arg)
+{
+    event_t *e = &events[n_events++];
+    char what[16], name[32];
+    if (sscanf(arg, "@%lf:%15[^:]:%31s", &e->at, what, name) != 3 ||
+        (strcmp(what, "pause") != 0 && strcmp(what, "resume") != 0)) {
+        fprintf(stderr, "compute_check: bad event %s\n", arg);
+        exit(2);
+    }
+    e->pause = strcmp(what, "pause") == 0;
+    e->lease = find_lease(name);
+}
+
+static void set_percent(const char *variable, unsigned value)
+{
+    char text[16];
+    snprintf(text, sizeof(text), "%u", value);
+    if (value > 0)
+        setenv(variable, text, 1);
+    else
+        unsetenv(variable);
+}
+
+static void start_lease(lease_t *l)
+{
+    char threads[16], streams[16], batch[16], light[16];
+    snprintf(threads, sizeof(threads), "%u", l->threads);
+    snprintf(streams, sizeof(streams), "%u", l->streams);
+    snprintf(batch, sizeof(batch), "%u", l->batch);
+    snprintf(light, sizeof(light), "%u", l->light);
+    char worker[4200];
+    snprintf(worker, sizeof(worker), "%s/tests/compute_worker", getenv("GS_BUILD_DIR"));
+    for (unsigned p = 0; p < l->procs; p++) {
+        int fds[2];
+        if (pipe(fds) != 0)
+            exit(3);
+        pid_t pid = fork();
+        if (pid == 0) {
+            dup2(fds[1], 1);
+            close(fds[0]);
+            setenv("GPUSHARE_LEASE_ID", l->name, 1);
+            set_percent("GPUSHARE_COMPUTE_SHARE", l->g);
+            set_percent("GPUSHARE_COMPUTE_MAX", l->c);
+            const char *argv[16] = {worker,      "--kernel", l->kernel,   "--batch", batch,
+                                    "--threads", threads,    "--streams", streams};
+            int n = 9;
+            if (l->graph)
+                argv[n++] = "--graph";
+            if (l->light) {
+                argv[n++] = "--light";
+                argv[n++] = light;
+            }
+            argv[n] = NULL;
+            execv(worker, (char **)argv);
+            _exit(127);
+        }
+        close(fds[1]);
+        l->pids[p] = pid;
+        l->out[p] = fdopen(fds[0], "r");
+    }
+}
+
+/* The device time of every lease now (ns), from the node's per-process records. */
+static void sample(gsim_node_t *node)
+{
+    if (n_samples == MAX_SAMPLES)
+        return;
+    gsim_node_lock(node);
+    int64_t now = gsim_now_ns();
+    sample_t[n_samples] = now;
+    for (int i = 0; i < n_leases; i++) {
+        int64_t total = 0;
+        for (unsigned p = 0; p < leases[i].procs; p++) {
+            for (int s = 0; s < GSIM_MAX_PROCS; s++) {
+                if (node->procs[s].pid != leases[i].pids[p])
+                    continue;
+                total +=
+                    (int64_t)node->procs[s].active_ns[0] -
+                    gsim_timeline_future_union_ns(&node->dev[0].timeline, leases[i].pids[p], now);
+            }
+        }
+        sample_dev[n_samples][i] = total;
+    }
+    gsim_node_unlock(node);
+    n_samples++;
+}
+
+static void signal_lease(const lease_t *l, int sig)
+{
+    for (unsigned p = 0; p < l->procs; p++)
+        kill(l->pids[p], sig);
+}
+
+/* The sample nearest to t ns after start. */
+static int at(int64_t start, double t)
+{
+    int64_t want = start + (int64_t)(t * 1e9);
+    int best = 0;
+    for (int i = 0; i < n_samples; i++) {
+        if (llabs(sample_t[i] - want) < llabs(sample_t[best] - want))
+            best = i;
+    }
+    return best;
+}
+
+static double share(int a, int b, int lease)
+{
+    double span = (double)(sample_t[b] - sample_t[a]);
+    double dev = 0;
+    for (int i = 0; i < n_leases; i++) {
+        if (lease < 0 || lease == i)
+            dev += (double)(sample_dev[b][i] - sample_dev[a][i]);
+    }
+    return span > 0 ? 100.0 * dev / span : 0;
+}
+
+static double longest_wait(int a, int b, int lease)
+{
+    int64_t last = sample_t[a], longest = 0;
+    for (int i = a + 1; i <= b; i++) {
+        if (sample_dev[i][lease] != sample_dev[i - 1][lease])
+            last = sample_t[i];
+        if (sample_t[i] - last > longest)
+            longest = sample_t[i] - last;
+    }
+    return (double)longest / 1e6;
+}
+
+/* GS_CHECK_TRACE=1: every sample's device time per lease (µs since the previous sample). */
+static void trace(int64_t start)
+{
+    if (getenv("GS_CHECK_TRACE") == NULL)
+        return;
+    for (int i = 1; i < n_samples; i++) {
+        printf("trace %8.1f ms", (double)(sample_t[i] - start) / 1e6);
+        for (int l = 0; l < n_leases; l++)
+            printf(" %s %6.0f", leases[l].name,
+                   (double)(sample_dev[i][l] - sample_dev[i - 1][l]) / 1e3);
+        printf("\n");
+    }
+}
+
+/* GS_CHECK_TRACE=2: the device timeline's recent intervals and the idle gaps between them. */
+static void dump_timeline(gsim_node_t *node)
+{
+    const char *t = getenv("GS_CHECK_TRACE");
+    if (t == NULL || strcmp(t, "2") != 0)
+        return;
+    gsim_node_lock(node);
+    gsim_timeline_t *tl = &node->dev[0].timeline;
+    gsim_interval_t iv[GSIM_HISTORY];
+    uint32_t n = tl->history_count;
+    for (uint32_t i = 0; i < n; i++)
+        iv[i] = tl->history[(tl->history_next + GSIM_HISTORY - n + i) % GSIM_HISTORY];
+    gsim_node_unlock(node);
+    for (uint32_t i = 1; i < n; i++)
+        printf("iv pid %d start %.3f len %.3f busy %.3f gap %.3f\n", iv[i].pid,
+               (double)iv[i].start_ns / 1e6, (double)(iv[i].end_ns - iv[i].start_ns) / 1e6,
+               (double)iv[i].busy_ns / 1e6, (double)(iv[i].start_ns - iv[i - 1].end_ns) / 1e6);
+}
+
+static int evaluate(int64_t start)
+{
+    trace(start);
+    int failed = 0;
+    printf("%-36s %-14s %-10s %s\n", "check", "target", "achieved", "result");
+    for (int c = 0; c < n_checks; c++) {
+        const check_t *k = &checks[c];
+        int a = at(start, k->from), b = at(start, k->to);
+        double got = k->kind == CHECK_WAIT ? longest_wait(a, b, k->lease) : share(a, b, k->lease);
+        if (k->kind == CHECK_PART) {
+            double all = share(a, b, -1);
+            got = all > 0 ? 100.0 * got / all : 0;
+        }
+        int ok = 0;
+        char target[32];
+        switch (k->kind) {
+        case CHECK_SHARE:
+        case CHECK_PART:
+            ok = got >= k->value - k->tolerance && got <= k->value + k->tolerance;
+            snprintf(target, sizeof(target), "%.0f +- %.0f %%", k->value, k->tolerance);
+            break;
+        case CHECK_MIN:
+        case CHECK_TOTAL:
+            ok = got >= k->value;
+            snprintf(target, sizeof(target), ">= %.0f %%", k->value);
+            break;
+        case CHECK_MAX:
+            ok = got <= k->value;
+            snprintf(target, sizeof(target), "<= %.0f %%", k->value);
+            break;
+        case CHECK_WAIT:
+            ok = got <= k->value;
+            snprintf(target, sizeof(target), "<= %.0f ms", k->value);
+            break;
+        }
+        printf("%-36s %-14s %7.1f%-3s %s\n", k->text, target, got,
+               k->kind == CHECK_WAIT ? " ms" : " %", ok ? "ok" : "FAIL");
+        failed += !ok;
+    }
+    return failed;
+}
+
+static void finish(void)
+{
+    for (int i = 0; i < n_leases; i++)
+        signal_lease(&leases[i], SIGTERM);
+    for (int i = 0; i < n_leases; i++) {
+        for (unsigned p = 0; p < leases[i].procs; p++) {
+            char line[160];
+            while (leases[i].out[p] != NULL && fgets(line, sizeof(line), leases[i].out[p]))
+                printf("%s[%u]: %s", leases[i].name, p, line);
+            int status;
+            waitpid(leases[i].pids[p], &status, 0);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '@' && n_events < MAX_EVENTS)
+            parse_event(argv[i]);
+        else if (argv[i][0] == '[' && n_checks < MAX_CHECKS)
+            parse_check(argv[i]);
+        else if (n_leases < MAX_LEASES && argv[i][0] != '@' && argv[i][0] != '[')
+            parse_lease(argv[i]);
+    }
+    double end = 0;
+    for (int c = 0; c < n_checks; c++)
+        end = checks[c].to > end ? checks[c].to : end;
+    if (n_leases == 0 || n_checks == 0 || getenv("GS_BUILD_DIR") == NULL) {
+        fprintf(stderr, "usage: compute_check LEASE... [EVENT...] CHECK... (see the source)\n");
+        return 2;
+    }
+    gsim_node_t *node;
+    if (gsim_node_open(0, &node) != 0)
+        return 3;
+    /* As gpushared does: the GPU's scheduler exists before any job, so best-effort processes
+     * (no share) always take part. */
+    const char *dir = getenv("GPUSHARE_SCHED_DIR");
+    char path[4200];
+    gs_sched_t *sched = NULL;
+    if (dir == NULL || gs_sched_path(dir, node->dev[0].uuid, path, sizeof(path)) != 0 ||
+        gs_sched_open_or_create(path, &sched) != 0) {
+        fprintf(stderr, "compute_check: cannot make the GPU's scheduler (GPUSHARE_SCHED_DIR)\n");
+        return 3;
+    }
+    int64_t start = gsim_now_ns();
+    for (int i = 0; i < n_leases; i++)
+        start_lease(&leases[i]);
+    for (;;) {
+        sample(node);
+        double t = (double)(gsim_now_ns() - start) / 1e9;
+        for (int e = 0; e < n_events; e++) {
+            if (events[e].at <= t && events[e].at >= 0) {
+                signal_lease(&leases[events[e].lease], events[e].pause ? SIGUSR1 : SIGUSR2);
+                events[e].at = -1;
+            }
+        }
+        if (t > end + 0.02)
+            break;
+        usleep(SAMPLE_MS * 1000);
+    }
+    dump_timeline(node);
+    finish();
+    gs_sched_close(sched);
+    return evaluate(start);
+}

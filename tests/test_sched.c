@@ -1,0 +1,482 @@
+/* Unit tests of the GPU scheduler region (gpushare/sched.h): slots follow the weights, caps are
+ * token buckets, overruns are paid back, idle leases give their time away and come back without
+ * credit, dead and stuck holders are passed over, and no content of the shared segment (other
+ * users write it) makes an operation crash or hang. Several members live in this one process,
+ * each with its own handle (its own open file description, so its own liveness lock); times are
+ * passed in, so the policy is checked exactly. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/shm.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpushare/error.h"
+#include "gpushare/sched.h"
+#include "sched_internal.h"
+
+#define MS INT64_C(1000000)
+
+static char dir[] = "/tmp/gs-sched-test-XXXXXX";
+static char path[256];
+static int64_t t0;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A fresh region for each test, and its creator's handle (not a member). */
+static gs_sched_t *fresh(void)
+{
+    static int n;
+    gs_sched_t *s = NULL;
+    snprintf(path, sizeof(path), "%s/gpu%d", dir, n++);
+    assert_int_equal(gs_sched_create(path, 0644, &s), 0);
+    t0 = mono_ns();
+    return s;
+}
+
+static gs_sched_t *member(const char *key, uint32_t guarantee, uint32_t cap)
+{
+    gs_sched_t *s = NULL;
+    assert_int_equal(gs_sched_open(path, &s), 0);
+    assert_int_equal(gs_sched_join(s, key, (gs_sched_share_t){guarantee, cap}), 0);
+    return s;
+}
+
+/* Closes the creator's handle (the segment goes with the last handle) and the key file. */
+static void destroy(gs_sched_t *creator)
+{
+    int shmid = -1;
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, "gpushare-sched %*u shmid %d", &shmid), 1);
+    fclose(f);
+    gs_sched_close(creator);
+    shmctl(shmid, IPC_RMID, NULL);
+    unlink(path);
+}
+
+static void test_paths_and_files(void **state)
+{
+    (void)state;
+    char buf[64];
+    assert_int_equal(gs_sched_path("/run/gs", "GPU-1234", buf, sizeof(buf)), 0);
+    assert_string_equal(buf, "/run/gs/gpushare-sched-GPU-1234");
+    assert_int_equal(gs_sched_path("/run/gs", "../etc", buf, sizeof(buf)), GS_EINVAL);
+    assert_int_equal(gs_sched_path("/run/gs", "..", buf, sizeof(buf)), GS_EINVAL);
+    assert_int_equal(gs_sched_path("/run/gs", "", buf, sizeof(buf)), GS_EINVAL);
+    assert_int_equal(gs_sched_path("/run/gs", "GPU-1234", buf, 20), GS_ERANGE);
+    gs_sched_t *s = NULL;
+    snprintf(buf, sizeof(buf), "%s/missing", dir);
+    assert_int_equal(gs_sched_open(buf, &s), GS_ENOENT);
+    /* Not a key file, a key naming no segment, a symbolic link: refused. */
+    const char *bad[] = {"garbage\n", "gpushare-sched 1 shmid 2147483600\n",
+                         "gpushare-sched 9 shmid 1\n", "gpushare-sched 1 shmid 1 trailing\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(buf, sizeof(buf), "%s/bad%zu", dir, i);
+        FILE *f = fopen(buf, "w");
+        fputs(bad[i], f);
+        fclose(f);
+        assert_int_equal(gs_sched_open(buf, &s), GS_EVERSION);
+    }
+    gs_sched_t *creator = fresh();
+    snprintf(buf, sizeof(buf), "%s/link", dir);
+    assert_int_equal(symlink(path, buf), 0);
+    assert_int_equal(gs_sched_open(buf, &s), GS_EVERSION);
+    assert_int_equal(gs_sched_create(path, 0644, &s), GS_EEXIST);
+    assert_int_equal(gs_sched_open_or_create(path, &s), 0);
+    assert_int_equal(gs_sched_join(s, "", (gs_sched_share_t){0, 0}), GS_EINVAL);
+    assert_int_equal(gs_sched_join(s, "k", (gs_sched_share_t){0, 0}), 0);
+    assert_int_equal(gs_sched_join(s, "k", (gs_sched_share_t){0, 0}), GS_EBUSY);
+    gs_sched_close(s);
+    /* A copy of the key file under another name (a segment id reused for another GPU's region
+     * after a reboot): refused. */
+    snprintf(buf, sizeof(buf), "%s/gpushare-sched-GPU-other", dir);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "cp %s %s", path, buf);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(gs_sched_open(buf, &s), GS_EVERSION);
+    destroy(creator);
+    /* A region goes with its last handle; its stale key file (ours) is replaced. */
+    snprintf(buf, sizeof(buf), "%s/gpushare-sched-GPU-transient", dir);
+    assert_int_equal(gs_sched_open_or_create(buf, &s), 0);
+    gs_sched_close(s);
+    gs_sched_t *again = NULL;
+    assert_int_equal(gs_sched_open(buf, &again), GS_EVERSION);
+    assert_int_equal(gs_sched_open_or_create(buf, &again), 0);
+    gs_sched_close(again);
+}
+
+/* The member a holds the GPU; returns its grant. */
+static gs_sched_grant_t want(gs_sched_t *s, int64_t at)
+{
+    gs_sched_grant_t g;
+    assert_int_equal(gs_sched_want(s, t0 + at, &g), 0);
+    return g;
+}
+
+static void test_slots_follow_weights(void **state)
+{
+    (void)state;
+    gs_sched_t *creator = fresh();
+    gs_sched_t *a = member("a", 300, 0), *b = member("b", 700, 0);
+    gs_sched_grant_t ga = want(a, 0), gb = want(b, 0);
+    assert_true(ga.held);
+    assert_false(gb.held);
+    assert_true(gb.wait_ns > 0);
+    /* a's part of a round among the leases with members, although b has no work yet. */
+    assert_int_equal(ga.end_ns - ga.start_ns, 30 * MS);
+    assert_int_equal(gs_sched_slot_end(a, ga.epoch), ga.start_ns + 30 * MS);
+    assert_int_equal(gs_sched_slot_end(b, ga.epoch), 0);
+    assert_true(gs_sched_others_waiting(a));
+    /* a ends early (its first 10 ms): b gets 70 % of a round, then a 30 %. */
+    assert_int_equal(gs_sched_yield(a, ga.epoch, t0 + 10 * MS, 1, &ga), 0);
+    assert_false(ga.held);
+    gb = want(b, 10 * MS);
+    assert_true(gb.held);
+    assert_int_equal(gb.end_ns - gb.start_ns, 70 * MS);
+    assert_int_equal(gs_sched_renew(b, gb.epoch, t0 + 80 * MS, &gb), 0); /* a waits */
+    assert_int_equal(gs_sched_yield(b, gb.epoch, t0 + 80 * MS, 1, &gb), 0);
+    ga = want(a, 80 * MS);
+    assert_true(ga.held);
+    assert_int_equal(ga.end_ns - ga.start_ns, 30 * MS);
+    /* Alone now (b idle): a renews its slot at the deadline. */
+    assert_int_equal(gs_sched_yield(b, gb.epoch, t0 + 80 * MS, 0, &gb), 0);
+    assert_int_equal(gs_sched_renew(a, ga.epoch, t0 + 110 * MS, &ga), 1);
+    assert_true(ga.held);
+    gs_sched_lease_info_t info[4];
+    assert_int_equal(gs_sched_leases(a, info, 4), 2);
+    assert_string_equal(info[0].key, "a");
+    assert_int_equal(info[0].used_ns, 10 * MS + 30 * MS);
+    assert_int_equal(info[0].share.guarantee, 300);
+    assert_int_equal(info[1].used_ns, 70 * MS);
+    assert_int_equal(info[1].waiting, 0);
+    gs_sched_close(a);
+    gs_sched_close(b);
+    destroy(creator);
+}
+
+/* Runs a and b (both always waiting) for rounds of the period, each using its whole slot plus
+ * over_a of overrun for a; returns a's part of the device time in per mille. */
+static int64_t share_of_a(gs_sched_t *a, gs_sched_t *b, int64_t over_a, int rounds, int64_t now)
+{
+    int64_t used_a = 0, used_b = 0;
+    gs_sched_grant_t g;
+    want(a, now);
+    want(b, now);
+    for (int i = 0; i < 2 * rounds; i++) {
+        gs_sched_t *who = NULL;
+        gs_sched_grant_t ga = want(a, now), gb = want(b, now);
+        who = ga.held ? a : b;
+        g = ga.held ? ga : gb;
+        int64_t used = g.end_ns - g.start_ns + (who == a ? over_a : 0);
+        now += used;
+        *(who == a ? &used_a : &used_b) += used;
+        assert_int_equal(gs_sched_yield(who, g.epoch, t0 + now, 1, &g), 0);
+    }
+    return used_a * 1000 / (used_a + used_b);
+}
+
+static void test_overruns_are_paid_back(void **state)
+{
+    (void)state;
+    gs_sched_t *creator = fresh();
+    gs_sched_t *a = member("a", 100, 0), *b = member("b", 900, 0);
+    /* a's kernels run 25 ms past each of its 10 ms slots: it still gets 10 %. */
+    int64_t share = share_of_a(a, b, 25 * MS, 60, 0);
+    assert_true(share >= 95 && share <= 105);
+    gs_sched_close(a);
+    gs_sched_close(b);
+    destroy(creator);
+}
+
+static void test_small_shares_wait_little(void **state)
+{
+    (void)state;
+    gs_sched_t *creator = fresh();
+    gs_sched_t *m[4] = {member("a", 50, 0), member("b", 50, 0), member("c", 50, 0),
+                        member("d", 850, 0)};
+    int64_t now = 0, last_end[4] = {0, 0, 0, 0}, longest[4] = {0, 0, 0, 0}, used[4] = {0};
+    for (int i = 0; i < 4; i++)
+        want(m[i], 0);
+    for (int turn = 0; turn < 200; turn++) {
+        int who = -1;
+        gs_sched_grant_t g;
+        for (int i = 0; i < 4 && who < 0; i++) {
+            g = want(m[i], now);
+            who = g.held ? i : -1;
+        }
+        assert_true(who >= 0);
+        /* Kernels of 2 ms: the small leases run the two that fit their 5 ms slot, the large
+         * one its slot and a kernel more (a round rarely ends on a kernel's end). */
+        int64_t start = now;
+        now += who < 3 ? 4 * MS : g.end_ns - g.start_ns + 2 * MS;
+        used[who] += now - start;
+        if (turn > 20 && start - last_end[who] > longest[who])
+            longest[who] = start - last_end[who];
+        last_end[who] = now;
+        assert_int_equal(gs_sched_yield(m[who], g.epoch, t0 + now, 1, &g), 0);
+    }
+    for (int i = 0; i < 3; i++) {
+        print_message("lease %c: longest wait %lld ms, %lld per mille\n", 'a' + i,
+                      (long long)(longest[i] / MS), (long long)(used[i] * 1000 / now));
+        assert_true(longest[i] <= 150 * MS);
+        assert_true(used[i] * 1000 / now >= 40 && used[i] * 1000 / now <= 60);
+    }
+    for (int i = 0; i < 4; i++)
+        gs_sched_close(m[i]);
+    destroy(creator);
+}
+
+/* Small leases that had the GPU to themselves while a large one paused do not wait long when it
+ * comes back: their slots stayed their part of a round, so they owe nothing. */
+static void test_pause_of_a_large_lease(void **state)
+{
+    (void)state;
+    gs_sched_t *creator = fresh();
+    gs_sched_t *m[3] = {member("a", 50, 0), member("b", 50, 0), member("c", 900, 0)};
+    int64_t now = 0, last_end[2] = {0, 0}, longest = 0;
+    want(m[0], 0);
+    want(m[1], 0);
+    for (int turn = 0; turn < 120; turn++) {
+        if (turn == 20)
+            want(m[2], now); /* c was idle until now */
+        int who = -1;
+        gs_sched_grant_t g;
+        for (int i = 0; i < 3 && who < 0; i++) {
+            if (i == 2 && turn < 20)
+                break;
+            g = want(m[i], now);
+            who = g.held ? i : -1;
+        }
+        assert_true(who >= 0);
+        int64_t start = now;
+        now += g.end_ns - g.start_ns;
+        if (who < 2) {
+            if (turn > 20 && start - last_end[who] > longest)
+                longest = start - last_end[who];
+            last_end[who] = now;
+        }
+        assert_int_equal(gs_sched_yield(m[who], g.epoch, t0 + now, 1, &g), 0);
+    }
+    print_message("longest wait of a small lease after the large one came back: %lld ms\n",
+                  (long long)(longest / MS));
+    assert_true(longest <= 150 * MS);
+    for (int i = 0; i < 3; i++)
+        gs_sched_close(m[i]);
+    destroy(creator);
+}
+
+static void test_best_effort_gets_the_rest(void **state)
+{
+    (void)state;
+    gs_sched_t *creator = fresh();
+    gs_sched_t *a = member("a", 300, 0), *b = member("b", 0, 0);
+    int64_t share = share_of_a(a, b, 0, 40, 0);
+    assert_true(share >= 290 && share <= 310);
+    gs_sched_close(a);
+    gs_sched_close(b);
+    destroy(creator);
+}
+
+static void test_cap_is_a_token_bucket(void **state)
+{
+    (void)state;
+    gs_sched_t *creator = fresh();
+    gs_sched_t *a = member("a", 0, 300);
+    /* Alone, capped at 30 %: a full bucket (30 ms) at once, then half a bucket (15 ms) each
+     * time the bucket is half full again, so 30 % over time. */
+    gs_sched_grant_t g = want(a, 0);
+    assert_true(g.held);
+    assert_int_equal(g.end_ns - g.start_ns, 30 * MS);
+    assert_int_equal(gs_sched_renew(a, g.epoch, t0 + 30 * MS, &g), 0);
+    assert_int_equal(gs_sched_yield(a, g.epoch, t0 + 30 * MS, 1, &g), 0);
+    assert_false(g.held);
+    assert_true(g.wait_ns > 0 && g.wait_ns <= 50 * MS);
+    int64_t used = 30 * MS, now = 30 * MS;
+    while (now < 5000 * MS) {
+        g = want(a, now);
+        if (!g.held) {
+            now += MS;
+            continue;
+        }
+        int64_t slot = g.end_ns - g.start_ns;
+        now += slot;
+        used += slot;
+        assert_int_equal(gs_sched_yield(a, g.epoch, t0 + now, 1, &g), 0);
+    }
+    assert_true(used * 1000 / now >= 290 && used * 1000 / now <= 310);
+    gs_sched_close(a);
+    destroy(creator);
+}
+
+static void test_idle_lease_gives_its_time_and_comes_back(void **state)
+{
+    (void)state;
+    gs_sched_t *creator = fresh();
+    gs_sched_t *a = member("a", 500, 0), *b = member("b", 500, 0);
+    gs_sched_grant_t ga = want(a, 0), gb;
+    /* b is idle for 10 s while a runs alone, renewing its slots. */
+    int64_t now = 0;
+    while (now < 10000 * MS) {
+        now = ga.end_ns - t0;
+        assert_int_equal(gs_sched_renew(a, ga.epoch, t0 + now, &ga), 1);
+    }
+    /* b comes back: no debt for a, and a little credit: a is asked to end its slot. */
+    gb = want(b, now + 5 * MS);
+    assert_false(gb.held);
+    assert_true(gs_sched_preempted(a, ga.epoch));
+    assert_int_equal(gs_sched_yield(a, ga.epoch, t0 + now + 6 * MS, 1, &ga), 0);
+    gb = want(b, now + 6 * MS);
+    assert_true(gb.held);
+    assert_int_equal(gb.end_ns - gb.start_ns, 50 * MS);
+    /* Then they alternate: b's past idleness bought it no run of many slots. */
+    int64_t share = share_of_a(a, b, 0, 20, now + 56 * MS);
+    print_message("a's part after b came back: %lld per mille\n", (long long)share);
+    assert_true(share >= 450 && share <= 550);
+    gs_sched_close(a);
+    gs_sched_close(b);
+    destroy(creator);
+}
+
+static void test_dead_and_stuck_holders_are_passed_over(void **state)
+{
+    (void)state;
+    gs_sched_t *creator = fresh();
+    gs_sched_t *a = member("a", 500, 0), *b = member("b", 500, 0);
+    gs_sched_grant_t ga = want(a, 0), gb = want(b, 0);
+    assert_true(ga.held);
+    /* a stays alive but never ends its slot: b takes over once it has waited a round and the
+     * grace, not before. */
+    gb = want(b, GS_SCHED_PERIOD_NS);
+    assert_false(gb.held);
+    gb = want(b, GS_SCHED_PERIOD_NS + GS_SCHED_OVERDUE_NS);
+    assert_false(gb.held);
+    gb = want(b, 2 * GS_SCHED_PERIOD_NS + GS_SCHED_OVERDUE_NS + MS);
+    assert_true(gb.held);
+    /* a's late yield is not charged twice and does not take the GPU back. */
+    assert_int_equal(gs_sched_yield(a, ga.epoch, t0 + 2 * GS_SCHED_PERIOD_NS, 1, &ga), 0);
+    assert_false(ga.held);
+    /* b dies holding the GPU (its descriptor, and so its liveness lock, goes): a gets it at
+     * once. */
+    close(b->fd);
+    b->fd = -1;
+    ga = want(a, 2 * GS_SCHED_PERIOD_NS + GS_SCHED_OVERDUE_NS + 2 * MS);
+    assert_true(ga.held);
+    b->self = -1; /* already gone: nothing to leave */
+    gs_sched_close(b);
+    gs_sched_close(a);
+    destroy(creator);
+}
+
+static void test_stale_lock_is_taken_over(void **state)
+{
+    (void)state;
+    gs_sched_t *creator = fresh();
+    gs_sched_t *a = member("a", 500, 0);
+    /* A lock word left by a holder long ago (this process, so alive): taken over. */
+    uint64_t old_ms = (uint64_t)(mono_ns() / 1000000) - 1000;
+    creator->map->lock = ((uint64_t)(uint32_t)getpid() << 32) | (uint32_t)old_ms;
+    int64_t before = mono_ns();
+    gs_sched_grant_t g = want(a, 0);
+    assert_true(g.held);
+    assert_true(mono_ns() - before < 100 * MS);
+    /* A fresh lock word never released: taken over after about twice the stale time. */
+    creator->map->lock =
+        ((uint64_t)(uint32_t)getpid() << 32) | (uint32_t)(uint64_t)(mono_ns() / 1000000);
+    before = mono_ns();
+    assert_int_equal(gs_sched_renew(a, g.epoch, t0 + 10 * MS, &g), 1);
+    int64_t took = mono_ns() - before;
+    assert_true(took >= GS_SCHED_LOCK_STALE_NS && took < 10 * GS_SCHED_LOCK_STALE_NS);
+    gs_sched_close(a);
+    destroy(creator);
+}
+
+/* Every operation on every kind of garbage: bounded, no crash (ASan/UBSan watch the reads). */
+static void test_garbage_is_survived(void **state)
+{
+    (void)state;
+    gs_sched_t *creator = fresh();
+    gs_sched_t *a = member("a", 300, 200), *b = member("b", 0, 0);
+    unsigned seed = 12345;
+    size_t header = offsetof(sched_layout_t, lock);
+    unsigned char *bytes = (unsigned char *)creator->map;
+    int64_t start = mono_ns();
+    for (int round = 0; round < 3000; round++) {
+        /* Scribble over a part (or all) of the state, never the magic and version. */
+        size_t from = header + (size_t)rand_r(&seed) % (sizeof(sched_layout_t) - header);
+        size_t len = (size_t)rand_r(&seed) % (round % 10 == 0 ? sizeof(sched_layout_t) : 256);
+        for (size_t i = from; i < from + len && i < sizeof(sched_layout_t); i++)
+            bytes[i] = round % 3 == 0 ? 0xff : (unsigned char)rand_r(&seed);
+        creator->map->lock = 0; /* a scribbled lock is tested above; keep this loop fast */
+        gs_sched_t *who = rand_r(&seed) % 2 ? a : b;
+        int64_t at = (int64_t)(rand_r(&seed) % 4000) * MS - 1000 * MS;
+        gs_sched_grant_t g = {0};
+        gs_sched_lease_info_t info[GS_SCHED_MAX_LEASES];
+        switch (rand_r(&seed) % 6) {
+        case 0:
+            if (gs_sched_want(who, t0 + at, &g) != 0)
+                gs_sched_join(who, who == a ? "a" : "b", (gs_sched_share_t){300, 200});
+            break;
+        case 1:
+            gs_sched_yield(who, creator->map->epoch, t0 + at, rand_r(&seed) % 2, &g);
+            break;
+        case 2:
+            gs_sched_renew(who, creator->map->epoch, t0 + at, &g);
+            break;
+        case 3:
+            assert_true(gs_sched_leases(who, info, GS_SCHED_MAX_LEASES) <= GS_SCHED_MAX_LEASES);
+            break;
+        case 4:
+            gs_sched_started(who, creator->map->epoch, t0 + at);
+            gs_sched_others_waiting(who);
+            gs_sched_preempted(who, creator->map->epoch);
+            break;
+        default:
+            gs_sched_leave(who);
+            gs_sched_join(who, who == a ? "a" : "b", (gs_sched_share_t){300, 200});
+            break;
+        }
+        assert_true(g.held || g.wait_ns >= 0);
+    }
+    /* Bounded work: 3000 operations over scanned tables in well under the test's timeout. */
+    assert_true(mono_ns() - start < 20000 * MS);
+    gs_sched_close(a);
+    gs_sched_close(b);
+    destroy(creator);
+}
+
+int main(void)
+{
+    if (mkdtemp(dir) == NULL)
+        return 1;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_paths_and_files),
+        cmocka_unit_test(test_slots_follow_weights),
+        cmocka_unit_test(test_overruns_are_paid_back),
+        cmocka_unit_test(test_small_shares_wait_little),
+        cmocka_unit_test(test_pause_of_a_large_lease),
+        cmocka_unit_test(test_best_effort_gets_the_rest),
+        cmocka_unit_test(test_cap_is_a_token_bucket),
+        cmocka_unit_test(test_idle_lease_gives_its_time_and_comes_back),
+        cmocka_unit_test(test_dead_and_stuck_holders_are_passed_over),
+        cmocka_unit_test(test_stale_lock_is_taken_over),
+        cmocka_unit_test(test_garbage_is_survived),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        return 1;
+    return failed;
+}
