@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
 # gpushare doctor: on a ready node every check says ok and the exit status is 0; then each check
 # is made to fail in turn (socket mode, daemon, driver, GPU compute mode, MIG mode, CUDA version,
-# shim missing or not loadable) and says so in one line with a fix, exit status 1. (Lease regions
-# are memfds of the daemon: nothing to check on disk.)
+# shim missing or not loadable, a GPU configured mig with MIG mode off, an mps GPU without the MPS
+# control program) and says so in one line with a fix, exit status 1. (Lease regions are memfds
+# of the daemon: nothing to check on disk.)
 source "$(dirname "$0")/lib.sh"
 
-[[ $(stat -f -c %T /dev/shm 2>/dev/null) == tmpfs ]] || { echo "skip: /dev/shm is not tmpfs"; exit 77; }
-REGIONS=$(mktemp -d /dev/shm/gs-doctor.XXXXXX)
-trap 'rm -rf "$REGIONS"; cleanup' EXIT
 SET=$GS_BUILD_DIR/tests/gs-nvml-set
 export GPUSIM_DEVICES=A100-40GB,H100-80GB
+NVML="nvml_library = $GS_BUILD_DIR/sim/libnvidia-ml.so.1"
 CONFIG="[daemon]
-region_dir = $REGIONS
-nvml_library = $GS_BUILD_DIR/sim/libnvidia-ml.so.1"
+$NVML"
 start_daemon
 
 # A ready node: nine checks (daemon, socket, driver, gpu 0, gpu 1, cuda, shim, regions, mps).
@@ -75,3 +73,33 @@ fi
 grep -q '^ok    regions  lease regions are sealed memfds of gpushared' <<<"$(gs doctor)" ||
   fail "regions line: $(gs doctor | grep regions)"
 pass "regions: sealed memfds"
+
+# GPU 0 (an A100) configured mig while its MIG mode is off: the administrator's step is missing.
+stop_daemon
+CONFIG="[daemon]
+$NVML
+[gpu:0]
+mode = mig"
+start_daemon
+expect_fail "gpu 0" "configured mig: it is configured mig but MIG mode is off" gs doctor
+
+# GPU 1 configured mps: ok with gpusim's MPS control program, a failure without one.
+stop_daemon
+CONFIG="[daemon]
+$NVML
+runtime_dir = $WORK/run
+mps_control = $GS_BUILD_DIR/sim/nvidia-cuda-mps-control
+[gpu:1]
+mode = mps"
+start_daemon
+grep -q "^ok    mps      .*nvidia-cuda-mps-control serves the mps GPUs" <<<"$(gs doctor)" ||
+  fail "mps line: $(gs doctor | grep mps)"
+stop_daemon
+CONFIG="[daemon]
+$NVML
+runtime_dir = $WORK/run
+mps_control = $WORK/no-such-mps-control
+[gpu:1]
+mode = mps"
+start_daemon
+expect_fail mps "is in mps mode but .* is not found" env PATH=/usr/bin:/bin "${GS[@]}" doctor
