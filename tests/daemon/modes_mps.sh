@@ -39,15 +39,15 @@ pass "MPS leases get the pipe directory, their share as active thread percentage
 # its share of the GPU's throughput. Together that is the whole GPU: their kernels overlap (time
 # slicing would give each half of its share at most).
 WORKER=$GS_BUILD_DIR/tests/compute_worker
-bg_gs run --gpu-memory 4G --compute 30 -- "$WORKER" --measure 0.8,2.5 >"$WORK/r30"
+bg_gs run --gpu-memory 4G --compute 30 -- "$WORKER" --measure 0.8,4 >"$WORK/r30"
 c30=$!
-bg_gs run --gpu-memory 4G --compute 70 -- "$WORKER" --measure 0.8,2.5 >"$WORK/r70"
+bg_gs run --gpu-memory 4G --compute 70 -- "$WORKER" --measure 0.8,4 >"$WORK/r70"
 c70=$!
 wait_eq 5 2 lease_count
 wait_until 5 job_of "$c30"
 wait_until 5 job_of "$c70"
 j30=$(job_of "$c30") j70=$(job_of "$c70")
-wait_eq 2 2 mps .clients # the daemon asks MPS for its clients in the background
+wait_eq 4 2 mps .clients # the daemon asks MPS for its clients every 2 s, in the background
 clients=$(mps '.client_pids | sort | map(tostring) | join(" ")')
 expect_eq "$clients" "$(printf '%s\n' "$j30" "$j70" | sort -n | tr '\n' ' ' | sed 's/ $//')" "client pids"
 servers=$(mps '.servers | map(tostring) | join(" ")')
