@@ -379,6 +379,35 @@ static void test_dead_and_stuck_holders_are_passed_over(void **state)
     destroy(creator);
 }
 
+/* A holder that stays alive but never ends its slot (stopped, hung) is passed over also by a
+ * lease that arrives later, whose virtual time starts at the GPU's, ahead of the holder lease's
+ * uncharged one; also after a very long hold. */
+static void test_stuck_holder_is_passed_over_by_newcomers(void **state)
+{
+    (void)state;
+    gs_sched_t *creator = fresh();
+    gs_sched_t *a = member("a", 500, 0);
+    gs_sched_grant_t ga = want(a, 0);
+    assert_true(ga.held);
+    const int64_t late = 5 * GS_SCHED_PERIOD_NS, grace = GS_SCHED_PERIOD_NS + GS_SCHED_OVERDUE_NS;
+    gs_sched_t *b = member("b", 500, 0);
+    gs_sched_grant_t gb = want(b, late);
+    assert_false(gb.held);
+    gb = want(b, late + grace + MS);
+    assert_true(gb.held);
+    /* b now stalls too, for longer than any charge counts; c arrives later still. */
+    const int64_t later = late + 300 * GS_SCHED_PERIOD_NS;
+    gs_sched_t *c = member("c", 500, 0);
+    gs_sched_grant_t gc = want(c, later);
+    assert_false(gc.held);
+    gc = want(c, later + grace + MS);
+    assert_true(gc.held);
+    gs_sched_close(c);
+    gs_sched_close(b);
+    gs_sched_close(a);
+    destroy(creator);
+}
+
 static void test_stale_lock_is_taken_over(void **state)
 {
     (void)state;
@@ -470,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_cap_is_a_token_bucket),
         cmocka_unit_test(test_idle_lease_gives_its_time_and_comes_back),
         cmocka_unit_test(test_dead_and_stuck_holders_are_passed_over),
+        cmocka_unit_test(test_stuck_holder_is_passed_over_by_newcomers),
         cmocka_unit_test(test_stale_lock_is_taken_over),
         cmocka_unit_test(test_garbage_is_survived),
     };

@@ -316,9 +316,18 @@ static int holder_stuck(gs_sched_t *s, uint32_t h, int64_t now)
         s->watch_since = now;
         return 0;
     }
+    /* The holder's lease is ahead by what it ran in this slot too (its vtime is charged only at
+     * the slot's end): the GPU's virtual time now, so a holder stuck for good falls behind every
+     * waiter eventually, while a waiter still paying back an overrun waits its turn. */
     uint64_t my_vt = map->leases[lease_of(&map->procs[s->self])].vtime;
+    uint64_t holder_vt = map->leases[lease_of(hp)].vtime;
+    int64_t ran = now - SLOAD(&map->slot_start);
+    uint64_t weight = SLOAD(&map->slot_weight);
+    ran = ran < 0 ? 0 : ran > MAX_CHARGE_NS ? MAX_CHARGE_NS : ran; /* garbage cannot stall us */
+    uint64_t vclock = sat_add(
+        SLOAD(&map->vclock), (uint64_t)ran * 1000 / (weight == 0 || weight > 1000 ? 1000 : weight));
     return now - s->watch_since > GS_SCHED_PERIOD_NS + GS_SCHED_OVERDUE_NS &&
-           my_vt <= map->leases[lease_of(hp)].vtime;
+           my_vt <= (vclock > holder_vt ? vclock : holder_vt);
 }
 
 /* The virtual time of the GPU now: the holder's, counting its slot so far. */
