@@ -236,6 +236,18 @@ int gs__place_within(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t
     return place_query(gpus, n, &q, policy, out);
 }
 
+int gs__place_ever(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
+                   uint32_t allowed, gs__alloc_t *out)
+{
+    if (n > GS_MAX_DEVICES)
+        n = GS_MAX_DEVICES;
+    query_t q = {.req = req,
+                 .uid = GS__UID_ANY,
+                 .idle = 1,
+                 .allowed = allowed & gs__place_eligible(gpus, n, req)};
+    return place_query(gpus, n, &q, GS__POLICY_BESTFIT, out);
+}
+
 int gs__place_for(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, uint32_t uid,
                   gs__policy_t policy, gs__alloc_t *out)
 {

@@ -33,6 +33,11 @@ int gs__place_for(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *r
 int gs__place_within(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, uint32_t uid,
                      gs__policy_t policy, uint32_t allowed, gs__alloc_t *out);
 
+/* As gs__place_within on an idle node (nothing leased, any user), best fit: the shape req takes
+ * where it could ever be served. Returns 0 with *out, or GS_ENOFIT. */
+int gs__place_ever(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
+                   uint32_t allowed, gs__alloc_t *out);
+
 /* The GPUs (bits by position in gpus[]) req may ever use: of a model it names ("gpu_type"), and
  * among those it is pinned to ("gpus_at"); every GPU when it names neither. */
 uint32_t gs__place_eligible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req);

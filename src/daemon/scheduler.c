@@ -1,5 +1,6 @@
 /* The wait queue's service: order by priority with aging, backfill behind held GPUs. */
 #include "scheduler.h"
+#include "mode.h"
 #include "place.h"
 
 #include "gpushare/error.h"
@@ -81,47 +82,46 @@ static unsigned __int128 shortfall(const gs__gpu_t *gpu, gs_lease_kind_t kind,
     return cost + (gs__gpu_fits(gpu, kind, part) ? 0 : 1);
 }
 
-/* Whether part could ever fit on gpu (when nothing else is on it). */
-static int ever_fits(const gs__gpu_t *gpu, gs_lease_kind_t kind, const gs__part_t *part)
+/* Whether w could ever be served by gpu (its mode asked, as if nothing were leased there), with
+ * slots logical GPUs on it; fills *part with what it would take. */
+static int ever_fits(const gs__gpu_t *gpu, const gs__waiter_t *w, unsigned slots, gs__part_t *part)
 {
-    gs__gpu_t empty = *gpu;
-    empty.mem_leased = 0;
-    empty.outside = 0;
-    empty.compute_leased = 0;
-    empty.slots_leased = 0;
-    empty.n_leases = 0;
-    return gs__gpu_fits(&empty, kind, part);
+    gs__ask_t ask = {.req = &w->req, .uid = GS__UID_ANY, .slots = slots, .idle = 1};
+    return gs__gpu_admit(gpu, &ask, part) == 0;
 }
 
-/* The shape w takes on an empty node: how many GPUs and how many slots on each. */
+/* The GPUs w may use (its models, its pinning) whose mode could ever serve it. */
+static uint32_t serving(const gs__daemon_t *d, const gs__waiter_t *w)
+{
+    uint32_t mask = gs__place_eligible(d->gpus, d->n_gpus, &w->req);
+    unsigned slots = w->req.kind == GS_LEASE_GPUS ? 1 : 0;
+    for (unsigned i = 0; i < d->n_gpus && i < GS_MAX_DEVICES; i++) {
+        gs__part_t part;
+        if ((mask & bit(i)) && !ever_fits(&d->gpus[i], w, slots, &part))
+            mask &= ~bit(i);
+    }
+    return mask;
+}
+
+/* The shape w takes on an idle node among candidates: how many GPUs, how many slots on each. */
 static int shape(const gs__daemon_t *d, const gs__waiter_t *w, uint32_t candidates, unsigned *count,
                  unsigned *slots)
 {
-    gs__gpu_t empty[GS_MAX_DEVICES];
-    for (unsigned i = 0; i < d->n_gpus; i++) {
-        empty[i] = d->gpus[i];
-        empty[i].mem_leased = 0;
-        empty[i].outside = 0;
-        empty[i].compute_leased = 0;
-        empty[i].slots_leased = 0;
-        empty[i].n_leases = 0;
-    }
     gs__alloc_t alloc;
-    if (gs__place_within(empty, d->n_gpus, &w->req, w->uid, GS__POLICY_BESTFIT, candidates,
-                         &alloc) != 0)
+    if (gs__place_ever(d->gpus, d->n_gpus, &w->req, candidates, &alloc) != 0)
         return GS_ENOFIT;
     *count = alloc.n;
     *slots = alloc.part[0].slots;
     return 0;
 }
 
-/* Chooses the GPUs to hold for req among candidates: the ones it is closest to fitting on.
+/* Chooses the GPUs to hold for w among candidates: the ones it is closest to fitting on.
  * Returns their mask (0 when it could never fit on the candidates). */
 static uint32_t choose_hold(const gs__daemon_t *d, const gs__waiter_t *w, uint32_t candidates)
 {
     const gs_lease_request_t *req = &w->req;
     if (req->n_pinned > 0)
-        return candidates == gs__place_eligible(d->gpus, d->n_gpus, req) ? candidates : 0;
+        return candidates == serving(d, w) ? candidates : 0;
     unsigned count = 1, slots = 0;
     if (shape(d, w, candidates, &count, &slots) != 0)
         return 0;
@@ -131,9 +131,8 @@ static uint32_t choose_hold(const gs__daemon_t *d, const gs__waiter_t *w, uint32
         unsigned __int128 best_cost = 0;
         for (unsigned i = 0; i < d->n_gpus; i++) {
             gs__part_t part;
-            gs__part_for(&d->gpus[i], req, slots, &part);
             if (!(candidates & bit(i)) || (hold & bit(i)) ||
-                !ever_fits(&d->gpus[i], req->kind, &part))
+                !ever_fits(&d->gpus[i], w, slots, &part))
                 continue;
             unsigned __int128 cost = shortfall(&d->gpus[i], req->kind, &part);
             if (best < 0 || cost < best_cost) {
@@ -168,7 +167,7 @@ static unsigned holders_among(const pass_t *p, unsigned n_gpus, uint32_t mask)
 static void serve(gs__daemon_t *d, pass_t *p, gs__waiter_t *w, unsigned pos,
                   gs__sched_grant_fn grant)
 {
-    uint32_t eligible = gs__place_eligible(d->gpus, d->n_gpus, &w->req);
+    uint32_t eligible = serving(d, w);
     gs__alloc_t alloc;
     if (gs__place_within(d->gpus, d->n_gpus, &w->req, w->uid, d->policy, eligible & ~p->held,
                          &alloc) == 0) {
@@ -210,8 +209,7 @@ void gs__sched_pass(gs__daemon_t *d, int64_t now_ms, gs__sched_grant_fn grant)
             w->wait.position = pos++;
             w->wait.gpu = -1;
             w->wait.held = 0;
-            w->wait.ahead =
-                holders_among(&p, d->n_gpus, gs__place_eligible(d->gpus, d->n_gpus, &w->req));
+            w->wait.ahead = holders_among(&p, d->n_gpus, serving(d, w));
             continue;
         }
         unsigned before = d->queue.length;

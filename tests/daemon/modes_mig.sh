@@ -64,6 +64,12 @@ wait_eq 5 1 queue_length
 end_lease "$c1"
 sleep 0.3
 expect_eq "$(queue_length)" 1 "still waiting with one 1g.5gb lease left"
+# The GPU is held for the 7g.40gb ahead: a 1g.5gb behind it does not take the freed slots.
+set +e
+out=$(gs run --mig-profile 1g.5gb --no-wait -- true 2>&1)
+rc=$?
+set -e
+expect_eq "$rc" 75 "a 1g.5gb behind the waiting 7g.40gb (output: $out)"
 kill -TERM "$(job_of "$c2")"
 wait "$waiting" || fail "the 7g.40gb job failed"
 seven=$(cat "$WORK/seven")
