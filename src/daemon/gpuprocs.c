@@ -1,6 +1,7 @@
 /* What really runs on the GPUs: NVML's per-process memory and /proc's facts of each process. */
 #include "gpuprocs.h"
 
+#include "gpushare/client.h"
 #include "gpushare/error.h"
 
 #include <fcntl.h>
@@ -62,8 +63,8 @@ static uid_t read_uid(pid_t pid)
     return (uid_t)uid;
 }
 
-/* The command line, arguments joined by spaces, control characters made '?' (it is the user's
- * text and goes into logs and replies); "[comm]" when it has none. */
+/* The command line, arguments joined by spaces, escaped for display (it is the user's text and
+ * goes into logs and replies: gs_display_escape); "[comm]" when it has none. */
 static void read_command(pid_t pid, char *out, size_t len)
 {
     char path[64], buf[GS__COMMAND_MAX * 4];
@@ -76,16 +77,15 @@ static void read_command(pid_t pid, char *out, size_t len)
         snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
         if (read_small(path, comm, sizeof(comm)) > 0)
             comm[strcspn(comm, "\n")] = '\0';
-        snprintf(out, len, "[%s]", comm);
+        char bracketed[80];
+        snprintf(bracketed, sizeof(bracketed), "[%s]", comm);
+        gs_display_escape(out, len, bracketed);
         return;
     }
-    for (ssize_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)buf[i];
-        buf[i] = c == '\0' ? ' ' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-    }
-    size_t keep = (size_t)n < len - 1 ? (size_t)n : len - 1;
-    memcpy(out, buf, keep);
-    out[keep] = '\0';
+    for (ssize_t i = 0; i < n; i++)
+        buf[i] = buf[i] == '\0' ? ' ' : buf[i];
+    buf[(size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1] = '\0';
+    gs_display_escape(out, len, buf);
 }
 
 static void user_name(uid_t uid, char *out, size_t len)

@@ -462,12 +462,17 @@ static void mig_metrics(const gs__daemon_t *d, FILE *f)
             continue;
         for (unsigned k = 0; k < st->layout.n; k++) {
             const gs_mig_profile_t *p = &st->cat.profiles[st->layout.inst[k].profile];
+            /* Which lease holds it only where per-lease series are shown (metrics_users). */
+            char lease[48] = "";
+            if (d->cfg.metrics_users == GS__METRICS_USERS_ALL)
+                snprintf(lease, sizeof(lease), ",lease=\"%llu\"",
+                         (unsigned long long)st->inst[k].lease);
             fprintf(f,
                     "gpushare_mig_instance_memory_bytes{gpu=\"%u\",uuid=\"%s\",instance=\"%s\","
-                    "gpu_instance=\"%u\",profile=\"%s\",state=\"%s\",lease=\"%llu\"} %llu\n",
+                    "gpu_instance=\"%u\",profile=\"%s\",state=\"%s\"%s} %llu\n",
                     d->gpus[g].index, d->gpus[g].uuid, st->inst[k].nv.uuid, st->inst[k].nv.gi,
-                    p->name, st->inst[k].lease ? "leased" : "idle",
-                    (unsigned long long)st->inst[k].lease, (unsigned long long)p->memory_bytes);
+                    p->name, st->inst[k].lease ? "leased" : "idle", lease,
+                    (unsigned long long)p->memory_bytes);
         }
     }
 }

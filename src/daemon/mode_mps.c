@@ -324,7 +324,13 @@ static void mps_describe(const gs__daemon_t *d, unsigned g, const gs__cred_t *cr
         snprintf(problem, sizeof(problem), "its MPS control daemon is not running: %s", st->error);
         json_object_set_new(view, "problem", json_string(problem));
     }
-    json_object_set_new(mps, "user", st->uid == GS__UID_ANY ? json_null() : json_integer(st->uid));
+    /* Which user holds the GPU: their uid to root and to them, "another user" to the others. */
+    if (st->uid == GS__UID_ANY)
+        json_object_set_new(mps, "user", json_null());
+    else if (cred->uid == 0 || cred->uid == st->uid)
+        json_object_set_new(mps, "user", json_integer(st->uid));
+    else
+        json_object_set_new(mps, "user", json_string("another user"));
     /* Process ids of other users' jobs are root's to see. */
     if (cred->uid == 0 || cred->uid == st->uid) {
         json_object_set_new(mps, "servers", pid_array(st->servers, st->n_servers));

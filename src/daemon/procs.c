@@ -3,6 +3,7 @@
 #include "procs.h"
 #include "watchdog.h"
 
+#include "gpushare/client.h"
 #include "gpushare/error.h"
 
 #include <stdio.h>
@@ -24,8 +25,11 @@ static void identify(gs__proc_t *proc)
     FILE *f = fopen(path, "re");
     if (f == NULL)
         return;
-    if (fgets(proc->name, sizeof(proc->name), f) != NULL)
-        proc->name[strcspn(proc->name, "\n")] = '\0';
+    char raw[sizeof(proc->name)];
+    if (fgets(raw, sizeof(raw), f) != NULL) {
+        raw[strcspn(raw, "\n")] = '\0';
+        gs_display_escape(proc->name, sizeof(proc->name), raw); /* the user's text, shown to root */
+    }
     fclose(f);
 }
 

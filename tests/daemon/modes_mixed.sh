@@ -7,6 +7,7 @@ source "$(dirname "$0")/modes_lib.sh"
 export GPUSIM_DEVICES=A100-40GB,H100-80GB,H100-80GB
 "$GS_BUILD_DIR/sim/nvidia-smi" -i 0 -mig 1 >/dev/null
 CONFIG="$MPS_DAEMON_CONFIG
+metrics_users = all
 [gpu:0]
 mode = mig
 [gpu:1]

@@ -31,6 +31,8 @@ bg runuser -u "$USER2" -- env GPUSHARE_SOCKET="$GPUSHARE_SOCKET" LD_PRELOAD="$JO
 wait_eq 5 2 lease_count
 expect_eq "$(gpu_of_newest)" 1 "the second user's lease (GPU 0 serves root)"
 expect_eq "$(gpu_field 0 .mps.user)/$(gpu_field 1 .mps.user)" "0/$(id -u "$USER2")" "users of the MPS GPUs"
+expect_eq "$(as_user2 status --json | jq -r '[.gpus[0].mps.user, .gpus[1].mps.user] | join("/")')" \
+  "another user/$(id -u "$USER2")" "the MPS GPUs' users as the second user sees them"
 hold --gpu-memory 4G
 expect_eq "$(gpu_of_newest)" 0 "root's second lease"
 set +e
