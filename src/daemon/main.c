@@ -241,12 +241,20 @@ static void block_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
-static void stop(gs__daemon_t *d)
+/* Stops everything. The GPUs' modes (MPS control daemons) are stopped only on a clean stop:
+ * after a failure the leases' jobs go on, and the next start finds their MPS servers again. */
+static void stop(gs__daemon_t *d, int clean)
 {
     gs__metrics_stop(d);
     gs__watchdog_stop(d);
     gs__api_shutdown(d);
-    gs__modes_stop(d);
+    int mps = 0;
+    for (unsigned g = 0; g < d->n_gpus; g++)
+        mps |= d->gpus[g].mode == GS__MODE_MPS;
+    if (clean)
+        gs__modes_stop(d);
+    else if (mps)
+        gs_warn("leaving the MPS control daemons running for the leases' jobs");
     gs__leases_free(d);
     gs__place_engine_free();
     gs__ledger_close(d->ledger);
@@ -300,7 +308,7 @@ int main(int argc, char **argv)
     if (result == 0 && (result = gs__server_run(d, err, sizeof(err))) != 0)
         gs_error("%s", err);
     int fatal = d->fatal;
-    stop(d);
+    stop(d, result == 0 && !fatal);
     free(d);
     if (result == GS_EINVAL || result == GS_ENOSYS)
         return EXIT_CONFIG;
