@@ -2,6 +2,14 @@
 # and sbatch options, a lease per step for the job's user on the GPUs Slurm gave it, the shim set
 # up for the tasks, the lease gone with the step, and one clear line whenever a step cannot get
 # what it asked for (never an unlimited run).
+if [[ -n ${GS_SANITIZE:-} ]]; then
+  # slurmstepd forks each task from a multi-threaded process and the plugin's task_init then
+  # allocates in the child: with ASan preloaded into slurmd, GCC 12's ASan allocator (not
+  # fork-safe) can be locked by another thread at the fork and the task deadlocks. The plugin's
+  # core runs under ASan in test_slurm_plan; this test runs in the normal build.
+  echo "skip: slurmstepd's forks deadlock in GCC 12's ASan allocator (see the comment)"
+  exit 77
+fi
 source "$(dirname "$0")/lib.sh"
 JOB=$GS_BUILD_DIR/tests/gs-demo-job
 start_gpushared
