@@ -187,6 +187,10 @@ stop_all() {
       sleep 0.05
     done
   fi
+  # A step daemon that did not end (a hung task) is this cluster's if it has this SLURM_CONF.
+  for p in $(pgrep -x slurmstepd); do
+    grep -qzx "SLURM_CONF=$SLURM_CONF" "/proc/$p/environ" 2>/dev/null && kill -KILL "$p" 2>/dev/null
+  done
   for p in "${SLURM_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
   for p in "${SLURM_PIDS[@]}"; do wait "$p" 2>/dev/null; done
   if [[ -n $MUNGE_PID ]]; then kill -TERM "$MUNGE_PID" 2>/dev/null; wait "$MUNGE_PID" 2>/dev/null; fi
