@@ -99,7 +99,8 @@ int gs__cli_usage(const gs__cli_t *cli, const char *fmt, ...)
     vsnprintf(message, sizeof(message), fmt, ap);
     va_end(ap);
     one_line(message);
-    snprintf(suffix, sizeof(suffix), " (see gpushare %s --help)", cli->cmd);
+    snprintf(suffix, sizeof(suffix), " (see gpushare %s --help)",
+             cli->help != NULL ? cli->help : cli->cmd);
     print_error(cli, "usage", message, suffix, 0);
     return GS_EXIT_USAGE;
 }

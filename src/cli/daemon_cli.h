@@ -19,6 +19,7 @@ typedef struct gs__cli {
     int json;           /* --json: everything the command prints is JSON, errors included */
     FILE *json_errors;  /* where JSON errors go: stdout, or stderr for run (stdout is the job's) */
     int offline;        /* no daemon (plan, mig): every text error is "gpushare CMD: MESSAGE" */
+    const char *help;   /* the command of "(see gpushare HELP --help)"; NULL: cmd */
 } gs__cli_t;
 
 /* Starts cli for command cmd (JSON errors on stdout). */

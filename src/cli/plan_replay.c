@@ -131,11 +131,8 @@ static int parse_args(int argc, char **argv, replay_args_t *a)
             usage(stdout);
             return HELP_SHOWN;
         }
-        if (opt == ':')
-            return USAGE_ERROR("%s: missing value", argv[optind - 1]);
-        if (opt == '?')
-            return USAGE_ERROR("unknown option \"%s\" (see gpushare plan replay --help)",
-                               argv[optind - 1]);
+        if (opt == ':' || opt == '?')
+            return gs__cli_bad_option(&a->cli, opt, argv);
         if ((status = parse_option(a, opt, optarg)) != GS_EXIT_OK)
             return status;
     }
@@ -494,6 +491,7 @@ int gs__plan_replay_main(int argc, char **argv)
         return gs__cli_fail(&cli, GS_EXIT_FAIL, "internal", "out of memory");
     }
     gs__plan_cli_init(&a->cli, argc, argv);
+    a->cli.help = "plan replay";
     a->policies[0] = GS_PLACE_GPUSHARE;
     a->npolicies = 1;
     a->seeds[0] = 42;
