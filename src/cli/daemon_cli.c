@@ -1,4 +1,4 @@
-/* Helpers shared by the lease subcommands: errors (text or JSON), options, calls, formats. */
+/* Helpers shared by the subcommands: errors (text or JSON), options, daemon calls, formats. */
 #include "daemon_cli.h"
 #include "cli.h"
 

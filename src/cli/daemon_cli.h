@@ -1,4 +1,4 @@
-/* Helpers shared by the lease subcommands (run, status, top, leases, release, history). */
+/* Helpers shared by the subcommands: errors (text or JSON), options, daemon calls, formats. */
 #ifndef GS_CLI_DAEMON_CLI_H
 #define GS_CLI_DAEMON_CLI_H
 
