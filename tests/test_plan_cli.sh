@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `gpushare plan` end to end: the issue's cost example (exact figures), help, one-line errors
 # with file:line for malformed CSV rows, refused node types and jobs, no plan (exit 1), a small
-# replay writing the published CSV format, --policy all in one table and --plot PNG/SVG.
+# replay writing the published CSV format, --policy all in one table and --plot PNG/SVG, and
+# --json (the same figures as one object, errors as JSON objects).
 set -euo pipefail
 gs="${GS_BUILD_DIR:-build}/bin/gpushare"
 traces="${GS_DATA_DIR:-data}/traces/alibaba-openb"
@@ -21,6 +22,11 @@ expect_line() {
 
 # expect_error STATUS MESSAGE CMD...: CMD exits with STATUS and prints exactly MESSAGE (one line)
 # on stderr and nothing on stdout.
+# expect_eq GOT WANT WHAT
+expect_eq() {
+    [[ "$1" == "$2" ]] || fail "$3: expected [$2], got [$1]"
+}
+
 expect_error() {
     local want_status=$1 want=$2 status=0
     shift 2
@@ -164,6 +170,112 @@ grep -q "^vs FGD: unalloc@100 divided by FGD's mean (published: 4.86%)$" "$tmp/a
 [[ "$(head -c 8 "$tmp/all.png" | od -An -tx1 | tr -d ' \n')" == 89504e470d0a1a0a ]] || fail "PNG signature"
 [[ "$(od -An -tu1 -j16 -N8 "$tmp/all.png" | tr -s ' ')" == " 0 0 7 128 0 0 3 72" ]] || fail "PNG size"
 [[ $(wc -c <"$tmp/all.png") -gt 20000 ]] || fail "PNG too small to hold the chart"
+
+# 6. --json: the plan of the same run as one object (docs/placement.md), the same figures as the
+# table: per node type and placement the nodes, GPUs, utilisation and monthly cost.
+args=(--job 0.25x4 --node-type g4dn.2xlarge:gpus=1,price=0.752
+    --node-type g4dn.12xlarge:gpus=4,price=3.912,cpu_milli=48000,model=T4)
+text=$("$gs" plan "${args[@]}")
+json=$("$gs" plan "${args[@]}" --json)
+expect_line "$text" "workload: 4 jobs (4 sharing a GPU, 0 on whole GPUs, 0 CPU only), GPU demand 1.00 GPU"
+expect_line "$text" "  gpushare                  1        1           100.0%         \$541.44"
+expect_line "$text" "  one job per GPU           4        4            25.0%       \$2,165.76"
+expect_line "$text" "  sharing needs 3 fewer nodes: saves \$1,624.32 per month (75.0%)"
+expect_line "$text" "  gpushare                  1        4            25.0%       \$2,816.64"
+expect_line "$text" "  one job per GPU           1        4            25.0%       \$2,816.64"
+expect_line "$text" "cheapest: g4dn.2xlarge with GPU sharing, \$541.44 per month"
+expect_eq "$(jq -c '[.ok, .policy, .hours_per_month, .max_nodes]' <<<"$json")" \
+    '[true,"gpushare",720,100000]' "plan --json: the parameters"
+expect_eq "$(jq -c .workload <<<"$json")" \
+    '{"jobs":4,"sharing":4,"whole_gpus":0,"cpu_only":0,"gpu_demand":1}' "plan --json: the workload"
+expect_eq "$(jq -c '[.jobs[] | [.name, .gpu, .num_gpu, .gpu_milli]]' <<<"$json")" \
+    '[["job-1",0.25,1,250],["job-2",0.25,1,250],["job-3",0.25,1,250],["job-4",0.25,1,250]]' \
+    "plan --json: the jobs"
+expect_eq "$(jq -c '[.node_types[] | [.name, .gpus, .price_per_hour, .cpu_milli, .memory_mib, .model]]' <<<"$json")" \
+    '[["g4dn.2xlarge",1,0.752,null,null,null],["g4dn.12xlarge",4,3.912,48000,null,"T4"]]' \
+    "plan --json: the node types"
+expect_eq "$(jq -c '[.node_types[].placements[] | [.placement, .sharing, .feasible, .nodes, .gpus, .utilization_percent, .monthly_cost]]' <<<"$json")" \
+    '[["gpushare",true,true,1,1,100,541.44],["one_job_per_gpu",false,true,4,4,25,2165.76],["gpushare",true,true,1,4,25,2816.64],["one_job_per_gpu",false,true,1,4,25,2816.64]]' \
+    "plan --json: nodes, GPUs, utilisation and monthly cost"
+expect_eq "$(jq -c '[.node_types[].savings]' <<<"$json")" \
+    '[{"nodes":3,"monthly_cost":1624.32,"percent":75},null]' "plan --json: the savings"
+expect_eq "$(jq -c .cheapest <<<"$json")" '{"node_type":"g4dn.2xlarge","monthly_cost":541.44}' \
+    "plan --json: the cheapest"
+# No plan: the object with "ok": false and the error the text prints last, exit status 1.
+status=0
+"$gs" plan --json --job 0.5x2 --job 2 --node-type a:gpus=1,price=1 >"$tmp/out" 2>"$tmp/err" || status=$?
+expect_eq "$status" 1 "plan --json without a plan: exit status"
+[[ ! -s "$tmp/err" ]] || fail "plan --json without a plan: stderr [$(cat "$tmp/err")]"
+expect_eq "$(jq -c '[.ok, .error.code, .cheapest, [.node_types[0].placements[] | [.feasible, .nodes, .misfit_job]]]' "$tmp/out")" \
+    '[false,"no_plan",null,[[false,null,"job-3"],[false,null,"job-3"]]]' "plan --json without a plan"
+expect_eq "$(jq -r .error.message "$tmp/out")" \
+    "no plan: no node type holds the workload; job job-3 (2 GPU x 1000 milli, 0 milli-CPU, 0 MiB) fits no node of type a" \
+    "plan --json without a plan: the message"
+status=0
+"$gs" plan --json --job 1x5 --node-type a:gpus=1,price=1 --max-nodes 2 >"$tmp/out" || status=$?
+expect_eq "$status/$(jq -c '[.error.code, .node_types[0].placements[0].misfit_job]' "$tmp/out")" \
+    '1/["no_plan",null]' "plan --json beyond --max-nodes"
+
+# Errors with --json: one object on stdout, nothing on stderr, the exit status of the text form.
+# expect_json_error STATUS JSON CMD...
+expect_json_error() {
+    local want_status=$1 want=$2 status=0
+    shift 2
+    "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
+    expect_eq "$status" "$want_status" "exit status of $*"
+    expect_eq "$(cat "$tmp/out")" "$want" "stdout of $*"
+    [[ ! -s "$tmp/err" ]] || fail "stderr not empty: $*: $(cat "$tmp/err")"
+}
+expect_json_error 2 '{"ok":false,"error":{"code":"usage","message":"unknown option \"--bogus\""}}' \
+    "$gs" plan --json --bogus
+expect_json_error 2 '{"ok":false,"error":{"code":"usage","message":"--job: missing value"}}' \
+    "$gs" plan --json --job
+expect_json_error 2 '{"ok":false,"error":{"code":"usage","message":"node type a has no GPU (gpus=N, 1..16)"}}' \
+    "$gs" plan --job 0.5 --node-type a:gpus=0,price=1 --json
+expect_json_error 1 "{\"ok\":false,\"error\":{\"code\":\"bad_input\",\"message\":\"$tmp/bad.csv:3: cpu_milli \\\"abc\\\" is not a whole number\"}}" \
+    "$gs" plan --json --workload "$tmp/bad.csv" --node-type a:gpus=1,price=1
+expect_json_error 2 '{"ok":false,"error":{"code":"usage","message":"unknown subcommand \"replya\" (see gpushare plan --help)"}}' \
+    "$gs" plan replya --json
+expect_json_error 2 '{"ok":false,"error":{"code":"usage","message":"--json and --out - both write to standard output: give --out FILE"}}' \
+    "$gs" plan replay --nodes x --pods y --out - --json
+expect_json_error 1 "{\"ok\":false,\"error\":{\"code\":\"bad_input\",\"message\":\"$tmp/missing.csv: No such file or directory\"}}" \
+    "$gs" plan replay --json --nodes "$tmp/missing.csv" --pods "$tmp/jobs.csv"
+# A carriage return in a file's value stays out of the message (one line), and a byte that is not
+# UTF-8 becomes '?' in a JSON message.
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,a\rb,10,1,500\n' >"$tmp/cr.csv"
+expect_error 1 "gpushare plan: $tmp/cr.csv:2: cpu_milli \"a b\" is not a whole number" \
+    "$gs" plan --workload "$tmp/cr.csv" --node-type a:gpus=1,price=1
+printf 'name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,\xff,10,1,500\n' >"$tmp/latin.csv"
+expect_json_error 1 "{\"ok\":false,\"error\":{\"code\":\"bad_input\",\"message\":\"$tmp/latin.csv:2: cpu_milli \\\"?\\\" is not a whole number\"}}" \
+    "$gs" plan --json --workload "$tmp/latin.csv" --node-type a:gpus=1,price=1
+
+# 7. plan replay --json: per policy the unallocated % at every arrived % (the mean over the
+# seeds), the mean at 100 % of the table, the published figure and the ratio to FGD's. The
+# curve is the --out CSV of the same run: 100 - its allocation % at each arrived %.
+replay=("$gs" plan replay --nodes "$traces/openb_node_list_gpu_node.csv"
+    --pods "$traces/openb_pod_list_default.csv" --policy fgd,gpushare --seed 42
+    --published "$traces/published_allocation_fgd_atc23.csv")
+text=$("${replay[@]}")
+"${replay[@]}" --json --out "$tmp/json.csv" >"$tmp/replay.json" || fail "plan replay --json"
+grep -q '^fgd         06-FGD                  4.82%      4.82..4.82       4.86   0.992 ' <<<"$text" ||
+    fail "replay table: $text"
+grep -q '^gpushare    07-gpushare             3.74%      3.74..3.74          -   0.770 ' <<<"$text" ||
+    fail "replay table: $text"
+expect_eq "$(jq -c '[.ok, .workload, .inflate, .seeds, .total_gpus, .fgd_reference]' "$tmp/replay.json")" \
+    '[true,"openb_pod_list_default",1.3,[42],6212,{"source":"published","unallocated_at_100":4.86}]' \
+    "plan replay --json: the parameters"
+expect_eq "$(jq -c '[.policies[] | [.policy, .label, .runs, .unallocated_at_100, (.vs_fgd * 1000 | round)]]' "$tmp/replay.json")" \
+    '[["fgd","06-FGD",1,{"mean":4.82,"min":4.82,"max":4.82,"published":4.86},992],["gpushare","07-gpushare",1,{"mean":3.74,"min":3.74,"max":3.74,"published":null},770]]' \
+    "plan replay --json: the table"
+expect_eq "$(jq -c '[.policies[] | (.unallocated_at | length), .unallocated_at[100]]' "$tmp/replay.json")" \
+    '[131,4.82,131,3.74]' "plan replay --json: the curves"
+for row in 2 3; do
+    want=$(sed -n "${row}p" "$tmp/json.csv" | cut -d, -f6- | tr ',' '\n' |
+        awk '{ if ($0 == "") print "null"; else printf "%.2f\n", 100 - $0 }')
+    got=$(jq -r ".policies[$((row - 2))].unallocated_at[] | if . == null then \"null\" else (. * 100 | round / 100 | tostring) end" "$tmp/replay.json" |
+        awk '$0 == "null" { print; next } { printf "%.2f\n", $0 }')
+    expect_eq "$got" "$want" "plan replay --json: curve $row against the CSV"
+done
 
 if [[ $failures -gt 0 ]]; then
     echo "$failures failure(s)" >&2

@@ -1,27 +1,18 @@
 /* `gpushare plan`: dispatches to trace replay or capacity planning; the helpers they share. */
 #include "cli.h"
+#include "daemon_cli.h"
 #include "plan_cli.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-void gs__plan_error(const char *fmt, ...)
+void gs__plan_cli_init(gs__cli_t *cli, int argc, char **argv)
 {
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    /* One line, always: messages quote file contents, which must not add line breaks. */
-    for (char *p = line; *p != '\0'; p++) {
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-    }
-    fprintf(stderr, "gpushare plan: %s\n", line);
+    gs__cli_init_args(cli, "plan", argc, argv);
+    cli->offline = 1;
 }
 
 static int parse_ull(const char *text, unsigned long long *value, const char **end)
@@ -148,8 +139,10 @@ int gs_cli_plan(int argc, char **argv)
         return GS_EXIT_OK;
     }
     if (argc >= 2 && argv[1][0] != '-') {
-        gs__plan_error("unknown subcommand \"%s\" (see gpushare plan --help)", argv[1]);
-        return GS_EXIT_USAGE;
+        gs__cli_t cli;
+        gs__plan_cli_init(&cli, argc, argv);
+        return gs__cli_fail(&cli, GS_EXIT_USAGE, "usage",
+                            "unknown subcommand \"%s\" (see gpushare plan --help)", argv[1]);
     }
     return gs__plan_capacity_main(argc, argv);
 }

@@ -1,4 +1,4 @@
-/* Helpers shared by the lease subcommands: errors (text or JSON), options, calls, formats. */
+/* Helpers shared by the subcommands: errors (text or JSON), options, daemon calls, formats. */
 #include "daemon_cli.h"
 #include "cli.h"
 
@@ -18,14 +18,54 @@ void gs__cli_init(gs__cli_t *cli, const char *cmd)
     cli->json_errors = stdout;
 }
 
+void gs__cli_init_args(gs__cli_t *cli, const char *cmd, int argc, char **argv)
+{
+    gs__cli_init(cli, cmd);
+    for (int i = 1; i < argc; i++)
+        cli->json |= strcmp(argv[i], "--json") == 0;
+}
+
+/* message as a JSON string; bytes of invalid UTF-8 (a message may quote a file) become '?'. */
+static json_t *message_string(const char *message)
+{
+    json_t *text = json_string(message);
+    char *copy = text == NULL ? strdup(message) : NULL;
+    if (copy == NULL)
+        return text;
+    for (char *p = copy; *p != '\0'; p++) {
+        if ((unsigned char)*p >= 0x80)
+            *p = '?';
+    }
+    text = json_string(copy);
+    free(copy);
+    return text;
+}
+
+void gs__cli_set_error(json_t *result, const char *code, const char *message)
+{
+    json_object_set_new(result, "ok", json_false());
+    json_object_set_new(result, "error",
+                        json_pack("{s:s, s:o}", "code", code, "message", message_string(message)));
+}
+
+/* Makes message one line: it may quote file contents, which must not add line breaks. */
+static void one_line(char *message)
+{
+    for (char *p = message; *p != '\0'; p++) {
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    }
+}
+
 /* Prints message as the error of cli: prefix "gpushare CMD: " (or "gpushare: " when prefix is
  * NULL), or JSON. */
 static void print_error(const gs__cli_t *cli, const char *code, const char *message,
                         const char *suffix, int daemon)
 {
     if (cli->json) {
-        json_t *err =
-            json_pack("{s:b, s:{s:s, s:s}}", "ok", 0, "error", "code", code, "message", message);
+        json_t *err = json_object();
+        if (err != NULL)
+            gs__cli_set_error(err, code, message);
         char *text = err != NULL ? json_dumps(err, JSON_COMPACT) : NULL;
         fprintf(cli->json_errors, "%s\n", text != NULL ? text : "{\"ok\":false}");
         fflush(cli->json_errors);
@@ -33,7 +73,7 @@ static void print_error(const gs__cli_t *cli, const char *code, const char *mess
         json_decref(err);
         return;
     }
-    if (daemon)
+    if (daemon && !cli->offline)
         fprintf(stderr, "gpushare: %s\n", message);
     else
         fprintf(stderr, "gpushare %s: %s%s\n", cli->cmd, message, suffix);
@@ -46,6 +86,7 @@ int gs__cli_fail(const gs__cli_t *cli, int status, const char *code, const char 
     va_start(ap, fmt);
     vsnprintf(message, sizeof(message), fmt, ap);
     va_end(ap);
+    one_line(message);
     print_error(cli, code, message, "", status != GS_EXIT_USAGE);
     return status;
 }
@@ -57,7 +98,9 @@ int gs__cli_usage(const gs__cli_t *cli, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(message, sizeof(message), fmt, ap);
     va_end(ap);
-    snprintf(suffix, sizeof(suffix), " (see gpushare %s --help)", cli->cmd);
+    one_line(message);
+    snprintf(suffix, sizeof(suffix), " (see gpushare %s --help)",
+             cli->help != NULL ? cli->help : cli->cmd);
     print_error(cli, "usage", message, suffix, 0);
     return GS_EXIT_USAGE;
 }
@@ -130,7 +173,7 @@ int gs__cli_call(const gs__cli_t *cli, gs_client_t *client, json_t *req, json_t 
 
 void gs__cli_print_json(const json_t *v)
 {
-    char *text = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char *text = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
     if (text != NULL)
         printf("%s\n", text);
     free(text);

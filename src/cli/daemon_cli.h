@@ -1,4 +1,4 @@
-/* Helpers shared by the lease subcommands (run, status, top, leases, release, history). */
+/* Helpers shared by the subcommands: errors (text or JSON), options, daemon calls, formats. */
 #ifndef GS_CLI_DAEMON_CLI_H
 #define GS_CLI_DAEMON_CLI_H
 
@@ -18,14 +18,20 @@ typedef struct gs__cli {
     const char *socket; /* --socket, NULL for the default */
     int json;           /* --json: everything the command prints is JSON, errors included */
     FILE *json_errors;  /* where JSON errors go: stdout, or stderr for run (stdout is the job's) */
+    int offline;        /* no daemon (plan, mig): every text error is "gpushare CMD: MESSAGE" */
+    const char *help;   /* the command of "(see gpushare HELP --help)"; NULL: cmd */
 } gs__cli_t;
 
 /* Starts cli for command cmd (JSON errors on stdout). */
 void gs__cli_init(gs__cli_t *cli, const char *cmd);
 
+/* gs__cli_init, with cli->json set when an argument is "--json": errors met before getopt
+ * reaches it are JSON too. */
+void gs__cli_init_args(gs__cli_t *cli, const char *cmd, int argc, char **argv);
+
 /* Prints an error and returns status: "gpushare: MESSAGE" on stderr ("gpushare CMD: MESSAGE"
- * for GS_EXIT_USAGE), or with --json {"ok": false, "error": {"code": CODE, "message": MESSAGE}}
- * on cli->json_errors. */
+ * for GS_EXIT_USAGE or an offline cli), or with --json {"ok": false, "error": {"code": CODE,
+ * "message": MESSAGE}} on cli->json_errors. Line breaks in MESSAGE become blanks. */
 int gs__cli_fail(const gs__cli_t *cli, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
@@ -57,7 +63,13 @@ int gs__cli_reply_error(const gs__cli_t *cli, const json_t *reply);
 /* The exit status for an error code of the protocol. */
 int gs__cli_exit_for(const char *code);
 
-/* Prints v as indented JSON and a newline on stdout. */
+/* Marks result, the object a command prints with --json, as failed: sets "ok": false and
+ * "error": {"code": CODE, "message": MESSAGE}, as in a JSON error, keeping what it holds. For
+ * a command whose one object says what went wrong with the rest (a plan that is not possible). */
+void gs__cli_set_error(json_t *result, const char *code, const char *message);
+
+/* Prints v as indented JSON and a newline on stdout; reals with 15 significant digits (DBL_DIG:
+ * 541.44, not 541.44000000000005). */
 void gs__cli_print_json(const json_t *v);
 
 /* Parses a duration: seconds ("90", "1.5") or with a unit ("500ms", "30s", "5m", "2h", "1d").

@@ -1,7 +1,10 @@
 /* `gpushare plan` for operators: nodes, GPUs and monthly cost a workload needs with GPU sharing
  * (gpushare's placement) and with one job per GPU, for each node type offered. */
 #include "cli.h"
+#include "daemon_cli.h"
 #include "plan_cli.h"
+
+#include <math.h>
 
 #include <getopt.h>
 #include <stdlib.h>
@@ -12,6 +15,7 @@
 #define DEFAULT_MAXNODE 100000u
 
 typedef struct capacity_args {
+    gs__cli_t cli;
     const char *workload, *types_file;
     gs_place_policy_t policy;
     double hours;
@@ -27,7 +31,7 @@ static void usage(FILE *out)
         out,
         "usage: gpushare plan (--workload FILE | --job GPU[xCOUNT]...)\n"
         "                     (--node-type NAME:gpus=N,price=P[,...]... | --node-types FILE)\n"
-        "                     [--policy NAME] [--hours-per-month H] [--max-nodes N]\n"
+        "                     [--policy NAME] [--hours-per-month H] [--max-nodes N] [--json]\n"
         "\n"
         "How many nodes (and GPUs) a workload needs when jobs share GPUs, placed by gpushare's\n"
         "policy, against one job per GPU, and what each costs per month.\n"
@@ -45,6 +49,7 @@ static void usage(FILE *out)
         "  --policy NAME       placement when sharing (default: gpushare)\n"
         "  --hours-per-month H hours billed per month (default: 720 = 30 days)\n"
         "  --max-nodes N       give up beyond N nodes of a type (default: 100000)\n"
+        "  --json              the plan as one JSON object (docs/placement.md)\n"
         "  -h, --help          this help\n"
         "\n"
         "Exit status: 0 with a plan; 1 when no node type can hold the workload or an input file\n"
@@ -95,23 +100,22 @@ static int add_job(capacity_args_t *a, const char *spec)
     const char *count = x != NULL ? x + 1 : "1";
     size_t n = x != NULL ? (size_t)(x - spec) : strlen(spec);
     if (n == 0 || n >= sizeof(gpu) || strchr(spec, ',') != NULL || strchr(spec, '\n') != NULL) {
-        gs__plan_error("--job \"%s\": expected GPU[xCOUNT], e.g. 0.25x4", spec);
-        return GS_EXIT_USAGE;
+        return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage",
+                            "--job \"%s\": expected GPU[xCOUNT], e.g. 0.25x4", spec);
     }
     memcpy(gpu, spec, n);
     gpu[n] = '\0';
     snprintf(text, sizeof(text), "gpu,count\n%s,%s\n", gpu, count);
     gs_place_pods_t one;
     if (gs_place_pods_parse(text, strlen(text), "--job", &one, err, sizeof(err)) != 0) {
-        gs__plan_error("--job \"%s\": %s", spec, reason(err));
-        return GS_EXIT_USAGE;
+        return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage", "--job \"%s\": %s", spec, reason(err));
     }
     if (one.count > 0 && one.pods[0].num_gpu == 0) {
         gs_place_pods_free(&one);
-        gs__plan_error("--job \"%s\": a job takes some GPU: a share (0.25 or 25%%) or a whole "
-                       "number of GPUs",
-                       spec);
-        return GS_EXIT_USAGE;
+        return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage",
+                            "--job \"%s\": a job takes some GPU: a share (0.25 or 25%%) or a "
+                            "whole number of GPUs",
+                            spec);
     }
     for (size_t i = 0; i < one.count; i++)
         snprintf(one.pods[i].name, sizeof(one.pods[i].name), "job-%zu", a->jobs.count + i + 1);
@@ -156,8 +160,8 @@ static int add_type(capacity_args_t *a, const char *spec)
     const char *colon = strchr(spec, ':');
     if (colon == NULL || colon == spec || strlen(spec) >= sizeof(copy) ||
         strpbrk(spec, "\n\"") != NULL) {
-        gs__plan_error("--node-type \"%s\": expected NAME:gpus=N,price=P[,...]", spec);
-        return GS_EXIT_USAGE;
+        return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage",
+                            "--node-type \"%s\": expected NAME:gpus=N,price=P[,...]", spec);
     }
     snprintf(row, sizeof(row), "%.*s", (int)(colon - spec), spec);
     strcpy(copy, colon + 1);
@@ -169,14 +173,14 @@ static int add_type(capacity_args_t *a, const char *spec)
         const char *col = eq != NULL ? column_of(kv) : NULL;
         if (col == NULL || strlen(header) + strlen(col) + 2 > sizeof(header) ||
             strlen(row) + strlen(eq + 1) + 2 > sizeof(row)) {
-            gs__plan_error("--node-type \"%s\": unknown or malformed \"%s\" (keys: gpus, price, "
-                           "cpu_milli, memory_mib, model)",
-                           spec, kv);
-            return GS_EXIT_USAGE;
+            return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage",
+                                "--node-type \"%s\": unknown or malformed \"%s\" (keys: gpus, "
+                                "price, cpu_milli, memory_mib, model)",
+                                spec, kv);
         }
         if (list_has(header, ',', col)) {
-            gs__plan_error("--node-type \"%s\": %s given twice", spec, kv);
-            return GS_EXIT_USAGE;
+            return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage",
+                                "--node-type \"%s\": %s given twice", spec, kv);
         }
         strcat(strcat(header, ","), col);
         strcat(strcat(row, ","), eq + 1);
@@ -185,8 +189,8 @@ static int add_type(capacity_args_t *a, const char *spec)
     snprintf(text, sizeof(text), "%s\n%s\n", header, row);
     gs_place_nodes_t one;
     if (gs_place_nodes_parse(text, strlen(text), "--node-type", &one, err, sizeof(err)) != 0) {
-        gs__plan_error("--node-type \"%s\": %s", spec, reason(err));
-        return GS_EXIT_USAGE;
+        return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage", "--node-type \"%s\": %s", spec,
+                            reason(err));
     }
     return append_nodes(&a->types, &one) == 0 ? GS_EXIT_OK : GS_EXIT_FAIL;
 }
@@ -198,10 +202,8 @@ static int read_files(capacity_args_t *a)
     gs_place_pods_t pods = {0};
     gs_place_nodes_t types = {0};
     if (a->workload != NULL) {
-        if (gs_place_pods_read(a->workload, &pods, err, sizeof(err)) != 0) {
-            gs__plan_error("%s", err);
-            return GS_EXIT_FAIL;
-        }
+        if (gs_place_pods_read(a->workload, &pods, err, sizeof(err)) != 0)
+            return gs__cli_fail(&a->cli, GS_EXIT_FAIL, "bad_input", "%s", err);
         /* The file's jobs come first, then those of --job. */
         gs_place_pods_t jobs = a->jobs;
         a->jobs = pods;
@@ -210,10 +212,8 @@ static int read_files(capacity_args_t *a)
     }
     a->flag_types = a->types.count;
     if (a->types_file != NULL) {
-        if (gs_place_nodes_read(a->types_file, &types, err, sizeof(err)) != 0) {
-            gs__plan_error("%s", err);
-            return GS_EXIT_FAIL;
-        }
+        if (gs_place_nodes_read(a->types_file, &types, err, sizeof(err)) != 0)
+            return gs__cli_fail(&a->cli, GS_EXIT_FAIL, "bad_input", "%s", err);
         if (append_nodes(&a->types, &types) != 0)
             return GS_EXIT_FAIL;
     }
@@ -266,24 +266,20 @@ static int check_type(const capacity_args_t *a, const gs_place_node_row_t *t, in
     }
     if (why[0] == '\0')
         return GS_EXIT_OK;
-    if (from_flag) {
-        gs__plan_error("node type %s %s", t->name, why);
-        return GS_EXIT_USAGE;
-    }
-    gs__plan_error("%s: node type %s %s", a->types_file, t->name, why);
-    return GS_EXIT_FAIL;
+    if (from_flag)
+        return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage", "node type %s %s", t->name, why);
+    return gs__cli_fail(&a->cli, GS_EXIT_FAIL, "bad_input", "%s: node type %s %s", a->types_file,
+                        t->name, why);
 }
 
 static int check_args(capacity_args_t *a)
 {
-    if (a->jobs.count == 0) {
-        gs__plan_error("no jobs: give --workload FILE or --job GPU[xCOUNT] (see --help)");
-        return GS_EXIT_USAGE;
-    }
-    if (a->types.count == 0) {
-        gs__plan_error("no node type: give --node-type or --node-types (see --help)");
-        return GS_EXIT_USAGE;
-    }
+    if (a->jobs.count == 0)
+        return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage",
+                            "no jobs: give --workload FILE or --job GPU[xCOUNT] (see --help)");
+    if (a->types.count == 0)
+        return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage",
+                            "no node type: give --node-type or --node-types (see --help)");
     for (size_t i = 0; i < a->types.count; i++) {
         int status = check_type(a, &a->types.nodes[i], i < a->flag_types);
         if (status != GS_EXIT_OK)
@@ -295,6 +291,9 @@ static int check_args(capacity_args_t *a)
 static int parse_option(capacity_args_t *a, int opt, const char *arg)
 {
     switch (opt) {
+    case 'J':
+        a->cli.json = 1;
+        return GS_EXIT_OK;
     case 'w':
         a->workload = arg;
         return GS_EXIT_OK;
@@ -308,19 +307,19 @@ static int parse_option(capacity_args_t *a, int opt, const char *arg)
     case 'p':
         if (gs_place_policy_parse(arg, &a->policy) == 0)
             return GS_EXIT_OK;
-        gs__plan_error("--policy \"%s\": unknown policy", arg);
-        return GS_EXIT_USAGE;
+        return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage", "--policy \"%s\": unknown policy",
+                            arg);
     case 'H':
         if (gs__plan_parse_double(arg, 1, 744, &a->hours) == 0)
             return GS_EXIT_OK;
-        gs__plan_error("--hours-per-month \"%s\": expected hours between 1 and 744", arg);
-        return GS_EXIT_USAGE;
+        return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage",
+                            "--hours-per-month \"%s\": expected hours between 1 and 744", arg);
     case 'm':
         if (gs__plan_parse_seeds(arg, &a->max_nodes, 1) == 1 && a->max_nodes > 0 &&
             a->max_nodes <= 10000000)
             return GS_EXIT_OK;
-        gs__plan_error("--max-nodes \"%s\": expected 1..10000000", arg);
-        return GS_EXIT_USAGE;
+        return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage",
+                            "--max-nodes \"%s\": expected 1..10000000", arg);
     default:
         return GS_EXIT_USAGE;
     }
@@ -335,6 +334,7 @@ static int parse_args(int argc, char **argv, capacity_args_t *a)
                                             {"policy", required_argument, NULL, 'p'},
                                             {"hours-per-month", required_argument, NULL, 'H'},
                                             {"max-nodes", required_argument, NULL, 'm'},
+                                            {"json", no_argument, NULL, 'J'},
                                             {"help", no_argument, NULL, 'h'},
                                             {NULL, 0, NULL, 0}};
     int opt, status;
@@ -345,47 +345,76 @@ static int parse_args(int argc, char **argv, capacity_args_t *a)
             usage(stdout);
             return HELP_SHOWN;
         }
-        if (opt == ':' || opt == '?') {
-            gs__plan_error(opt == ':' ? "%s needs a value"
-                                      : "unknown option \"%s\" (see gpushare plan --help)",
-                           argv[optind - 1]);
-            return GS_EXIT_USAGE;
-        }
+        if (opt == ':' || opt == '?')
+            return gs__cli_bad_option(&a->cli, opt, argv);
         if ((status = parse_option(a, opt, optarg)) != GS_EXIT_OK)
             return status;
     }
-    if (optind < argc) {
-        gs__plan_error("unexpected argument \"%s\"", argv[optind]);
-        return GS_EXIT_USAGE;
-    }
+    if (optind < argc)
+        return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage", "unexpected argument \"%s\"",
+                            argv[optind]);
     if ((status = read_files(a)) != GS_EXIT_OK)
         return status;
     return check_args(a);
 }
 
-static void describe_workload(const capacity_args_t *a)
+/* The workload in numbers: jobs sharing a GPU, on whole GPUs, CPU only; GPU demand in milli. */
+typedef struct workload_sum {
+    size_t share, whole, cpu;
+    uint64_t milli;
+} workload_sum_t;
+
+static workload_sum_t sum_workload(const capacity_args_t *a)
 {
-    size_t share = 0, whole = 0, cpu = 0;
-    uint64_t milli = 0;
+    workload_sum_t w = {0};
     for (size_t i = 0; i < a->jobs.count; i++) {
         const gs_place_pod_t *p = &a->jobs.pods[i];
         if (p->num_gpu == 0)
-            cpu++;
+            w.cpu++;
         else if (p->gpu_milli < GS_PLACE_MILLI)
-            share++;
+            w.share++;
         else
-            whole++;
-        milli += (uint64_t)p->num_gpu * p->gpu_milli;
+            w.whole++;
+        w.milli += (uint64_t)p->num_gpu * p->gpu_milli;
     }
+    return w;
+}
+
+static void describe_workload(const capacity_args_t *a)
+{
+    workload_sum_t w = sum_workload(a);
     printf("workload: %zu job%s (%zu sharing a GPU, %zu on whole GPUs, %zu CPU only), "
            "GPU demand %.2f GPU\n",
-           a->jobs.count, a->jobs.count == 1 ? "" : "s", share, whole, cpu, milli / 1000.0);
+           a->jobs.count, a->jobs.count == 1 ? "" : "s", w.share, w.whole, w.cpu, w.milli / 1000.0);
     printf("monthly cost: %g hours per month; sharing placed by the %s policy\n", a->hours,
            gs_place_policy_name(a->policy));
 }
 
+/* One node type's plans: its GPUs shared by the policy, and one job per GPU. */
+typedef struct type_plans {
+    gs_place_plan_t shared, alone;
+} type_plans_t;
+
+/* What n nodes of type cost per month, in dollars. */
+static double monthly(const capacity_args_t *a, const gs_place_node_row_t *type, uint32_t n)
+{
+    return n * type->price_per_hour * a->hours;
+}
+
+/* Dollars rounded to cents, as the tables print them. */
+static double cents(double dollars)
+{
+    return (double)llround(dollars * 100.0) / 100.0;
+}
+
+/* The share of the GPUs the jobs' demand fills, in percent (0 with no GPU). */
+static double utilization(const gs_place_plan_t *p, uint64_t demand)
+{
+    return p->gpus ? 100.0 * (double)demand / (p->gpus * 1000.0) : 0.0;
+}
+
 static void print_row(const capacity_args_t *a, const char *what, const gs_place_plan_t *p,
-                      uint64_t demand, double hourly)
+                      uint64_t demand, const gs_place_node_row_t *type)
 {
     char money[64];
     if (!p->feasible && p->misfit < a->jobs.count) {
@@ -400,23 +429,34 @@ static void print_row(const capacity_args_t *a, const char *what, const gs_place
         printf("  %-18s needs more than %llu nodes (--max-nodes)\n", what, a->max_nodes);
         return;
     }
-    gs__plan_money(p->nodes * hourly * a->hours, money, sizeof(money));
-    printf("  %-18s %8u %8u %15.1f%% %15s\n", what, p->nodes, p->gpus,
-           p->gpus ? 100.0 * (double)demand / (p->gpus * 1000.0) : 0.0, money);
+    gs__plan_money(monthly(a, type, p->nodes), money, sizeof(money));
+    printf("  %-18s %8u %8u %15.1f%% %15s\n", what, p->nodes, p->gpus, utilization(p, demand),
+           money);
 }
 
-/* Plans one node type; *cost gets the shared plan's monthly cost (-1 when infeasible). */
-static int plan_type(const capacity_args_t *a, const gs_place_node_row_t *type, double *cost,
-                     size_t *misfit)
+/* Plans one node type both ways. */
+static int plan_type(const capacity_args_t *a, const gs_place_node_row_t *type, type_plans_t *r)
 {
-    char err[GS_PLACE_ERR_MAX], money[64];
-    gs_place_plan_t shared, alone;
+    char err[GS_PLACE_ERR_MAX];
     uint32_t max = (uint32_t)a->max_nodes;
-    if (gs_place_plan_nodes(type, &a->jobs, a->policy, 0, max, &shared, err, sizeof(err)) != 0 ||
-        gs_place_plan_nodes(type, &a->jobs, a->policy, 1, max, &alone, err, sizeof(err)) != 0) {
-        gs__plan_error("%s", err);
-        return GS_EXIT_FAIL;
-    }
+    if (gs_place_plan_nodes(type, &a->jobs, a->policy, 0, max, &r->shared, err, sizeof(err)) != 0 ||
+        gs_place_plan_nodes(type, &a->jobs, a->policy, 1, max, &r->alone, err, sizeof(err)) != 0)
+        return gs__cli_fail(&a->cli, GS_EXIT_FAIL, "bad_input", "%s", err);
+    return GS_EXIT_OK;
+}
+
+/* Nodes sharing saves against one job per GPU; 0 when it saves none or either is infeasible. */
+static uint32_t saved_nodes(const type_plans_t *r)
+{
+    if (!r->shared.feasible || !r->alone.feasible || r->alone.nodes <= r->shared.nodes)
+        return 0;
+    return r->alone.nodes - r->shared.nodes;
+}
+
+static void print_type(const capacity_args_t *a, const gs_place_node_row_t *type,
+                       const type_plans_t *r)
+{
+    char money[64];
     /* Hourly prices have up to 4 decimals (0.752, 32.7726): print them as given. */
     snprintf(money, sizeof(money), "%.4f", type->price_per_hour);
     for (size_t n = strlen(money); n > 0 && money[n - 1] == '0' && money[n - 2] != '.'; n--)
@@ -425,74 +465,176 @@ static int plan_type(const capacity_args_t *a, const gs_place_node_row_t *type, 
            type->num_gpu == 1 ? "" : "s", money);
     printf("  %-18s %8s %8s %16s %15s\n", "placement", "nodes", "GPUs", "GPU demand/GPUs",
            "monthly cost");
-    print_row(a, gs_place_policy_name(a->policy), &shared, shared.requested_milli,
-              type->price_per_hour);
-    print_row(a, "one job per GPU", &alone, shared.requested_milli, type->price_per_hour);
-    *cost = shared.feasible ? shared.nodes * type->price_per_hour * a->hours : -1;
-    *misfit = shared.misfit;
-    if (shared.feasible && alone.feasible && alone.nodes > shared.nodes) {
-        double saved = (alone.nodes - shared.nodes) * type->price_per_hour * a->hours;
-        gs__plan_money(saved, money, sizeof(money));
-        printf("  sharing needs %u fewer node%s: saves %s per month (%.1f%%)\n",
-               alone.nodes - shared.nodes, alone.nodes - shared.nodes == 1 ? "" : "s", money,
-               100.0 * (alone.nodes - shared.nodes) / alone.nodes);
+    uint64_t demand = r->shared.requested_milli;
+    print_row(a, gs_place_policy_name(a->policy), &r->shared, demand, type);
+    print_row(a, "one job per GPU", &r->alone, demand, type);
+    uint32_t saved = saved_nodes(r);
+    if (saved > 0) {
+        gs__plan_money(monthly(a, type, saved), money, sizeof(money));
+        printf("  sharing needs %u fewer node%s: saves %s per month (%.1f%%)\n", saved,
+               saved == 1 ? "" : "s", money, 100.0 * saved / r->alone.nodes);
     }
-    return GS_EXIT_OK;
 }
 
-/* No node type can hold the workload: one line saying why, and a non-zero exit. type is a node
- * type on which job misfit fits no node (SIZE_MAX when every type only needs too many nodes). */
-static int no_plan(const capacity_args_t *a, size_t type, size_t misfit)
+/* A placement's row as JSON: the numbers are null when it is infeasible, misfit_job names the
+ * job that fits no node (null when more than --max-nodes nodes are needed, or feasible). */
+static json_t *placement_json(const capacity_args_t *a, const char *name, int sharing,
+                              const gs_place_plan_t *p, uint64_t demand,
+                              const gs_place_node_row_t *type)
 {
+    int ok = p->feasible;
+    const char *misfit = !ok && p->misfit < a->jobs.count ? a->jobs.pods[p->misfit].name : NULL;
+    return json_pack("{s:s, s:b, s:b, s:o?, s:o?, s:o?, s:o?, s:s?}", "placement", name, "sharing",
+                     sharing, "feasible", ok, "nodes", ok ? json_integer(p->nodes) : NULL, "gpus",
+                     ok ? json_integer(p->gpus) : NULL, "utilization_percent",
+                     ok ? json_real(utilization(p, demand)) : NULL, "monthly_cost",
+                     ok ? json_real(cents(monthly(a, type, p->nodes))) : NULL, "misfit_job",
+                     misfit);
+}
+
+static json_t *type_json(const capacity_args_t *a, const gs_place_node_row_t *type,
+                         const type_plans_t *r)
+{
+    uint64_t demand = r->shared.requested_milli;
+    uint32_t saved = saved_nodes(r);
+    json_t *savings = saved == 0 ? NULL
+                                 : json_pack("{s:I, s:f, s:f}", "nodes", (json_int_t)saved,
+                                             "monthly_cost", cents(monthly(a, type, saved)),
+                                             "percent", 100.0 * saved / r->alone.nodes);
+    return json_pack(
+        "{s:s, s:I, s:f, s:o?, s:o?, s:s?, s:[o, o], s:o?}", "name", type->name, "gpus",
+        (json_int_t)type->num_gpu, "price_per_hour", type->price_per_hour, "cpu_milli",
+        type->cpu_milli == UINT32_MAX ? NULL : json_integer(type->cpu_milli), "memory_mib",
+        type->mem_mib == UINT64_MAX ? NULL : json_integer((json_int_t)type->mem_mib), "model",
+        strcmp(type->model, GS_PLACE_DEFAULT_MODEL) == 0 ? NULL : type->model, "placements",
+        placement_json(a, gs_place_policy_name(a->policy), 1, &r->shared, demand, type),
+        placement_json(a, "one_job_per_gpu", 0, &r->alone, demand, type), "savings", savings);
+}
+
+static json_t *jobs_json(const capacity_args_t *a)
+{
+    json_t *jobs = json_array();
+    for (size_t i = 0; jobs != NULL && i < a->jobs.count; i++) {
+        const gs_place_pod_t *p = &a->jobs.pods[i];
+        json_t *job =
+            json_pack("{s:s, s:f, s:I, s:I, s:I, s:I, s:s?}", "name", p->name, "gpu",
+                      (double)p->num_gpu * p->gpu_milli / 1000.0, "num_gpu", (json_int_t)p->num_gpu,
+                      "gpu_milli", (json_int_t)p->gpu_milli, "cpu_milli", (json_int_t)p->cpu_milli,
+                      "memory_mib", (json_int_t)p->mem_mib, "gpu_spec",
+                      p->gpu_spec[0] != '\0' ? p->gpu_spec : NULL);
+        if (json_array_append_new(jobs, job) != 0) {
+            json_decref(jobs);
+            return NULL;
+        }
+    }
+    return jobs;
+}
+
+/* The --json object before the node types are planned ("node_types" empty). */
+static json_t *plan_doc(const capacity_args_t *a)
+{
+    workload_sum_t w = sum_workload(a);
+    return json_pack("{s:b, s:s, s:f, s:I, s:{s:I, s:I, s:I, s:I, s:f}, s:o, s:[], s:n}", "ok", 1,
+                     "policy", gs_place_policy_name(a->policy), "hours_per_month", a->hours,
+                     "max_nodes", (json_int_t)a->max_nodes, "workload", "jobs",
+                     (json_int_t)a->jobs.count, "sharing", (json_int_t)w.share, "whole_gpus",
+                     (json_int_t)w.whole, "cpu_only", (json_int_t)w.cpu, "gpu_demand",
+                     w.milli / 1000.0, "jobs", jobs_json(a), "node_types", "cheapest");
+}
+
+/* No node type can hold the workload: why, as one line, or in doc with --json; exit status 1.
+ * type is a node type on which job misfit fits no node (SIZE_MAX when every type only needs too
+ * many nodes). */
+static int no_plan(const capacity_args_t *a, json_t *doc, size_t type, size_t misfit)
+{
+    char why[1024];
     if (type < a->types.count && misfit < a->jobs.count) {
         const gs_place_pod_t *job = &a->jobs.pods[misfit];
-        gs__plan_error("no plan: no node type holds the workload; job %s (%u GPU x %u milli, %u "
-                       "milli-CPU, %llu MiB) fits no node of type %s",
-                       job->name, job->num_gpu, job->gpu_milli, job->cpu_milli,
-                       (unsigned long long)job->mem_mib, a->types.nodes[type].name);
+        snprintf(why, sizeof(why),
+                 "no plan: no node type holds the workload; job %s (%u GPU x %u milli, %u "
+                 "milli-CPU, %llu MiB) fits no node of type %s",
+                 job->name, job->num_gpu, job->gpu_milli, job->cpu_milli,
+                 (unsigned long long)job->mem_mib, a->types.nodes[type].name);
     } else {
-        gs__plan_error("no plan: every node type needs more than %llu nodes (--max-nodes)",
-                       a->max_nodes);
+        snprintf(why, sizeof(why),
+                 "no plan: every node type needs more than %llu nodes (--max-nodes)", a->max_nodes);
     }
+    if (doc == NULL)
+        return gs__cli_fail(&a->cli, GS_EXIT_FAIL, "no_plan", "%s", why);
+    gs__cli_set_error(doc, "no_plan", why);
     return GS_EXIT_FAIL;
+}
+
+/* The cheapest node type with sharing: its monthly cost, or -1 when none holds the workload. */
+typedef struct best_type {
+    double cost;
+    size_t type, misfit_type, misfit;
+} best_type_t;
+
+static void rank_type(const capacity_args_t *a, size_t i, const type_plans_t *r, best_type_t *b)
+{
+    double cost = r->shared.feasible ? monthly(a, &a->types.nodes[i], r->shared.nodes) : -1;
+    if (cost >= 0 && (b->cost < 0 || cost < b->cost)) {
+        b->cost = cost;
+        b->type = i;
+    }
+    if (cost < 0 && r->shared.misfit < a->jobs.count && b->misfit_type == SIZE_MAX) {
+        b->misfit_type = i;
+        b->misfit = r->shared.misfit;
+    }
+}
+
+static void print_cheapest(const capacity_args_t *a, const best_type_t *b, json_t *doc)
+{
+    char money[64];
+    const char *name = a->types.nodes[b->type].name;
+    if (doc != NULL) {
+        json_object_set_new(
+            doc, "cheapest",
+            json_pack("{s:s, s:f}", "node_type", name, "monthly_cost", cents(b->cost)));
+    } else if (a->types.count > 1) {
+        gs__plan_money(b->cost, money, sizeof(money));
+        printf("\ncheapest: %s with GPU sharing, %s per month\n", name, money);
+    }
 }
 
 static int plan_all(const capacity_args_t *a)
 {
-    double best = -1;
-    size_t best_type = 0, misfit_type = SIZE_MAX, first_misfit = SIZE_MAX;
-    describe_workload(a);
+    best_type_t best = {.cost = -1, .misfit_type = SIZE_MAX, .misfit = SIZE_MAX};
+    json_t *doc = a->cli.json ? plan_doc(a) : NULL;
+    int status = GS_EXIT_OK;
+    if (a->cli.json && doc == NULL)
+        return gs__cli_fail(&a->cli, GS_EXIT_FAIL, "internal", "out of memory");
+    if (doc == NULL)
+        describe_workload(a);
     for (size_t i = 0; i < a->types.count; i++) {
-        double cost;
-        size_t misfit;
-        int status = plan_type(a, &a->types.nodes[i], &cost, &misfit);
-        if (status != GS_EXIT_OK)
-            return status;
-        if (cost >= 0 && (best < 0 || cost < best)) {
-            best = cost;
-            best_type = i;
-        }
-        if (cost < 0 && misfit < a->jobs.count && misfit_type == SIZE_MAX) {
-            misfit_type = i;
-            first_misfit = misfit;
-        }
+        type_plans_t r;
+        if ((status = plan_type(a, &a->types.nodes[i], &r)) != GS_EXIT_OK)
+            goto out;
+        if (doc != NULL)
+            json_array_append_new(json_object_get(doc, "node_types"),
+                                  type_json(a, &a->types.nodes[i], &r));
+        else
+            print_type(a, &a->types.nodes[i], &r);
+        rank_type(a, i, &r, &best);
     }
     fflush(stdout);
-    if (best < 0)
-        return no_plan(a, misfit_type, first_misfit);
-    if (a->types.count > 1) {
-        char money[64];
-        gs__plan_money(best, money, sizeof(money));
-        printf("\ncheapest: %s with GPU sharing, %s per month\n", a->types.nodes[best_type].name,
-               money);
-    }
-    return GS_EXIT_OK;
+    if (best.cost < 0)
+        status = no_plan(a, doc, best.misfit_type, best.misfit);
+    else
+        print_cheapest(a, &best, doc);
+    if (doc != NULL)
+        gs__cli_print_json(doc);
+out:
+    json_decref(doc);
+    return status;
 }
 
 int gs__plan_capacity_main(int argc, char **argv)
 {
     capacity_args_t a = {
         .policy = GS_PLACE_GPUSHARE, .hours = DEFAULT_HOURS, .max_nodes = DEFAULT_MAXNODE};
+    gs__plan_cli_init(&a.cli, argc, argv);
     int status = parse_args(argc, argv, &a);
     if (status == GS_EXIT_OK)
         status = plan_all(&a);

@@ -2,6 +2,8 @@
 #ifndef GS_PLAN_CLI_H
 #define GS_PLAN_CLI_H
 
+#include "daemon_cli.h"
+
 #include "gpushare/placement.h"
 
 #include <stdio.h>
@@ -11,8 +13,8 @@
 int gs__plan_replay_main(int argc, char **argv);
 int gs__plan_capacity_main(int argc, char **argv);
 
-/* Prints "gpushare plan: <message>" as one line on stderr. */
-void gs__plan_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Starts cli for `gpushare plan` (errors "gpushare plan: MESSAGE", JSON with --json in argv). */
+void gs__plan_cli_init(gs__cli_t *cli, int argc, char **argv);
 
 /* Parses "42", "42-51" or "42,45,50" into seeds[] (at most max). Returns the count, or -1. */
 int gs__plan_parse_seeds(const char *text, unsigned long long *seeds, int max);

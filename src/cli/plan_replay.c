@@ -2,9 +2,11 @@
  * in the published CSV format, one table comparing the policies (with the published figures) and
  * a chart of their allocation curves (PNG or SVG). */
 #include "cli.h"
+#include "daemon_cli.h"
 #include "plan_cli.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,8 +14,11 @@
 #define SEEDS_MAX 1000
 /* parse_args's answer when it printed the help: stop, successfully. */
 #define HELP_SHOWN (-1)
+/* A usage error (exit status 2) about the replay_args_t *a in scope; returns its status. */
+#define USAGE_ERROR(...) gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage", __VA_ARGS__)
 
 typedef struct replay_args {
+    gs__cli_t cli;
     const char *nodes, *pods, *out, *plot, *published, *workload;
     gs_place_policy_t policies[GS_PLACE_POLICY_COUNT];
     int npolicies;
@@ -26,6 +31,7 @@ typedef struct replay_args {
 typedef struct policy_summary {
     double unalloc_sum, unalloc_min, unalloc_max;
     int runs;
+    unsigned total_gpus;
     double seconds[SEEDS_MAX];
     gs__plan_curve_t curve;
     size_t curve_runs[GS_PLACE_TABLE_MAX + 1];
@@ -56,93 +62,86 @@ static void usage(FILE *out)
         "                     policy on one chart: FILE.png or FILE.svg\n"
         "  --published FILE   compare with the published results (published_allocation_*.csv)\n"
         "  --workload NAME    the workload column (default: the pod file's name without .csv)\n"
+        "  --json             the comparison as one JSON object, with each policy's curve\n"
+        "                     (docs/placement.md)\n"
         "  -h, --help         this help\n");
+}
+
+/* Takes the value of one option. */
+static int parse_option(replay_args_t *a, int opt, char *arg)
+{
+    const char *bad = NULL;
+    switch (opt) {
+    case 'n':
+        a->nodes = arg;
+        return GS_EXIT_OK;
+    case 'p':
+        a->pods = arg;
+        return GS_EXIT_OK;
+    case 'o':
+        a->out = arg;
+        return GS_EXIT_OK;
+    case 'g':
+        a->plot = arg;
+        if (gs__plan_plot_format_ok(arg))
+            return GS_EXIT_OK;
+        return USAGE_ERROR("--plot \"%s\": the file name must end in .png or .svg", arg);
+    case 'c':
+        a->published = arg;
+        return GS_EXIT_OK;
+    case 'w':
+        a->workload = arg;
+        return GS_EXIT_OK;
+    case 'J':
+        a->cli.json = 1;
+        return GS_EXIT_OK;
+    case 'P':
+        a->npolicies = gs__plan_parse_policies(arg, a->policies, GS_PLACE_POLICY_COUNT, &bad);
+        if (a->npolicies >= 0)
+            return GS_EXIT_OK;
+        return USAGE_ERROR("--policy \"%s\": unknown policy (see --help)", arg);
+    case 's':
+        a->nseeds = gs__plan_parse_seeds(arg, a->seeds, SEEDS_MAX);
+        if (a->nseeds >= 0)
+            return GS_EXIT_OK;
+        return USAGE_ERROR("--seed \"%s\": expected N, N-M or N,M,... (at most %d)", arg,
+                           SEEDS_MAX);
+    default: /* 'i' */
+        if (gs__plan_parse_ratio(arg, 0, 100, &a->tune) == 0)
+            return GS_EXIT_OK;
+        return USAGE_ERROR("--inflate \"%s\": expected a ratio between 0 and 100 (1.3 or 130%%)",
+                           arg);
+    }
 }
 
 static int parse_args(int argc, char **argv, replay_args_t *a)
 {
-    static const struct option options[] = {{"nodes", required_argument, NULL, 'n'},
-                                            {"pods", required_argument, NULL, 'p'},
-                                            {"policy", required_argument, NULL, 'P'},
-                                            {"seed", required_argument, NULL, 's'},
-                                            {"inflate", required_argument, NULL, 'i'},
-                                            {"out", required_argument, NULL, 'o'},
-                                            {"plot", required_argument, NULL, 'g'},
-                                            {"published", required_argument, NULL, 'c'},
-                                            {"workload", required_argument, NULL, 'w'},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
-    const char *bad = NULL;
-    int opt;
+    static const struct option options[] = {
+        {"nodes", required_argument, NULL, 'n'},    {"pods", required_argument, NULL, 'p'},
+        {"policy", required_argument, NULL, 'P'},   {"seed", required_argument, NULL, 's'},
+        {"inflate", required_argument, NULL, 'i'},  {"out", required_argument, NULL, 'o'},
+        {"plot", required_argument, NULL, 'g'},     {"published", required_argument, NULL, 'c'},
+        {"workload", required_argument, NULL, 'w'}, {"json", no_argument, NULL, 'J'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    int opt, status;
     optind = 0;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        switch (opt) {
-        case 'n':
-            a->nodes = optarg;
-            break;
-        case 'p':
-            a->pods = optarg;
-            break;
-        case 'o':
-            a->out = optarg;
-            break;
-        case 'g':
-            if (!gs__plan_plot_format_ok(optarg)) {
-                gs__plan_error("--plot \"%s\": the file name must end in .png or .svg", optarg);
-                return GS_EXIT_USAGE;
-            }
-            a->plot = optarg;
-            break;
-        case 'c':
-            a->published = optarg;
-            break;
-        case 'w':
-            a->workload = optarg;
-            break;
-        case 'h':
+        if (opt == 'h') {
             usage(stdout);
             return HELP_SHOWN;
-        case 'P':
-            a->npolicies =
-                gs__plan_parse_policies(optarg, a->policies, GS_PLACE_POLICY_COUNT, &bad);
-            if (a->npolicies < 0) {
-                gs__plan_error("--policy \"%s\": unknown policy (see --help)", optarg);
-                return GS_EXIT_USAGE;
-            }
-            break;
-        case 's':
-            a->nseeds = gs__plan_parse_seeds(optarg, a->seeds, SEEDS_MAX);
-            if (a->nseeds < 0) {
-                gs__plan_error("--seed \"%s\": expected N, N-M or N,M,... (at most %d)", optarg,
-                               SEEDS_MAX);
-                return GS_EXIT_USAGE;
-            }
-            break;
-        case 'i':
-            if (gs__plan_parse_ratio(optarg, 0, 100, &a->tune) != 0) {
-                gs__plan_error(
-                    "--inflate \"%s\": expected a ratio between 0 and 100 (1.3 or 130%%)", optarg);
-                return GS_EXIT_USAGE;
-            }
-            break;
-        case ':':
-            gs__plan_error("%s needs a value", argv[optind - 1]);
-            return GS_EXIT_USAGE;
-        default:
-            gs__plan_error("unknown option \"%s\" (see gpushare plan replay --help)",
-                           argv[optind - 1]);
-            return GS_EXIT_USAGE;
         }
+        if (opt == ':' || opt == '?')
+            return gs__cli_bad_option(&a->cli, opt, argv);
+        if ((status = parse_option(a, opt, optarg)) != GS_EXIT_OK)
+            return status;
     }
-    if (optind < argc) {
-        gs__plan_error("unexpected argument \"%s\"", argv[optind]);
-        return GS_EXIT_USAGE;
-    }
-    if (a->nodes == NULL || a->pods == NULL) {
-        gs__plan_error("replay needs --nodes and --pods (see gpushare plan replay --help)");
-        return GS_EXIT_USAGE;
-    }
+    if (optind < argc)
+        return USAGE_ERROR("unexpected argument \"%s\"", argv[optind]);
+    if (a->nodes == NULL || a->pods == NULL)
+        return USAGE_ERROR("replay needs --nodes and --pods (see gpushare plan replay --help)");
+    if (a->cli.json && a->out != NULL && strcmp(a->out, "-") == 0)
+        return USAGE_ERROR("--json and --out - both write to standard output: give --out FILE");
     return GS_EXIT_OK;
 }
 
@@ -207,6 +206,7 @@ static void account(policy_summary_t *s, const gs_place_replay_result_t *r, doub
         s->unalloc_max = unalloc;
     s->unalloc_sum += unalloc;
     s->seconds[s->runs++] = seconds;
+    s->total_gpus = r->total_gpus;
     for (int x = 0; x <= GS_PLACE_TABLE_MAX; x++) {
         if (r->valid[x]) {
             s->curve.alloc[x] += r->table[x];
@@ -312,24 +312,110 @@ static void print_summary(FILE *out, const replay_args_t *a, const char *workloa
         fprintf(out, "vs FGD: unalloc@100 divided by FGD's mean (%s: %.2f%%)\n", what, ref);
 }
 
-static int write_plot(const replay_args_t *a, const char *workload, policy_summary_t *sums)
+/* The mean allocation curve of policy i over its seeds. */
+static gs__plan_curve_t mean_curve(const replay_args_t *a, const policy_summary_t *sums, int i)
+{
+    gs__plan_curve_t c = sums[i].curve;
+    c.label = gs_place_policy_name(a->policies[i]);
+    for (int x = 0; x <= GS_PLACE_TABLE_MAX; x++) {
+        c.valid[x] = sums[i].curve_runs[x] > 0;
+        if (c.valid[x])
+            c.alloc[x] /= (double)sums[i].curve_runs[x];
+    }
+    return c;
+}
+
+static int draw_plot(const replay_args_t *a, const char *workload, const policy_summary_t *sums,
+                     char *err, size_t errlen)
 {
     gs__plan_curve_t curves[GS_PLACE_POLICY_COUNT];
-    for (int i = 0; i < a->npolicies; i++) {
-        curves[i] = sums[i].curve;
-        curves[i].label = gs_place_policy_name(a->policies[i]);
-        for (int x = 0; x <= GS_PLACE_TABLE_MAX; x++) {
-            curves[i].valid[x] = sums[i].curve_runs[x] > 0;
-            if (curves[i].valid[x])
-                curves[i].alloc[x] /= (double)sums[i].curve_runs[x];
+    for (int i = 0; i < a->npolicies; i++)
+        curves[i] = mean_curve(a, sums, i);
+    return gs__plan_plot(a->plot, workload, curves, a->npolicies, err, errlen);
+}
+
+/* A percentage for the --json object: rounded to 6 decimals, as 100 - 95.18 is 4.82 and not
+ * 4.81999999999999 (the replay's table is itself rounded to 2 decimals). */
+static json_t *percent_json(double v)
+{
+    return json_real(round(v * 1e6) / 1e6);
+}
+
+/* One policy in the --json object (docs/placement.md). */
+static json_t *policy_json(const replay_args_t *a, const char *workload, policy_summary_t *sums,
+                           int i, double ref)
+{
+    const policy_summary_t *s = &sums[i];
+    const char *label = gs_place_policy_label(a->policies[i]);
+    double mean = s->unalloc_sum / s->runs;
+    double pub = a->published ? published_mean(a->published, workload, label, a) : -1;
+    gs__plan_curve_t c = mean_curve(a, sums, i);
+    json_t *curve = json_array();
+    for (int x = 0; curve != NULL && x <= GS_PLACE_TABLE_MAX; x++)
+        json_array_append_new(curve, c.valid[x] ? percent_json(100.0 - c.alloc[x]) : json_null());
+    return json_pack("{s:s, s:s, s:i, s:{s:o, s:o, s:o, s:o?}, s:o?, s:f, s:o}", "policy",
+                     gs_place_policy_name(a->policies[i]), "label", label, "runs", s->runs,
+                     "unallocated_at_100", "mean", percent_json(mean), "min",
+                     percent_json(s->unalloc_min), "max", percent_json(s->unalloc_max), "published",
+                     pub >= 0 ? percent_json(pub) : NULL, "vs_fgd",
+                     ref > 0 ? json_real(mean / ref) : NULL, "replay_seconds_median",
+                     median(sums[i].seconds, s->runs), "unallocated_at", curve);
+}
+
+/* The --json object: the replay's parameters, FGD's reference and each policy. */
+static json_t *summary_json(const replay_args_t *a, const char *workload, policy_summary_t *sums)
+{
+    const char *what;
+    double ref = fgd_reference(a, workload, sums, &what);
+    json_t *seeds = json_array();
+    for (int k = 0; seeds != NULL && k < a->nseeds; k++)
+        json_array_append_new(seeds, json_integer((json_int_t)a->seeds[k]));
+    json_t *doc = json_pack(
+        "{s:b, s:s, s:f, s:o, s:I, s:o?, s:[]}", "ok", 1, "workload", workload, "inflate", a->tune,
+        "seeds", seeds, "total_gpus", (json_int_t)sums[0].total_gpus, "fgd_reference",
+        ref > 0 ? json_pack("{s:s, s:o}", "source", what, "unallocated_at_100", percent_json(ref))
+                : NULL,
+        "policies");
+    json_t *list = json_object_get(doc, "policies");
+    for (int i = 0; list != NULL && i < a->npolicies; i++) {
+        if (json_array_append_new(list, policy_json(a, workload, sums, i, ref)) != 0) {
+            json_decref(doc);
+            return NULL;
         }
     }
-    char err[512];
-    if (gs__plan_plot(a->plot, workload, curves, a->npolicies, err, sizeof(err)) != 0) {
-        gs__plan_error("%s", err);
-        return GS_EXIT_FAIL;
+    return doc;
+}
+
+/* After the runs: prints the comparison (text, or the --json object), draws the plot and closes
+ * the CSV file. A failure is one error line, or the object's error with --json. */
+static int report(const replay_args_t *a, const char *workload, policy_summary_t *sums, FILE *csv)
+{
+    char err[512] = "";
+    const char *code = NULL;
+    json_t *doc = a->cli.json ? summary_json(a, workload, sums) : NULL;
+    if (a->cli.json && doc == NULL) {
+        code = "internal";
+        snprintf(err, sizeof(err), "out of memory");
+    } else if (doc == NULL) {
+        print_summary(csv == stdout ? stderr : stdout, a, workload, sums);
     }
-    return GS_EXIT_OK;
+    if (code == NULL && a->plot != NULL && draw_plot(a, workload, sums, err, sizeof(err)) != 0)
+        code = "write_failed";
+    if (csv != NULL && csv != stdout && fclose(csv) != 0 && code == NULL) {
+        code = "write_failed";
+        snprintf(err, sizeof(err), "%s: write error", a->out);
+    }
+    int status = GS_EXIT_OK;
+    if (code != NULL && doc != NULL) {
+        gs__cli_set_error(doc, code, err);
+        status = GS_EXIT_FAIL;
+    } else if (code != NULL) {
+        status = gs__cli_fail(&a->cli, GS_EXIT_FAIL, code, "%s", err);
+    }
+    if (doc != NULL)
+        gs__cli_print_json(doc);
+    json_decref(doc);
+    return status;
 }
 
 /* Replays every (policy, seed), writing rows to csv (may be NULL). */
@@ -344,10 +430,8 @@ static int run_all(const replay_args_t *a, const gs_place_nodes_t *nodes,
                 .policy = a->policies[i], .seed = a->seeds[k], .tune = a->tune};
             gs_place_replay_result_t r;
             double t0 = now();
-            if (gs_place_replay(nodes, pods, &opts, &r, err, sizeof(err)) != 0) {
-                gs__plan_error("replay: %s", err);
-                return GS_EXIT_FAIL;
-            }
+            if (gs_place_replay(nodes, pods, &opts, &r, err, sizeof(err)) != 0)
+                return gs__cli_fail(&a->cli, GS_EXIT_FAIL, "bad_input", "replay: %s", err);
             account(&sums[i], &r, now() - t0);
             if (csv != NULL)
                 write_row(csv, workload, a->policies[i], a->tune, a->seeds[k], &r);
@@ -367,33 +451,31 @@ static int replay(const replay_args_t *a)
     int status = GS_EXIT_FAIL;
     if (gs_place_nodes_read(a->nodes, &nodes, err, sizeof(err)) != 0 ||
         gs_place_pods_read(a->pods, &pods, err, sizeof(err)) != 0) {
-        gs__plan_error("%s", err);
+        status = gs__cli_fail(&a->cli, GS_EXIT_FAIL, "bad_input", "%s", err);
         goto out;
     }
     workload_name(a, workload, sizeof(workload));
     sums = calloc((size_t)a->npolicies, sizeof(*sums));
     if (sums == NULL) {
-        gs__plan_error("out of memory");
+        status = gs__cli_fail(&a->cli, GS_EXIT_FAIL, "internal", "out of memory");
         goto out;
     }
     if (a->out != NULL) {
         csv = strcmp(a->out, "-") == 0 ? stdout : fopen(a->out, "w");
         if (csv == NULL) {
-            gs__plan_error("%s: cannot create the file", a->out);
+            status = gs__cli_fail(&a->cli, GS_EXIT_FAIL, "write_failed",
+                                  "%s: cannot create the file", a->out);
             goto out;
         }
         write_header(csv);
     }
     if ((status = run_all(a, &nodes, &pods, workload, csv, sums)) != GS_EXIT_OK)
         goto out;
-    print_summary(csv == stdout ? stderr : stdout, a, workload, sums);
-    if (a->plot != NULL)
-        status = write_plot(a, workload, sums);
+    status = report(a, workload, sums, csv);
+    csv = NULL; /* report closed it */
 out:
-    if (csv != NULL && csv != stdout && fclose(csv) != 0 && status == GS_EXIT_OK) {
-        gs__plan_error("%s: write error", a->out);
-        status = GS_EXIT_FAIL;
-    }
+    if (csv != NULL && csv != stdout)
+        fclose(csv);
     free(sums);
     gs_place_nodes_free(&nodes);
     gs_place_pods_free(&pods);
@@ -404,9 +486,12 @@ int gs__plan_replay_main(int argc, char **argv)
 {
     replay_args_t *a = calloc(1, sizeof(*a));
     if (a == NULL) {
-        gs__plan_error("out of memory");
-        return GS_EXIT_FAIL;
+        gs__cli_t cli;
+        gs__plan_cli_init(&cli, argc, argv);
+        return gs__cli_fail(&cli, GS_EXIT_FAIL, "internal", "out of memory");
     }
+    gs__plan_cli_init(&a->cli, argc, argv);
+    a->cli.help = "plan replay";
     a->policies[0] = GS_PLACE_GPUSHARE;
     a->npolicies = 1;
     a->seeds[0] = 42;

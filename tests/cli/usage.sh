@@ -53,7 +53,9 @@ pass "the man pages describe every option of every command's --help and have one
 bg_gs run --gpu-memory 1G --name j -- sleep 30
 wait_eq 5 1 lease_count
 id=$(gs leases --json | jq '.[0].id')
-for cmd in "status" "top --iterations 1" "leases" "history"; do
+for cmd in "status" "top --iterations 1" "leases" "history" \
+  "plan --job 0.25x4 --node-type a:gpus=1,price=1" "mig plan --model A100-40GB --gpu-memory 4G" \
+  "mig profiles --model A100-40GB"; do
   gs $cmd --json | jq -e . >/dev/null || fail "gpushare $cmd --json is not JSON"
 done
 gs release --json "$id" 999 >"$WORK/release.json" && fail "releasing lease 999 succeeded"
@@ -68,13 +70,17 @@ out=$(gs status --json --socket "$WORK/none.sock") && fail "status on a missing 
 expect_eq "$(jq -r .error.code <<<"$out")" unreachable "status --json's error code"
 out=$(gs leases --json --bogus) && fail "leases --bogus succeeded"
 expect_eq "$out" '{"ok":false,"error":{"code":"usage","message":"unknown option \"--bogus\""}}' "a usage error as JSON"
+for cmd in "plan" "plan replay" "mig plan" "mig profiles"; do
+  out=$(gs $cmd --json --bogus) && fail "$cmd --bogus succeeded"
+  expect_eq "$(jq -c .error <<<"$out")" '{"code":"usage","message":"unknown option \"--bogus\""}' "$cmd: a usage error as JSON"
+done
 set +e
 gs run --json --gpu-memory 4 -- true 2>"$WORK/err.json" >/dev/null
 rc=$?
 set -e
 expect_eq "$rc" 2 "exit status of run --json with a bad size"
 expect_eq "$(cat "$WORK/err.json")" '{"ok":false,"error":{"code":"usage","message":"--gpu-memory: invalid memory size \"4\": add a unit: 4G or 4096M"}}' "run --json's usage error (stderr)"
-pass "--json on status, top, leases, release, history and run; errors as JSON objects"
+pass "--json on status, top, leases, release, history, run, plan and mig; errors as JSON objects"
 
 # Status wording: "1 lease", FREE memory instead of LOGICAL slots.
 bg_gs run --gpu-memory 30G -- sleep 30
