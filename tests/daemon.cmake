@@ -72,8 +72,15 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim AND TARGET gsim_nvml)
   target_link_libraries(gs-gpu-hog PRIVATE cuda)
   add_executable(gs-nvml-procs nvml_procs.c)
   target_link_libraries(gs-nvml-procs PRIVATE gs_common ${CMAKE_DL_LIBS})
-  set_target_properties(gs-gpu-hog gs-nvml-procs PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  # What an MPS client sees at its pinned limit (daemon_modes_mps; bench/gpu/node.sh on a GPU).
+  add_executable(gs-mps-probe "${CMAKE_SOURCE_DIR}/bench/gpu/mps_probe.c")
+  target_include_directories(gs-mps-probe PRIVATE "${CUDA_INCLUDE_DIR}")
+  target_link_directories(gs-mps-probe PRIVATE "${CUDA_INCLUDE_DIR}/../lib64/stubs")
+  target_link_libraries(gs-mps-probe PRIVATE cuda)
+  set_target_properties(gs-gpu-hog gs-nvml-procs gs-mps-probe PROPERTIES
+    RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
   add_dependencies(gs-gpu-hog gsim_cuda gsim_nvml gpushare_shim)
+  add_dependencies(gs-mps-probe gsim_cuda)
   gs_add_script_test(daemon_watchdog SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/watchdog.sh"
                      TIMEOUT 120 LABELS daemon)
 endif()

@@ -1,6 +1,6 @@
 /* Unit test of the driver's memory charging (sim/cuda/charge.c) against a mock node: the MPS
  * pinned device memory limit is exact, also with threads racing for it, and a node that is full
- * rolls the reservation back; a context's footprint is charged outside the pinned limit. The real
+ * rolls the reservation back; a context's footprint counts against the pinned limit. The real
  * node and MPS detection are replaced by the mocks below. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -106,28 +106,37 @@ static void test_full_node_rolls_back(void **state)
     gsim_cu_uncharge(0, 5 * MIB);
 }
 
-/* A context's footprint counts in the node, not against the pinned limit, and a node without
- * room for it refuses the context with nothing charged. */
+/* A context's footprint counts in the node and against the pinned limit (as an MPS client's does
+ * on a real H100), cuMemGetInfo's cap follows, and a node or a limit without room for it refuses
+ * the context with nothing charged. */
 static void test_context_footprint(void **state)
 {
     (void)state;
-    struct CUctx_st ctx = {.domain = {.dev = 0, .gi = -1}};
+    struct CUctx_st ctx = {.ordinal = 0, .domain = {.dev = 0, .gi = -1}};
     mock_device.sms = 7;
-    reset(4 * MIB, 10 * MIB);
+    reset(10 * MIB, 20 * MIB);
+    assert_int_equal(gsim_cu_pinned_left(0), 10 * MIB);
     assert_int_equal(gsim_cu_charge_context(&ctx, 0), CUDA_SUCCESS);
     assert_int_equal(ctx.footprint, 7 * MIB);
     assert_int_equal(mock_node_used, 7 * MIB);
-    assert_int_equal(gsim_cu_charge(0, 3 * MIB), CUDA_SUCCESS); /* the pinned limit is intact */
+    assert_int_equal(gsim_cu_pinned_left(0), 3 * MIB);
+    assert_int_equal(gsim_cu_charge(0, 3 * MIB), CUDA_SUCCESS); /* the limit's rest */
     assert_int_equal(gsim_cu_charge(0, 1), CUDA_ERROR_OUT_OF_MEMORY);
     gsim_cu_uncharge(0, 3 * MIB);
     gsim_cu_uncharge_context(&ctx);
     gsim_cu_uncharge_context(&ctx); /* idempotent */
     assert_int_equal(ctx.footprint, 0);
     assert_int_equal(mock_node_used, 0);
+    assert_int_equal(gsim_cu_pinned_left(0), 10 * MIB);
     reset(0, 6 * MIB);
+    assert_int_equal(gsim_cu_pinned_left(0), UINT64_MAX);
     assert_int_equal(gsim_cu_charge_context(&ctx, 0), CUDA_ERROR_OUT_OF_MEMORY);
     assert_int_equal(ctx.footprint, 0);
     assert_int_equal(mock_node_used, 0);
+    reset(6 * MIB, 20 * MIB); /* the limit has no room for it: nothing charged */
+    assert_int_equal(gsim_cu_charge_context(&ctx, 0), CUDA_ERROR_OUT_OF_MEMORY);
+    assert_int_equal(mock_node_used, 0);
+    assert_int_equal(gsim_cu_pinned_left(0), 6 * MIB);
     assert_int_equal(gsim_cu_charge_context(&ctx, 1), CUDA_ERROR_INVALID_DEVICE);
     mock_device.sms = 0;
 }

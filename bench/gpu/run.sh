@@ -5,12 +5,15 @@
 # scheduler in a private GPUSHARE_SCHED_DIR). Ground truth is the GPU's own: kernels completed
 # per second relative to one process alone (= 100 %), over 5 s windows after a 2 s warm-up.
 #
-# usage: bench/gpu/run.sh [BUILD]     (on a GPU node; BUILD defaults to build, with
+# usage: bench/gpu/run.sh [BUILD [CASES]]  (CASES: a regular expression of the cases' titles to
+#        run, all by default; on a GPU node; BUILD defaults to build, with
 #        build/lib/libgpushare.so; gpu_fixed_work is built with nvcc when missing)
 # Prints every case's target next to what it achieved, then the MPS cases when
 # nvidia-cuda-mps-control is on the PATH and GS_GPU_MPS=1 (needs root, default compute mode).
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
+cases=${2:-.}
+want() { [[ $1 =~ $cases ]]; } # the case titled $1 was asked for
 here=$(cd "$(dirname "$0")" && pwd)
 shim=$build/lib/libgpushare.so
 prog=$build/bench/gpu_fixed_work
@@ -32,12 +35,13 @@ echo "GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>
 echo "kernel: $iters FMA iterations (~4 ms); one process alone, no shim: $alone kernels/s = 100 %"
 
 # lease NAME SHARE CAP [ARGS...]: starts one process of lease NAME (SHARE/CAP in %, 0 = none)
-# in the background; its rate goes to $tmp/NAME.N.
+# in the background; its rate goes to $tmp/NAME.N (N counts the lease's processes).
+procs=0
+fresh() { rm -f "$tmp"/*.[0-9]*; procs=0; } # a new case
 lease() {
   local name=$1 share=$2 cap=$3 n
   shift 3
-  n=0
-  for f in "$tmp/$name".*; do [[ -e $f ]] && n=$((n + 1)); done
+  n=$((procs++))
   env LD_PRELOAD="$shim" GPUSHARE_SCHED_DIR="$tmp/sched" GPUSHARE_LEASE_ID="$name" \
     ${share:+GPUSHARE_COMPUTE_SHARE=$share} ${cap:+GPUSHARE_COMPUTE_MAX=$cap} \
     "$prog" --iters "$iters" "$@" >"$tmp/$name.$n" &
@@ -51,10 +55,16 @@ report() {
     'BEGIN { printf "    %-10s target %-10s achieved %5.1f %%\n", n, t, 100 * s / a }'
 }
 
+together() { # the rates of every process of the case, in % of alone
+  cat "$tmp"/*.[0-9]* | sed -n 's/^rate //p' |
+    awk -v a="$alone" '{ s += $1 } END { printf "    together: %.1f %% of one process alone\n", 100 * s / a }'
+}
+
 run() { # TITLE, then leases as NAME:SHARE:CAP:TARGET[:ARGS]
+  want "$1" || return 0
   echo "-- $1"
   shift
-  rm -f "$tmp"/*.[0-9]*
+  fresh
   for spec in "$@"; do
     IFS=: read -r name share cap target args <<<"$spec"
     [[ $share == 0 ]] && share=
@@ -63,10 +73,13 @@ run() { # TITLE, then leases as NAME:SHARE:CAP:TARGET[:ARGS]
     lease "$name" "$share" "$cap" "${measure[@]}" $args
   done
   wait
+  local seen=" "
   for spec in "$@"; do
     IFS=: read -r name share cap target args <<<"$spec"
-    report "$name" "$target"
+    [[ $seen == *" $name "* ]] || report "$name" "$target"
+    seen+="$name "
   done
+  together
 }
 
 run "guarantees 30/70" a:30:0:30+-3 b:70:0:70+-3
@@ -80,17 +93,20 @@ run "threads and streams (4 and 3 threads)" "a:30:0:30+-3:--threads 4" "b:70:0:7
 run "synchronize after every kernel" "a:30:0:30+-3:--batch 1" "b:70:0:70+-3:--batch 1"
 run "graph launches" "a:30:0:30+-3:--graph" "b:70:0:70+-3:--graph"
 long=$((iters * 37))
+if want "kernels of ~150 ms beside 4 ms ones"; then
 echo "-- kernels of ~150 ms beside 4 ms ones"
-rm -f "$tmp"/*.[0-9]*
+fresh
 lease a 30 "" --iters "$long" --batch 1 "${measure[@]}"
 lease b 70 "" "${measure[@]}"
 wait
 awk -v s="$(sed -n 's/^rate //p' "$tmp"/a.0)" -v a="$alone" \
   'BEGIN { printf "    %-10s target %-10s achieved %5.1f %%\n", "a", "30+-3", 100 * s * 37 / a }'
 report b 70+-3
+fi
 
+if want "a co-tenant that stops and returns"; then
 echo "-- a co-tenant that stops and returns"
-rm -f "$tmp"/*.[0-9]*
+fresh
 lease b 70 ""
 b=$!
 lease a 30 "" --measure 4,2
@@ -106,26 +122,29 @@ wait "$!"
 report a "30+-3 (b back)"
 kill "$b"
 wait "$b" 2>/dev/null || true
+fi
 
+if want "latency"; then
 echo "-- latency of 4 ms kernels of a lightly loaded lease (one every 20 ms), in us"
-rm -f "$tmp"/*.[0-9]*
+fresh
 lease light 30 "" --light 20 --measure 0,5
 wait "$!"
 echo "    alone:                     $(cat "$tmp"/light.0)"
-rm -f "$tmp"/*.[0-9]*
+fresh
 lease sat 70 ""
 sat=$!
 lease light 30 "" --light 20 --measure 0,5
 wait "$!"
 kill "$sat"
 wait "$sat" 2>/dev/null || true
-echo "    beside a saturating lease: $(cat "$tmp"/light.0)"
+echo "    beside a saturating lease: $(cat "$tmp"/light.*)"
+fi
 
 if [[ ${GS_GPU_MPS:-0} == 1 ]] && command -v nvidia-cuda-mps-control >/dev/null; then
   echo "-- MPS (GPUSHARE_GPU_MODE=mps: the share is the active thread percentage)"
   export CUDA_MPS_PIPE_DIRECTORY=$tmp/mps CUDA_MPS_LOG_DIRECTORY=$tmp/mps-log
   nvidia-cuda-mps-control -d
-  rm -f "$tmp"/*.[0-9]*
+  fresh
   GPUSHARE_GPU_MODE=mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30 lease a 30 "" "${measure[@]}"
   GPUSHARE_GPU_MODE=mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=70 lease b 70 "" "${measure[@]}"
   wait

@@ -49,8 +49,12 @@ CUresult gsim_cu_charge_context(CUcontext ctx, int ordinal)
     if (dev == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
     uint64_t bytes = gsim_context_bytes(dev->model, dev->sms);
-    if (bytes > 0 && gsim_mem_charge(gsim_cu_node(), dev->domain, bytes) != 0)
+    if (bytes > 0 && reserve_pinned(ordinal, bytes) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    if (bytes > 0 && gsim_mem_charge(gsim_cu_node(), dev->domain, bytes) != 0) {
+        atomic_fetch_sub(&held[ordinal], bytes);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     ctx->footprint = bytes;
     return CUDA_SUCCESS;
 }
@@ -60,5 +64,15 @@ void gsim_cu_uncharge_context(CUcontext ctx)
     if (ctx->footprint == 0)
         return;
     gsim_mem_uncharge(gsim_cu_node(), ctx->domain, ctx->footprint);
+    atomic_fetch_sub(&held[ctx->ordinal], ctx->footprint);
     ctx->footprint = 0;
+}
+
+uint64_t gsim_cu_pinned_left(int ordinal)
+{
+    uint64_t limit = gsim_cu_pinned_limit(ordinal);
+    uint64_t cur = atomic_load(&held[ordinal]);
+    if (limit == 0)
+        return UINT64_MAX;
+    return cur < limit ? limit - cur : 0;
 }

@@ -189,6 +189,9 @@ GSIM_CU_API CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
         return CUDA_ERROR_DEVICE_UNAVAILABLE;
     *total = all;
     *free = used < all ? all - used : 0;
+    uint64_t pinned = gsim_cu_pinned_left(ctx->ordinal); /* an MPS client sees its limit's rest */
+    if (pinned < *free)
+        *free = pinned;
     return CUDA_SUCCESS;
 }
 

@@ -70,6 +70,17 @@ expect_eq "$rc" 1 "exit status of a process past its pinned limit"
 grep -q '^\[pinned\] growing failed: CUDA_ERROR_OUT_OF_MEMORY' <<<"$out" || fail "no OOM: $out"
 pass "a process past its pinned device memory limit gets CUDA_ERROR_OUT_OF_MEMORY from MPS"
 
+# As measured on a real H100 (bench/gpu/node.sh): the client's context counts against its pinned
+# limit, cuMemGetInfo's free is what the limit leaves (its total stays the device's), and the
+# context stays usable after the refusal.
+PROBE=$GS_BUILD_DIR/tests/gs-mps-probe
+CONTEXT=543162368
+out=$(gs run --gpu-memory 4G -- env -u LD_PRELOAD "$PROBE" 3 2 | awk '{ print $2, $3, $5, $7 }' | tr '\n' ';')
+left=$(((4 << 30) - (3 << 30) - CONTEXT))
+expect_eq "$out" "first(3221225472) CUDA_SUCCESS $left 85017493504;more(2147483648) CUDA_ERROR_OUT_OF_MEMORY $left 85017493504;small(67108864) CUDA_SUCCESS $((left - (64 << 20))) 85017493504;" \
+  "a 4G client without the shim: 3 GiB, 2 GiB more, 64 MiB"
+pass "the context counts against the pinned limit; cuMemGetInfo shows what the limit leaves"
+
 # A killed control daemon is started again within 2 s, with a log line.
 kill -KILL "$daemon1"
 start=$(date +%s%N)
