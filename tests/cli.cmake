@@ -3,7 +3,8 @@
 # page. Each script starts its own gpushared on a fresh gpusim node (tests/daemon/lib.sh).
 # gs-demo-job (daemon.cmake) and cuda_progs/ (sim_cuda.cmake) are built with gsim_cuda.
 if(TARGET gsim_nvml AND TARGET gsim_cuda AND TARGET gpushare_shim)
-  foreach(script quantities backfill aging time_limit history processes nvidia_smi usage)
+  foreach(script quantities backfill aging time_limit history processes nvidia_smi usage
+                 leftovers)
     gs_add_script_test(cli_${script} SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/cli/${script}.sh"
                        TIMEOUT 90 LABELS "daemon;cli")
   endforeach()

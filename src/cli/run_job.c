@@ -1,5 +1,6 @@
 /* gpushare run's job: its environment, signals, the daemon's events, its end and the release. */
 #include "cli.h"
+#include "leftovers.h"
 #include "run.h"
 #include "shim_path.h"
 
@@ -94,6 +95,8 @@ typedef struct job {
     int done;
     int connected;
     int64_t kill_at_ms; /* SIGKILL deadline after the job was asked to stop, 0 = none */
+    int64_t grace_ms;   /* the grace period it was given then, 0 = none yet */
+    int killed;         /* the deadline passed: it got SIGKILL */
 } job_t;
 
 static int64_t now_ms(void)
@@ -153,6 +156,7 @@ static void on_stop(job_t *job, json_t *msg)
                     (unsigned long long)job->lease, gs__cli_str(msg, "by"), after);
     kill(job->pid, SIGTERM);
     job->kill_at_ms = now_ms() + (int64_t)grace;
+    job->grace_ms = (int64_t)grace;
 }
 
 static void on_message(gs_client_t *client, job_t *job)
@@ -190,6 +194,7 @@ static void supervise(gs_client_t *client, job_t *job, int sigfd)
         if (n == 0 && job->kill_at_ms != 0) {
             kill(job->pid, SIGKILL);
             job->kill_at_ms = 0;
+            job->killed = 1;
         }
         if (n > 0 && (fds[0].revents & POLLIN))
             on_signal(job, sigfd);
@@ -230,6 +235,27 @@ static int exit_status(int status)
     return GS_EXIT_FAIL;
 }
 
+/* Once the job's main process has ended, what it left running below us (a child subreaper) is
+ * stopped, as a Slurm step's processes are: SIGTERM, SIGKILL after the grace period (at once when
+ * the job itself had to be killed), so that no process of the lease outlives it. */
+static void stop_leftovers(const job_t *job)
+{
+    int left = gs__cli_leftovers();
+    if (left == 0)
+        return;
+    int64_t grace = job->killed ? 0 : job->grace_ms > 0 ? job->grace_ms : STOP_GRACE_MS;
+    char after[32], how[64] = "SIGKILL";
+    gs_format_duration((uint64_t)grace, after, sizeof(after));
+    if (grace > 0)
+        snprintf(how, sizeof(how), "SIGTERM, SIGKILL in %s", after);
+    gs__run_say(job->opts,
+                json_pack("{s:s, s:I, s:i, s:I}", "event", "leftovers", "lease",
+                          (json_int_t)job->lease, "processes", left, "grace_ms", (json_int_t)grace),
+                "the job left %d process%s running: stopping %s (%s)", left, left == 1 ? "" : "es",
+                left == 1 ? "it" : "them", how);
+    gs__cli_stop_leftovers(grace);
+}
+
 /* Starts the job and supervises it. Returns 0, or -1 when it could not start (printed). */
 static int start_and_wait(gs_client_t *client, job_t *job, char **envp)
 {
@@ -254,6 +280,7 @@ static int start_and_wait(gs_client_t *client, job_t *job, char **envp)
         result = -1;
     } else {
         supervise(client, job, sigfd);
+        stop_leftovers(job);
     }
     if (sigfd >= 0)
         close(sigfd);
