@@ -228,7 +228,6 @@ mode = mps"
   mps() { status ".gpus[0].mps$1" | tr -d '"'; }
   echo "    MPS control daemon: $(mps .state), pid $(mps .pid)"
   echo "    a 4G lease at 30 %: $(gs run --gpu-memory 4G --compute 30 -- env | grep -E '^(CUDA_MPS_|GPUSHARE_GPU_MODE)' | sort | tr '\n' ' ')"
-  pair_30_70 "mps"
   echo "    a 4G lease's process without the shim: 3 GiB, 2 GiB more, then 64 MiB (gs-mps-probe):"
   out=$(gs run --gpu-memory 4G -- env -u LD_PRELOAD "$PROBE" 3 2 2>&1)
   sed 's/^/      /' <<<"$out"
@@ -244,6 +243,11 @@ mode = mps"
   check "3 GiB in the same lease (no shim)" "held" "$(head -c 40 "$WORK/mps3.out")" $held
   pkill -KILL -f "$HOG"
   wait "$client" 2>/dev/null
+  pair_30_70 "mps"
+  # Seen on the H100 (data/gpu-facts/h100-gpushare-checks.md): the first client that connects right
+  # after two concurrent clients exit may fail to create its context (the MPS server reports a
+  # fatal GPU error and destroys its context); shown here, not counted.
+  echo "    the first client after the pair: $(gs run --gpu-memory 4G -- env -u LD_PRELOAD "$PROBE" 1 0 2>&1 | head -1)"
 
   d1=$(mps .pid)
   kill -KILL "$d1"
