@@ -89,14 +89,30 @@ wait_eq() {
   done
 }
 
-# start_daemon [ARGS...]: writes $CONFIG (may be empty) to gpushare.conf and starts gpushared.
-start_daemon() {
+# try_start_daemon [ARGS...]: writes $CONFIG (may be empty) to gpushare.conf and starts
+# gpushared; status 1 (DAEMON_PID empty) when it exited before listening, e.g. because its
+# metrics port was taken between the check and its bind (tests run in parallel).
+try_start_daemon() {
   printf '%s\n' "${CONFIG:-}" >"$WORK/gpushare.conf"
   "$BIN/gpushared" --config "$WORK/gpushare.conf" --state-dir "$WORK/state" \
     --metrics-listen "${METRICS_LISTEN:-127.0.0.1:0}" "$@" >>"$WORK/daemon.log" 2>&1 &
   DAEMON_PID=$!
-  wait_until 5 test -S "$GPUSHARE_SOCKET"
+  local deadline=$((SECONDS + 6))
+  until [[ -S $GPUSHARE_SOCKET ]]; do
+    if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+      wait "$DAEMON_PID" 2>/dev/null || true
+      DAEMON_PID=
+      return 1
+    fi
+    [[ $SECONDS -lt $deadline ]] || fail "timed out waiting for: test -S $GPUSHARE_SOCKET"
+    sleep 0.05
+  done
   wait_until 5 gs leases >/dev/null
+}
+
+# start_daemon [ARGS...]: try_start_daemon, failing the test when gpushared does not start.
+start_daemon() {
+  try_start_daemon "$@" || fail "gpushared exited at start: $(tail -1 "$WORK/daemon.log")"
 }
 
 # start_daemon_metrics [ARGS...]: start_daemon with metrics on a free port (random ports are
@@ -107,7 +123,7 @@ start_daemon_metrics() {
     port=$((20000 + RANDOM % 40000))
     METRICS_LISTEN=127.0.0.1:$port
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      start_daemon "$@" && break
+      try_start_daemon "$@" && break
     fi
   done
   [[ -n $DAEMON_PID ]] || fail "no free port for the metrics"
