@@ -56,7 +56,7 @@ section() {
 
 section "gpushared on gpusim ($GPUSIM_DEVICES), in $work"
 for attempt in 1 2 3 4 5; do
-  metrics=127.0.0.1:$((20000 + RANDOM % 40000))
+  metrics=127.0.0.1:$((10000 + RANDOM % 22000)) # below the ephemeral ports
   gpushared --config /dev/null --state-dir "$work/state" --metrics-listen "$metrics" \
     >"$work/gpushared.log" 2>&1 &
   daemon=$!

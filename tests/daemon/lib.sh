@@ -97,17 +97,17 @@ try_start_daemon() {
   "$BIN/gpushared" --config "$WORK/gpushare.conf" --state-dir "$WORK/state" \
     --metrics-listen "${METRICS_LISTEN:-127.0.0.1:0}" "$@" >>"$WORK/daemon.log" 2>&1 &
   DAEMON_PID=$!
-  local deadline=$((SECONDS + 6))
-  until [[ -S $GPUSHARE_SOCKET ]]; do
+  local deadline=$((SECONDS + 11))
+  # (A socket file left by a killed daemon may be there already: wait for an answer.)
+  until gs leases >/dev/null 2>&1; do
     if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
       wait "$DAEMON_PID" 2>/dev/null || true
       DAEMON_PID=
       return 1
     fi
-    [[ $SECONDS -lt $deadline ]] || fail "timed out waiting for: test -S $GPUSHARE_SOCKET"
+    [[ $SECONDS -lt $deadline ]] || fail "timed out waiting for gpushared to answer on $GPUSHARE_SOCKET"
     sleep 0.05
   done
-  wait_until 5 gs leases >/dev/null
 }
 
 # start_daemon [ARGS...]: try_start_daemon, failing the test when gpushared does not start.
@@ -119,8 +119,13 @@ start_daemon() {
 # tried until gpushared can bind one); sets $port, $METRICS_LISTEN, $METRICS_URL and $url.
 start_daemon_metrics() {
   local attempt
+  # Below the kernel's ephemeral ports (32768 and up by default): a port in that range can be
+  # the local end of some test's outgoing connection, which no check here can see.
+  local low
+  low=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  ((low > 12000)) || low=32768
   for attempt in 1 2 3 4 5 6 7 8; do
-    port=$((20000 + RANDOM % 40000))
+    port=$((10000 + RANDOM % (low - 10000)))
     METRICS_LISTEN=127.0.0.1:$port
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       try_start_daemon "$@" && break
