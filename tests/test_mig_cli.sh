@@ -6,26 +6,7 @@ set -euo pipefail
 gs="${GS_BUILD_DIR:-build}/bin/gpushare"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-expect_eq() {
-    [[ "$1" == "$2" ]] || fail "$3: expected [$2], got [$1]"
-}
-
-# expect_error STATUS MESSAGE CMD...: exit STATUS and exactly MESSAGE on stderr, nothing else.
-expect_error() {
-    local want_status=$1 want=$2 status=0
-    shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
-    expect_eq "$status" "$want_status" "exit status of $*"
-    expect_eq "$(cat "$tmp/err")" "$want" "stderr of $*"
-    [[ ! -s "$tmp/out" ]] || fail "stdout not empty: $*"
-}
+source "$(dirname "$0")/cli_expect.sh"
 
 out=$("$gs" mig plan --model A100-40GB --gpu-memory 4G,4G,12G)
 expect_eq "$out" "MIG plan for one idle A100-40GB (7 compute slices, 8 memory slots), requests in order:

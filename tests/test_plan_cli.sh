@@ -8,34 +8,7 @@ gs="${GS_BUILD_DIR:-build}/bin/gpushare"
 traces="${GS_DATA_DIR:-data}/traces/alibaba-openb"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
-
-# expect_line OUTPUT LINE: OUTPUT has exactly this line.
-expect_line() {
-    grep -qxF -- "$2" <<<"$1" || fail "missing line: [$2] in:"$'\n'"$1"
-}
-
-# expect_error STATUS MESSAGE CMD...: CMD exits with STATUS and prints exactly MESSAGE (one line)
-# on stderr and nothing on stdout.
-# expect_eq GOT WANT WHAT
-expect_eq() {
-    [[ "$1" == "$2" ]] || fail "$3: expected [$2], got [$1]"
-}
-
-expect_error() {
-    local want_status=$1 want=$2 status=0
-    shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
-    [[ $status -eq $want_status ]] || fail "exit $status (want $want_status): $*"
-    [[ "$(cat "$tmp/err")" == "$want" ]] || fail "stderr [$(cat "$tmp/err")] want [$want]"
-    [[ $(wc -l <"$tmp/err") -eq 1 ]] || fail "stderr is not one line: $*"
-    [[ ! -s "$tmp/out" ]] || fail "stdout not empty: $*"
-}
+source "$(dirname "$0")/cli_expect.sh"
 
 # 1. The cost example: 4 jobs at 25 % on g4dn.2xlarge at $0.752/hour, 720 hours a month.
 out=$("$gs" plan --job 0.25x4 --node-type g4dn.2xlarge:gpus=1,price=0.752)
