@@ -3,12 +3,13 @@
  *
  * Every process that launches work on the GPU under gpushare joins the GPU's scheduler region
  * (made by gpushared at start, or without a daemon by the first process) as a member of its
- * lease. One process at a time holds the GPU for a slot; the others hold back their launches.
- * The holder's work drains before the next process gets the GPU, and the time it held the GPU
- * (to the end of the drain) is charged to its lease, so a kernel longer than its slot is paid
- * back later. Slots follow the leases' weights (stride scheduling on a virtual time per lease,
- * slot lengths proportional to the weights within a round of GS_SCHED_PERIOD_NS), so shares hold
- * whatever the kernels' lengths:
+ * lease. One lease at a time holds the GPU for a slot, and its members with work run in it
+ * together (the GPU time-slices a lease's own processes); the others hold back their launches.
+ * The holder's work drains before the next lease gets the GPU, and the time it held the GPU (to
+ * the end of its last member's drain) is charged to the lease, so a kernel longer than its slot
+ * is paid back later. Slots follow the leases' weights (stride scheduling on a virtual time per
+ * lease, slot lengths proportional to the weights within a round of GS_SCHED_PERIOD_NS), so shares
+ * hold whatever the kernels' lengths:
  * - a guarantee G (per mille) is the lease's weight: it gets at least G whenever it has work, and
  *   time others leave idle;
  * - a lease without a guarantee (best effort) shares what the guarantees of the leases with work
@@ -16,9 +17,10 @@
  * - a cap C (per mille) bounds the lease's time to C of the GPU's over any period (a token
  *   bucket of GS_SCHED_PERIOD_NS), even when the GPU is otherwise idle.
  * Slots are sized among every lease with members (busy or not; a lease alone renews its slot
- * without a hand-over). Leases without work are skipped; a lease coming back starts at the GPU's
- * virtual time (no credit for its idle time), and one that used less than its share and paused
- * a while makes the holder end its slot early (a lightly loaded lease waits little).
+ * without a hand-over). Leases without work are skipped; a lease coming back after more than a
+ * round starts at the GPU's virtual time (no credit for its idle time), one that paused less
+ * keeps what it is owed (up to a round), and one that used less than its share and paused a
+ * while makes the holder end its slot early (a lightly loaded lease waits little).
  *
  * The region is written by processes of different users: everything read from it is untrusted.
  * Every operation does bounded work whatever the file holds, never crashes on garbage, and a
@@ -54,7 +56,7 @@ typedef struct gs_sched_share {
 
 /* What a member may do now (gs_sched_want, gs_sched_yield, gs_sched_renew). */
 typedef struct gs_sched_grant {
-    int held;         /* nonzero: this process holds the GPU until end_ns */
+    int held;         /* nonzero: this process runs in its lease's slot until end_ns */
     uint64_t epoch;   /* the slot's number (pass it back to renew and yield) */
     int64_t start_ns; /* when the slot began */
     int64_t end_ns;   /* when the slot ends */
@@ -101,36 +103,40 @@ void gs_sched_close(gs_sched_t *s);
  * GS_ENOSPC when the region has no free lease or process record (after reclaiming the dead). */
 int gs_sched_join(gs_sched_t *s, const char *key, gs_sched_share_t share);
 
-/* Leaves the scheduler: a held GPU is handed to the next member. */
+/* Leaves the scheduler: a slot the caller was the last to run in is handed to the next lease. */
 void gs_sched_leave(gs_sched_t *s);
 
-/* The member has work at now: it waits for the GPU from now on, and is granted it when the GPU
- * is free, when its holder is dead, or when its holder is GS_SCHED_OVERDUE_NS past its slot.
- * Call again (with a fresh now) after each wait. Fills *grant. Returns 0, or GS_EINVAL when
- * not joined. */
+/* The member has work at now: it waits for the GPU from now on, and is granted it when its lease
+ * gets a slot, or runs in its lease's slot at once when that has time left; the GPU is taken
+ * from a holder lease whose members are dead, or that is GS_SCHED_OVERDUE_NS past its slot. Call
+ * again (with a fresh now) after each wait. Fills *grant. Returns 0, or GS_EINVAL when not
+ * joined. */
 int gs_sched_want(gs_sched_t *s, int64_t now, gs_sched_grant_t *grant);
 
-/* The holder ends slot epoch: its work drained at drained_ns; still_wants says whether it has
- * more work (it then waits for its next turn). The lease is charged the slot's time and the GPU
- * goes to the next member in line (which may be the caller: *grant tells). A slot already taken
- * from the caller is not charged again. Returns 0 or GS_EINVAL. */
+/* The member leaves slot epoch: its work drained at drained_ns; still_wants says whether it has
+ * more work (it then waits for its next turn). When it was the slot's last running member, the
+ * lease is charged the slot's time (to its members' latest drain) and the GPU goes to the next
+ * lease in line (which may be the caller's: *grant tells). A slot already taken from the lease
+ * is not charged again. Returns 0 or GS_EINVAL. */
 int gs_sched_yield(gs_sched_t *s, uint64_t epoch, int64_t drained_ns, int still_wants,
                    gs_sched_grant_t *grant);
 
-/* The holder of slot epoch at its end (now, with its work drained or still running): charges the
- * time so far and, when its lease would be next in line anyway (no other member of it waits, and
- * no waiting lease is behind it) and its cap allows, starts a new slot for the caller without a
- * hand-over (returns 1, *grant updated). Returns 0 when it must yield (the rest of the slot is
- * charged by gs_sched_yield), GS_EINVAL when it does not hold the GPU. */
+/* A member running in slot epoch at its end (now, with its work drained or still running):
+ * charges the time so far and, when its lease would be next in line anyway (no waiting lease is
+ * behind it) and its cap allows, starts a new slot for the lease without a hand-over (returns 1,
+ * *grant updated; another member of the lease that renewed it already has the same answer).
+ * Returns 0 when it must yield (the rest of the slot is charged when its last member yields),
+ * GS_EINVAL when it does not run in the slot. */
 int gs_sched_renew(gs_sched_t *s, uint64_t epoch, int64_t now, gs_sched_grant_t *grant);
 
-/* The holder of slot epoch started using it at from_ns (its first launch): the slot is charged
- * from then, not from the grant (the time its processes took to wake up is not the lease's use).
- * Ignored unless the caller holds slot epoch and from_ns lies within it. */
+/* A member of the holder lease started using slot epoch at from_ns (its first launch): the slot
+ * is charged from then, not from the grant (the time its processes took to wake up is not the
+ * lease's use); the first member to tell wins. Ignored unless the caller's lease holds slot epoch
+ * and from_ns lies within it. */
 void gs_sched_started(gs_sched_t *s, uint64_t epoch, int64_t from_ns);
 
 /* The end of slot epoch as the scheduler has it now (a lease that came back from idle shortens
- * the holder's slot to its part of the round), or 0 when the caller no longer holds it. Read
+ * the holder's slot to its part of the round), or 0 when the caller no longer runs in it. Read
  * without the lock. */
 int64_t gs_sched_slot_end(const gs_sched_t *s, uint64_t epoch);
 

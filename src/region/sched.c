@@ -302,8 +302,6 @@ void gs__sched_free_proc(sched_layout_t *map, int i)
 {
     sched_proc_t *p = &map->procs[i];
     gs__sched_set_state(map, p, PROC_IDLE);
-    if (SLOAD(&map->holder) == (uint32_t)i + 1)
-        SSTORE(&map->holder, 0);
     SSTORE(&p->pid, 0);
 }
 
@@ -411,8 +409,7 @@ void gs_sched_leave(gs_sched_t *s)
         return;
     int64_t now = mono_ns();
     gs__sched_lock(s);
-    if (SLOAD(&s->map->holder) == (uint32_t)s->self + 1)
-        gs__sched_release_holder(s, now, now);
+    gs__sched_leave_slot(s, now);
     if (SLOAD(&s->map->procs[s->self].pid) == (int32_t)s->pid)
         gs__sched_free_proc(s->map, s->self);
     gs__sched_unlock(s);

@@ -12,8 +12,8 @@
 
 #include "gpushare/sched.h"
 
-#define SCHED_MAGIC   "GSSCHED1"
-#define SCHED_VERSION 1u
+#define SCHED_MAGIC   "GSSCHED2"
+#define SCHED_VERSION 2u
 
 /* Liveness locks: one byte per process record, far beyond the end of the file. */
 #define SCHED_LOCK_BASE (INT64_C(1) << 40)
@@ -21,7 +21,7 @@
 enum sched_state {
     PROC_IDLE = 0,    /* a member without work */
     PROC_WAITING = 1, /* has work, waits for the GPU */
-    PROC_RUNNING = 2, /* holds the GPU */
+    PROC_RUNNING = 2, /* runs in its lease's slot */
 };
 
 typedef struct sched_lease {
@@ -31,6 +31,7 @@ typedef struct sched_lease {
     uint64_t vtime;             /* virtual time: device ns * 1000 / weight */
     int64_t cap_tat;            /* token bucket: when the lease's use so far is paid off */
     uint64_t used_ns;           /* device time charged in total */
+    int64_t last_run_ns;        /* end of its last slot (round robin between leases) */
 } sched_lease_t;
 
 typedef struct sched_proc {
@@ -38,7 +39,6 @@ typedef struct sched_proc {
     uint32_t lease;
     uint32_t state;
     uint32_t pad;
-    int64_t last_run_ns; /* end of its last slot (round robin within its lease) */
 } sched_proc_t;
 
 typedef struct sched_layout {
@@ -47,17 +47,18 @@ typedef struct sched_layout {
     uint32_t size;
     char name[GS_SCHED_KEY_MAX]; /* its key file's name: a segment id reused after a reboot for
                                   * another GPU's segment is not taken for this one */
-    uint64_t lock;      /* 0 = free, else owner pid << 32 | low bits of the time it was taken */
-    uint32_t turn;      /* futex word: bumped whenever the GPU changes hands */
-    uint32_t holder;    /* process record + 1 holding the GPU, 0 = none */
-    uint32_t n_waiting; /* members waiting (a hint for the holder) */
-    uint32_t pad;
-    uint64_t epoch;   /* the current slot's number */
-    uint64_t preempt; /* epoch of the slot asked to end early, 0 = none */
+    uint64_t lock;         /* 0 = free, else owner pid << 32 | low bits of the time it was taken */
+    uint32_t turn;         /* futex word: bumped whenever the GPU changes hands */
+    uint32_t holder;       /* lease + 1 holding the GPU (its running members), 0 = none */
+    uint32_t n_waiting;    /* members waiting (a hint for the holder) */
+    uint32_t slot_started; /* a member told when the slot's first launch went */
+    uint64_t epoch;        /* the current slot's number */
+    uint64_t preempt;      /* epoch of the slot asked to end early, 0 = none */
     int64_t slot_start;
     int64_t slot_end;
     uint64_t slot_weight; /* the holder's lease's weight when the slot began */
     uint64_t vclock;      /* the virtual time of the lease last granted the GPU */
+    int64_t slot_drained; /* the latest drain its members that left the slot reported */
     sched_lease_t leases[GS_SCHED_MAX_LEASES];
     sched_proc_t procs[GS_SCHED_MAX_PROCS];
 } sched_layout_t;
@@ -68,7 +69,7 @@ struct gs_sched {
     int self; /* this process's record, -1 when not joined */
     pid_t pid;
     uint64_t lock_token; /* the value this handle wrote into the lock */
-    uint64_t watched;    /* the holder (record + 1, pid) seen since watch_since while waiting */
+    uint64_t watched;    /* the holder lease (+ 1, and its epoch) seen since watch_since */
     int64_t watch_since;
 };
 
@@ -96,8 +97,9 @@ void gs__sched_wake(sched_layout_t *map);
  * leases start there (sched_policy.c). */
 uint64_t gs__sched_vclock(const sched_layout_t *map, int64_t now);
 
-/* Charges the holder's lease for its slot up to end_ns, frees the GPU and grants it to the next
- * member in line, if any (lock held; sched_policy.c). */
-void gs__sched_release_holder(gs_sched_t *s, int64_t end_ns, int64_t now);
+/* The caller's member leaves its lease's slot (it leaves the scheduler): when it was the slot's
+ * last running member the slot ends at now, its lease is charged and the GPU goes to the next
+ * lease in line (lock held; sched_policy.c). */
+void gs__sched_leave_slot(gs_sched_t *s, int64_t now);
 
 #endif

@@ -1,12 +1,14 @@
 /* The scheduler's policy: who gets the GPU next, for how long, and what a slot costs.
  *
  * Stride scheduling over leases: each lease has a virtual time that grows by the device time it
- * used divided by its weight; the GPU goes to the waiting lease with the smallest, and within
- * the lease to its member that waited longest. A slot lasts GS_SCHED_PERIOD_NS times the lease's
- * part of the weights of the leases with work (split between its waiting members), so in a round
- * every lease with work runs once, and a lease that overran its slot (a long kernel, a deep
- * queue) waits until the others have caught up. Caps are token buckets refilled at the cap's
- * rate, GS_SCHED_PERIOD_NS deep. Everything read from the region is clamped first. */
+ * used divided by its weight; the GPU goes to the waiting lease with the smallest, and all its
+ * members with work run in its slot together (the GPU time-slices a lease's own processes, and
+ * the lease pays one hand-over a round however many processes it has). A slot lasts
+ * GS_SCHED_PERIOD_NS times the lease's part of the weights of the leases with members, so in a
+ * round every lease with work runs once, and a lease that overran its slot (a long kernel, a
+ * deep queue) waits until the others have caught up. The slot ends when its last running member
+ * has drained. Caps are token buckets refilled at the cap's rate, GS_SCHED_PERIOD_NS deep.
+ * Everything read from the region is clamped first. */
 #include "sched_internal.h"
 
 #include "gpushare/error.h"
@@ -169,8 +171,8 @@ static uint64_t min_waiting_vt(const sched_layout_t *map, int64_t now, uint64_t 
     return least;
 }
 
-/* Nonzero when member p waits, could run now and its lease is within a round of the least
- * virtual time (eligible): among the eligible, the GPU goes round robin. */
+/* Nonzero when member p waits, could run now and its lease is within half a round of the least
+ * virtual time (eligible): among the eligible leases, the GPU goes round robin. */
 static int eligible(const sched_layout_t *map, const sched_proc_t *p, int64_t now, uint64_t least,
                     uint64_t window)
 {
@@ -179,44 +181,59 @@ static int eligible(const sched_layout_t *map, const sched_proc_t *p, int64_t no
            lease->vtime <= sat_add(least, window);
 }
 
-/* The waiting member that should run next, or -1: of the eligible members, the one that ran
- * least recently. A lease ahead by more than a round (it overran: a long kernel, a deep queue)
- * waits until the others have caught up; within a round the order is round robin, so a lease
- * waits about a round at most, whatever the phase of the others' overruns. Dead members found
- * on the way are freed. */
+/* Frees the dead waiting members of lease l; returns how many live ones wait. */
+static int live_waiting(gs_sched_t *s, uint32_t l)
+{
+    int live = 0;
+    for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
+        sched_proc_t *p = &s->map->procs[i];
+        if (SLOAD(&p->pid) == 0 || SLOAD(&p->state) != PROC_WAITING || lease_of(p) != l)
+            continue;
+        if (gs__sched_alive(s, i))
+            live++;
+        else
+            gs__sched_free_proc(s->map, i);
+    }
+    return live;
+}
+
+/* The lease that should run next, or -1: of the eligible leases, the one that ran least
+ * recently. A lease ahead by more than half a round (it overran: a long kernel, a deep queue)
+ * waits until the others have caught up; within that the order is round robin, so a lease waits
+ * about a round at most, whatever the phase of the others' overruns. Dead members found on the
+ * way are freed. */
 static int pick(gs_sched_t *s, int64_t now, demand_t *d)
 {
     sched_layout_t *map = s->map;
-    for (int attempt = 0; attempt < GS_SCHED_MAX_PROCS; attempt++) {
+    for (int attempt = 0; attempt < GS_SCHED_MAX_LEASES; attempt++) {
         scan_demand(map, d);
         uint64_t least = min_waiting_vt(map, now, UINT64_MAX), window = round_vt(map) / 2;
         int best = -1;
         for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
             const sched_proc_t *p = &map->procs[i];
+            int l = (int)lease_of(p);
             if (eligible(map, p, now, least, window) &&
-                (best < 0 || p->last_run_ns < map->procs[best].last_run_ns))
-                best = i;
+                (best < 0 || map->leases[l].last_run_ns < map->leases[best].last_run_ns))
+                best = l;
         }
-        if (best < 0 || gs__sched_alive(s, best))
+        if (best < 0 || live_waiting(s, (uint32_t)best) > 0)
             return best;
-        gs__sched_free_proc(map, best);
     }
     return -1;
 }
 
-/* The slot of a member of lease l: the lease's part of a round among every lease with members
- * (whether they have work now or not), split between its members, and no more than its cap's
- * tokens. A lease alone renews short slots without a hand-over; sizing them by the leases that
- * have work now would give a small lease a long slot while others pause, and a long wait when
- * they come back (its virtual time runs at its small weight). */
+/* The slot of lease l: its part of a round among every lease with members (whether they have
+ * work now or not), and no more than its cap's tokens. A lease alone renews short slots without
+ * a hand-over; sizing them by the leases that have work now would give a small lease a long
+ * slot while others pause, and a long wait when they come back (its virtual time runs at its
+ * small weight). */
 static int64_t slot_length(const sched_layout_t *map, uint32_t l, int64_t now)
 {
     demand_t all;
     scan_members(map, &all, 1);
     uint64_t total = total_weight(map, &all);
     uint64_t w = weight_of(map, &all, l);
-    uint32_t members = all.waiting[l] > 0 ? all.waiting[l] : 1;
-    int64_t slot = (int64_t)((uint64_t)GS_SCHED_PERIOD_NS * w / (total > w ? total : w) / members);
+    int64_t slot = (int64_t)((uint64_t)GS_SCHED_PERIOD_NS * w / (total > w ? total : w));
     int64_t tokens = cap_tokens(&map->leases[l], now);
     if (slot > tokens)
         slot = tokens;
@@ -225,55 +242,110 @@ static int64_t slot_length(const sched_layout_t *map, uint32_t l, int64_t now)
     return slot > GS_SCHED_PERIOD_NS ? GS_SCHED_PERIOD_NS : slot;
 }
 
-static void grant(sched_layout_t *map, int i, const demand_t *d, int64_t now)
+/* Moves lease l's live waiting members into the running slot. */
+static void start_members(gs_sched_t *s, uint32_t l)
 {
-    sched_proc_t *p = &map->procs[i];
-    uint32_t l = lease_of(p);
+    for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
+        sched_proc_t *p = &s->map->procs[i];
+        if (SLOAD(&p->pid) != 0 && SLOAD(&p->state) == PROC_WAITING && lease_of(p) == l &&
+            gs__sched_alive(s, i))
+            gs__sched_set_state(s->map, p, PROC_RUNNING);
+    }
+}
+
+static void grant(gs_sched_t *s, uint32_t l, const demand_t *d, int64_t now)
+{
+    sched_layout_t *map = s->map;
     int64_t slot = slot_length(map, l, now);
-    gs__sched_set_state(map, p, PROC_RUNNING);
+    start_members(s, l);
     SSTORE(&map->slot_start, now);
     SSTORE(&map->slot_end, now + slot);
     SSTORE(&map->slot_weight, weight_of(map, d, l));
     SSTORE(&map->vclock, map->leases[l].vtime);
+    SSTORE(&map->slot_drained, 0);
+    SSTORE(&map->slot_started, 0);
     SSTORE(&map->preempt, 0);
     __atomic_fetch_add(&map->epoch, 1, __ATOMIC_ACQ_REL);
-    SSTORE(&map->holder, (uint32_t)i + 1);
+    SSTORE(&map->holder, l + 1);
 }
 
-/* Gives a free GPU to the next member in line, and wakes everyone. */
+/* Gives a free GPU to the next lease in line, and wakes everyone. */
 static void schedule(gs_sched_t *s, int64_t now)
 {
     demand_t d;
     if (SLOAD(&s->map->holder) == 0) {
         int next = pick(s, now, &d);
         if (next >= 0)
-            grant(s->map, next, &d, now);
+            grant(s, (uint32_t)next, &d, now);
     }
     gs__sched_wake(s->map);
 }
 
-/* Ends the holder's slot at end: charges its lease and moves it to state (lock held). */
-static void end_slot(sched_layout_t *map, int64_t end, int64_t now, uint32_t state)
+/* Live members of lease l in its running slot, but skip. */
+static int running(const gs_sched_t *s, uint32_t l, int skip)
+{
+    int n = 0;
+    for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
+        const sched_proc_t *p = &s->map->procs[i];
+        if (i != skip && SLOAD(&p->pid) != 0 && SLOAD(&p->state) == PROC_RUNNING &&
+            lease_of(p) == l && gs__sched_alive(s, i))
+            n++;
+    }
+    return n;
+}
+
+/* Ends the holder lease's slot at end: charges the lease, and members still in it (dead, or
+ * passed over as stuck) stop running (lock held). */
+static void end_slot(sched_layout_t *map, int64_t end, int64_t now)
 {
     uint32_t h = SLOAD(&map->holder);
     SSTORE(&map->holder, 0);
-    if (h == 0 || h > GS_SCHED_MAX_PROCS)
+    if (h == 0 || h > GS_SCHED_MAX_LEASES)
         return;
-    sched_proc_t *p = &map->procs[h - 1];
     int64_t start = SLOAD(&map->slot_start);
     if (start > now || start < now - MAX_CHARGE_NS)
         start = now; /* garbage: charge nothing rather than anything */
     if (end > now)
         end = now;
-    charge(&map->leases[lease_of(p)], SLOAD(&map->slot_weight), start, end);
-    p->last_run_ns = end;
-    if (SLOAD(&p->pid) != 0)
-        gs__sched_set_state(map, p, state);
+    sched_lease_t *lease = &map->leases[h - 1];
+    charge(lease, SLOAD(&map->slot_weight), start, end);
+    lease->last_run_ns = end;
+    for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
+        sched_proc_t *p = &map->procs[i];
+        if (SLOAD(&p->state) == PROC_RUNNING && lease_of(p) == h - 1)
+            gs__sched_set_state(map, p, PROC_IDLE);
+    }
 }
 
-void gs__sched_release_holder(gs_sched_t *s, int64_t end_ns, int64_t now)
+static int joined(const gs_sched_t *s)
 {
-    end_slot(s->map, end_ns, now, PROC_IDLE);
+    return s->self >= 0 && SLOAD(&s->map->procs[s->self].pid) == (int32_t)s->pid;
+}
+
+/* The caller leaves the slot at end (its work drained then) in state: the slot ends with its
+ * last running member (lock held). */
+static void leave_slot(gs_sched_t *s, int64_t end, int64_t now, uint32_t state)
+{
+    sched_layout_t *map = s->map;
+    sched_proc_t *me = &map->procs[s->self];
+    uint32_t l = lease_of(me);
+    int was_running = SLOAD(&me->state) == PROC_RUNNING;
+    gs__sched_set_state(map, me, state);
+    if (!was_running || SLOAD(&map->holder) != l + 1)
+        return;
+    int64_t drained = SLOAD(&map->slot_drained);
+    if (end > drained && end <= now)
+        SSTORE(&map->slot_drained, drained = end);
+    /* The latest drain (another member's may be later than the caller's clock reading). */
+    if (running(s, l, s->self) == 0)
+        end_slot(map, drained > 0 ? drained : now, drained > now ? drained : now);
+}
+
+void gs__sched_leave_slot(gs_sched_t *s, int64_t now)
+{
+    if (!joined(s))
+        return;
+    leave_slot(s, now, now, PROC_IDLE);
     schedule(s, now);
 }
 
@@ -282,9 +354,10 @@ void gs__sched_release_holder(gs_sched_t *s, int64_t end_ns, int64_t now)
 static void fill_grant(const gs_sched_t *s, int64_t now, gs_sched_grant_t *grant)
 {
     const sched_layout_t *map = s->map;
+    const sched_proc_t *me = &map->procs[s->self];
     memset(grant, 0, sizeof(*grant));
     grant->epoch = SLOAD(&map->epoch);
-    grant->held = SLOAD(&map->holder) == (uint32_t)s->self + 1;
+    grant->held = SLOAD(&map->holder) == lease_of(me) + 1 && SLOAD(&me->state) == PROC_RUNNING;
     grant->start_ns = SLOAD(&map->slot_start);
     grant->end_ns = SLOAD(&map->slot_end);
     if (grant->held) {
@@ -294,38 +367,43 @@ static void fill_grant(const gs_sched_t *s, int64_t now, gs_sched_grant_t *grant
         return;
     }
     grant->wait_ns = POLL_NS;
-    const sched_lease_t *mine = &map->leases[lease_of(&map->procs[s->self])];
+    const sched_lease_t *mine = &map->leases[lease_of(me)];
     if (SLOAD(&map->holder) == 0 && !cap_allows(mine, now)) {
         int64_t until = cap_ready(mine, now) - now;
         grant->wait_ns = until < POLL_NS ? until : POLL_NS;
     }
 }
 
-/* Nonzero when the holder is gone, or held the GPU (one process, across slots) for longer than a
- * slot and the grace while we waited and our lease is not ahead of its lease. */
+/* The GPU's virtual time at v plus what a slot of weight that ran for ran adds. */
+static uint64_t advance(uint64_t v, int64_t ran, uint64_t weight)
+{
+    ran = ran < 0 ? 0 : ran > MAX_CHARGE_NS ? MAX_CHARGE_NS : ran; /* garbage cannot stall us */
+    return sat_add(v, (uint64_t)ran * 1000 / (weight == 0 || weight > 1000 ? 1000 : weight));
+}
+
+/* Nonzero when the holder lease h (+ 1) has no live member running, or kept the GPU (across
+ * slots) for longer than a slot and the grace while we waited and our lease is not ahead of it.
+ * A slot of our own lease is stuck only when its members are gone or past the grace. */
 static int holder_stuck(gs_sched_t *s, uint32_t h, int64_t now)
 {
     sched_layout_t *map = s->map;
-    const sched_proc_t *hp = &map->procs[h - 1];
-    int32_t pid = SLOAD(&hp->pid);
-    if (pid == 0 || !gs__sched_alive(s, (int)h - 1))
+    uint32_t mine = lease_of(&map->procs[s->self]);
+    if (running(s, h - 1, s->self) == 0)
         return 1;
-    uint64_t who = ((uint64_t)(uint32_t)pid << 32) | h;
-    if (s->watched != who) {
-        s->watched = who;
+    if (h == mine + 1)
+        return now > SLOAD(&map->slot_end) + GS_SCHED_OVERDUE_NS;
+    if (s->watched != h) {
+        s->watched = h;
         s->watch_since = now;
         return 0;
     }
     /* The holder's lease is ahead by what it ran in this slot too (its vtime is charged only at
      * the slot's end): the GPU's virtual time now, so a holder stuck for good falls behind every
      * waiter eventually, while a waiter still paying back an overrun waits its turn. */
-    uint64_t my_vt = map->leases[lease_of(&map->procs[s->self])].vtime;
-    uint64_t holder_vt = map->leases[lease_of(hp)].vtime;
-    int64_t ran = now - SLOAD(&map->slot_start);
-    uint64_t weight = SLOAD(&map->slot_weight);
-    ran = ran < 0 ? 0 : ran > MAX_CHARGE_NS ? MAX_CHARGE_NS : ran; /* garbage cannot stall us */
-    uint64_t vclock = sat_add(
-        SLOAD(&map->vclock), (uint64_t)ran * 1000 / (weight == 0 || weight > 1000 ? 1000 : weight));
+    uint64_t my_vt = map->leases[mine].vtime;
+    uint64_t holder_vt = map->leases[h - 1].vtime;
+    uint64_t vclock =
+        advance(SLOAD(&map->vclock), now - SLOAD(&map->slot_start), SLOAD(&map->slot_weight));
     return now - s->watch_since > GS_SCHED_PERIOD_NS + GS_SCHED_OVERDUE_NS &&
            my_vt <= (vclock > holder_vt ? vclock : holder_vt);
 }
@@ -335,44 +413,47 @@ uint64_t gs__sched_vclock(const sched_layout_t *map, int64_t now)
 {
     uint64_t vclock = SLOAD(&map->vclock);
     int64_t ran = now - SLOAD(&map->slot_start);
-    uint64_t weight = SLOAD(&map->slot_weight);
     if (SLOAD(&map->holder) == 0 || ran <= 0 || ran > MAX_CHARGE_NS)
         return vclock;
-    return sat_add(vclock, (uint64_t)ran * 1000 / (weight == 0 || weight > 1000 ? 1000 : weight));
+    return advance(vclock, ran, SLOAD(&map->slot_weight));
 }
 
-/* A member back from idle starts at the GPU's virtual time, so that its idle time is not owed
- * to it. If its lease had used less than its share meanwhile (it was behind) and it paused at
- * least PAUSE_NS (not just between two batches, which a busy host can make look idle), the
- * holder is asked to end its slot early: a lightly loaded lease waits little. */
+/* A member back from idle: if its lease ran within the last round (its processes pause between
+ * batches, which a busy host stretches), the lease keeps what it is owed, up to a round, so that
+ * the others' overruns are still paid back to it; after a longer pause it starts at the GPU's
+ * virtual time (its idle time is not owed to it). If its lease had used less than its share
+ * meanwhile (it was behind) and it paused at least PAUSE_NS, the holder is asked to end its slot
+ * early: a lightly loaded lease waits little. */
 static void come_back(sched_layout_t *map, const sched_proc_t *me, int64_t now)
 {
     uint32_t l = lease_of(me);
     sched_lease_t *lease = &map->leases[l];
     uint64_t vclock = gs__sched_vclock(map, now);
-    int64_t idle = now - me->last_run_ns;
+    int64_t idle = now - lease->last_run_ns;
+    uint64_t credit = idle >= 0 && idle < GS_SCHED_PERIOD_NS ? round_vt(map) : 0;
     int behind = lease->vtime < vclock && (idle < 0 || idle >= PAUSE_NS);
-    if (lease->vtime < vclock)
-        lease->vtime = vclock;
+    uint64_t floor = vclock > credit ? vclock - credit : 0;
+    if (lease->vtime < floor)
+        lease->vtime = floor;
     uint32_t h = SLOAD(&map->holder);
-    if (h == 0 || h > GS_SCHED_MAX_PROCS)
+    if (h == 0 || h > GS_SCHED_MAX_LEASES || h == l + 1)
         return;
-    uint32_t hl = lease_of(&map->procs[h - 1]);
-    if (hl != l && behind)
+    if (behind)
         SSTORE(&map->preempt, SLOAD(&map->epoch));
     /* A lease that joined makes the holder's part of a round shorter (never ending before now
      * plus the shortest slot). */
-    int64_t start = SLOAD(&map->slot_start);
-    int64_t end = start + slot_length(map, hl, now);
+    int64_t end = SLOAD(&map->slot_start) + slot_length(map, h - 1, now);
     if (end < now + GS_SCHED_MIN_SLOT_NS)
         end = now + GS_SCHED_MIN_SLOT_NS;
     if (end < SLOAD(&map->slot_end))
         SSTORE(&map->slot_end, end);
 }
 
-static int joined(const gs_sched_t *s)
+/* Nonzero when the caller may join its lease's running slot now: it is not about to end. */
+static int may_join(const sched_layout_t *map, uint32_t l, int64_t now)
 {
-    return s->self >= 0 && SLOAD(&s->map->procs[s->self].pid) == (int32_t)s->pid;
+    return SLOAD(&map->holder) == l + 1 && now < SLOAD(&map->slot_end) - GS_SCHED_MIN_SLOT_NS &&
+           SLOAD(&map->preempt) != SLOAD(&map->epoch);
 }
 
 int gs_sched_want(gs_sched_t *s, int64_t now, gs_sched_grant_t *grant)
@@ -386,14 +467,18 @@ int gs_sched_want(gs_sched_t *s, int64_t now, gs_sched_grant_t *grant)
         return GS_EINVAL;
     }
     sched_proc_t *me = &map->procs[s->self];
+    uint32_t l = lease_of(me);
     if (SLOAD(&me->state) == PROC_IDLE) {
         gs__sched_set_state(map, me, PROC_WAITING);
         come_back(map, me, now);
         s->watched = 0;
     }
     uint32_t h = SLOAD(&map->holder);
-    if (h > GS_SCHED_MAX_PROCS || (h != 0 && h != (uint32_t)s->self + 1 && holder_stuck(s, h, now)))
-        end_slot(map, now, now, PROC_IDLE);
+    if (h > GS_SCHED_MAX_LEASES ||
+        (h != 0 && SLOAD(&me->state) == PROC_WAITING && holder_stuck(s, h, now)))
+        end_slot(map, now, now);
+    if (SLOAD(&me->state) == PROC_WAITING && may_join(map, l, now))
+        gs__sched_set_state(map, me, PROC_RUNNING);
     if (SLOAD(&map->holder) == 0)
         schedule(s, now);
     fill_grant(s, now, grant);
@@ -414,10 +499,10 @@ int gs_sched_yield(gs_sched_t *s, uint64_t epoch, int64_t drained_ns, int still_
         return GS_EINVAL;
     }
     uint32_t state = still_wants ? PROC_WAITING : PROC_IDLE;
-    if (SLOAD(&map->holder) == (uint32_t)s->self + 1 && SLOAD(&map->epoch) == epoch)
-        end_slot(map, drained_ns, now, state);
+    if (SLOAD(&map->epoch) == epoch)
+        leave_slot(s, drained_ns, now, state);
     else
-        gs__sched_set_state(map, &map->procs[s->self], state);
+        gs__sched_set_state(map, &map->procs[s->self], state); /* a slot taken from us */
     s->watched = 0;
     schedule(s, now);
     fill_grant(s, now, grant);
@@ -425,17 +510,30 @@ int gs_sched_yield(gs_sched_t *s, uint64_t epoch, int64_t drained_ns, int still_
     return 0;
 }
 
-/* Nonzero when a member other than self is eligible (see pick): it goes before self's lease goes
- * on, having run less recently. */
-static int others_first(const sched_layout_t *map, int self, int64_t now)
+/* Nonzero when another lease is eligible (see pick): it goes before lease l goes on, having run
+ * less recently. */
+static int others_first(const sched_layout_t *map, uint32_t l, int64_t now)
 {
-    uint64_t least = min_waiting_vt(map, now, map->leases[lease_of(&map->procs[self])].vtime);
+    uint64_t least = min_waiting_vt(map, now, map->leases[l].vtime);
     uint64_t window = round_vt(map) / 2;
     for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
-        if (i != self && eligible(map, &map->procs[i], now, least, window))
+        const sched_proc_t *p = &map->procs[i];
+        if (lease_of(p) != l && eligible(map, p, now, least, window))
             return 1;
     }
     return 0;
+}
+
+/* The holder lease goes on: a new slot from now (lock held). */
+static void extend(gs_sched_t *s, uint32_t l, int64_t now)
+{
+    sched_layout_t *map = s->map;
+    demand_t d;
+    scan_demand(map, &d);
+    SSTORE(&map->slot_end, now + slot_length(map, l, now));
+    SSTORE(&map->slot_weight, weight_of(map, &d, l));
+    SSTORE(&map->vclock, map->leases[l].vtime);
+    start_members(s, l); /* members that came back meanwhile run too */
 }
 
 int gs_sched_renew(gs_sched_t *s, uint64_t epoch, int64_t now, gs_sched_grant_t *grant)
@@ -445,22 +543,24 @@ int gs_sched_renew(gs_sched_t *s, uint64_t epoch, int64_t now, gs_sched_grant_t 
     sched_layout_t *map = s->map;
     gs__sched_lock(s);
     int result = 0;
-    if (!joined(s) || SLOAD(&map->holder) != (uint32_t)s->self + 1 || SLOAD(&map->epoch) != epoch) {
+    uint32_t l = joined(s) ? lease_of(&map->procs[s->self]) : 0;
+    if (!joined(s) || SLOAD(&map->holder) != l + 1 || SLOAD(&map->epoch) != epoch ||
+        SLOAD(&map->procs[s->self].state) != PROC_RUNNING) {
         result = GS_EINVAL;
         goto out;
     }
-    sched_lease_t *lease = &map->leases[lease_of(&map->procs[s->self])];
+    result = 1;
+    if (now < SLOAD(&map->slot_end))
+        goto out; /* another member of the lease renewed it already */
+    sched_lease_t *lease = &map->leases[l];
     int64_t start = SLOAD(&map->slot_start);
     charge(lease, SLOAD(&map->slot_weight), start > now ? now : start, now);
-    SSTORE(&map->slot_start, now); /* charged up to now: a yield charges only the rest */
-    if (others_first(map, s->self, now) || !cap_allows(lease, now))
-        goto out; /* someone else's turn, or a capped lease waits for its bucket to fill */
-    demand_t d;
-    scan_demand(map, &d);
-    SSTORE(&map->slot_end, now + slot_length(map, lease_of(&map->procs[s->self]), now));
-    SSTORE(&map->slot_weight, weight_of(map, &d, lease_of(&map->procs[s->self])));
-    SSTORE(&map->vclock, lease->vtime);
-    result = 1;
+    SSTORE(&map->slot_start, now); /* charged up to now: the slot's end charges only the rest */
+    SSTORE(&map->slot_started, 1);
+    if (others_first(map, l, now) || !cap_allows(lease, now))
+        result = 0; /* someone else's turn, or a capped lease waits for its bucket to fill */
+    else
+        extend(s, l, now);
 out:
     fill_grant(s, now, grant);
     gs__sched_unlock(s);
@@ -474,9 +574,13 @@ void gs_sched_started(gs_sched_t *s, uint64_t epoch, int64_t from_ns)
     sched_layout_t *map = s->map;
     gs__sched_lock(s);
     int64_t start = SLOAD(&map->slot_start);
-    if (joined(s) && SLOAD(&map->holder) == (uint32_t)s->self + 1 && SLOAD(&map->epoch) == epoch &&
-        from_ns > start && from_ns < SLOAD(&map->slot_end))
+    /* The slot's first launch (of any of its members) starts what its lease is charged. */
+    if (joined(s) && SLOAD(&map->holder) == lease_of(&map->procs[s->self]) + 1 &&
+        SLOAD(&map->epoch) == epoch && !SLOAD(&map->slot_started) && from_ns > start &&
+        from_ns < SLOAD(&map->slot_end)) {
         SSTORE(&map->slot_start, from_ns);
+        SSTORE(&map->slot_started, 1);
+    }
     gs__sched_unlock(s);
 }
 
@@ -484,7 +588,11 @@ int64_t gs_sched_slot_end(const gs_sched_t *s, uint64_t epoch)
 {
     const sched_layout_t *map = s->map;
     int64_t end = SLOAD(&map->slot_end);
-    if (s->self < 0 || SLOAD(&map->holder) != (uint32_t)s->self + 1 || SLOAD(&map->epoch) != epoch)
+    if (s->self < 0)
+        return 0;
+    const sched_proc_t *me = &map->procs[s->self];
+    if (SLOAD(&map->holder) != lease_of(me) + 1 || SLOAD(&map->epoch) != epoch ||
+        SLOAD(&me->state) != PROC_RUNNING)
         return 0;
     return end;
 }

@@ -6,8 +6,10 @@
  * waits for — stays short whatever the application queues. When the round's time is up the next
  * round opens without stopping anything; when its launches are spent before (the application
  * queues ahead of the GPU), the gate closes until they have drained (which tells exactly how long
- * they took). The estimate (device time per launch) is learnt from each drain: it follows a drop
- * at once and a rise by eighths, since the measure includes the application's own gaps. The
+ * they took). The estimate (device time per launch) is learnt from each drain, over the launches
+ * since the gate opened and the time since then (rounds that rolled on included: learnt over the
+ * last round's time alone, each roll lowered it and slots overran by 10-18 ms); it follows a
+ * drop at once and a rise by eighths, since the measure includes the application's own gaps. The
  * holder gives the GPU up early when it has been idle (no launch for IDLE_NS, nothing left
  * running) while others wait, and when a lease coming back from idle asks it to. */
 #include "compute.h"
@@ -31,6 +33,7 @@
 #define GRACE_NS     INT64_C(3000000)  /* after the drain, a launch within this is not idle */
 #define RELEASE_NS   INT64_C(50000000) /* idle this long: give the GPU up even if nobody waits */
 #define MIN_RUN_NS   INT64_C(1000000)  /* a slot runs at least this long before preemption */
+#define QUEUED_NS    INT64_C(200000)   /* a drain this long found work the process waits for */
 #define FIRST_BUDGET 8u
 #define MAX_BUDGET   (1u << 24)
 
@@ -38,6 +41,7 @@ typedef struct slot {
     gs_sched_grant_t grant;
     int waiting;         /* after the slot: our record still waits for the GPU */
     int started;         /* the scheduler was told when the slot's first launch went */
+    int64_t gate_start;  /* when the gate last opened (launches are counted from then) */
     int64_t round_start; /* when the round began */
     int64_t round_span;  /* the device time its launches were sized for */
     uint32_t limit;      /* launches the round admits */
@@ -85,6 +89,7 @@ static void open_round(gs__sched_dev_t *dev, slot_t *slot, int64_t now)
     slot->round_span = span_at(slot, now);
     slot->limit = budget(dev, slot->round_span);
     slot->round_start = now;
+    slot->gate_start = now;
     slot->seen = 0;
     slot->last_launch = now;
     gs__gate_open(&dev->gate, slot->limit);
@@ -109,7 +114,7 @@ static int64_t close_and_drain(gs__sched_dev_t *dev, slot_t *slot)
     gs__gate_quiesce(&dev->gate);
     uint32_t launches = gs__gate_launches(&dev->gate);
     int64_t drained = gs__drain(dev->device);
-    learn(dev, launches < slot->limit ? launches : slot->limit, drained - slot->round_start);
+    learn(dev, launches < slot->limit ? launches : slot->limit, drained - slot->gate_start);
     return drained;
 }
 
@@ -162,6 +167,16 @@ static int hand_on(gs__sched_dev_t *dev, slot_t *slot, int64_t drained, int want
     return slot->grant.held;
 }
 
+/* Whether the process still has work when its slot ends at now (drained then): a thread waits at
+ * the gate, it launched a moment ago, or its work was still running, which a thread waits for
+ * (a synchronization between batches is not idleness: a lease reported idle there lost its
+ * place in line). */
+static int still_busy(const gs__sched_dev_t *dev, const slot_t *slot, int64_t now, int64_t drained)
+{
+    return __atomic_load_n(&dev->gate.blocked, __ATOMIC_SEQ_CST) > 0 ||
+           now - slot->last_launch < IDLE_NS || drained - now > QUEUED_NS;
+}
+
 /* The deadline of the slot: renewed when nobody waits, else the GPU is handed on. Returns
  * 1 to go on with the slot, 0 when it ended (*again: the GPU came back). */
 static int at_deadline(gs__sched_dev_t *dev, slot_t *slot, int64_t now, int *again)
@@ -170,10 +185,8 @@ static int at_deadline(gs__sched_dev_t *dev, slot_t *slot, int64_t now, int *aga
         roll_round(dev, slot, now);
         return 1;
     }
-    int busy = __atomic_load_n(&dev->gate.blocked, __ATOMIC_SEQ_CST) > 0 ||
-               now - slot->last_launch < IDLE_NS;
     int64_t drained = close_and_drain(dev, slot);
-    *again = hand_on(dev, slot, drained, busy);
+    *again = hand_on(dev, slot, drained, still_busy(dev, slot, now, drained));
     return 0;
 }
 
@@ -231,10 +244,8 @@ static int poll_slot(gs__sched_dev_t *dev, slot_t *slot, int *again)
     }
     if (gs_sched_preempted(dev->sched, slot->grant.epoch) &&
         now - slot->grant.start_ns >= MIN_RUN_NS) {
-        int wants = __atomic_load_n(&dev->gate.blocked, __ATOMIC_SEQ_CST) > 0 ||
-                    now - slot->last_launch < IDLE_NS;
         int64_t drained = close_and_drain(dev, slot);
-        *again = hand_on(dev, slot, drained, wants);
+        *again = hand_on(dev, slot, drained, still_busy(dev, slot, now, drained));
         return 0;
     }
     int64_t end = gs_sched_slot_end(dev->sched, slot->grant.epoch);
