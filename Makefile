@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # gpushare: convenience wrapper around CMake/ctest. `make run` is the demo, `make test` the suite.
 BUILD    ?= build
 SANITIZE ?=

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The launch hook's cost with compute control active, side by side with the uncontrolled hook,
  * on gpusim: ns per cuLaunchKernel of a kernel that takes no device time, in a process under the
  * shim without a share (the hook is two predictable branches) and in one with

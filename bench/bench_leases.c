@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Benchmark of gpushared's lease path: concurrent clients, each acquiring a small lease with
  * no-wait semantics and releasing it, in a loop on one connection per client. */
 #include "gpushare/client.h"

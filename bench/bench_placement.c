@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Benchmark: time of a full trace replay per policy (median of runs, one thread), and the cost of
  * one placement decision on a daemon's own node. Prints its figures and its method. */
 #include "gpushare/placement.h"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Placement benchmark: replay time of the default openb trace per policy (1,213 nodes, about
 # 10,800 pods after inflation), and the cost of one decision on a daemon's node.
 set -euo pipefail

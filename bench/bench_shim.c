@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Benchmark of libgpushare.so's cost on gpusim, side by side with the bare driver in one run:
  * per-call cost of cuLaunchKernel and of cuMemAlloc+cuMemFree (1 and 8 processes), and cuInit
  * latency percentiles with 1, 16, 64 and 256 processes released together from a barrier.

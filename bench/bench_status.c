@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Latency of another user's `status` (a fresh connection, one request, its reply, as the CLI
  * does) for bench/hostile.sh: prints the median, p99 and maximum of N requests in ms. */
 #include <poll.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Compute shares on gpusim, target next to achieved for every case of issue 10's acceptance, over
 # 5 s windows (after a 1 s warm-up), ground truth gpusim's per-process device time
 # (tests/shim/compute_check.c); the launch hook's cost with control active

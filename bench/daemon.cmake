@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark of gpushared's lease path (bench/leases.sh runs it against a private daemon).
 add_executable(bench_leases "${CMAKE_CURRENT_SOURCE_DIR}/bench_leases.c")
 target_link_libraries(bench_leases PRIVATE gs_client gs_common Threads::Threads)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The real-GPU benchmark's program (bench/gpu/run.sh): built with nvcc when the toolkit has one,
 # so that it is known to compile even where no GPU can run it (not in sanitizer builds).
 find_program(GS_NVCC nvcc HINTS "${CUDA_INCLUDE_DIR}/../bin" /usr/local/cuda/bin)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Another user's `status` latency while one user attacks gpushared (issue 15), on gpusim: p99
 # against the 100 ms target, side by side for each attack, with the daemon's memory. Needs root
 # (the attacker and the observer are two system users); prints its method and figures.

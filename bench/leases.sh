@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Lease grant+release throughput and latency of gpushared with 8 concurrent clients, on gpusim,
 # with the ledger on disk (/var/tmp) or tmpfs (/dev/shm) (lease regions are memfds of the
 # daemon). Prints its method and figures.

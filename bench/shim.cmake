@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The shim's benchmark (bench/shim.sh runs it): a driver-API program like a user's.
 if(TARGET gsim_cuda AND TARGET gpushare_shim)
   add_executable(bench_shim bench_shim.c)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Prints libgpushare.so's cost on gpusim next to the bare driver (see bench_shim.c for the method).
 set -euo pipefail
 build=${GS_BUILD_DIR:-build}

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Turns the shared GPU model and MIG profile CSVs (data/gpus) into a header of C string literals
 # (models_csv[], mig_profiles_csv[]), so a program carries its tables with it (gpusim, the MIG
 # planner). Run at build time with -DMODELS=.. -DPROFILES=.. -DOUT=..

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install rules and the Debian packages (make install, make package). Two components:
 #   runtime (package gpushare)     gpushared, gpushare, libgpushare.so, spank_gpushare.so, the client
 #                                  header, library and pkg-config file, man pages, systemd unit,

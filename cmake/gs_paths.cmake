@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Where an installed gpushare lives, and the paths compiled into its programs. They follow the
 # install prefix chosen at configure time (make PREFIX=/usr ..., or -DCMAKE_INSTALL_PREFIX): the
 # shim beside gpushare, and the configuration, /etc/gpushare/gpushare.conf with /usr

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Test registration helpers: every test binary and script is registered with ctest and a timeout.
 
 set(GS_TEST_DIR "${CMAKE_BINARY_DIR}/tests")

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make bench: runs every benchmark script bench/*.sh against the build and prints their figures.
 set -euo pipefail
 build=${1:-build}

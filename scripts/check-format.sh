@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Fails when a tracked C file differs from .clang-format's style; lists the files.
 set -euo pipefail
 cd "$(dirname "$0")/.."

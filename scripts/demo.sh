@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make run: gpushare's main job on gpusim. Starts gpushared on a simulated node (two H100-80GB
 # unless GPUSIM_DEVICES says otherwise) in a temporary directory, runs four CUDA jobs at once in
 # different slices — one of them asks for more than its slice and gets a clean out-of-memory

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Checks (and, as root, installs) the Debian 12 packages gpushare builds and tests with.
 # Usage: scripts/deps.sh          prints what is missing; installs it when run as root
 #        scripts/deps.sh --list   prints the package list (for apt-get in .ci/run)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make fuzz: builds every fuzz target as a libFuzzer binary with clang (ASan+UBSan) in DIR and,
 # with FUZZ_SECONDS set, runs each for that long on a copy of its seed corpus.
 # usage: scripts/fuzz.sh DIR    e.g. FUZZ_SECONDS=60 scripts/fuzz.sh build-fuzz

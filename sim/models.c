@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GPU models and MIG profile tables, parsed from the CSVs embedded at build time. */
 #include "node.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MPS client side: does a live MPS control daemon serve this process, and with which limits.
  *
  * A live daemon is one that holds the OFD lock on control_lock in the pipe directory (see

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The shared node state: one mmap'd file per simulated node, opened by every gpusim process. */
 #include "node.h"
 

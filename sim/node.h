@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's private header: the simulated node (GPU models, shared node state, device timelines).
  *
  * gpusim is a stand-in for NVIDIA's driver and knows nothing of gpushare. Every gpusim binary

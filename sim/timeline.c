@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device timelines: when simulated kernels run, who shares the SMs, and how busy a GPU was. */
 #include "node.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDA_VISIBLE_DEVICES: which GPUs (or MIG instances) a CUDA process sees, in which order.
  *
  * MIG follows NVIDIA's MIG user guide ("CUDA Device Enumeration", drivers R470 and later):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Tests of the everyday CLI (issue 14): quantities, the queue's backfill and aging, names, GPU
 # types, time limits, history, processes, NVML inside a lease, --version/--json/help and the man
 # page. Each script starts its own gpushared on a fresh gpusim node (tests/daemon/lib.sh).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Tests of gpushared, the gpushare CLI and their client API (issue 5).
 gs_add_unit_test(test_daemon_config SOURCES test_daemon_config.c LIBS gs_daemon_core)
 gs_add_unit_test(test_daemon_model SOURCES test_daemon_model.c LIBS gs_daemon_core)

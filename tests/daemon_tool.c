@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test helper for the gpushared tests: charges memory into a lease's region like the shim
  * would, and speaks raw bytes to the daemon's socket (malformed, huge or no requests). */
 #include <errno.h>

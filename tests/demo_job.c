@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A small CUDA driver-API job for the demo and the daemon's CUDA tests: it looks at the GPU it
  * was given, allocates memory, runs kernels for a while, and reports what happened, like a real
  * inference or training job would.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A CUDA driver-API process for the footprint and watchdog tests: it creates a context and holds
  * device memory until it is killed, with or without the shim.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gs-hostile: what a hostile local user does to gpushared, for the tests of issue 15: resizes or
  * rewrites its lease's region, floods the API socket and the metrics port. */
 #include <errno.h>

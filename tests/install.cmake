@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # make install into a temporary root from a build of its own, and the installed tree at work
 # (issue 9). Serial: it builds the whole project once more.
 if(TARGET gsim_cuda AND TARGET gpushare_shim)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make install DESTDIR=$tmp PREFIX=/usr from a build of its own, then the installed tree at work:
 # every file in its place (gpusim apart under libexec), a client program built against the
 # installed header and pkg-config file, the installed gpushared (on the installed gpusim, with

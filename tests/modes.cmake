@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Tests of GPU modes (issue 11): the MIG planner, gpushared's mps and mig modes, mixed nodes.
 gs_add_unit_test(test_mig_plan SOURCES test_mig_plan.c LIBS gs_placement)
 gs_add_unit_test(test_daemon_modes SOURCES test_daemon_modes.c LIBS gs_daemon_core)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prints what NVML says runs on a GPU, for the tests: "PID USED_BYTES" per compute process of
  * the GPU with NVML index INDEX (gs-nvml-procs INDEX). NVML is loaded with dlopen, as gpushared
  * loads it, so the same program reads NVIDIA's NVML or gpusim's. Exit status 1 on an NVML error. */

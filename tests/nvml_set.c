@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test helper: changes a GPU's compute mode or MIG mode through NVML, as an administrator would
  * with nvidia-smi -c / -mig (gpusim's NVML in the tests).
  * usage: gs-nvml-set compute INDEX DEFAULT|PROHIBITED|EXCLUSIVE_PROCESS

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Tests of src/placement and `gpushare plan` (issue 6).
 gs_add_unit_test(test_placement SOURCES test_placement.c LIBS gs_placement)
 target_include_directories(test_placement PRIVATE "${CMAKE_SOURCE_DIR}/src/placement")

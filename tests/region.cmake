@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Tests of src/region (the lease accounting region).
 gs_add_unit_test(test_region SOURCES test_region.c LIBS gs_region TIMEOUT 120)
 # The region's bytes as a lease's processes may write them: the daemon's and a shim's use of it.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Tests of libgpushare.so on gpusim: driver-API programs built like a user's (cuda.h + NVIDIA's
 # stub libcuda) and run through tests/shim/run_sim.sh on a fresh simulated node.
 if(TARGET gsim_cuda AND TARGET gpushare_shim)

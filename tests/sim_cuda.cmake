@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Tests of gpusim's CUDA driver (build/sim/libcuda.so.1). The driver-API programs in cuda_progs/
 # are built exactly as a user builds them (cuda.h, linked against NVIDIA's stub libcuda.so) and run
 # with LD_LIBRARY_PATH=build/sim, each with a private GPUSIM_STATE (sim_cuda_run.sh).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # libcuda.so.1 exports exactly the functions of sim/cuda/exports.h (the table cuGetProcAddress
 # serves), every one of them a name NVIDIA's own libcuda exports (the stub lists them), and
 # nothing else: the library is built with hidden visibility.

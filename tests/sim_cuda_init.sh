@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cuInit and the node configuration: a bad GPUSIM_DEVICES fails cuInit with CUDA_ERROR_NO_DEVICE
 # and one line on stderr; CUDA_VISIBLE_DEVICES selects devices (none visible: NO_DEVICE); a child
 # forked after cuInit cannot use CUDA (CUDA_ERROR_NOT_INITIALIZED), as with NVIDIA's driver.

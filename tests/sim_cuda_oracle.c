@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The oracle of the getProcAddress replay test: for every function name the CUDA runtime looks
  * up, the symbol NVIDIA's cuda.h maps that name to. Compiled twice: as oracle_legacy, and with
  * CUDA_API_PER_THREAD_DEFAULT_STREAM as oracle_ptds (the _ptds/_ptsz names). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The getProcAddress oracle tables (see sim_cuda_oracle.c). */
 #ifndef SIM_CUDA_ORACLE_H
 #define SIM_CUDA_ORACLE_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs one gpusim driver test program the way a user would: against build/sim/libcuda.so.1 (found
 # through LD_LIBRARY_PATH), with a private node state directory that is removed afterwards.
 # Usage: sim_cuda_run.sh PROGRAM [ARGS...]   (GPUSIM_DEVICES etc. come from the environment)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Acceptance: two processes on one device. A process's own context takes the model's context
 # footprint of the free memory (issue 12: 518 MiB on an H100-80GB, as measured on a real one);
 # while the first holds 10 GiB, the second's cuMemGetInfo free is exactly 10 GiB and the first's

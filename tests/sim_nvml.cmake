@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Tests of gpusim's libnvidia-ml, MIG, MPS and nvidia-smi (issue 3).
 if(TARGET gsim_nvml)
   add_executable(test_sim_nvml_helper test_sim_nvml_helper.c)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpusim's nvidia-smi on a simulated A100-40GB + H100-80GB node: -L, the status table with a
 # process holding 3 GiB, MIG mode, mig -cgi/-lgi/-lgip/-lci/-dci/-dgi and their exit codes.
 set -euo pipefail

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Tests of the Slurm plugin: its core without Slurm (unit), and spank_gpushare.so in a one-node
 # Slurm cluster on gpusim (root only: it starts munged, slurmctld and slurmd; exit 77 = skipped).
 gs_add_unit_test(test_slurm_plan SOURCES test_slurm_plan.c LIBS gs_slurm_core)

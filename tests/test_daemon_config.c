@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of gpushared's configuration parser (gpushare.conf). */
 #include <setjmp.h>
 #include <stdarg.h>

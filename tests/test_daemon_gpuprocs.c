@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the watchdog's /proc reading (gpuprocs.c): a process's owner, command and start
  * time, its ancestors, and a command line that is the user's text. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the ledger: round trip, ids never reused, kill -9 durability, integrity. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the lease model: fit rules, placement and the wait queue. */
 #include <setjmp.h>
 #include <stdarg.h>

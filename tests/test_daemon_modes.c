@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the mode seam's admission (src/daemon/mode.h, place.c): which GPUs serve which
  * requests, one-GPU modes, and the one-line reasons for refusals. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the scheduler (issue 14): backfill behind held GPUs, GPU types, aging, the
  * reasons a request waits. A node of an A100-40GB and a T4-16GB, no daemon around it. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of gpusim's core: model tables, device specs, timelines, node state and reaping. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `gpushare mig plan` and `gpushare mig profiles` end to end: the issue's example layout (exact
 # lines), H100-80GB's own table, a request that does not fit (exit 1), one-line usage errors, and
 # --json: the plan and the table of the same run as one object, errors as JSON objects.

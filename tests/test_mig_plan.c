@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the MIG planner (include/gpushare/mig.h): built-in tables, profile sizing,
  * placement that keeps large profiles possible, reuse and lazy destruction of idle instances. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the placement engine: each policy on tiny clusters with known answers, the
  * resource model, target workloads and capacity planning. */
 #include <setjmp.h>

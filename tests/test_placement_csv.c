@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the trace readers: openb pod and node lists, job lists, node types, and the
  * exact "file:line: reason" of every malformed row. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration test: replays the nine Alibaba openb traces with the ATC'23 protocol (tune 1.3) and
  * asserts issue 13's acceptance figures: on every trace gpushare's mean unallocated GPU % at
  * arrived 100 % is at most 0.95 x the published FGD mean, for seeds 42-46 and again for seeds

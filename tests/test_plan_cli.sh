@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `gpushare plan` end to end: the issue's cost example (exact figures), help, one-line errors
 # with file:line for malformed CSV rows, refused node types and jobs, no plan (exit 1), a small
 # replay writing the published CSV format, --policy all in one table and --plot PNG/SVG, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the JSON-lines protocol: request parsing, validation and encoding. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the quantity parser: every unit, every error, exact values. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit and multi-process tests of the lease accounting region. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit test of the region's lock-free attachment count (gs_region_attached), which lets the
  * daemon skip the process table of regions nobody joined. */
 #include <setjmp.h>

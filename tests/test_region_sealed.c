@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of gpushared's regions: sealed memfds nobody can resize, membership from the kernel,
  * and regions whose records a process of the lease rewrote. */
 #include <setjmp.h>

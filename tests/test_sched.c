@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the GPU scheduler region (gpushare/sched.h): slots follow the weights, caps are
  * token buckets, overruns are paid back, idle leases give their time away and come back without
  * credit, dead and stuck holders are passed over, and no content of the shared segment (other

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit test of the driver's memory charging (sim/cuda/charge.c) against a mock node: the MPS
  * pinned device memory limit is exact, also with threads racing for it, and a node that is full
  * rolls the reservation back; a context's footprint counts against the pinned limit. The real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of gpusim's module image parser (sim/cuda/image.c): the text format, opaque images,
  * every error with its line number, and reading no further than allowed. */
 #include <setjmp.h>

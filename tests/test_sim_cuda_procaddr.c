@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Acceptance: cuGetProcAddress_v2 replays the lookups libcudart 13 makes (data/cuda/
  * cudart13-getprocaddress-lookups.tsv). For every row the expected symbol comes from an oracle
  * independent of gpusim's table: the newest ABI's name from cuda.h's own macros (sim_cuda_oracle.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Acceptance: simulated time on shared devices. Two processes each launching 100 kernels of 1 ms
  * on one device take at least 200 ms of simulated time (their kernels are time-sliced, never
  * overlapping); on two devices, one each, well under that (about 100 ms). The processes are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim MIG through libnvidia-ml on an A100-40GB: mode changes, the profile and placement
  * tables, creating 3g.20gb + 2g.10gb + 2 x 1g.5gb after which 4g.20gb fails with
  * NVML_ERROR_INSUFFICIENT_RESOURCES, compute instances and MIG devices, a CUDA process that sees

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim MPS: nvidia-cuda-mps-control's daemon and commands, client detection and limits
  * (daemon defaults lowered by CUDA_MPS_ACTIVE_THREAD_PERCENTAGE /
  * CUDA_MPS_PINNED_DEVICE_MEM_LIMIT), the pinned limit as OOM, stale and killed daemons, and "echo

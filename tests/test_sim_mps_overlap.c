@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim MPS timing (acceptance 3): two clients of a daemon at 50 % each launching 100 kernels of
  * 1 ms overlap (their total time stays close to one client's), while without MPS the same two
  * processes are time-sliced (at least the sum of their kernel time). Lower bounds are exact

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's libnvidia-ml: initialisation, system and device queries, a CUDA process's memory in
  * the memory and process queries, and utilization that rises under kernels and falls to 0 when
  * idle (acceptance 1). The CUDA process is test_sim_nvml_helper, which uses gpusim's core the way

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's libnvidia-ml: every function returns NVML_ERROR_UNINITIALIZED before nvmlInit and
  * after the last nvmlShutdown, and NVML_ERROR_INVALID_ARGUMENT for NULL, foreign, misaligned and
  * wrongly typed handles (acceptance 4). Table-driven: one row per exported function. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A stand-in CUDA process for gpusim's NVML, MIG and MPS tests: it uses gpusim's core the way
  * the simulated driver does (a process slot, CUDA_VISIBLE_DEVICES domains, memory charges,
  * kernel intervals on the domain's timeline at the MPS active thread percentage, the MPS pinned

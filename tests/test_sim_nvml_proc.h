@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test support: runs test_sim_nvml_helper (a stand-in CUDA process) and talks to it. */
 #ifndef TEST_SIM_NVML_PROC_H
 #define TEST_SIM_NVML_PROC_H

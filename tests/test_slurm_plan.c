@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the Slurm plugin's core: its arguments, the lease a step asks for, the tasks'
  * environment (no Slurm needed). */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A fixed-work CUDA program for measuring compute shares on a real GPU (bench/gpu/run.sh): the
 // kernel of data/gpu-facts/h100-measurements.md (FMA chains, 1056 blocks x 256 threads), whose
 // work does not depend on time (a clock-spinning kernel would finish on wall-clock time even while

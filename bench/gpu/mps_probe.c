@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What an MPS client sees at its pinned device memory limit (bench/gpu/node.sh): with
  * CUDA_MPS_PINNED_DEVICE_MEM_LIMIT set, it allocates GIB GiB, then MORE GiB, then 64 MiB, and
  * prints each call's result and cuMemGetInfo after each — whether going past the limit is an

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpushared on a real NVIDIA GPU: the checks of issues 10–12 that gpusim cannot stand in for,
 # run against NVIDIA's driver and NVML with a private gpushared (its own socket, state and
 # runtime directories in a temporary folder; the GPU's compute and MIG modes are never changed).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Compute shares on a real NVIDIA GPU: the cases of issue 10's acceptance with the fixed-work
 # kernel of data/gpu-facts/h100-measurements.md (bench/gpu/fixed_work.cu), through
 # libgpushare.so, without gpushared (each lease: GPUSHARE_LEASE_ID and its share; the GPU's

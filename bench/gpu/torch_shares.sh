@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Compute shares with PyTorch on a real GPU: a bf16 matrix-product loop (8192^3, ~1.4 ms each,
 # synchronized every 8 products) per lease, through libgpushare.so without gpushared (as
 # bench/gpu/run.sh does with its fixed-work kernel). Ground truth: products completed per second

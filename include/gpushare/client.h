@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The client API of gpushared: lease requests, the JSON-lines protocol, and a connection.
  *
  * Every part that talks to the daemon (the gpushare CLI, the Slurm plugin, tests, benchmarks)

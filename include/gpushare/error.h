@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare error codes: 0 or a negative errno-style value, and their text. */
 #ifndef GPUSHARE_ERROR_H
 #define GPUSHARE_ERROR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Logging: one line per event to stderr, filtered by level. */
 #ifndef GPUSHARE_LOG_H
 #define GPUSHARE_LOG_H

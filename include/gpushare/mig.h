@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MIG layouts: a GPU model's instance profiles and the planner that sizes and places instances.
  *
  * A MIG-capable GPU has `compute_slices` compute slices (7 on an A100 or H100) and

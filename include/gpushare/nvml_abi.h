@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The NVML subset gpushare and gpusim use, declared from NVIDIA's documented ABI.
  *
  * No nvml.h ships with the CUDA toolkit installed here, so this header declares, with the values

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare placement: resource model, placement policies, trace replay and capacity planning. */
 #ifndef GPUSHARE_PLACEMENT_H
 #define GPUSHARE_PLACEMENT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Parsing of the quantities users write: memory sizes, GPU fractions, percentages, device lists. */
 #ifndef GPUSHARE_QUANTITY_H
 #define GPUSHARE_QUANTITY_H

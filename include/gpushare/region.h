@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The lease accounting region: a shared-memory file holding one lease's GPU memory budget.
  *
  * Every process of a lease maps the same region. Admission is reserve-then-commit: a process

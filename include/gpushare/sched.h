@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The compute scheduler of one GPU: a shared file through which every lease on the GPU takes
  * turns on it, so that each gets its share of the GPU's time.
  *

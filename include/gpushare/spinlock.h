@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A process-local lock for critical sections of a few dozen instructions (no system call when
  * free; yields the CPU when the holder was preempted). */
 #ifndef GPUSHARE_SPINLOCK_H

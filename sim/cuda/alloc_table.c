@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The process's allocation table: every address range the driver handed out (device, managed,
  * pool, host, registered, VMM reservations, graph allocations), ordered for containment lookups. */
 #include "cuda_internal.h"

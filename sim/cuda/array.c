@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDA arrays: 1D/2D/3D, layered and cubemap arrays and mipmapped arrays, their descriptors and
  * memory requirements. An array's data is a dense row-major block of host memory; its size
  * (rounded to GSIM_CU_ARRAY_ALIGN) is charged to the node as device memory. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host functions on streams (cuLaunchHostFunc, cuStreamAddCallback): one callback thread per
  * process runs them in stream order once the work queued before them is complete. */
 #include "cuda_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Physical memory accounting: charges device memory to the node and enforces MPS pinned limits. */
 #include "cuda_internal.h"
 

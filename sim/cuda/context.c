@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Contexts: their lifecycle, the per-thread context stack, and created contexts. */
 #include "cuda_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Context queries and settings: device, synchronization, flags, limits, caches, peer access. */
 #include "cuda_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's CUDA driver: the private header shared by the modules of libcuda.so.1.
  *
  * Every module includes NVIDIA's cuda.h with __CUDA_API_VERSION_INTERNAL defined, so cuda.h

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Devices: enumeration, names, UUIDs, PCI ids, memory size and the attributes a runtime queries,
  * with values of the real GPU models. */
 #include "cuda_internal.h"

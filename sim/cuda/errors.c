@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Error names and descriptions: cuGetErrorName and cuGetErrorString for every CUresult of cuda.h
  * (the table is generated from cuda.h at build time). */
 #include "cuda_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Events: record a point of a stream's simulated timeline, query, wait, and measure it. */
 #include "cuda_internal.h"
 

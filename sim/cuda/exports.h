@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's driver entry points: one line per exported function, the table cuGetProcAddress
  * selects from. GSIM_CU_EXPORT(base name, exported symbol, CUDA version that introduced this
  * ABI, per-thread suffix: empty, _ptds or _ptsz). procaddr.c checks at compile time that each

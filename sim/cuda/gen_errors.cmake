@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Generates errors_data.h from NVIDIA's cuda.h: one GSIM_CU_ERROR(NAME, "description") per
 # CUresult value, the description being the first sentence of the value's documentation. Run at
 # build time with -DCUDA_H=.../cuda.h -DOUT=.../errors_data.h, so the table follows the header.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Graphs: building (kernel, memcpy, memset, host, empty, event and memory nodes), instantiation
  * and launch. Nodes are kept in creation order, which is a topological order since a node's
  * dependencies must exist when it is added; a launch runs them in that order on the stream. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Executable graphs: instantiation (a snapshot of the graph's nodes), launch in stream order on
  * the simulated device, upload, and the executable graph's lifetime. */
 #include "graph_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's CUDA driver: the graph objects shared by graph.c, graph_exec.c and graph_params.c. */
 #ifndef GSIM_CUDA_GRAPH_INTERNAL_H
 #define GSIM_CUDA_GRAPH_INTERNAL_H

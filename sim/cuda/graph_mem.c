@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Graph memory: the allocations of graph memory nodes, and the device's graph memory attributes.
  * An allocation node's address is fixed when the node is added; launching the graph backs it
  * with memory charged to the node; a free node, cuMemFree or cuMemFreeAsync returns it. */

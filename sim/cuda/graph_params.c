@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Graph node parameters: reading and changing what a node does (kernel, memcpy, memset, host,
  * event and memory nodes). Instantiated graphs keep the parameters they were made with. */
 #include "graph_internal.h"

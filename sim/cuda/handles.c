@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Handle arenas: every CUDA handle object lives in a per-kind slab, so handles validate safely. */
 #include "cuda_internal.h"
 

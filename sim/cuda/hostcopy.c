@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Moving bytes when one side is an application's host pointer that gpusim cannot validate: the
  * kernel copies them (process_vm_readv on this process), so a bad host pointer makes the copy
  * fail with CUDA_ERROR_INVALID_VALUE instead of crashing the application. */

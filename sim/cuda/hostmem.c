@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Page-locked host memory: cuMemHostAlloc, cuMemAllocHost, cuMemHostRegister and their queries.
  * Host memory is not device memory: it is tracked (for cuMemcpy and pointer queries) but never
  * charged to the node. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Module images: the gpusim kernel image text format ("gpusim-module 1") and file loading.
  *
  *   gpusim-module 1

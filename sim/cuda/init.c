@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Driver initialisation: cuInit, cuDriverGetVersion, and the process-wide driver state. */
 #include "cuda_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kernel launches: cuLaunchKernel, cuLaunchKernelEx, cooperative launches and occupancy. A launch
  * occupies the device for the kernel's duration (divided by GPUSIM_TIME_SCALE), in stream order
  * and time-sliced with the other processes on the device. */

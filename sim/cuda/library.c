@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Context-independent loading: cuLibrary* and cuKernel*. A library keeps its parsed image and
  * loads it as a module into each context that uses it, on first use. */
 #include "cuda_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Linear copies: cuMemcpy*, HtoD/DtoH/DtoD, peer copies and copies to and from arrays. Data moves
  * at once (device memory is host memory); synchronous copies first wait for the default stream's
  * work, as the real driver orders them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* 2D and 3D copies: cuMemcpy2D*, cuMemcpy3D* and peer variants, between host memory, device
  * memory and arrays, every row bounds-checked before any byte moves. */
 #include "cuda_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device memory: cuMemAlloc, pitch and managed allocations, cuMemFree, cuMemGetInfo and address
  * ranges. Device pointers are host memory, charged to the node as the device's physical memory. */
 #include "cuda_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Memsets: cuMemsetD8/D16/D32 and their 2D and async forms, on device-visible memory. */
 #include "cuda_internal.h"
 

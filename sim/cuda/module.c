@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Modules and functions: cuModuleLoad*, cuModuleGetFunction/Global, cuFunc* attributes. */
 #include "cuda_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unified addressing: pointer attributes, and the managed-memory hints (advise, prefetch), which
  * are validated and otherwise free since every device pointer is already host-accessible. */
 #include "cuda_internal.h"

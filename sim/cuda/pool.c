@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stream-ordered allocation: memory pools, cuMemAllocAsync, cuMemAllocFromPoolAsync and
  * cuMemFreeAsync. A pool charges the node when it allocates (so limits apply exactly) and keeps
  * freed blocks reserved until it is trimmed: by cuMemPoolTrimTo, or at the next synchronization

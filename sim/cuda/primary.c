@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Primary contexts: one per device, shared by everything in the process that retains it. */
 #include "cuda_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuGetProcAddress and cuGetProcAddress_v2: version-aware lookup of the driver's entry points in
  * the table of exports.h, as NVIDIA's driver does it for the CUDA runtime. */
 #include "cuda_internal.h"

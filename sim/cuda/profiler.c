@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Profiler control: cuProfilerStart and cuProfilerStop succeed and do nothing (gpusim has no
  * profiler), so applications that bracket their measured region still run. */
 #include "cuda_internal.h"

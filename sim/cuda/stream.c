@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Streams and simulated time: stream order, the legacy and per-thread default streams, and the
  * reservation of kernel time on the device's timeline in the node. */
 #include "cuda_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Virtual memory management: cuMemCreate / cuMemRelease (physical memory, charged to the node),
  * cuMemAddressReserve / cuMemAddressFree (address space only), cuMemMap / cuMemUnmap and access.
  * Physical allocations are memfds, mapped MAP_SHARED|MAP_FIXED into the reserved ranges, so data

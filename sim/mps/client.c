@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's nvidia-cuda-mps-control front end: one connection per command line. */
 #include "mps_internal.h"
 

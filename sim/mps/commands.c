@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's MPS control daemon: the command language of NVIDIA's nvidia-cuda-mps-control. */
 #include "mps_internal.h"
 

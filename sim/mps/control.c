@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's nvidia-cuda-mps-control: NVIDIA's MPS control interface over the simulated node.
  *   nvidia-cuda-mps-control -d    start the control daemon in the background
  *   nvidia-cuda-mps-control -f    run it in the foreground

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's MPS control daemon: lifetime, control socket, simulated servers and clients.
  *
  * MPS servers are simulated by one child process per user (named nvidia-cuda-mps, as the real

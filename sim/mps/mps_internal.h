@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's nvidia-cuda-mps-control: private header between its front end and its daemon. */
 #ifndef GSIM_MPS_INTERNAL_H
 #define GSIM_MPS_INTERNAL_H

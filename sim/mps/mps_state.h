@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim MPS: what the control daemon leaves in its pipe directory for clients to read.
  *
  * The pipe directory (CUDA_MPS_PIPE_DIRECTORY, default /tmp/nvidia-mps) holds:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's libnvidia-ml: device enumeration, identity, memory and compute mode. */
 #include "nvml_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's libnvidia-ml: a documented test hook that makes chosen NVML calls fail.
  *
  * GPUSIM_NVML_FAULTS names a file of lines "FUNCTION CODE" (CODE an nvmlReturn_t number, e.g.

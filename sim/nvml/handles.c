@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's libnvidia-ml: handle tables and the common call prologue. */
 #include "nvml_internal.h"
 

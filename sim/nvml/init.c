@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's libnvidia-ml: initialisation (reference counted), error strings, system queries. */
 #include "nvml_internal.h"
 

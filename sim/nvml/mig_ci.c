@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's libnvidia-ml: compute instances and MIG device handles. */
 #include "nvml_internal.h"
 

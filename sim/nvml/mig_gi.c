@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's libnvidia-ml: MIG mode, GPU instance profiles, placements and GPU instances.
  *
  * Profiles come from the model's table (data/gpus/mig-profiles.csv). A profile's NVML profile

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's libnvidia-ml: private header shared by its files (handles, call prologue). */
 #ifndef GSIM_NVML_INTERNAL_H
 #define GSIM_NVML_INTERNAL_H

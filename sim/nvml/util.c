@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's libnvidia-ml: utilization, running processes and per-process utilization samples.
  *
  * Utilization comes from the device timeline (the kernel intervals every CUDA process reserves):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's nvidia-smi: drawing nvidia-smi's boxed tables. */
 #include "smi.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's nvidia-smi: a small nvidia-smi over NVML, so a person can look at a simulated node.
  *   nvidia-smi [-i N]                  the status table: GPUs, MIG devices, processes
  *   nvidia-smi -L                      GPUs and MIG devices with their UUIDs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's nvidia-smi: private header (table drawing and the subcommands). */
 #ifndef GSIM_SMI_H
 #define GSIM_SMI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim's nvidia-smi: the "mig" subcommands (list profiles and instances, create, destroy). */
 #include "smi.h"
 

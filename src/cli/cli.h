@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The gpushare command-line tool: one function per subcommand. */
 #ifndef GS_CLI_H
 #define GS_CLI_H

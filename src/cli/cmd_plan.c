@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `gpushare plan`: dispatches to trace replay or capacity planning; the helpers they share. */
 #include "cli.h"
 #include "daemon_cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the subcommands: errors (text or JSON), options, daemon calls, formats. */
 #ifndef GS_CLI_DAEMON_CLI_H
 #define GS_CLI_DAEMON_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare doctor: checks that this node is ready for leases, one line a check with a hint. */
 #include "cli.h"
 #include "daemon_cli.h"

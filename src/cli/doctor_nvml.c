@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare doctor's NVML reader: dlopen'ed like the daemon's inventory, read once, unloaded. */
 #include "doctor_nvml.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What gpushare doctor reads from NVML itself: the CUDA version the driver supports and each
  * GPU's compute mode and MIG mode (works without gpushared, as nvidia-smi does). */
 #ifndef GS_CLI_DOCTOR_NVML_H

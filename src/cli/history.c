@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare history: finished leases from the daemon's ledger, like sacct. */
 #include "cli.h"
 #include "daemon_cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare leases and gpushare release: list the caller's leases and waiting requests; release
  * leases. */
 #include "cli.h"

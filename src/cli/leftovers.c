@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stopping what a job leaves running: see leftovers.h. */
 #include "leftovers.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What a job leaves behind: the processes still running below gpushare run (a child subreaper)
  * once the job's main process has ended, stopped the way a Slurm step's are. */
 #ifndef GS_CLI_LEFTOVERS_H

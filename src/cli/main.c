@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare: the command-line entry point; dispatches to one subcommand. */
 #include "cli.h"
 

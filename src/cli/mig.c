@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare mig: MIG layouts without touching a GPU (the built-in profile tables).
  *   gpushare mig plan --model A100-40GB --gpu-memory 4G,4G,12G
  *   gpushare mig profiles --model H100-80GB */

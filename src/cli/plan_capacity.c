@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `gpushare plan` for operators: nodes, GPUs and monthly cost a workload needs with GPU sharing
  * (gpushare's placement) and with one job per GPU, for each node type offered. */
 #include "cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private interfaces of `gpushare plan`: trace replay, capacity planning, plots, helpers. */
 #ifndef GS_PLAN_CLI_H
 #define GS_PLAN_CLI_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Charts of unallocated GPU % against arrived GPU demand %, one line per policy, drawn with cairo
  * into a PNG or an SVG file: the whole range and a close-up of the end, as in the FGD paper. */
 #include "plan_cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `gpushare plan replay`: the ATC'23 experiment for several policies and seeds, its result table
  * in the published CSV format, one table comparing the policies (with the published figures) and
  * a chart of their allocation curves (PNG or SVG). */

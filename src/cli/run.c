@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare run: the options, the wait for a lease and what it says while it waits. */
 #include "run.h"
 #include "cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare run's parts: options and the lease (run.c), the job it runs in the lease (run_job.c). */
 #ifndef GS_CLI_RUN_H
 #define GS_CLI_RUN_H

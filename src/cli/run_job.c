@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare run's job: its environment, signals, the daemon's events, its end and the release. */
 #include "cli.h"
 #include "leftovers.h"

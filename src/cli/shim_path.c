@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Finding libgpushare.so: the environment, the daemon's configuration, or beside gpushare. */
 #include "shim_path.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Where gpushare finds libgpushare.so, the shim a job preloads (run) and doctor checks. */
 #ifndef GS_CLI_SHIM_PATH_H
 #define GS_CLI_SHIM_PATH_H

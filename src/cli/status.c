@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare status and top: the node's GPUs, their leases, processes and the waiting requests,
  * as a table of at most 80 columns (or JSON). */
 #include "cli.h"

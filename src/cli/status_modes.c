@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare status: what a GPU's mode adds under its row (MIG instances, the MPS server). */
 #include "daemon_cli.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A client connection to gpushared: connect, send a JSON line, receive JSON lines. */
 #include "gpushare/client.h"
 #include "gpushare/error.h"

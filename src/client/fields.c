@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Lease request fields people write: names, GPU models, durations (shared by CLI and daemon). */
 #include "gpushare/client.h"
 #include "gpushare/error.h"

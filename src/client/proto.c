@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The JSON-lines protocol: lease request checks and the request parser the daemon trusts. */
 #include "gpushare/client.h"
 #include "gpushare/error.h"

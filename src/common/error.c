@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gs_strerror: the one place that turns a gpushare error code into text. */
 #include "gpushare/error.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Logging to stderr: one write(2) per line, level filter, program prefix. */
 #include "gpushare/log.h"
 #include "gpushare/error.h"

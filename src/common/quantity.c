@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The strict quantity parser every gpushare part uses for sizes, fractions and percentages. */
 #include "gpushare/quantity.h"
 #include "gpushare/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The API's requests: parse, authorise by SO_PEERCRED, act, reply; the wait queue's service. */
 #include "api.h"
 #include "place.h"

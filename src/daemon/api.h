@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The API's requests: hello, acquire (with the wait queue), release, list and status. */
 #ifndef GS_DAEMON_API_H
 #define GS_DAEMON_API_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare.conf: the [daemon] section and [gpu:all] / [gpu:N] / [gpu:UUID] sections (libinih). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushared's configuration: gpushare.conf (INI) merged with command-line overrides. */
 #ifndef GS_DAEMON_CONFIG_H
 #define GS_DAEMON_CONFIG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A client connection: queued replies, descriptors passed with them, writing, flow control. */
 #include "conn.h"
 

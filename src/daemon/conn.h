@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A client connection of the API server: its buffers, its replies (with a descriptor passed
  * along, SCM_RIGHTS), its flow control and its place in the server's lists. Private to
  * server.c and conn.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushared's state: the node's GPUs, its leases and queue, and the lease lifecycle.
  *
  * One thread (the event loop) owns everything here; the metrics thread only reads the snapshot

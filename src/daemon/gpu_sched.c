@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The GPUs' compute schedulers: one scheduler region per GPU, made at start (see gpu_sched.h). */
 #include "gpu_sched.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The GPUs' compute schedulers (gpushare/sched.h): gpushared makes one per GPU at start, in
  * state_dir/sched (mode 0755; key files 0644, segments 0666 so that every user's jobs take part),
  * or takes over the one its previous run's jobs still use, keeps them open while it runs, passes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What really runs on the GPUs: NVML's per-process memory and /proc's facts of each process. */
 #include "gpuprocs.h"
 

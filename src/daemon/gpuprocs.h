@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What really runs on the node's GPUs: NVML's per-process memory on each GPU, with each
  * process's owner, command and parent from /proc. One module, so that the watchdog and the
  * per-process views (gpushare status) read the same thing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The daemon's GPUs: built from the NVML inventory and the config; live figures from NVML. */
 #include "daemon.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The metrics endpoint's HTTP server: epoll thread, fixed connection table, eviction. */
 #include "http.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The metrics endpoint's HTTP server: one thread, epoll, a fixed table of connections.
  *
  * Why not libmicrohttpd: any local user can connect to the endpoint, and a scrape must never

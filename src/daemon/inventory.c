@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GPU inventory over NVML (dlopen'ed; types from the project's one NVML ABI header). */
 #include "inventory.h"
 

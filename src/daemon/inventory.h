@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GPU inventory: the node's GPUs through NVML, loaded at run time with dlopen.
  *
  * The seam between NVIDIA's driver and gpusim is which libnvidia-ml.so.1 is loaded (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The lease lifecycle: grant, end, let go, revoke, force; the live use of a lease. */
 #include "daemon.h"
 #include "mode.h"

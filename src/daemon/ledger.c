@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ledger: SQLite in WAL mode with group commit; one row per live lease. */
 #include "ledger.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ledger: live leases in SQLite (WAL), so that a restarted gpushared finds every one again.
  *
  * Durability: journal_mode=WAL with synchronous=NORMAL. Every write is its own transaction,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushared: the node daemon that grants GPU leases (see docs/man/gpushared.8). */
 #include "api.h"
 #include "daemon.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prometheus metrics: rendering from the daemon's state, served by the endpoint (http.h). */
 #include "metrics.h"
 #include "gpu_sched.h"

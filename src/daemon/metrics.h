@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prometheus metrics on http://ADDR:PORT/metrics (http.h: its own thread and event loop).
  *
  * The event loop renders the text from its state once a second (gs__metrics_publish) and swaps

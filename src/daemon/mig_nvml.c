@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MIG through NVML for one GPU: mode, profile catalog, instances, create and destroy. */
 #include "mig_nvml.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* MIG through NVML for one GPU: its mode, its profile catalog, its instances; create and destroy.
  *
  * A gpushared MIG instance is one GPU instance with one compute instance spanning all of its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The mode seam's dispatch: which operations a GPU has, and fan-outs over GPUs and lease parts. */
 #include "mode.h"
 

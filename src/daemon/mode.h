@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A GPU's mode: the one seam between gpushared and how a GPU is shared.
  *
  * Every GPU has a mode (gpushare.conf's mode =), and the daemon never looks at it itself: it

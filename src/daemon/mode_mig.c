@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Mode mig: dynamic MIG. A lease holds one GPU instance of the smallest profile that fits it
  * (or the one it names); instances outlive their leases and serve the next request of their
  * profile, and an idle instance is destroyed only when its slots are needed by another profile

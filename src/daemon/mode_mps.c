@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Mode mps: the GPU's memory and compute pool as in mode shared, served by an MPS control daemon
  * that gpushared runs for the GPU, checks, restarts when it dies and stops at shutdown.
  *

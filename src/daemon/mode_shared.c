@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Modes shared and exclusive: leases take memory and compute from the GPU's pool (model.h),
  * enforced by the shim; an exclusive GPU gives whole GPUs, one lease at a time. */
 #include "mode.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The lease model's fit rules: slices, demands and per-GPU accounting. */
 #include "model.h"
 

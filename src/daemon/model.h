@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The lease model: what a GPU can give, what a request takes from it, and the fit rules of its
  * memory and compute pool (the shared, exclusive and mps modes use it; mode.h decides which
  * requests a GPU serves and how).

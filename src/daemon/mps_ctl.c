@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nvidia-cuda-mps-control for one MPS GPU: spawned with a bounded wait, found again by pid file. */
 #include "mps_ctl.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Running nvidia-cuda-mps-control for one MPS GPU: start its control daemon, send it commands,
  * find it again after a restart of gpushared, stop it.
  *

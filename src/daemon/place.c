@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Placement glue: which GPUs a lease goes to (built-in best fit and spread; the placement
  * engine for gpushare and fgd one-GPU leases). */
 #include "place.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Placement glue: which of the node's GPUs a lease request goes to. */
 #ifndef GS_DAEMON_PLACE_H
 #define GS_DAEMON_PLACE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The placement engine (src/placement) behind the daemon's gpushare and fgd policies: which of
  * the node's GPUs a one-GPU lease goes to, fragmentation-aware. */
 #include "place_engine.h"

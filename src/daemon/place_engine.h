@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The placement engine behind the daemon's gpushare and fgd policies. */
 #ifndef GS_DAEMON_PLACE_ENGINE_H
 #define GS_DAEMON_PLACE_ENGINE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The processes on the node's GPUs, from NVML, each tied to its lease and its user.
  *
  * The per-process view (status --processes, top): NVML says which processes hold memory on which

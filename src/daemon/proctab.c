@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The node's process table (/proc): region holders, descendants, signals, regions to adopt. */
 #include "proctab.h"
 

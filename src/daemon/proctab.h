@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The node's processes as the kernel sees them (/proc), never as a region says: which processes
  * hold a lease's region (open or mapped), the descendants of a lease's holder, signals to them,
  * and the regions of gpushared that processes still hold after a restart of the daemon.

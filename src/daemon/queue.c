@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The wait queue: an intrusive doubly-linked list kept in service order. */
 #include "queue.h"
 

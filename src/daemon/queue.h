@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The wait queue of lease requests: by priority (higher first), FIFO within a priority. */
 #ifndef GS_DAEMON_QUEUE_H
 #define GS_DAEMON_QUEUE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Lease regions: sealed memfds, their join spec, the pool of idle ones, the state directory. */
 #include "regions.h"
 

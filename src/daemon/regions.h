@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Lease regions of gpushared: sealed memfds the daemon makes (nobody can shrink or grow them),
  * handed to the lease's processes by the join request, kept in a pool of idle ones for the same
  * user's next lease, and found again after a restart in the processes that hold them. No region

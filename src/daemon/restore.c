@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Leases after a start: rebuilt from the ledger, with the regions their processes still hold;
  * and the ledger's file, written again if it was removed or replaced meanwhile. */
 #include "daemon.h"

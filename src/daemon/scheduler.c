@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The wait queue's service: order by priority with aging, backfill behind held GPUs. */
 #include "scheduler.h"
 #include "mode.h"

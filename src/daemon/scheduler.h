@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The wait queue's service: priority with aging, and backfill behind the requests ahead.
  *
  * Waiting requests are served in order of their effective priority (their priority plus one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The API server: unix socket, epoll loop, accepting under per-user limits, line framing, idle
  * connections. */
 #include "server.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The API server: the unix socket, its epoll event loop and the client connections.
  *
  * One JSON object per line in both directions. A request line is at most GS_PROTO_LINE_MAX

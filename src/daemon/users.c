@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-user counters: a small chained hash of uids. */
 #include "users.h"
 

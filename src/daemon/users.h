@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-user counters behind the per-user limits: connections and queued requests of each uid. */
 #ifndef GS_DAEMON_USERS_H
 #define GS_DAEMON_USERS_H

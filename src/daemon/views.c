@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* JSON views of leases, lease environments and the node's status. */
 #include "views.h"
 #include "procs.h"

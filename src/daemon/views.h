@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* JSON views of the daemon's state for replies: a lease, its environment, the node's status. */
 #ifndef GS_DAEMON_VIEWS_H
 #define GS_DAEMON_VIEWS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The watchdog: NVML's per-process memory held against the leases (see watchdog.h). */
 #include "watchdog.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The watchdog: what really runs on the GPUs, held against the leases.
  *
  * Every watch_interval (default 1 s) it reads NVML's per-process memory on each GPU (gpuprocs.h)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The resource model: nodes with CPU, memory and shared GPUs; taking and giving back requests. */
 #include "placement_internal.h"
 

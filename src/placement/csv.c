@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A small strict CSV reader: one row per line, optional quoted fields, errors as file:line. */
 #include "placement_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The placement engine: filters nodes, scores them with a policy (cached per request shape and
  * node version), breaks ties at random and picks the GPUs. */
 #include "placement_internal.h"

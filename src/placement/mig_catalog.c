@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The built-in MIG profile tables: data/gpus/mig-profiles.csv and gpu-models.csv, embedded. */
 #include "gpushare/mig.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The MIG planner: the profile a request gets, and where one more GPU instance goes. */
 #include "gpushare/mig.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Packing values for gpushare's policy: what a GPU share and a GPU's room are worth in GPUs of an
  * optimal packing of the target workload (LP dual prices, and a CPU-aware completion table). */
 #include "placement_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Dual prices of GPU shares: the fractional bin-packing (cutting-stock) LP of a workload's shares,
  * solved by column generation with GLPK's simplex and an unbounded-knapsack pricing step. */
 #include "placement_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private interfaces of src/placement: cluster layout, engine, policies, CSV reader, RNG. */
 #ifndef GS_PLACEMENT_INTERNAL_H
 #define GS_PLACEMENT_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Capacity planning: the fewest nodes of a type that hold a workload under a placement policy. */
 #include "placement_internal.h"
 

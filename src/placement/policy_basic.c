@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The ATC'23 baselines as its artifact scores them (Random, DotProd, GpuClustering, GpuPacking,
  * BestFit), and Spread. Scores are the scheduler's integers 0..100 (larger is better); the engine
  * gives equal scores to the node first in its fixed order. */

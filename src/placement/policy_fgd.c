@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fragmentation Gradient Descent (ATC'23) as its artifact scores it, and the decision rule it
  * shares with gpushare's policy. */
 #include "placement_internal.h"

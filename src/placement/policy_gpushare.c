@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare's placement policy: FGD's decision rule, ranked first by the packing value a placement
  * loses (LP dual prices of the workload's GPU shares, CPU-aware), then by a fragmentation measure
  * that counts the GPU capacity tasks cannot reach for lack of CPU, memory or free GPUs, each task

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Trace replay with the ATC'23 artifact's protocol, and its table of allocation vs arrival. */
 #include "placement_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Deterministic random numbers for placement: xoshiro256** seeded through splitmix64. */
 #include "placement_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Workload and node files: the Alibaba openb CSVs, job lists and node types for `gpushare plan`. */
 #include "placement_internal.h"
 

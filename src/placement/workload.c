@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The target workload M: the popular task shapes and their frequencies, as FGD defines it. */
 #include "placement_internal.h"
 

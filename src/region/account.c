@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Lock-free, exact accounting of a lease's memory (see region_internal.h for the protocol). */
 #include "region_internal.h"
 

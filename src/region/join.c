@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Joining a lease's region: a file by path, or a lease's region asked of gpushared over its
  * socket (the sealed descriptor comes back with SCM_RIGHTS). libc only: the shim links it. */
 #include "gpushare/error.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The lease accounting region's memory: files, gpushared's sealed memfds, private regions;
  * membership, recycling, forks. */
 #include "gpushare/error.h"

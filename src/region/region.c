@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The lease accounting region: process records, liveness, reaping, snapshots, compute pause. */
 #include "gpushare/error.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The region's private header: the shared layout and the 128-bit atomics its accounting uses.
  *
  * Accounting is lock-free and exact. Each device has one 128-bit word: the lease's use in bytes

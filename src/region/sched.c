@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The scheduler region's storage: a System V shared memory segment named by a key file, the
  * file's lock, membership (join/leave) and the lease table for status.
  *

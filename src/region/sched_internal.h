@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The scheduler region's private header: its shared layout, the file lock and the helpers the
  * policy (sched_policy.c) and the file handling (sched.c) share.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The scheduler's policy: who gets the GPU next, for how long, and what a slot costs.
  *
  * Stride scheduling over leases: each lease has a virtual time that grows by the device time it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The agent thread of a scheduled GPU: takes the GPU from the scheduler when the process has
  * work, runs its slots in rounds of launches, drains at their ends and hands the GPU on.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CUDA arrays and mipmapped arrays: charged with the driver's own memory requirement. */
 #include "shim.h"
 

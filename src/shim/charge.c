@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reserve-then-commit: every hooked allocation reserves its bytes in the lease region before the
  * driver is asked, and commits or rolls back after; every free returns exactly the charge. */
 #include "shim.h"

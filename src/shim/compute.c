@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Compute shares: which GPUs the process schedules, joining their schedulers, and the launch
  * gate every kernel launch passes (see compute.h and gpushare/sched.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Compute shares inside the shim: the launch gate of each scheduled GPU, its agent thread, and
  * the drain of a process's work (compute.c, agent.c, drain.c).
  *

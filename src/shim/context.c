@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Contexts: creating one charges its own device memory to the lease (measured, footprint.c);
  * destroying a context or resetting a primary one frees its memory in the driver, so the lease
  * gets that charge back here. Creation fails closed on a bad lease configuration. Contexts on

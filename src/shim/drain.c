@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Draining a process's work on one device: the contexts the process holds there (created, or
  * its retained primary context) are each synchronized from the agent thread. The registry keeps
  * a drain from racing with the application destroying or releasing a context: that waits for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Context footprints: the device memory a CUDA context takes for itself counts in the lease.
  *
  * A context's own memory (local memory for every thread the GPU can hold, heaps, the driver's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Graph memory nodes: an instantiated graph's allocation nodes are charged when it is launched
  * (refused with CUDA_ERROR_OUT_OF_MEMORY, launching nothing, when they do not fit). Allocations
  * freed by a free node of the same graph are returned after the launch; the others stay charged

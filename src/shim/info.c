@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the application sees of memory: its lease's slice, never more than the device has. */
 #include "shim.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shim start-up: the lease configuration from GPUSHARE_* variables, the driver, the region. */
 #include "shim.h"
 

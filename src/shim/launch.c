@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kernel launches. They are interposed so that every way of reaching them (symbol, dlsym,
  * cuGetProcAddress) lands in the shim: a lease whose configuration is bad launches nothing, and
  * a process that takes part in its GPU's compute scheduler launches only through the gate of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Linear, pitched and managed device memory: cuMemAlloc*, cuMemAllocManaged, cuMemFree*. */
 #include "shim.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stream-ordered allocation: cuMemAllocAsync, cuMemAllocFromPoolAsync, cuMemFreeAsync, pools.
  * Charged when allocated and returned when freed (not when the pool trims), so the limit holds
  * whatever the pool's release threshold. Allocations made while a stream is being captured

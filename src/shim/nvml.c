@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NVML as a lease sees it: nvmlDeviceGetMemoryInfo(_v2) report the lease's slice for the GPUs
  * the process's CUDA devices are (matched through CUDA_VISIBLE_DEVICES: UUIDs or indices), and
  * with CUDA_VISIBLE_DEVICES set the device count, indexes and handle lookups show only those

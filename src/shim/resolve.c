@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* How applications reach the driver, and how each path is routed to the shim's hooks: exported
  * symbols (by being preloaded), dlsym/dlvsym (interposed here) and cuGetProcAddress (below). */
 #include "shim.h"

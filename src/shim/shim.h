@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libgpushare.so internals: the real-function table, the shim's state, allocation tracking and
  * the reserve-then-commit helpers every hook uses. Compiled with -D__CUDA_API_VERSION_INTERNAL so
  * cuda.h declares every versioned prototype (cuMemAlloc with 32-bit sizes, _v2, _ptsz, ...), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Allocation tracking: what each live allocation of this process was charged, so that every free
  * returns exactly its charge. A hash table split into independently locked stripes. */
 #include "shim.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Virtual memory management: cuMemCreate charges the physical allocation; the charge returns
  * when its last reference (creation and each cuMemRetainAllocationHandle, each ended by a
  * cuMemRelease) and its last mapping are gone, as the driver frees it. */

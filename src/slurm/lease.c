@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Slurm plugin's conversation with gpushared: acquire a step's lease, join the batch step's,
  * release. */
 #include "slurm_plugin.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Slurm plugin's decisions: its arguments, the lease a step needs, the tasks' environment. */
 #include "slurm_plugin.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Slurm plugin's core, kept apart from SPANK so that it builds and is unit-tested without
  * Slurm: the plugin's arguments, the step's lease request, the tasks' environment (plan.c) and
  * the conversation with gpushared (lease.c). spank_gpushare.c is the SPANK glue around them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* spank_gpushare.so: srun/sbatch --gpu-memory and --gpu-compute, and a gpushared lease for every
  * job step that asks for one (or uses a shard gres), set up for its tasks through the shim.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 14, aging: a waiting request gains a priority point per queue_aging, so a low-priority
 # request is not starved by higher-priority ones that keep arriving. Without aging
 # (queue_aging = 0) priority decides; with it, a request that waited long enough goes first.

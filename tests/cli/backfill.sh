@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 14, the queue's backfill: with a whole-GPU request (of the second user) waiting on a
 # busy A100 and an idle T4, a 1G request starts at once (on the T4), a request that would only
 # fit on the A100 held for it is refused saying why, and the whole-GPU request starts first

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 14, gpushare history: finished leases from the ledger (who, what, when, how long, peak
 # memory, OOM events, exit status), after a restart of the daemon; --since, --user, --json; a
 # user sees only their own.

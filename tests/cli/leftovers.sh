@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # gpushare run stops what a job leaves running, as a Slurm step's processes are stopped: once the
 # job's main process has ended, its remaining descendants (adopted by gpushare run, a child
 # subreaper) get SIGTERM and, after the grace period, SIGKILL; the lease ends with them and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared setup of the CLI tests (issue 14): the daemon tests' setup (tests/daemon/lib.sh) and a
 # second system user. Source it; set GPUSIM_DEVICES / CONFIG first.
 source "$(dirname "${BASH_SOURCE[0]}")/../daemon/lib.sh"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 14: `make run` shows one line for the build and then the demo; the build's own output
 # appears only when it fails.
 set -euo pipefail

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 14: inside a lease, nvidia-smi (gpusim's, through the shim's NVML like NVIDIA's) lists
 # only the lease's GPUs, numbered from 0 as CUDA numbers them, with the lease's memory.
 source "$(dirname "$0")/lib.sh"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 14, gpushare status --processes (and top): each GPU's processes with pid, user, lease and
 # memory from NVML; a user sees their own in detail and the others' as a count, root all. top
 # fits 80 columns and shows the time.

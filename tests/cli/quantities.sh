@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 14, quantities: decimal sizes round down to whole MiB everywhere (1.1G is 1126 MiB from
 # the CLI through the lease and the shim to cuMemGetInfo, and in GPUSHARE_MEMORY_LIMIT); a bare
 # number is refused with a hint; percentages wherever fractions are; "missing value".

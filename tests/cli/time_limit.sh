@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 14, --time: at the time limit the job gets SIGTERM, SIGKILL after the grace period
 # (kill_grace), and the lease ends; a job that ignores SIGTERM is gone within grace + 1 s of the
 # limit. Time left shows in status and leases; the history says why it ended.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 14, the conventions of every command: --version, `gpushare help CMD` = `CMD --help`,
 # --json on every command that prints (errors as JSON too), the man pages describe every option
 # of every --help and have one table of exit codes, the status wording, the daemon's timestamps.

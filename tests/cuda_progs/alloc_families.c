@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every allocation family charges the device exactly (cuMemGetInfo), its data round-trips, and
  * every free returns exactly what was charged: linear, pitch, managed, host (not device memory),
  * async and pool allocations, VMM, arrays, mipmapped arrays and graph memory nodes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Acceptance: init, query an H100-80GB, create a context, allocate, copy a round trip, launch a
  * kernel, synchronize and free, with the driver API exactly as an application uses it. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Assertions for the driver-API test programs: print the failing line and exit 1, else silent. */
 #ifndef GSIM_TEST_CHECK_H
 #define GSIM_TEST_CHECK_H

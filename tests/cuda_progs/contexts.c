@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Contexts and devices on a node of an H100-80GB and an A100-40GB: device properties per model,
  * primary context retain/release/reset, the per-thread context stack, memory per device, peer
  * copies. With the argument "visible" it checks CUDA_VISIBLE_DEVICES=1 (only the A100). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Bad input returns NVIDIA's documented errors and never crashes: calls before cuInit, without a
  * context, with garbage handles and pointers, bad sizes and bad images. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Graphs: kernel, memcpy, memset, host, empty and event nodes; instantiation (every entry point
  * and version), launch in stream order and simulated time, node queries, destroying nodes. */
 #include <math.h>

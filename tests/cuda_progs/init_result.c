@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prints the name of cuInit(0)'s result and the device count (when it succeeded); with the
  * argument "fork", also the result of CUDA calls in a child forked after initialisation. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Holds device memory until killed: allocates the GiB given as argument on device 0, prints
  * "held <bytes> <child pid>" and waits. With "fork" as second argument it first forks a child
  * that never calls CUDA and waits too (its pid is printed, else 0). Used by the multi-process

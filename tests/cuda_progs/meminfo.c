@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prints "<free> <total>" of device 0 as cuMemGetInfo reports them, in bytes. */
 #include "check.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Modules and libraries: gpusim images from memory and from files, kernels and globals, opaque
  * images at the default cost, context-independent libraries loaded into each context, function
  * attributes, and kernel durations measured in simulated time. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Physical exhaustion: device 0 holds exactly its model's memory as CUDA shows it (the argument:
  * h100 or a100, see check.h), less the context's own; one byte more is CUDA_ERROR_OUT_OF_MEMORY
  * for every allocation family, and freeing makes room again. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Streams, events and host callbacks in simulated time (run with GPUSIM_TIME_SCALE=10): stream
  * order, the legacy default stream's synchronization with blocking streams, per-thread default
  * streams, cuStreamWaitEvent, queries before completion, callbacks after the work before them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Many threads share one context: allocations, copies, launches, events, stream-ordered memory
  * and lookups from all of them at once leave consistent accounting (free == total at the end). */
 #include <pthread.h>

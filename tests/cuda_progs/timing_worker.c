@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One process of the timing test: on device ORDINAL, launches COUNT kernels of DURATION back to
  * back on one stream once it reads a byte on stdin ("go"), then prints
  * "<start_ns> <end_ns> <elapsed_ms>": CLOCK_MONOTONIC around the work and cuEventElapsedTime.

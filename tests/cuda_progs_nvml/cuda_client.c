@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The driver-API stand-in CUDA process of gpusim's NVML, MIG and MPS tests: the same command
  * protocol as tests/test_sim_nvml_helper.c, served through NVIDIA's driver API (cuda.h) by
  * gpusim's libcuda.so.1, so the tests check what a real program sees. One command per line:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Acceptance 8: bad input gets one clear error and leaves the daemon unaffected: CLI values,
 # malformed and oversized JSON lines, a client that sends nothing, a bad configuration.
 source "$(dirname "$0")/lib.sh"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Compute shares end to end: gpushared makes the GPU's scheduler and passes it with the shares to
 # jobs; --compute 30 beside --gpu 0.7 split the GPU's time 30:70 (compute_worker, 4 ms kernels:
 # its throughput, whose host gaps the ground-truth tests compute_* leave out, so here the split

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # gpushared with real CUDA jobs on gpusim (libcuda.so.1) through the shim: the job sees its
 # slice (less its context's own memory, which the lease pays for), its allocations are charged to
 # the lease, going over it is a clean CUDA_ERROR_OUT_OF_MEMORY, and a killed job's device memory

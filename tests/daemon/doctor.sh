@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpushare doctor: on a ready node every check says ok and the exit status is 0; then each check
 # is made to fail in turn (socket mode, daemon, driver, GPU compute mode, MIG mode, CUDA version,
 # shim missing or not loadable, a GPU configured mig with MIG mode off, an mps GPU without the MPS

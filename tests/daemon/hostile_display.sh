@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 15, finding 8: a command shown to root (and in the logs) carries no control character of
 # its user: C0 (an OSC title sequence), C1 (U+009B, CSI) and bidirectional overrides (U+202E)
 # are shown escaped; so are the names and command lines of processes on the GPUs (status

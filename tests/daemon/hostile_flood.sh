@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 15, finding 4: one user's 20,000 connections, 20,000 queued requests or pipelined requests
 # it never reads do not keep another user from being served, and what the daemon holds for them
 # is bounded: the per-user limits (max_connections_per_user, max_queued_per_user) hold, its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 15, findings 2 and 7: the ledger. A write that fails (a full filesystem) fails its
 # operation with one line and grants nothing, and after a restart no lease id is given twice
 # while its job runs; a damaged ledger stops the daemon with one line (no lease is forgotten,

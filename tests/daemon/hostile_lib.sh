@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared setup of the tests of issue 15 (a hostile local user): lib.sh, a second system user,
 # gs-hostile. Needs root (to run as the second user); exits 77 (skipped) otherwise.
 if [[ $(id -u) -ne 0 ]]; then

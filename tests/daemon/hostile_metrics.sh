@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 15, finding 5: the metrics endpoint. By default (metrics_users = none) it names no user
 # and no lease; another user's idle connections, thousands of them, never keep a scrape out; a
 # scrape succeeds with 2,000 leases (and as many descriptors: no select() limit).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 15, findings 3 and 9: a lease whose records its processes rewrote (pid 1, no lock) still
 # ends when its processes are gone; one whose region a process outside its job keeps ends with
 # root's release --force (SIGTERM, SIGKILL after kill_grace); leases full of such records leave

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 15, findings 1 and 6: a user who shrinks, grows or fills the region of their own lease
 # never stops the daemon nor keeps other users' grants from working (regions are the daemon's
 # sealed memfds); removing the state directory under a running daemon is noticed and repaired,

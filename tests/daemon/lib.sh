@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared setup of the gpushared integration tests: a private daemon on a fresh gpusim node in a
 # temporary directory, stopped by PID on exit. Source it; set GPUSIM_DEVICES / CONFIG first.
 set -euo pipefail

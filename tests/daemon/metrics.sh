@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Acceptance 7: /metrics is valid Prometheus text (promtool check metrics) with per-GPU and
 # per-lease series whose values match the leases.
 source "$(dirname "$0")/lib.sh"

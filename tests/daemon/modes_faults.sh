@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 11, acceptance 4: every failure of an NVML MIG call or of the MPS control daemon reaches
 # the user as one clear line and leaves the ledger and the GPU's instances consistent. NVML
 # failures come from gpusim's documented test hook (GPUSIM_NVML_FAULTS: "FUNCTION CODE" lines);

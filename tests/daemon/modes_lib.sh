@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Helpers of the GPU mode tests (modes_*.sh), on top of lib.sh (source lib.sh first).
 
 # The mps settings of gpushare.conf for gpusim's nvidia-cuda-mps-control.

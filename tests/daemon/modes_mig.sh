@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 11, acceptance 2: mode = mig on gpusim (A100-40GB, then H100-80GB with its own profile
 # table). Requests get the smallest profile that fits; --mig-profile gets exactly its profile; two
 # 1g.5gb leases leave room for a 3g.20gb; a released instance is reused as it is; an idle instance

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 11, acceptance 3: a mixed node, GPU 0 mig, GPU 1 mps, GPU 2 shared. Each kind of request
 # goes to the GPUs whose mode serves it, with its mode's environment; status and metrics show the
 # MIG instances and the MPS server. gpushared survives kill -9: after a restart its leases, MIG

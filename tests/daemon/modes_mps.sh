@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 11, acceptance 1: mode = mps on gpusim. gpushared runs the GPU's MPS control daemon; a
 # lease gets CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (its compute share),
 # CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (its memory limit) and GPUSHARE_GPU_MODE=mps; two leases at

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 11: an mps GPU serves one user at a time (NVIDIA's control daemon runs one user's MPS
 # server at a time and makes other users' clients wait). Placement packs (bestfit), so without the
 # rule a second user's lease would go beside the first's. Needs root (a second system user).

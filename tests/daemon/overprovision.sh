@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Acceptance 3: overprovision = 4 on one GPU runs four --gpus 1 jobs at once, each with that
 # GPU's UUID and a quarter of its memory and compute; a fifth waits and starts when one ends.
 # An H100-80GB leases what CUDA sees of it: 85017493504 bytes (81079 MiB; NVML's 85520809984 less

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Acceptance 6: a non-root user cannot list the details of, release or join another user's
 # lease; SO_PEERCRED on the socket enforces it. Needs root (to run as a second system user).
 if [[ $(id -u) -ne 0 ]]; then

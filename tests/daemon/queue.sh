@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Acceptance 2: on a full GPU a request waits (FIFO) and starts when a lease ends; with --no-wait
 # or after --timeout it fails with one line and exit 75.
 source "$(dirname "$0")/lib.sh"

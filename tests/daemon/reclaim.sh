@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Acceptance 4: a lease ends when its client exits or is SIGKILLed, and its memory is reclaimed
 # within 1 s; a lease released by someone else stops its job.
 source "$(dirname "$0")/lib.sh"

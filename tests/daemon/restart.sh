@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Acceptance 5: SIGKILL of gpushared with three live leases, then a restart: the same three
 # leases are listed, their jobs continue, new requests respect them, and they end normally.
 source "$(dirname "$0")/lib.sh"

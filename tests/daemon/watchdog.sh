@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Issue 12: a lease covers its processes' whole GPU footprint, and gpushared watches what really
 # runs. On a simulated H100-80GB (calibrated on a real one):
 #  2. --gpu-memory 4G, a job of two processes that each create a context and allocate what

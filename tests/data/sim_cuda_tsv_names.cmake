@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes the distinct function names of the cudart getProcAddress lookup TSV as ORACLE_NAME(x)
 # lines, so sim_cuda_oracle.c can let cuda.h's own macros name the newest ABI of each.
 # Run at build time with -DTSV=... -DOUT=...

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: every quantity parser on arbitrary bytes; results must be self-consistent. */
 #include "gpushare/quantity.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: a lease region whose bytes come from the input, as a process of the lease
  * may write them. The daemon's reading of it (opening, snapshot, process list, bounded reaping,
  * membership, recycling) and a shim's use of it (attach, reserve, release, detach) must neither

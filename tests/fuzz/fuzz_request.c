@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the daemon's request parser on arbitrary bytes; a parsed acquire request
  * must pass its own checks and survive an encode/parse round trip unchanged. */
 #include "gpushare/client.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: gpusim's module image parser on arbitrary bytes (not NUL-terminated). A
  * parsed image must be consistent: named entries, no duplicates, durations within bounds. */
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the trace readers on arbitrary bytes, and, when the input parses into a small
  * cluster and workload, a replay and a capacity plan that must keep their invariants. */
 #include "gpushare/placement.h"

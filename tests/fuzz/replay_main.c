@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs a libFuzzer entry point over every file of a corpus directory: the fuzz target as a test. */
 #include <dirent.h>
 #include <stdint.h>

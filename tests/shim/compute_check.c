@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runs leases of compute_worker processes on one simulated GPU and checks their compute shares
  * against gpusim's ground truth: the device time of each process (the wall time the device ran
  * its work: the union of its kernels' intervals on the device timeline, booked work not yet run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A saturating (or lightly loaded) CUDA process for the compute-share tests and benchmark,
  * built like a user's driver-API program. Until SIGTERM it launches fixed kernels in batches and
  * synchronizes after each batch, from THREADS threads, each with STREAMS streams of its own

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A bad lease configuration fails closed: cuInit returns CUDA_ERROR_INVALID_VALUE (1) with one
 # log line naming the variable and value; the application never runs unlimited by mistake.
 # A good one shows the slice, capped at the device's real size. A compute share that cannot be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prints what cuInit returns ("cuInit=N") and, when it succeeds, the lease's view of memory. */
 #include <cuda.h>
 #include <stdio.h>

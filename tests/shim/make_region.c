@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test helper: creates a lease region as gpushared does. usage: make_region PATH SIZE LEASE_ID */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A library for the RTLD_NEXT test: defines gs_next_probe and looks up the next one itself. */
 #include <dlfcn.h>
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs a program on a fresh simulated node (its own GPUSIM_STATE), optionally under the shim.
 # usage: run_sim.sh [--shim] [VAR=VALUE ...] -- PROGRAM [ARGS ...]
 # In sanitizer builds the sanitizer runtime is preloaded ahead of the (instrumented) shim.

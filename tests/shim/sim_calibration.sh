@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpusim's time model against the H100 measurements (data/gpu-facts/h100-measurements.md), with
 # the facts' method: fixed 4 ms kernels, 4 launches then a synchronization, throughput in
 # kernels/s (no shim). On the H100 one process alone kept the device busy (244/s of ~4.1 ms

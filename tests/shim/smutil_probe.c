@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prints NVML's per-process SM utilization samples of GPU 0, one "PID SMUTIL" line each, as a
  * monitoring tool would read them (nvmlDeviceGetProcessUtilization, all samples). */
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every allocation family stops exactly at the lease's limit and gives it all back after frees;
  * the contexts' own memory counts in the limit. Run under the shim with GPUSHARE_MEMORY_LIMIT=2G
  * on a gpusim H100-80GB (tests/shim.cmake). A plain driver-API program: cuda.h, linked against

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* SIGKILL of a lease member holding 512 MiB, at random moments: within 1 s its charge (its
  * context's own memory included) is back (taken back by the other members, no daemon involved),
  * the others go on, nobody blocks. */

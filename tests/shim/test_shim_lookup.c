@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Every way of reaching the driver lands in the shim: the runtime's recorded cuGetProcAddress
  * lookups (replayed from data/cuda/cudart13-getprocaddress-lookups.tsv), dlsym, dlvsym and
  * RTLD_NEXT. Run under the shim with GPUSHARE_MEMORY_LIMIT=1G.

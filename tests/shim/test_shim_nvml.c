@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Through NVML too, a process sees its lease: nvmlDeviceGetMemoryInfo(_v2) of the lease's GPU
  * report the slice (total = limit, used = the lease's use, its context included), other GPUs their
  * real figures; with CUDA_VISIBLE_DEVICES set, NVML lists only those GPUs, in CUDA's order (count,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* 64 processes share one lease region with a limit of 2 GiB beside their contexts' own memory
  * and allocate and free random sizes (1-256 MiB) through the shim for several seconds: the
  * region's use never exceeds the limit, and at the end equals the sum of the allocations still

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # A throwaway one-node Slurm cluster around gpushared on gpusim, for the plugin's tests: a private
 # munged, slurmctld and slurmd as root without systemd (the usual single-node recipe),
 # everything in one temporary directory and stopped by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # spank_gpushare.so in a one-node Slurm cluster on gpusim (two H100-80GB, four shards each): srun
 # and sbatch options, a lease per step for the job's user on the GPUs Slurm gave it, the shim set
 # up for the tasks, the lease gone with the step, and one clear line whenever a step cannot get
