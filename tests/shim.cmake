@@ -63,11 +63,11 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   set_tests_properties(sim_calibration PROPERTIES TIMEOUT 120 ENVIRONMENT "${GS_TEST_ENV}"
                        LABELS "gpusim" RUN_SERIAL TRUE)
 
-  # gs_add_compute_test(NAME ARGS...): compute_check ARGS on a fresh node under the shim (one
-  # GPU, 4 ms kernels unless said, 3 s windows after a 1 s warm-up; bench/compute.sh runs the
-  # same cases over 5 s windows). Serial: they measure time.
+  # gs_add_compute_test(NAME ARGS...): compute_check ARGS on a fresh node through its own
+  # gpushared (one GPU, 4 ms kernels unless said, 3 s windows after a 1 s warm-up;
+  # bench/compute.sh runs the same cases over 5 s windows). Serial: they measure time.
   function(gs_add_compute_test name)
-    add_test(NAME ${name} COMMAND bash "${GS_RUN_SIM}" --shim -- "${GS_TEST_DIR}/compute_check"
+    add_test(NAME ${name} COMMAND bash "${GS_RUN_SIM}" --daemon -- "${GS_TEST_DIR}/compute_check"
              ${ARGN})
     set_tests_properties(${name} PROPERTIES TIMEOUT 60 ENVIRONMENT "${GS_TEST_ENV}"
                          LABELS "shim;compute" RUN_SERIAL TRUE)

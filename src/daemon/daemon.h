@@ -104,8 +104,8 @@ typedef struct gs__daemon {
     int fatal;         /* the loop stops: the ledger cannot be kept (logged) */
     char hostname[64];
     struct gs__metrics *metrics;
-    gs__watchdog_t *watchdog;               /* what really runs on the GPUs (watchdog.h) */
-    struct gs_sched *sched[GS_MAX_DEVICES]; /* each GPU's compute scheduler (gpu_sched.h) */
+    gs__watchdog_t *watchdog;      /* what really runs on the GPUs (watchdog.h) */
+    struct gs_sched_server *sched; /* the GPUs' compute schedulers (gpu_sched.h) */
 } gs__daemon_t;
 
 /* Milliseconds of CLOCK_MONOTONIC and of CLOCK_REALTIME. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The lease lifecycle: grant, end, let go, revoke, force; the live use of a lease. */
 #include "daemon.h"
+#include "gpu_sched.h"
 #include "mode.h"
 #include "regions.h"
 #include "server.h"
@@ -214,6 +215,7 @@ int gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
     if (gs_log_enabled(GS_LOG_INFO))
         gs__view_describe(d, lease, what, sizeof(what));
     gs__modes_end(d, lease);
+    gs__gpu_sched_drop(d, lease);
     set_conn(lease, NULL);
     give(d, &lease->alloc);
     gs__regions_give_back(&d->region_pool, lease->region, lease->rec.uid, lease->rec.gid);

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Runs leases of compute_worker processes on one simulated GPU and checks their compute shares
- * against gpusim's ground truth: the device time of each process (the wall time the device ran
- * its work: the union of its kernels' intervals on the device timeline, booked work not yet run
- * excluded), sampled every SAMPLE_MS. Never NVML.
+/* Runs leases of compute_worker processes on one simulated GPU through gpushared and checks their
+ * compute shares against gpusim's ground truth: the device time of each process (the wall time
+ * the device ran its work: the union of its kernels' intervals on the device timeline, booked
+ * work not yet run excluded), sampled every SAMPLE_MS. Never NVML.
  *
- * usage: compute_check ARG...   (run through run_sim.sh --shim: a fresh node, the shim preloaded)
+ * It starts its own gpushared (in GS_TEST_TMP) and runs each lease as `gpushare run --gpu-memory
+ * PROCS G [--compute G] [--compute-max C] -- compute_worker ...`, as a user would.
+ *
+ * usage: compute_check ARG...   (run through run_sim.sh --daemon: a fresh node)
  *   LEASE  name:key=value,...   g (guarantee %), c (cap %), procs, threads, streams, batch,
  *                               kernel (e.g. 4ms), graph (1 = graph launches), light (ms between
  *                               the kernels of a lightly loaded process); defaults 1 process,
@@ -21,15 +24,17 @@
  * side by side; the exit status is the number of failed checks. Light processes print their
  * kernel latencies (launch to end of synchronization) at the end. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "gpushare/sched.h"
 #include "node.h"
 
 #define MAX_LEASES  8
@@ -43,8 +48,9 @@ typedef struct lease {
     char name[32];
     unsigned g, c, procs, threads, streams, batch, graph, light;
     char kernel[16];
-    pid_t pids[MAX_PROCS];
-    FILE *out[MAX_PROCS];
+    pid_t pids[MAX_PROCS]; /* its worker processes */
+    pid_t runner;          /* its gpushare run */
+    FILE *out;
 } lease_t;
 
 typedef struct event {
@@ -176,52 +182,134 @@ static void parse_event(const char *arg)
     e->lease = find_lease(name);
 }
 
-static void set_percent(const char *variable, unsigned value)
+static char tmp[4096], sock[4200], build[4096];
+static pid_t daemon_pid;
+
+/* Starts gpushared on the node (its socket, state and log in GS_TEST_TMP) and waits until it
+ * answers. */
+static void start_daemon(void)
 {
-    char text[16];
-    snprintf(text, sizeof(text), "%u", value);
-    if (value > 0)
-        setenv(variable, text, 1);
-    else
-        unsetenv(variable);
+    snprintf(build, sizeof(build), "%s", getenv("GS_BUILD_DIR"));
+    snprintf(tmp, sizeof(tmp), "%s", getenv("GS_TEST_TMP") ? getenv("GS_TEST_TMP") : "/tmp");
+    snprintf(sock, sizeof(sock), "%s/gpushared.sock", tmp);
+    setenv("GPUSHARE_SOCKET", sock, 1);
+    char conf[4200], state[4200], log[4200], bin[4200];
+    snprintf(conf, sizeof(conf), "%s/gpushare.conf", tmp);
+    snprintf(state, sizeof(state), "%s/state", tmp);
+    snprintf(log, sizeof(log), "%s/daemon.log", tmp);
+    snprintf(bin, sizeof(bin), "%s/bin/gpushared", build);
+    FILE *f = fopen(conf, "w");
+    if (f == NULL || fclose(f) != 0)
+        exit(3);
+    daemon_pid = fork();
+    if (daemon_pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        unsetenv("LD_PRELOAD");
+        execl(bin, bin, "--config", conf, "--state-dir", state, "--metrics-listen", "127.0.0.1:0",
+              (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 400; i++) {
+        struct sockaddr_un addr = {.sun_family = AF_UNIX};
+        if (strlen(sock) >= sizeof(addr.sun_path))
+            break;
+        memcpy(addr.sun_path, sock, strlen(sock) + 1);
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        int up = connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0;
+        close(fd);
+        if (up)
+            return;
+        if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid)
+            break;
+        usleep(25000);
+    }
+    fprintf(stderr, "compute_check: gpushared did not start (see %s)\n", log);
+    exit(3);
+}
+
+static void stop_daemon(void)
+{
+    kill(daemon_pid, SIGTERM);
+    waitpid(daemon_pid, NULL, 0);
+}
+
+/* The argument list of lease l's gpushare run. */
+static void run_args(const lease_t *l, const char **argv, char bufs[][4200])
+{
+    int n = 0, b = 0;
+    snprintf(bufs[b], 4200, "%s/bin/gpushare", build);
+    argv[n++] = bufs[b++];
+    argv[n++] = "run";
+    snprintf(bufs[b], 4200, "%uG", l->procs); /* a context takes 518 MiB of its lease */
+    argv[n++] = "--gpu-memory";
+    argv[n++] = bufs[b++];
+    argv[n++] = "--name";
+    argv[n++] = l->name;
+    if (l->g > 0) {
+        snprintf(bufs[b], 4200, "%u", l->g);
+        argv[n++] = "--compute";
+        argv[n++] = bufs[b++];
+    }
+    if (l->c > 0) {
+        snprintf(bufs[b], 4200, "%u", l->c);
+        argv[n++] = "--compute-max";
+        argv[n++] = bufs[b++];
+    }
+    snprintf(bufs[b], 4200, "%s/tests/compute_worker", build);
+    argv[n++] = "--";
+    argv[n++] = bufs[b++];
+    const char *opts[] = {"--kernel", "--batch", "--threads", "--streams", "--procs"};
+    unsigned values[] = {0, l->batch, l->threads, l->streams, l->procs};
+    for (int i = 0; i < 5; i++) {
+        argv[n++] = opts[i];
+        if (i == 0)
+            argv[n++] = l->kernel;
+        else {
+            snprintf(bufs[b], 4200, "%u", values[i]);
+            argv[n++] = bufs[b++];
+        }
+    }
+    if (l->graph)
+        argv[n++] = "--graph";
+    if (l->light) {
+        snprintf(bufs[b], 4200, "%u", l->light);
+        argv[n++] = "--light";
+        argv[n++] = bufs[b++];
+    }
+    argv[n] = NULL;
 }
 
 static void start_lease(lease_t *l)
 {
-    char threads[16], streams[16], batch[16], light[16];
-    snprintf(threads, sizeof(threads), "%u", l->threads);
-    snprintf(streams, sizeof(streams), "%u", l->streams);
-    snprintf(batch, sizeof(batch), "%u", l->batch);
-    snprintf(light, sizeof(light), "%u", l->light);
-    char worker[4200];
-    snprintf(worker, sizeof(worker), "%s/tests/compute_worker", getenv("GS_BUILD_DIR"));
+    const char *argv[40];
+    char bufs[12][4200];
+    run_args(l, argv, bufs);
+    int fds[2];
+    if (pipe(fds) != 0)
+        exit(3);
+    l->runner = fork();
+    if (l->runner == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        const char *preload = getenv("GS_JOB_PRELOAD");
+        if (preload != NULL && *preload != '\0')
+            setenv("LD_PRELOAD", preload, 1);
+        else
+            unsetenv("LD_PRELOAD");
+        execv(argv[0], (char **)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    l->out = fdopen(fds[0], "r");
+    char line[160];
     for (unsigned p = 0; p < l->procs; p++) {
-        int fds[2];
-        if (pipe(fds) != 0)
+        if (fgets(line, sizeof(line), l->out) == NULL || sscanf(line, "pid %d", &l->pids[p]) != 1) {
+            fprintf(stderr, "compute_check: lease %s did not start (see gpushared's log)\n",
+                    l->name);
             exit(3);
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(fds[1], 1);
-            close(fds[0]);
-            setenv("GPUSHARE_LEASE_ID", l->name, 1);
-            set_percent("GPUSHARE_COMPUTE_SHARE", l->g);
-            set_percent("GPUSHARE_COMPUTE_MAX", l->c);
-            const char *argv[16] = {worker,      "--kernel", l->kernel,   "--batch", batch,
-                                    "--threads", threads,    "--streams", streams};
-            int n = 9;
-            if (l->graph)
-                argv[n++] = "--graph";
-            if (l->light) {
-                argv[n++] = "--light";
-                argv[n++] = light;
-            }
-            argv[n] = NULL;
-            execv(worker, (char **)argv);
-            _exit(127);
         }
-        close(fds[1]);
-        l->pids[p] = pid;
-        l->out[p] = fdopen(fds[0], "r");
     }
 }
 
@@ -371,13 +459,10 @@ static void finish(void)
     for (int i = 0; i < n_leases; i++)
         signal_lease(&leases[i], SIGTERM);
     for (int i = 0; i < n_leases; i++) {
-        for (unsigned p = 0; p < leases[i].procs; p++) {
-            char line[160];
-            while (leases[i].out[p] != NULL && fgets(line, sizeof(line), leases[i].out[p]))
-                printf("%s[%u]: %s", leases[i].name, p, line);
-            int status;
-            waitpid(leases[i].pids[p], &status, 0);
-        }
+        char line[160];
+        while (leases[i].out != NULL && fgets(line, sizeof(line), leases[i].out))
+            printf("%s: %s", leases[i].name, line);
+        waitpid(leases[i].runner, NULL, 0);
     }
 }
 
@@ -401,16 +486,7 @@ int main(int argc, char **argv)
     gsim_node_t *node;
     if (gsim_node_open(0, &node) != 0)
         return 3;
-    /* As gpushared does: the GPU's scheduler exists before any job, so best-effort processes
-     * (no share) always take part. */
-    const char *dir = getenv("GPUSHARE_SCHED_DIR");
-    char path[4200];
-    gs_sched_t *sched = NULL;
-    if (dir == NULL || gs_sched_path(dir, node->dev[0].uuid, path, sizeof(path)) != 0 ||
-        gs_sched_open_or_create(path, &sched) != 0) {
-        fprintf(stderr, "compute_check: cannot make the GPU's scheduler (GPUSHARE_SCHED_DIR)\n");
-        return 3;
-    }
+    start_daemon();
     int64_t start = gsim_now_ns();
     for (int i = 0; i < n_leases; i++)
         start_lease(&leases[i]);
@@ -429,6 +505,6 @@ int main(int argc, char **argv)
     }
     dump_timeline(node);
     finish();
-    gs_sched_close(sched);
+    stop_daemon();
     return evaluate(start);
 }

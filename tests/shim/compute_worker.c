@@ -9,8 +9,10 @@
  * Exits with _exit (threads may still be inside the driver).
  * With --measure W,S it instead prints "rate R" (kernels completed per second between W and W+S
  * seconds after start-up) and exits by itself.
+ * With --procs N it runs as N processes (of one lease when started under gpushare run). Each
+ * process prints "pid PID" first.
  * usage: compute_worker [--kernel DUR] [--batch N] [--threads T] [--streams S] [--graph]
- *                       [--light PERIOD_MS] [--measure W,S] */
+ *                       [--light PERIOD_MS] [--measure W,S] [--procs N] */
 #include <cuda.h>
 #include <pthread.h>
 #include <signal.h>
@@ -28,10 +30,11 @@ typedef struct options {
     char kernel[32];
     int batch, threads, streams, graph;
     int light_ms;
+    int procs;
     double warmup, window; /* --measure */
 } options_t;
 
-static options_t opt = {.kernel = "4ms", .batch = 4, .threads = 1, .streams = 0};
+static options_t opt = {.kernel = "4ms", .batch = 4, .threads = 1, .streams = 0, .procs = 1};
 static volatile sig_atomic_t stop, paused;
 static CUcontext context;
 static CUfunction kernel;
@@ -181,6 +184,8 @@ static void parse(int argc, char **argv)
             opt.streams = atoi(v), i++;
         else if (strcmp(argv[i], "--light") == 0)
             opt.light_ms = atoi(v), i++;
+        else if (strcmp(argv[i], "--procs") == 0)
+            opt.procs = atoi(v), i++;
         else if (strcmp(argv[i], "--graph") == 0)
             opt.graph = 1;
         else if (strcmp(argv[i], "--measure") == 0 &&
@@ -192,8 +197,8 @@ static void parse(int argc, char **argv)
         }
     }
     if (opt.batch < 1 || opt.threads < 1 || opt.threads > MAX_THREADS || opt.streams < 0 ||
-        opt.streams > MAX_STREAMS) {
-        fprintf(stderr, "compute_worker: bad --batch, --threads or --streams\n");
+        opt.streams > MAX_STREAMS || opt.procs < 1 || opt.procs > 16) {
+        fprintf(stderr, "compute_worker: bad --batch, --threads, --streams or --procs\n");
         exit(2);
     }
 }
@@ -201,6 +206,12 @@ static void parse(int argc, char **argv)
 int main(int argc, char **argv)
 {
     parse(argc, argv);
+    for (int p = 1; p < opt.procs; p++) {
+        if (fork() == 0)
+            break; /* the copies do the same work, each a process of its own */
+    }
+    printf("pid %d\n", (int)getpid());
+    fflush(stdout);
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
