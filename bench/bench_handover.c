@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* How long the GPU takes to change hands in gpushared's compute scheduler (gpushare/sched_server.h):
- * from the holder's "yield" to the moment the next holder knows it holds the GPU, over the
- * channels, with the server's thread in between, as a job's agents see it. Two member threads
- * of two leases pass the GPU back and forth HANDOVERS times; each times its own grants
- * (CLOCK_MONOTONIC, the yield's time passed through a shared variable). Prints the median and
- * the 99th percentile. bench/handover.sh runs it beside the same measure of the previous
+/* How long the GPU takes to change hands in gpushared's compute scheduler
+ * (gpushare/sched_server.h): from the holder's "yield" to the moment the next holder knows it holds
+ * the GPU, over the channels, with the server's thread in between, as a job's agents see it. Two
+ * member threads of two leases pass the GPU back and forth HANDOVERS times; each times its own
+ * grants (CLOCK_MONOTONIC, the yield's time passed through a shared variable). Prints the median
+ * and the 99th percentile. bench/handover.sh runs it beside the same measure of the previous
  * release's shared-segment scheduler (bench/handover_old.c, built from git history).
  * usage: bench_handover */
 #include <pthread.h>

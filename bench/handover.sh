@@ -22,7 +22,6 @@ if [[ -n $rev ]]; then
     src/region/sched_internal.h; do
     git -C "$repo" show "$rev^:$f" >"$tmp/old/${f#src/region/}" 2>/dev/null || rev=""
   done
-  mv "$tmp/old/include/gpushare/sched.h" "$tmp/old/include/gpushare/sched.h" 2>/dev/null || true
   if [[ -n $rev ]] && gcc -O2 -std=c11 -D_GNU_SOURCE -I"$tmp/old/include" -I"$tmp/old" \
     -I"$repo/include" -o "$tmp/handover_old" "$repo/bench/handover_old.c" "$tmp/old/sched.c" \
     "$tmp/old/sched_policy.c" -lpthread 2>"$tmp/cc.log"; then
@@ -35,7 +34,8 @@ for run in 1 2 3; do
   echo "-- run $run"
   "$build/bench/bench_handover"
   if [[ -n $old ]]; then
-    "$old" "$tmp"
+    mkdir -p "$tmp/run$run"
+    "$old" "$tmp/run$run"
   else
     echo "  0.1's shared segment: not measured (no git history of it here)"
   fi

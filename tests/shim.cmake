@@ -53,7 +53,10 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   add_executable(compute_check shim/compute_check.c)
   target_link_libraries(compute_check PRIVATE gsim_core gs_region)
   set_target_properties(compute_check PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
-  add_dependencies(compute_check compute_worker)
+  add_executable(compute_hostile shim/compute_hostile.c)
+  target_link_libraries(compute_hostile PRIVATE gs_region)
+  set_target_properties(compute_hostile PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  add_dependencies(compute_check compute_worker compute_hostile gpushared gpushare)
   add_executable(smutil_probe shim/smutil_probe.c)
   target_link_libraries(smutil_probe PRIVATE gs_common ${CMAKE_DL_LIBS})
   set_target_properties(smutil_probe PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
@@ -100,6 +103,15 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   gs_add_compute_test(compute_graphs a:g=30,graph=1 b:g=70,graph=1 [1,4]:a=30~3 [1,4]:b=70~3)
   gs_add_compute_test(compute_long_kernels a:g=30,kernel=150ms,batch=1 b:g=70 [1,5]:a=30~3
                       [1,5]:b=70~3)
+
+  # Issue 20: a lease of another user whose process abuses its GPU's scheduler (stalls in its
+  # slots, churns, floods, sends garbage, never reads, asks for other leases): with a guarantee
+  # of its own (30) the others keep theirs and the GPU is not stalled beyond its share; as best
+  # effort beside 30/70, the split holds within 2 points.
+  gs_add_compute_test(compute_hostile_guarantee a:g=30 b:g=40 h:g=30,hostile=1 [1,6]:a>=28
+                      [1,6]:b>=38 [1,6]:total>=68 [1,6]:wait:a<=300)
+  gs_add_compute_test(compute_hostile_best_effort a:g=30 b:g=70 h:hostile=1 [1,6]:a=30~2
+                      [1,6]:b=70~2 [1,6]:wait:a<=300)
 
   gs_add_cuda_program(test_shim_kill SOURCES shim/test_shim_kill.c LIBS gs_region)
   gs_add_sim_test(shim_kill test_shim_kill TIMEOUT 120 SERIAL)

@@ -26,10 +26,11 @@
 #include <unistd.h>
 
 #define MAX_GPUS       64
-#define TICK_NS        INT64_C(10000000) /* waiters are looked at this often */
-#define STARTED_MAX_NS INT64_C(1000000)  /* a lease is believed to start this late at most */
-#define BATCH          32                /* messages read from one channel per wake */
-#define MAX_RATE       20000u            /* messages a second a member may send */
+#define TICK_NS        INT64_C(10000000)    /* waiters are looked at this often */
+#define STARTED_MAX_NS INT64_C(1000000)     /* a lease is believed to start this late at most */
+#define BATCH          32                   /* messages read from one channel per wake */
+#define MAX_RATE       20000u               /* messages a second a member may send */
+#define WARN_NS        INT64_C(10000000000) /* drops are logged once per 10 s, with a count */
 
 typedef struct member {
     int fd;       /* the daemon's end, -1 = free */
@@ -53,6 +54,8 @@ struct gs_sched_server {
     int stop;
     unsigned n_gpus;
     int64_t last_tick;
+    int64_t warned_at;   /* the last drop logged; others within WARN_NS are counted */
+    unsigned suppressed; /* drops not logged since */
     gs_sched_gpu_t *gpu[MAX_GPUS];
     member_t *members; /* n_gpus * GS_SCHED_MAX_PROCS */
 };
@@ -78,10 +81,24 @@ static int tell(member_t *m, uint32_t type, uint32_t flags, uint64_t epoch, int6
     return send(m->fd, &msg, sizeof(msg), MSG_DONTWAIT | MSG_NOSIGNAL) == sizeof(msg) ? 0 : -1;
 }
 
+/* Logs why member m is dropped: once per WARN_NS, with how many were not logged (a process can
+ * break the protocol as often as it can ask to take part). */
+static void warn_drop(gs_sched_server_t *s, const member_t *m, int64_t now, const char *why)
+{
+    if (s->warned_at != 0 && now - s->warned_at < WARN_NS) {
+        s->suppressed++;
+        return;
+    }
+    gs_warn("compute: a member of %s on GPU %u is dropped: %s (%u more dropped in the last %d s)",
+            m->key, m->gpu, why, s->suppressed, (int)(WARN_NS / 1000000000));
+    s->warned_at = now;
+    s->suppressed = 0;
+}
+
 static void drop(gs_sched_server_t *s, member_t *m, int64_t now, const char *why)
 {
     if (why != NULL)
-        gs_warn("compute: a member of lease %s on GPU %u is dropped: %s", m->key, m->gpu, why);
+        warn_drop(s, m, now, why);
     gs_sched_leave(m->h, now);
     gs_sched_close(m->h);
     m->h = NULL;

@@ -10,8 +10,10 @@
  * usage: compute_check ARG...   (run through run_sim.sh --daemon: a fresh node)
  *   LEASE  name:key=value,...   g (guarantee %), c (cap %), procs, threads, streams, batch,
  *                               kernel (e.g. 4ms), graph (1 = graph launches), light (ms between
- *                               the kernels of a lightly loaded process); defaults 1 process,
- *                               1 thread, legacy stream, batches of 4 kernels of 4ms
+ *                               the kernels of a lightly loaded process), hostile (1 = the lease
+ *                               of another user whose process abuses the scheduler instead of
+ *                               working: compute_hostile.c); defaults 1 process, 1 thread, legacy
+ *                               stream, batches of 4 kernels of 4ms
  *   EVENT  @T:pause:name | @T:resume:name   at T seconds, stop or restart the lease's launches
  *   CHECK  [A,B]:name=X~T    the lease's share of the GPU's time in [A,B) s is X +- T %
  *          [A,B]:name%=X~T   the lease's part of the device time of all leases is X +- T %
@@ -30,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -46,7 +49,7 @@
 
 typedef struct lease {
     char name[32];
-    unsigned g, c, procs, threads, streams, batch, graph, light;
+    unsigned g, c, procs, threads, streams, batch, graph, light, hostile;
     char kernel[16];
     pid_t pids[MAX_PROCS]; /* its worker processes */
     pid_t runner;          /* its gpushare run */
@@ -125,6 +128,8 @@ static void parse_lease(const char *arg)
             l->graph = v;
         else if (strcmp(key, "light") == 0)
             l->light = v;
+        else if (strcmp(key, "hostile") == 0)
+            l->hostile = v;
         else
             goto bad;
     }
@@ -191,6 +196,7 @@ static void start_daemon(void)
 {
     snprintf(build, sizeof(build), "%s", getenv("GS_BUILD_DIR"));
     snprintf(tmp, sizeof(tmp), "%s", getenv("GS_TEST_TMP") ? getenv("GS_TEST_TMP") : "/tmp");
+    chmod(tmp, 0755); /* a hostile lease's process runs as another user */
     snprintf(sock, sizeof(sock), "%s/gpushared.sock", tmp);
     setenv("GPUSHARE_SOCKET", sock, 1);
     char conf[4200], state[4200], log[4200], bin[4200];
@@ -257,9 +263,14 @@ static void run_args(const lease_t *l, const char **argv, char bufs[][4200])
         argv[n++] = "--compute-max";
         argv[n++] = bufs[b++];
     }
-    snprintf(bufs[b], 4200, "%s/tests/compute_worker", build);
+    snprintf(bufs[b], 4200, "%s/tests/%s", build,
+             l->hostile ? "compute_hostile" : "compute_worker");
     argv[n++] = "--";
     argv[n++] = bufs[b++];
+    if (l->hostile) {
+        argv[n] = NULL;
+        return;
+    }
     const char *opts[] = {"--kernel", "--batch", "--threads", "--streams", "--procs"};
     unsigned values[] = {0, l->batch, l->threads, l->streams, l->procs};
     for (int i = 0; i < 5; i++) {
@@ -298,6 +309,8 @@ static void start_lease(lease_t *l)
             setenv("LD_PRELOAD", preload, 1);
         else
             unsetenv("LD_PRELOAD");
+        if (l->hostile && (setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(126); /* another user: nobody */
         execv(argv[0], (char **)argv);
         _exit(127);
     }
