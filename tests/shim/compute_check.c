@@ -529,6 +529,14 @@ int main(int argc, char **argv)
         usleep(SAMPLE_MS * 1000);
     }
     dump_timeline(node);
+    if (getenv("GS_CHECK_CHARGED") != NULL) {
+        char cmd[8400];
+        snprintf(cmd, sizeof(cmd), "%s/bin/gpushare status --json | grep -o '\"compute_used_ms\":[0-9]*'", build);
+        if (system(cmd) != 0)
+            fprintf(stderr, "no status\n");
+        for (int i = 0; i < n_leases; i++)
+            printf("truth %s %.1f ms\n", leases[i].name, sample_dev[n_samples - 1][i] / 1e6);
+    }
     int breaches = finish();
     stop_daemon();
     return evaluate(start) + breaches;
