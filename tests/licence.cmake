@@ -6,3 +6,5 @@ gs_add_script_test(version SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/version.sh" TIMEO
                    LABELS licence)
 gs_add_script_test(licence_check SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/licence_check.sh" TIMEOUT 120
                    LABELS licence)
+gs_add_script_test(licence_files SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/licence_files.sh" TIMEOUT 120
+                   LABELS licence)

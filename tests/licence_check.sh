@@ -10,11 +10,7 @@ src=${GS_SOURCE_DIR:?run through ctest}
 check=$src/scripts/licence-check.sh
 tmp=$(mktemp -d /tmp/gs-licence-test.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
+source "$(dirname "$0")/cli_expect.sh" # fail, expect_eq; failures counted in $failures
 
 # 1. The build itself: no GPL-only library, the LP solver read as EPL.
 rc=0

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Dual prices of GPU shares: the fractional bin-packing (cutting-stock) LP of a workload's shares,
  * solved by column generation with COIN-OR CLP's simplex (its C interface) and an
- * unbounded-knapsack pricing step. CLP, like any C++ library, ends the process (std::terminate)
- * if it cannot allocate; so did GLPK, the solver before it. */
+ * unbounded-knapsack pricing step. CLP is C++: if it cannot allocate, its exception ends the
+ * process (std::terminate), as no C caller can catch it. */
 #include "placement_internal.h"
 
 #include "gpushare/error.h"
