@@ -106,7 +106,11 @@ static CUresult init_locked(void)
     gsim_node_unlock(node);
     driver.node = node;
     driver.n_devices = n;
-    driver.pid = (int32_t)getpid();
+    /* The process's key on the node (its pid, or a node-unique id in another PID namespace). */
+    gsim_node_lock(node);
+    gsim_proc_t *self = gsim_node_self(node);
+    driver.pid = self != NULL ? self->pid : (int32_t)getpid();
+    gsim_node_unlock(node);
     return CUDA_SUCCESS;
 }
 

@@ -97,6 +97,11 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId,
     return gsim_nvml_end(&t, result == NVML_SUCCESS ? NVML_ERROR_NOT_FOUND : result);
 }
 
+GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevice_t *device)
+{
+    return nvmlDeviceGetHandleByPciBusId_v2(pciBusId, device);
+}
+
 GS_NVML_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
     nvml_target_t t;
@@ -204,6 +209,12 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device,
         }
     }
     return gsim_nvml_end(&t, result);
+}
+
+GS_NVML_API nvmlReturn_t nvmlDeviceGetAttributes(nvmlDevice_t device,
+                                                 nvmlDeviceAttributes_t *attributes)
+{
+    return nvmlDeviceGetAttributes_v2(device, attributes);
 }
 
 /* Reads the handle's total, reserved and used bytes, after reclaiming dead processes (lock held).
