@@ -101,10 +101,8 @@ static int collect(gsim_node_t *node, uint64_t self_ns, want_t *want)
         if (!is_foreign(p, self_ns) || same_process(&cache.slot[i], p))
             continue;
         want[n].slot = i;
-        want[n].id = (seen_t){.pidns = p->pidns,
-                              .start_ticks = p->start_ticks,
-                              .ns_pid = p->ns_pid,
-                              .valid = 1};
+        want[n].id = (seen_t){
+            .pidns = p->pidns, .start_ticks = p->start_ticks, .ns_pid = p->ns_pid, .valid = 1};
         n++;
     }
     pthread_mutex_unlock(&cache.mutex);

@@ -62,7 +62,7 @@ GS_NVML_API nvmlReturn_t nvmlGetExcludedDeviceCount(unsigned int *deviceCount)
 
 /* Every index is beyond the count of 0: NVML_ERROR_INVALID_ARGUMENT. */
 GS_NVML_API nvmlReturn_t nvmlGetExcludedDeviceInfoByIndex(unsigned int index,
-                                                         nvmlExcludedDeviceInfo_t *info)
+                                                          nvmlExcludedDeviceInfo_t *info)
 {
     (void)index;
     (void)info;
@@ -78,7 +78,7 @@ GS_NVML_API nvmlReturn_t nvmlGetBlacklistDeviceCount(unsigned int *deviceCount)
 }
 
 GS_NVML_API nvmlReturn_t nvmlGetBlacklistDeviceInfoByIndex(unsigned int index,
-                                                          nvmlExcludedDeviceInfo_t *info)
+                                                           nvmlExcludedDeviceInfo_t *info)
 {
     return nvmlGetExcludedDeviceInfoByIndex(index, info);
 }
