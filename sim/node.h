@@ -204,7 +204,7 @@ uint64_t gsim_pidns_of(int pid);
 int gsim_nspid_of(int pid, int32_t *ids, int max);
 
 /* Returns the start time of /proc/<pid>/stat (field 22, clock ticks since boot; pid 0: the
- * calling process), or 0 when it cannot be read. */
+ * calling process), or 0 when it cannot be read or the process has exited (a zombie). */
 uint64_t gsim_start_ticks_of(int pid);
 
 /* Returns the calling process's slot (registered by gsim_node_open), or NULL. */
@@ -319,6 +319,13 @@ typedef struct gsim_mps_client {
  * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / CUDA_MPS_PINNED_DEVICE_MEM_LIMIT). Returns 0 (with
  * out->active 0 when there is no daemon) or a negative errno for malformed variables. */
 int gsim_mps_client_detect(gsim_node_t *node, gsim_mps_client_t *out);
+
+/* Asks the MPS control daemon of this process (CUDA_MPS_PIPE_DIRECTORY) for a client context on
+ * GPU dev (node index), as the driver does at context creation; the daemon's simulated server
+ * for the caller's user grants it (sim/mps/server.c). Returns 0 when granted (or when no daemon
+ * answers: the caller is then no MPS client), or -EIO when the server met a fatal GPU error and
+ * reset the device instead: the context must not be created (CUDA_ERROR_LAUNCH_FAILED). */
+int gsim_mps_client_attach(int dev);
 
 /* ---- versions the simulated driver reports (libcuda, libnvidia-ml, nvidia-smi) ---- */
 

@@ -87,6 +87,8 @@ uint64_t gsim_start_ticks_of(int pid)
     if (p == NULL)
         return 0;
     p++;
+    if (p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X'))
+        return 0; /* exited: a zombie is no longer the process */
     /* Field 3 (state) follows; starttime is field 22: skip 19 more separators. */
     for (int field = 3; field < 22 && p != NULL; field++)
         p = strchr(p + 1, ' ');

@@ -37,6 +37,14 @@ if(TARGET gsim_nvml)
   endif()
 endif()
 
+# The MPS server reset of the H100, without and with gpushare's shim (issue 20).
+if(TARGET gsim_mps_control AND TARGET cuda_prog_memhold AND TARGET gpushare_shim)
+  add_test(NAME sim_mps_reset COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/sim_cuda_run.sh" bash
+                                      "${CMAKE_CURRENT_SOURCE_DIR}/sim_mps_reset.sh")
+  set_tests_properties(sim_mps_reset PROPERTIES TIMEOUT 60 LABELS "integration;gpusim"
+    ENVIRONMENT "${GS_TEST_ENV};GSIM_CUDA_PROGS=${GS_TEST_DIR}/cuda_progs")
+endif()
+
 if(TARGET gsim_nvml)
   gs_add_unit_test(test_sim_mig SOURCES test_sim_mig.c
                    LIBS gsim_nvml gsim_core test_sim_nvml_proc LABELS gpusim)
