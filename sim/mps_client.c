@@ -277,7 +277,8 @@ static int ask_daemon(const char *dir, const char *line, char *reply, size_t len
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
     int result = 0;
     size_t n = strlen(line);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || write(fd, line, n) != (ssize_t)n)
+    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
+        write(fd, line, n) != (ssize_t)n)
         result = -errno;
     ssize_t got = result == 0 ? read(fd, reply, len - 1) : -1;
     close(fd);

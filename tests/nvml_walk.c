@@ -48,14 +48,14 @@ static nvmlReturn_t report(const char *name, nvmlReturn_t r)
 #define GET1(name, dev)                                                                            \
     do {                                                                                           \
         unsigned long long out_[64] = {0};                                                         \
-        nvmlReturn_t (*f_)(nvmlDevice_t, void *) = fn(name);                                      \
+        nvmlReturn_t (*f_)(nvmlDevice_t, void *) = fn(name);                                       \
         if (f_ != NULL)                                                                            \
             report(name, f_(dev, out_));                                                           \
     } while (0)
 #define GET2(name, dev, arg)                                                                       \
     do {                                                                                           \
         unsigned long long out_[64] = {0};                                                         \
-        nvmlReturn_t (*f_)(nvmlDevice_t, unsigned, void *) = fn(name);                            \
+        nvmlReturn_t (*f_)(nvmlDevice_t, unsigned, void *) = fn(name);                             \
         if (f_ != NULL)                                                                            \
             report(name, f_(dev, arg, out_));                                                      \
     } while (0)
@@ -93,25 +93,34 @@ static void walk_device(nvmlDevice_t dev)
     nvmlReturn_t (*str)(nvmlDevice_t, char *, unsigned) = fn("nvmlDeviceGetName");
     if (str != NULL)
         report("nvmlDeviceGetName", str(dev, text, sizeof(text)));
-    const char *one[] = {
-        "nvmlDeviceGetPciInfo_v3",          "nvmlDeviceGetMemoryInfo",
-        "nvmlDeviceGetBAR1MemoryInfo",      "nvmlDeviceGetPowerUsage",
-        "nvmlDeviceGetEnforcedPowerLimit",  "nvmlDeviceGetFanSpeed",
-        "nvmlDeviceGetPerformanceState",    "nvmlDeviceGetUtilizationRates",
-        "nvmlDeviceGetComputeMode",         "nvmlDeviceGetPersistenceMode",
-        "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetCurrPcieLinkGeneration",
-        "nvmlDeviceGetCurrPcieLinkWidth",   "nvmlDeviceGetSupportedEventTypes",
-        "nvmlDeviceGetArchitecture",        "nvmlDeviceGetCurrentClocksEventReasons",
-        "nvmlDeviceGetDisplayMode",         "nvmlDeviceGetIndex",
-        "nvmlDeviceGetAttributes",          "nvmlDeviceGetNumGpuCores"};
+    const char *one[] = {"nvmlDeviceGetPciInfo_v3",
+                         "nvmlDeviceGetMemoryInfo",
+                         "nvmlDeviceGetBAR1MemoryInfo",
+                         "nvmlDeviceGetPowerUsage",
+                         "nvmlDeviceGetEnforcedPowerLimit",
+                         "nvmlDeviceGetFanSpeed",
+                         "nvmlDeviceGetPerformanceState",
+                         "nvmlDeviceGetUtilizationRates",
+                         "nvmlDeviceGetComputeMode",
+                         "nvmlDeviceGetPersistenceMode",
+                         "nvmlDeviceGetTotalEnergyConsumption",
+                         "nvmlDeviceGetCurrPcieLinkGeneration",
+                         "nvmlDeviceGetCurrPcieLinkWidth",
+                         "nvmlDeviceGetSupportedEventTypes",
+                         "nvmlDeviceGetArchitecture",
+                         "nvmlDeviceGetCurrentClocksEventReasons",
+                         "nvmlDeviceGetDisplayMode",
+                         "nvmlDeviceGetIndex",
+                         "nvmlDeviceGetAttributes",
+                         "nvmlDeviceGetNumGpuCores"};
     for (size_t i = 0; i < sizeof(one) / sizeof(one[0]); i++)
         GET1(one[i], dev);
     GET2("nvmlDeviceGetTemperature", dev, 0);
     GET2("nvmlDeviceGetClockInfo", dev, 0);
     GET2("nvmlDeviceGetMaxClockInfo", dev, 1);
     GET2("nvmlDeviceGetPcieThroughput", dev, 0);
-    const char *strings[] = {"nvmlDeviceGetUUID", "nvmlDeviceGetSerial", "nvmlDeviceGetVbiosVersion",
-                             "nvmlDeviceGetBoardPartNumber"};
+    const char *strings[] = {"nvmlDeviceGetUUID", "nvmlDeviceGetSerial",
+                             "nvmlDeviceGetVbiosVersion", "nvmlDeviceGetBoardPartNumber"};
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
         str = fn(strings[i]);
         if (str != NULL)

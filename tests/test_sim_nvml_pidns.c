@@ -21,7 +21,7 @@
 #include "test_sim_nvml_proc.h"
 
 /* --kill-child: the helper dies with the unshare process the test kills. */
-static const char *const unshare_argv[] = {"unshare",       "--pid",        "--fork", "--mount",
+static const char *const unshare_argv[] = {"unshare",      "--pid",        "--fork", "--mount",
                                            "--mount-proc", "--kill-child", NULL};
 
 /* The host pid of the process unshare (pid) forked: its only child. */

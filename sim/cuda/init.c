@@ -195,8 +195,7 @@ CUresult gsim_cu_mps_attach(CUdevice ordinal)
     const gsim_cu_device_t *d = gsim_cu_device(ordinal);
     if (!driver.mps.active || d == NULL)
         return CUDA_SUCCESS;
-    return gsim_mps_client_attach(d->domain.dev) == -EIO ? CUDA_ERROR_LAUNCH_FAILED
-                                                           : CUDA_SUCCESS;
+    return gsim_mps_client_attach(d->domain.dev) == -EIO ? CUDA_ERROR_LAUNCH_FAILED : CUDA_SUCCESS;
 }
 
 uint32_t gsim_cu_mps_pct(void)

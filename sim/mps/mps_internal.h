@@ -37,8 +37,8 @@ typedef struct mpsd_ctx {
 typedef struct mpsd {
     char pipe_dir[4096];
     char log_dir[4096];
-    int lock_fd;   /* control_lock, OFD-locked while the daemon lives */
-    int listen_fd; /* the control socket */
+    int lock_fd;      /* control_lock, OFD-locked while the daemon lives */
+    int listen_fd;    /* the control socket */
     FILE *log;        /* control.log */
     FILE *server_log; /* server.log: what the simulated servers log */
     mpsd_ctx_t *ctx;  /* [MPSD_MAX_CONTEXTS] server contexts (server.c) */
