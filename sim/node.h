@@ -57,6 +57,9 @@ typedef struct gsim_model {
 /* Returns the model called name (exact, case-sensitive), or NULL. Thread-safe. */
 const gsim_model_t *gsim_model_find(const char *name);
 
+/* Sets the compute capability of model m (9.0 for an H100). Thread-safe. */
+void gsim_model_cc(const gsim_model_t *m, int *major, int *minor);
+
 /* Returns the device memory one CUDA context takes on model m when it can use sms SMs (the whole
  * GPU's, or a MIG instance's): the model's base part plus its per-SM part. Thread-safe. */
 uint64_t gsim_context_bytes(const gsim_model_t *m, uint32_t sms);

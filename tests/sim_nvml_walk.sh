@@ -27,6 +27,7 @@ grep -qx "v2 $holder $bytes ffffffff ffffffff" <<<"$out" || fail "no v2 record f
 grep -q '^missing' <<<"$out" && fail "$(grep '^missing' <<<"$out")"
 grep -qx "call nvmlDeviceGetPowerUsage 3" <<<"$out" || fail "power usage is not NOT_SUPPORTED (3)"
 grep -qx "call nvmlUnitGetCount 0" <<<"$out" || fail "nvmlUnitGetCount did not succeed"
+grep -qx "call nvmlDeviceGetCudaComputeCapability 0" <<<"$out" || fail "no compute capability"
 calls=$(sed -n 's/^walked \([0-9]*\) calls$/\1/p' <<<"$out")
 [[ "$calls" == 43 ]] || fail "walked $calls calls, expected 43"
 echo "sim_nvml_walk: ok ($calls calls, v1 record $holder $bytes)"

@@ -129,6 +129,13 @@ static void test_host_pids(void **state)
 
 int main(void)
 {
+    const char *dir = make_temp_dir("nvml-pidns");
+    if (dir == NULL)
+        return 1;
+    setenv("GPUSIM_STATE", dir, 1); /* a node of its own */
+    setenv("GPUSIM_DEVICES", "H100-80GB", 1);
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_host_pids)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    remove_tree(dir);
+    return failed;
 }

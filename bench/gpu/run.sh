@@ -149,7 +149,7 @@ if want "framework-like workload"; then
   if [[ ! -x $fw ]]; then
     nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
     "$nvcc" -O2 -std=c++17 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
-      -I"$here" "$here/framework.cu" -o "$fw" -lcuda
+      -I"$here" "$here/framework.cu" -o "$fw" -L"$(dirname "$nvcc")/../lib64/stubs" -lcuda
   fi
   per_ms=$("$fw" --calibrate)
   fw_alone=$("$fw" --per-ms "$per_ms" "${measure[@]}" | sed -n 's/^rate //p')

@@ -407,6 +407,9 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInf
 /* SMs, slices and memory of a GPU or MIG device. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device,
                                                     nvmlDeviceAttributes_t *attributes);
+/* The CUDA compute capability (9.0 for an H100; a MIG device reports its GPU's). */
+GS_NVML_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major,
+                                                            int *minor);
 /* Total, free and used device memory in bytes. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory);
 /* As nvmlDeviceGetMemoryInfo with reserved; memory->version must be nvmlMemory_v2

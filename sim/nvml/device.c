@@ -217,6 +217,18 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetAttributes(nvmlDevice_t device,
     return nvmlDeviceGetAttributes_v2(device, attributes);
 }
 
+GS_NVML_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major,
+                                                            int *minor)
+{
+    nvml_target_t t;
+    nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
+    if (result == NVML_SUCCESS && (major == NULL || minor == NULL))
+        result = NVML_ERROR_INVALID_ARGUMENT;
+    if (result == NVML_SUCCESS)
+        gsim_model_cc(t.model, major, minor); /* a MIG device's is its GPU's */
+    return gsim_nvml_end(&t, result);
+}
+
 /* Reads the handle's total, reserved and used bytes, after reclaiming dead processes (lock held).
  * A whole GPU's used memory includes what the driver reserves, as NVML reports it (nvmlMemory_t:
  * "Sum of Reserved and Allocated device memory"); a MIG device has no reservation of its own. */
