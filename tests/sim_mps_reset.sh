@@ -11,6 +11,8 @@ set -euo pipefail
 progs="${GSIM_CUDA_PROGS:?}"
 mps="${GS_BUILD_DIR:?}/sim/nvidia-cuda-mps-control"
 shim="$GS_BUILD_DIR/lib/libgpushare.so"
+# In sanitizer builds the sanitizer runtime is preloaded ahead of the (instrumented) shim.
+[[ -n ${GS_SANITIZE:-} ]] && shim="$(gcc -print-file-name=libasan.so):$shim"
 fail() { echo "sim_mps_reset: $*" >&2; exit 1; }
 export CUDA_MPS_PIPE_DIRECTORY=$GPUSIM_STATE/mps-pipe CUDA_MPS_LOG_DIRECTORY=$GPUSIM_STATE/mps-log
 log=$CUDA_MPS_LOG_DIRECTORY/server.log
