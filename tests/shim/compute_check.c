@@ -7,8 +7,10 @@
  * usage: compute_check ARG...   (run through run_sim.sh --shim: a fresh node, the shim preloaded)
  *   LEASE  name:key=value,...   g (guarantee %), c (cap %), procs, threads, streams, batch,
  *                               kernel (e.g. 4ms), graph (1 = graph launches), light (ms between
- *                               the kernels of a lightly loaded process); defaults 1 process,
- *                               1 thread, legacy stream, batches of 4 kernels of 4ms
+ *                               the kernels of a lightly loaded process), framework (1 = the
+ *                               framework-like workload, bench/gpu/framework_pattern.h), sync
+ *                               (its launches between synchronizations, default 8); defaults 1
+ *                               process, 1 thread, legacy stream, batches of 4 kernels of 4ms
  *   EVENT  @T:pause:name | @T:resume:name   at T seconds, stop or restart the lease's launches
  *   CHECK  [A,B]:name=X~T    the lease's share of the GPU's time in [A,B) s is X +- T %
  *          [A,B]:name%=X~T   the lease's part of the device time of all leases is X +- T %
@@ -41,7 +43,7 @@
 
 typedef struct lease {
     char name[32];
-    unsigned g, c, procs, threads, streams, batch, graph, light;
+    unsigned g, c, procs, threads, streams, batch, graph, light, framework, sync;
     char kernel[16];
     pid_t pids[MAX_PROCS];
     FILE *out[MAX_PROCS];
@@ -91,7 +93,7 @@ static int find_lease(const char *name)
 static void parse_lease(const char *arg)
 {
     lease_t *l = &leases[n_leases++];
-    *l = (lease_t){.procs = 1, .threads = 1, .batch = 4, .kernel = "4ms"};
+    *l = (lease_t){.procs = 1, .threads = 1, .batch = 4, .kernel = "4ms", .sync = 8};
     const char *colon = strchr(arg, ':');
     snprintf(l->name, sizeof(l->name), "%.*s", colon ? (int)(colon - arg) : (int)strlen(arg), arg);
     char spec[256];
@@ -119,6 +121,10 @@ static void parse_lease(const char *arg)
             l->graph = v;
         else if (strcmp(key, "light") == 0)
             l->light = v;
+        else if (strcmp(key, "framework") == 0)
+            l->framework = v;
+        else if (strcmp(key, "sync") == 0 && v >= 1)
+            l->sync = v;
         else
             goto bad;
     }
@@ -188,11 +194,12 @@ static void set_percent(const char *variable, unsigned value)
 
 static void start_lease(lease_t *l)
 {
-    char threads[16], streams[16], batch[16], light[16];
+    char threads[16], streams[16], batch[16], light[16], sync[16];
     snprintf(threads, sizeof(threads), "%u", l->threads);
     snprintf(streams, sizeof(streams), "%u", l->streams);
     snprintf(batch, sizeof(batch), "%u", l->batch);
     snprintf(light, sizeof(light), "%u", l->light);
+    snprintf(sync, sizeof(sync), "%u", l->sync);
     char worker[4200];
     snprintf(worker, sizeof(worker), "%s/tests/compute_worker", getenv("GS_BUILD_DIR"));
     for (unsigned p = 0; p < l->procs; p++) {
@@ -214,6 +221,10 @@ static void start_lease(lease_t *l)
             if (l->light) {
                 argv[n++] = "--light";
                 argv[n++] = light;
+            }
+            if (l->framework) {
+                argv[n++] = "--framework";
+                argv[n++] = sync;
             }
             argv[n] = NULL;
             execv(worker, (char **)argv);
