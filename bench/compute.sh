@@ -45,6 +45,9 @@ case_ "graph launches (4 kernels a graph)" a:g=30,graph=1 b:g=70,graph=1 [1,6]:a
   [1,6]:b=70~3
 case_ "kernels of 150 ms (longer than the 30 % lease's 30 ms slot)" \
   a:g=30,kernel=150ms,batch=1 b:g=70 [1,6]:a=30~3 [1,6]:b=70~3
+case_ "framework-like (cuLaunchKernelEx, 3 streams, 20 us-10 ms kernels, sync every 8)" \
+  a:g=30,framework=1 b:g=70,framework=1 [1,6]:a%=30~3 [1,6]:b%=70~3 [1,6]:a=30~3 [1,6]:b=70~3 \
+  [1,6]:wait:a\<=200
 
 echo
 echo "== launch hook"

@@ -2,10 +2,12 @@
 # Install rules and the Debian packages (make install, make package). Two components:
 #   runtime (package gpushare)     gpushared, gpushare, libgpushare.so, spank_gpushare.so, the client
 #                                  header, library and pkg-config file, man pages, systemd unit,
-#                                  configuration (/etc/gpushare/gpushare.conf, a conffile)
+#                                  configuration (/etc/gpushare/gpushare.conf, a conffile), the
+#                                  copyright file (packaging/copyright)
 #   sim     (package gpushare-sim) gpusim under LIBEXECDIR/gpushare/sim: off every search path, so
 #                                  a GPU node never loads it by accident; a test node points
-#                                  nvml_library (and LD_LIBRARY_PATH for jobs) at it.
+#                                  nvml_library (and LD_LIBRARY_PATH for jobs) at it; its own
+#                                  copyright file
 
 install(TARGETS gpushared RUNTIME DESTINATION "${CMAKE_INSTALL_SBINDIR}" COMPONENT runtime)
 install(TARGETS gpushare RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}" COMPONENT runtime)
@@ -34,6 +36,13 @@ install(FILES "${CMAKE_BINARY_DIR}/packaging/gpushared.service"
 install(FILES packaging/gpushare.conf.example DESTINATION "${CMAKE_INSTALL_FULL_SYSCONFDIR}/gpushare"
         RENAME gpushare.conf COMPONENT runtime)
 install(FILES packaging/gpushare.conf.example DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT runtime)
+
+# Each package's copyright file (Debian's machine-readable format, Debian policy 12.5; it refers to
+# /usr/share/common-licenses/Apache-2.0 for the licence's text). The sim component's doc
+# directory is the gpushare-sim package's own.
+install(FILES packaging/copyright DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT runtime)
+install(FILES packaging/copyright DESTINATION "${CMAKE_INSTALL_DATAROOTDIR}/doc/gpushare-sim"
+        COMPONENT sim)
 
 # gpusim: the simulated driver and NVML (with their SONAME links), MPS control and nvidia-smi.
 foreach(lib gsim_cuda gsim_nvml)

@@ -13,7 +13,7 @@ packages=(
   libsqlite3-dev sqlite3                    # the daemon's ledger
   libjansson-dev                            # the JSON-lines API
   libinih-dev                               # gpushare.conf
-  libglpk-dev                               # LP solver: gpushare placement's packing prices
+  coinor-libclp-dev                         # LP solver (COIN-OR CLP): placement's packing prices
   libcairo2-dev libfontconfig-dev           # PNG/SVG charts of `gpushare plan replay --plot`
   prometheus                                # promtool, to validate /metrics in tests
   curl jq                                   # tests read /metrics and the JSON API

@@ -16,9 +16,10 @@ comment_for() {
   case "$1" in
     *.md | *.csv | *.tsv | *.json | */corpus/* | LICENSE | NOTICE) ;;
     packaging/deb/conffiles) ;; # dpkg reads every line as a path: no comments
-    *.c | *.h | *.def | *.cu | *.proto | *.go) echo "/* $tag */" ;;
+    packaging/copyright) ;;     # DEP-5: it states its own licences, in its own fields
+    *.c | *.h | *.h.in | *.def | *.cu | *.proto | *.go) echo "/* $tag */" ;;
     *.1 | *.8) echo ".\\\" $tag" ;;
-    *.py | *.sh | *.cmake | *.in | *.txt | *.yaml | *.yml | *.conf.example | Makefile | \
+    *.py | *.sh | *.awk | *.cmake | *.in | *.txt | *.yaml | *.yml | *.conf.example | Makefile | \
       .gitignore | .clang-format | .ci/* | packaging/deb/*) echo "# $tag" ;;
     *) ;;
   esac

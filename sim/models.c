@@ -121,6 +121,25 @@ uint64_t gsim_context_bytes(const gsim_model_t *m, uint32_t sms)
     return (m->ctx_base_mib << 20) + (uint64_t)sms * (m->ctx_sm_kib << 10);
 }
 
+void gsim_model_cc(const gsim_model_t *m, int *major, int *minor)
+{
+    /* NVIDIA's compute capabilities of the families (CUDA C++ Programming Guide). */
+    static const struct {
+        const char *prefix;
+        int major, minor;
+    } ccs[] = {{"H100", 9, 0}, {"H200", 9, 0}, {"A100", 8, 0}, {"A30", 8, 0},
+               {"L4", 8, 9},   {"T4", 7, 5},   {"V100", 7, 0}};
+    *major = 8; /* an unknown model looks like an A100 */
+    *minor = 0;
+    for (size_t i = 0; i < sizeof(ccs) / sizeof(ccs[0]); i++) {
+        size_t len = strlen(ccs[i].prefix);
+        if (strncmp(m->name, ccs[i].prefix, len) == 0 && m->name[len] == '-') {
+            *major = ccs[i].major;
+            *minor = ccs[i].minor;
+        }
+    }
+}
+
 const gsim_model_t *gsim_model_find(const char *name)
 {
     const gsim_model_t *models;

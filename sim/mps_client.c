@@ -6,7 +6,9 @@
  * is the daemon's default, lowered (never raised) by CUDA_MPS_ACTIVE_THREAD_PERCENTAGE; its pinned
  * device memory limit per CUDA ordinal is the daemon's default, lowered by
  * CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (which alone sets it when the daemon has none). A detected
- * client registers itself in gpusim-clients/ so the daemon can list it (get_client_list). */
+ * client registers itself in gpusim-clients/ so the daemon can list it (get_client_list), and
+ * asks the daemon for each context it creates (gsim_mps_client_attach: the server may refuse one
+ * after a fatal error, see sim/mps/server.c). */
 #include "node.h"
 
 #include <errno.h>
@@ -15,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "mps/mps_state.h"
@@ -257,4 +262,41 @@ int gsim_mps_client_detect(gsim_node_t *node, gsim_mps_client_t *out)
     memcpy(out->pinned_limit, limits, sizeof(limits));
     register_client(dir);
     return 0;
+}
+
+/* Sends one line to the daemon of dir and reads one reply line into reply. Returns 0 or -errno. */
+static int ask_daemon(const char *dir, const char *line, char *reply, size_t len)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (gsim_mps_socket_path(dir, addr.sun_path, sizeof(addr.sun_path)) != 0)
+        return -ENAMETOOLONG;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    struct timeval timeout = {.tv_sec = 5};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    int result = 0;
+    size_t n = strlen(line);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
+        write(fd, line, n) != (ssize_t)n)
+        result = -errno;
+    ssize_t got = result == 0 ? read(fd, reply, len - 1) : -1;
+    close(fd);
+    if (result == 0 && got <= 0)
+        result = -EIO;
+    if (result == 0) {
+        reply[got] = '\0';
+        reply[strcspn(reply, "\r\n")] = '\0';
+    }
+    return result;
+}
+
+int gsim_mps_client_attach(int dev)
+{
+    char dir[4096], line[64], reply[64];
+    gsim_mps_pipe_dir(dir, sizeof(dir));
+    snprintf(line, sizeof(line), "gpusim-attach %d\n", dev);
+    if (ask_daemon(dir, line, reply, sizeof(reply)) != 0)
+        return 0; /* no daemon answers: the context is an ordinary one */
+    return strcmp(reply, "fatal") == 0 ? -EIO : 0;
 }

@@ -137,6 +137,7 @@ static int init_node(gsim_node_t *node, const char *spec)
     pthread_mutexattr_destroy(&attr);
     snprintf(node->config, sizeof(node->config), "%s", spec != NULL ? spec : "");
     node->n_devices = (uint32_t)n;
+    node->pidns = gsim_pidns_of(0);
     for (int i = 0; i < n; i++)
         init_device(&node->dev[i], models[i], table, (unsigned)i);
     node->size = sizeof(gsim_node_t);
@@ -396,6 +397,17 @@ static void read_comm(char *name, size_t len)
     }
 }
 
+/* Records who the process is (procid.c) and its key: its pid when it lives in the node's PID
+ * namespace, else -(slot + 1), so that processes numbered 1 in two namespaces stay apart. */
+static void set_identity(const gsim_node_t *node, gsim_proc_t *proc, int slot)
+{
+    proc->ns_pid = (int32_t)getpid();
+    proc->pidns = gsim_pidns_of(0);
+    proc->start_ticks = gsim_start_ticks_of(0);
+    int foreign = node->pidns != 0 && proc->pidns != 0 && proc->pidns != node->pidns;
+    proc->pid = foreign ? -(int32_t)(slot + 1) : proc->ns_pid;
+}
+
 static int register_self(void)
 {
     gsim_node_t *node = handle.node;
@@ -411,7 +423,7 @@ static int register_self(void)
             continue;
         gsim_proc_t *proc = &node->procs[i];
         memset(proc, 0, sizeof(*proc));
-        proc->pid = (int32_t)getpid();
+        set_identity(node, proc, i);
         for (int d = 0; d < GSIM_MAX_DEVICES; d++)
             proc->gi[d] = -1;
         read_comm(proc->name, sizeof(proc->name));

@@ -57,6 +57,9 @@ typedef struct gsim_model {
 /* Returns the model called name (exact, case-sensitive), or NULL. Thread-safe. */
 const gsim_model_t *gsim_model_find(const char *name);
 
+/* Sets the compute capability of model m (9.0 for an H100). Thread-safe. */
+void gsim_model_cc(const gsim_model_t *m, int *major, int *minor);
+
 /* Returns the device memory one CUDA context takes on model m when it can use sms SMs (the whole
  * GPU's, or a MIG instance's): the model's base part plus its per-SM part. Thread-safe. */
 uint64_t gsim_context_bytes(const gsim_model_t *m, uint32_t sms);
@@ -141,9 +144,18 @@ typedef struct gsim_device {
     gsim_timeline_t timeline;
 } gsim_device_t;
 
+/* A process slot. Its pid is the process's key on the node (its timeline intervals carry it): the
+ * process's pid when it runs in the PID namespace the node was created in (gsim_node_t.pidns),
+ * else -(slot + 1), unique on the node however many namespaces number their processes from 1.
+ * What NVML shows is the pid as the caller's namespace sees it (sim/nvml/pidns.c), found through
+ * the identity below: the PID namespace (nsfs inode), the pid in it and the start time. */
 typedef struct gsim_proc {
-    int32_t pid;      /* 0 = free slot */
+    int32_t pid;      /* 0 = free slot; else the key, see above */
     uint32_t mps_pct; /* MPS active thread percentage; 0 = not an MPS client */
+    int32_t ns_pid;   /* getpid() of the process: its pid in its own PID namespace */
+    uint32_t pad;
+    uint64_t pidns;       /* inode of its /proc/self/ns/pid; 0 when unknown (no /proc) */
+    uint64_t start_ticks; /* field 22 of /proc/self/stat (clock ticks since boot); 0 unknown */
     char name[GSIM_NAME_MAX];
     uint64_t mem[GSIM_MAX_DEVICES];       /* bytes held per GPU */
     int32_t gi[GSIM_MAX_DEVICES];         /* GPU instance slot the memory is in, -1 = whole GPU */
@@ -152,7 +164,7 @@ typedef struct gsim_proc {
 } gsim_proc_t;
 
 #define GSIM_MAGIC   UINT64_C(0x31657461745f6d73) /* "sm_state1" */
-#define GSIM_VERSION 3u
+#define GSIM_VERSION 4u
 
 typedef struct gsim_node {
     uint64_t magic;
@@ -160,6 +172,7 @@ typedef struct gsim_node {
     uint32_t n_devices;
     uint64_t size;    /* sizeof(gsim_node_t) of the writer */
     char config[256]; /* the GPUSIM_DEVICES it was created with */
+    uint64_t pidns;   /* PID namespace (nsfs inode) of the process that created it; 0 unknown */
     pthread_mutex_t lock;
     gsim_device_t dev[GSIM_MAX_DEVICES];
     gsim_proc_t procs[GSIM_MAX_PROCS];
@@ -181,6 +194,21 @@ int gsim_node_open(int register_process, gsim_node_t **node);
 /* Locks / unlocks the node. Lock recovers from a dead owner. Never fails on a valid node. */
 void gsim_node_lock(gsim_node_t *node);
 void gsim_node_unlock(gsim_node_t *node);
+
+/* ---- process identity across PID namespaces (procid.c) ---- */
+
+/* Returns the inode of the PID namespace /proc/<pid>/ns/pid names (pid 0: the calling process),
+ * or 0 when it cannot be read (no /proc, or no permission). */
+uint64_t gsim_pidns_of(int pid);
+
+/* Reads the NSpid line of /proc/<pid>/status (pid 0: /proc/self): the process's pid in the PID
+ * namespace of that /proc mount, then in each namespace below it down to its own. Fills up to max
+ * entries of ids and returns how many the line has (0 when it cannot be read). */
+int gsim_nspid_of(int pid, int32_t *ids, int max);
+
+/* Returns the start time of /proc/<pid>/stat (field 22, clock ticks since boot; pid 0: the
+ * calling process), or 0 when it cannot be read or the process has exited (a zombie). */
+uint64_t gsim_start_ticks_of(int pid);
 
 /* Returns the calling process's slot (registered by gsim_node_open), or NULL. */
 gsim_proc_t *gsim_node_self(gsim_node_t *node);
@@ -294,6 +322,13 @@ typedef struct gsim_mps_client {
  * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / CUDA_MPS_PINNED_DEVICE_MEM_LIMIT). Returns 0 (with
  * out->active 0 when there is no daemon) or a negative errno for malformed variables. */
 int gsim_mps_client_detect(gsim_node_t *node, gsim_mps_client_t *out);
+
+/* Asks the MPS control daemon of this process (CUDA_MPS_PIPE_DIRECTORY) for a client context on
+ * GPU dev (node index), as the driver does at context creation; the daemon's simulated server
+ * for the caller's user grants it (sim/mps/server.c). Returns 0 when granted (or when no daemon
+ * answers: the caller is then no MPS client), or -EIO when the server met a fatal GPU error and
+ * reset the device instead: the context must not be created (CUDA_ERROR_LAUNCH_FAILED). */
+int gsim_mps_client_attach(int dev);
 
 /* ---- versions the simulated driver reports (libcuda, libnvidia-ml, nvidia-smi) ---- */
 

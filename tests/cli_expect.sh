@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-# Checks shared by the standalone CLI test scripts (test_plan_cli.sh, test_mig_cli.sh): source it
-# after setting $tmp (a scratch directory). Each check counts its failures in $failures and goes
-# on; the script ends with `[[ $failures -eq 0 ]]`.
+# Checks shared by the standalone test scripts (test_plan_cli.sh, test_mig_cli.sh, version.sh,
+# licence_*.sh): source it after setting $tmp (a scratch directory). Each check counts its
+# failures in $failures and goes on; the script ends with `[[ $failures -eq 0 ]]`.
 failures=0
 
 fail() {

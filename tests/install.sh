@@ -44,7 +44,8 @@ libdir=${shim%/gpushare/libgpushare.so}
 sim=$root/usr/libexec/gpushare/sim
 for f in usr/sbin/gpushared usr/bin/gpushare "$libdir/gpushare/libgpushare.so" \
   "$libdir/libgpushare-client.a" "$libdir/pkgconfig/gpushare.pc" usr/include/gpushare/client.h \
-  usr/share/man/man1/gpushare.1 usr/share/man/man8/gpushared.8 \
+  usr/share/man/man1/gpushare.1 usr/share/man/man8/gpushared.8 usr/share/doc/gpushare/copyright \
+  usr/share/doc/gpushare-sim/copyright \
   usr/lib/systemd/system/gpushared.service etc/gpushare/gpushare.conf \
   usr/libexec/gpushare/sim/libcuda.so.1 usr/libexec/gpushare/sim/libnvidia-ml.so.1 \
   usr/libexec/gpushare/sim/nvidia-cuda-mps-control usr/libexec/gpushare/sim/nvidia-smi; do

@@ -50,6 +50,7 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   # Compute shares: compute_worker processes in leases, checked by compute_check against gpusim's
   # per-process device time.
   gs_add_cuda_program(compute_worker SOURCES shim/compute_worker.c LIBS Threads::Threads)
+  target_include_directories(compute_worker PRIVATE "${CMAKE_SOURCE_DIR}/bench/gpu")
   add_executable(compute_check shim/compute_check.c)
   target_link_libraries(compute_check PRIVATE gsim_core gs_region)
   set_target_properties(compute_check PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")

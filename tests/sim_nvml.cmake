@@ -13,6 +13,38 @@ if(TARGET gsim_nvml)
   add_dependencies(test_sim_nvml test_sim_nvml_helper)
 endif()
 
+# NVIDIA's whole R580 entry-point list (sim/nvml/entry_points.tsv) and PID namespaces (issue 20).
+if(TARGET gsim_nvml)
+  gs_add_unit_test(test_sim_nvml_exports SOURCES test_sim_nvml_exports.c
+                   LIBS test_sim_nvml_proc ${CMAKE_DL_LIBS} LABELS gpusim)
+  target_include_directories(test_sim_nvml_exports PRIVATE "${CMAKE_SOURCE_DIR}/include")
+  target_compile_definitions(test_sim_nvml_exports PRIVATE
+    GSIM_NVML_LIST="${CMAKE_SOURCE_DIR}/sim/nvml/entry_points.tsv")
+  add_dependencies(test_sim_nvml_exports gsim_nvml test_sim_nvml_helper)
+  gs_add_unit_test(test_sim_nvml_pidns SOURCES test_sim_nvml_pidns.c
+                   LIBS gsim_nvml test_sim_nvml_proc LABELS gpusim)
+  add_dependencies(test_sim_nvml_pidns test_sim_nvml_helper)
+
+  # A third-party tool: loads libnvidia-ml.so.1 by name, like a monitoring tool.
+  add_executable(nvml_walk nvml_walk.c)
+  target_link_libraries(nvml_walk PRIVATE ${CMAKE_DL_LIBS})
+  set_target_properties(nvml_walk PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  if(TARGET cuda_prog_memhold)
+    add_test(NAME sim_nvml_walk COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/sim_cuda_run.sh" bash
+                                        "${CMAKE_CURRENT_SOURCE_DIR}/sim_nvml_walk.sh")
+    set_tests_properties(sim_nvml_walk PROPERTIES TIMEOUT 60 LABELS "integration;gpusim"
+      ENVIRONMENT "${GS_TEST_ENV};GSIM_CUDA_PROGS=${GS_TEST_DIR}/cuda_progs")
+  endif()
+endif()
+
+# The MPS server reset of the H100, without and with gpushare's shim (issue 20).
+if(TARGET gsim_mps_control AND TARGET cuda_prog_memhold AND TARGET gpushare_shim)
+  add_test(NAME sim_mps_reset COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/sim_cuda_run.sh" bash
+                                      "${CMAKE_CURRENT_SOURCE_DIR}/sim_mps_reset.sh")
+  set_tests_properties(sim_mps_reset PROPERTIES TIMEOUT 60 LABELS "integration;gpusim"
+    ENVIRONMENT "${GS_TEST_ENV};GSIM_CUDA_PROGS=${GS_TEST_DIR}/cuda_progs")
+endif()
+
 if(TARGET gsim_nvml)
   gs_add_unit_test(test_sim_mig SOURCES test_sim_mig.c
                    LIBS gsim_nvml gsim_core test_sim_nvml_proc LABELS gpusim)

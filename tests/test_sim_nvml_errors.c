@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define NVML_NO_UNVERSIONED_FUNC_DEFS 1 /* the legacy versions by their own names */
 #include "gpushare/nvml_abi.h"
 #include "test_sim_nvml_proc.h"
 
@@ -38,6 +39,8 @@ static nvmlMemory_t mem;
 static nvmlMemory_v2_t mem2;
 static nvmlUtilization_t util;
 static nvmlProcessInfo_t procs[4];
+static nvmlProcessInfo_v1_t procs_v1[4];
+static nvmlExcludedDeviceInfo_t excluded;
 static nvmlProcessUtilizationSample_t samples[4];
 static nvmlComputeMode_t mode;
 static nvmlReturn_t status;
@@ -77,6 +80,24 @@ CALL(c_mem2, mem2.version = nvmlMemory_v2; return nvmlDeviceGetMemoryInfo_v2(h, 
 CALL(c_util, return nvmlDeviceGetUtilizationRates(h, &util))
 CALL(c_procs, u1 = 4; return nvmlDeviceGetComputeRunningProcesses_v3(h, &u1, procs))
 CALL(c_proc_util, u1 = 4; return nvmlDeviceGetProcessUtilization(h, samples, &u1, 0))
+CALL(c_procs_v1, u1 = 4; return nvmlDeviceGetComputeRunningProcesses(h, &u1, procs_v1))
+CALL(c_procs_v2, u1 = 4; return nvmlDeviceGetComputeRunningProcesses_v2(h, &u1, procs))
+CALL(c_mps_v1, u1 = 4; return nvmlDeviceGetMPSComputeRunningProcesses(h, &u1, procs_v1))
+CALL(c_mps_v2, u1 = 4; return nvmlDeviceGetMPSComputeRunningProcesses_v2(h, &u1, procs))
+CALL(c_mps_v3, u1 = 4; return nvmlDeviceGetMPSComputeRunningProcesses_v3(h, &u1, procs))
+CALL(c_gfx_v1, u1 = 4; return nvmlDeviceGetGraphicsRunningProcesses(h, &u1, procs_v1))
+CALL(c_gfx_v2, u1 = 4; return nvmlDeviceGetGraphicsRunningProcesses_v2(h, &u1, procs))
+CALL(c_gfx_v3, u1 = 4; return nvmlDeviceGetGraphicsRunningProcesses_v3(h, &u1, procs))
+CALL(c_attrs_v1, return nvmlDeviceGetAttributes(h, &attrs))
+CALL(c_by_pci_v1, return nvmlDeviceGetHandleByPciBusId("00000000:18:00.0", &dev_out))
+CALL(c_init_v1_count, return nvmlDeviceGetCount(&u1))
+CALL(c_by_index_v1, return nvmlDeviceGetHandleByIndex(0, &dev_out))
+CALL(c_units, return nvmlUnitGetCount(&u1))
+CALL(c_cc, return nvmlDeviceGetCudaComputeCapability(h, &i1, &i1))
+CALL(c_excluded, return nvmlGetExcludedDeviceCount(&u1))
+CALL(c_excluded_info, return nvmlGetExcludedDeviceInfoByIndex(0, &excluded))
+CALL(c_blacklist, return nvmlGetBlacklistDeviceCount(&u1))
+CALL(c_blacklist_info, return nvmlGetBlacklistDeviceInfoByIndex(0, &excluded))
 CALL(c_get_mode, return nvmlDeviceGetComputeMode(h, &mode))
 CALL(c_set_mode, return nvmlDeviceSetComputeMode(h, NVML_COMPUTEMODE_DEFAULT))
 CALL(c_get_mig, return nvmlDeviceGetMigMode(h, &u1, &u2))
@@ -137,6 +158,24 @@ static const api_case_t cases[] = {
     ROW(nvmlDeviceGetUtilizationRates, c_util, DEVICE),
     ROW(nvmlDeviceGetComputeRunningProcesses_v3, c_procs, DEVICE),
     ROW(nvmlDeviceGetProcessUtilization, c_proc_util, DEVICE),
+    ROW(nvmlDeviceGetComputeRunningProcesses, c_procs_v1, DEVICE),
+    ROW(nvmlDeviceGetComputeRunningProcesses_v2, c_procs_v2, DEVICE),
+    ROW(nvmlDeviceGetMPSComputeRunningProcesses, c_mps_v1, DEVICE),
+    ROW(nvmlDeviceGetMPSComputeRunningProcesses_v2, c_mps_v2, DEVICE),
+    ROW(nvmlDeviceGetMPSComputeRunningProcesses_v3, c_mps_v3, DEVICE),
+    ROW(nvmlDeviceGetGraphicsRunningProcesses, c_gfx_v1, DEVICE),
+    ROW(nvmlDeviceGetGraphicsRunningProcesses_v2, c_gfx_v2, DEVICE),
+    ROW(nvmlDeviceGetGraphicsRunningProcesses_v3, c_gfx_v3, DEVICE),
+    ROW(nvmlDeviceGetAttributes, c_attrs_v1, DEVICE),
+    ROW(nvmlDeviceGetHandleByPciBusId, c_by_pci_v1, NO_HANDLE),
+    ROW(nvmlDeviceGetCount, c_init_v1_count, NO_HANDLE),
+    ROW(nvmlDeviceGetHandleByIndex, c_by_index_v1, NO_HANDLE),
+    ROW(nvmlUnitGetCount, c_units, NO_HANDLE),
+    ROW(nvmlDeviceGetCudaComputeCapability, c_cc, DEVICE),
+    ROW(nvmlGetExcludedDeviceCount, c_excluded, NO_HANDLE),
+    ROW(nvmlGetExcludedDeviceInfoByIndex, c_excluded_info, NO_HANDLE),
+    ROW(nvmlGetBlacklistDeviceCount, c_blacklist, NO_HANDLE),
+    ROW(nvmlGetBlacklistDeviceInfoByIndex, c_blacklist_info, NO_HANDLE),
     ROW(nvmlDeviceGetComputeMode, c_get_mode, DEVICE),
     ROW(nvmlDeviceSetComputeMode, c_set_mode, DEVICE),
     ROW(nvmlDeviceGetMigMode, c_get_mig, DEVICE),

@@ -92,6 +92,8 @@ static int64_t launch(helper_t *h, int ord, int64_t ready_ns, int64_t dur_ns)
     for (;;) {
         int64_t start, end;
         gsim_node_lock(h->node);
+        if (gsim_node_self(h->node) != NULL)
+            work.pid = gsim_node_self(h->node)->pid; /* the key, as the driver uses it */
         gsim_timeline_t *tl = gsim_domain_timeline(h->node, h->domains[ord]);
         int64_t now = gsim_now_ns();
         int64_t covered = tl != NULL ? gsim_timeline_future_union_ns(tl, work.pid, now) : 0;

@@ -60,6 +60,24 @@ const char *helper_comm(void)
 
 int helper_start(helper_proc_t *p, const char *const *env)
 {
+    return helper_start_wrapped(p, env, NULL, NULL);
+}
+
+/* Execs wrapper's words (if any) followed by exe. */
+static void exec_helper(const char *exe, const char *const *wrapper)
+{
+    const char *argv[16];
+    int n = 0;
+    for (; wrapper != NULL && wrapper[n] != NULL && n < 14; n++)
+        argv[n] = wrapper[n];
+    argv[n++] = exe;
+    argv[n] = NULL;
+    execvp(argv[0], (char *const *)argv);
+}
+
+int helper_start_wrapped(helper_proc_t *p, const char *const *env, const char *const *wrapper,
+                         int *ready_pid)
+{
     int to_child[2], from_child[2];
     if (pipe2(to_child, O_CLOEXEC) != 0)
         return -1;
@@ -78,7 +96,7 @@ int helper_start(helper_proc_t *p, const char *const *env)
         close(from_child[0]);
         close(from_child[1]);
         apply_env(env);
-        execl(exe, exe, (char *)NULL);
+        exec_helper(exe, wrapper);
         _exit(127);
     }
     close(to_child[0]);
@@ -92,6 +110,8 @@ int helper_start(helper_proc_t *p, const char *const *env)
         helper_kill(p);
         return -1;
     }
+    if (ready_pid != NULL)
+        *ready_pid = atoi(line + 5);
     return 0;
 }
 

@@ -23,6 +23,12 @@ const char *helper_comm(void);
  * ends with NULL; env may be NULL) and waits for its "ready" line. Returns 0 or -1. */
 int helper_start(helper_proc_t *p, const char *const *env);
 
+/* As helper_start, run through wrapper (argv words before the helper's path, NULL-terminated,
+ * e.g. unshare --pid --fork; NULL for none); *ready_pid (may be NULL) gets the pid the helper
+ * reported, which is its pid in its own PID namespace. */
+int helper_start_wrapped(helper_proc_t *p, const char *const *env, const char *const *wrapper,
+                         int *ready_pid);
+
 /* Sends one command and reads the reply line (without newline) into reply. Returns 0 or -1. */
 int helper_cmd(helper_proc_t *p, const char *cmd, char *reply, size_t len);
 

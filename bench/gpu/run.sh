@@ -141,6 +141,34 @@ wait "$sat" 2>/dev/null || true
 echo "    beside a saturating lease: $(cat "$tmp"/light.*)"
 fi
 
+# The framework-like workload (bench/gpu/framework.cu: cuLaunchKernelEx, 3 streams, kernels of
+# 20 us to 10 ms, a synchronization every 8 launches), the same launch sequence gpusim's worker
+# runs (compute_check's framework=1, bench/compute.sh); its own rate alone is its 100 %.
+if want "framework-like workload"; then
+  fw=$build/bench/gpu_framework
+  if [[ ! -x $fw ]]; then
+    nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+    "$nvcc" -O2 -std=c++17 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+      -I"$here" "$here/framework.cu" -o "$fw" -L"$(dirname "$nvcc")/../lib64/stubs" -lcuda
+  fi
+  per_ms=$("$fw" --calibrate)
+  fw_alone=$("$fw" --per-ms "$per_ms" "${measure[@]}" | sed -n 's/^rate //p')
+  echo "-- framework-like workload (30/70; $per_ms iterations/ms; alone $fw_alone launches/s)"
+  fresh
+  for spec in a:30 b:70; do
+    env LD_PRELOAD="$shim" GPUSHARE_SCHED_DIR="$tmp/sched" GPUSHARE_LEASE_ID="${spec%%:*}" \
+      GPUSHARE_COMPUTE_SHARE="${spec#*:}" "$fw" --per-ms "$per_ms" "${measure[@]}" \
+      >"$tmp/${spec%%:*}.0" &
+  done
+  wait
+  saved=$alone
+  alone=$fw_alone
+  report a 30+-3
+  report b 70+-3
+  together
+  alone=$saved
+fi
+
 if [[ ${GS_GPU_MPS:-0} == 1 ]] && command -v nvidia-cuda-mps-control >/dev/null; then
   echo "-- MPS (GPUSHARE_GPU_MODE=mps: the share is the active thread percentage)"
   export CUDA_MPS_PIPE_DIRECTORY=$tmp/mps CUDA_MPS_LOG_DIRECTORY=$tmp/mps-log

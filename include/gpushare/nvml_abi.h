@@ -40,6 +40,10 @@ extern "C" {
 #define nvmlDeviceGetAttributes                    nvmlDeviceGetAttributes_v2
 #define nvmlComputeInstanceGetInfo                 nvmlComputeInstanceGetInfo_v2
 #define nvmlDeviceGetComputeRunningProcesses       nvmlDeviceGetComputeRunningProcesses_v3
+#define nvmlDeviceGetGraphicsRunningProcesses      nvmlDeviceGetGraphicsRunningProcesses_v3
+#define nvmlDeviceGetMPSComputeRunningProcesses    nvmlDeviceGetMPSComputeRunningProcesses_v3
+#define nvmlGetBlacklistDeviceCount                nvmlGetExcludedDeviceCount
+#define nvmlGetBlacklistDeviceInfoByIndex          nvmlGetExcludedDeviceInfoByIndex
 #define nvmlDeviceGetGpuInstancePossiblePlacements nvmlDeviceGetGpuInstancePossiblePlacements_v2
 #endif
 
@@ -152,6 +156,12 @@ typedef struct nvmlProcessInfo_v2_st {
     unsigned int gpuInstanceId;     /* 0xFFFFFFFF when MIG is disabled */
     unsigned int computeInstanceId; /* 0xFFFFFFFF when MIG is disabled */
 } nvmlProcessInfo_v2_t, nvmlProcessInfo_t;
+
+/* A GPU excluded from use by the administrator (none on the simulated node). */
+typedef struct nvmlExcludedDeviceInfo_st {
+    nvmlPciInfo_t pciInfo;
+    char uuid[NVML_DEVICE_UUID_BUFFER_SIZE];
+} nvmlExcludedDeviceInfo_t;
 
 typedef struct nvmlProcessUtilizationSample_st {
     unsigned int pid;
@@ -397,6 +407,9 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInf
 /* SMs, slices and memory of a GPU or MIG device. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device,
                                                     nvmlDeviceAttributes_t *attributes);
+/* The CUDA compute capability (9.0 for an H100; a MIG device reports its GPU's). */
+GS_NVML_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major,
+                                                            int *minor);
 /* Total, free and used device memory in bytes. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory);
 /* As nvmlDeviceGetMemoryInfo with reserved; memory->version must be nvmlMemory_v2
@@ -409,6 +422,20 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
 GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
                                                                  unsigned int *infoCount,
                                                                  nvmlProcessInfo_t *infos);
+/* The MPS clients among them (count in/out). */
+GS_NVML_API nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                                    unsigned int *infoCount,
+                                                                    nvmlProcessInfo_t *infos);
+/* The processes with a graphics context (count in/out). */
+GS_NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device,
+                                                                  unsigned int *infoCount,
+                                                                  nvmlProcessInfo_t *infos);
+/* The number of S-class units (0 on other systems). */
+GS_NVML_API nvmlReturn_t nvmlUnitGetCount(unsigned int *unitCount);
+/* The number of GPUs excluded from use, and one of them by index. */
+GS_NVML_API nvmlReturn_t nvmlGetExcludedDeviceCount(unsigned int *deviceCount);
+GS_NVML_API nvmlReturn_t nvmlGetExcludedDeviceInfoByIndex(unsigned int index,
+                                                          nvmlExcludedDeviceInfo_t *info);
 /* Per-process samples newer than lastSeenTimeStamp (count in/out; utilization may be NULL to
  * size); NVML_ERROR_NOT_FOUND when there is none. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetProcessUtilization(
@@ -510,10 +537,39 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice
 /* Legacy entry points, declared (as in NVIDIA's header) only when the unversioned names are not
  * mapped to the current versions. */
 #ifdef NVML_NO_UNVERSIONED_FUNC_DEFS
-/* Legacy versions of nvmlInit_v2, nvmlDeviceGetCount_v2 and nvmlDeviceGetHandleByIndex_v2. */
+/* Legacy versions of nvmlInit_v2, nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2,
+ * nvmlDeviceGetHandleByPciBusId_v2 and nvmlDeviceGetAttributes_v2 (the same arguments). */
 GS_NVML_API nvmlReturn_t nvmlInit(void);
 GS_NVML_API nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount);
 GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device);
+GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevice_t *device);
+GS_NVML_API nvmlReturn_t nvmlDeviceGetAttributes(nvmlDevice_t device,
+                                                 nvmlDeviceAttributes_t *attributes);
+/* The process lists of older headers: v1 writes 16-byte nvmlProcessInfo_v1_t records, v2 the
+ * 24-byte nvmlProcessInfo_v2_t (the record of v3). */
+GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device,
+                                                              unsigned int *infoCount,
+                                                              nvmlProcessInfo_v1_t *infos);
+GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device,
+                                                                 unsigned int *infoCount,
+                                                                 nvmlProcessInfo_v2_t *infos);
+GS_NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device,
+                                                               unsigned int *infoCount,
+                                                               nvmlProcessInfo_v1_t *infos);
+GS_NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device,
+                                                                  unsigned int *infoCount,
+                                                                  nvmlProcessInfo_v2_t *infos);
+GS_NVML_API nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device,
+                                                                 unsigned int *infoCount,
+                                                                 nvmlProcessInfo_v1_t *infos);
+GS_NVML_API nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device,
+                                                                    unsigned int *infoCount,
+                                                                    nvmlProcessInfo_v2_t *infos);
+/* The pre-R460 names of the excluded-device queries, which NVIDIA's library still exports (its
+ * header #undefs the mapping under __NVML_API_VERSION_INTERNAL). */
+GS_NVML_API nvmlReturn_t nvmlGetBlacklistDeviceCount(unsigned int *deviceCount);
+GS_NVML_API nvmlReturn_t nvmlGetBlacklistDeviceInfoByIndex(unsigned int index,
+                                                           nvmlExcludedDeviceInfo_t *info);
 #endif
 
 #ifdef __cplusplus

@@ -202,9 +202,9 @@ typedef struct gs_place_engine gs_place_engine_t;
 
 /* Creates an engine for policy on cluster. FGD and gpushare plan for a finished target workload
  * (copied); without one they plan for the requests seen so far. gpushare derives tables from the
- * workload and the cluster (shape weights; packing prices from an LP solved with GLPK, a few
- * milliseconds) when the engine sees nodes for the first time, when nodes are added and when its
- * estimate of the workload changes. seed drives every random choice: the fixed order in which
+ * workload and the cluster (shape weights; packing prices from an LP solved with COIN-OR CLP, a
+ * few milliseconds) when the engine sees nodes for the first time, when nodes are added and when
+ * its estimate of the workload changes. seed drives every random choice: the fixed order in which
  * equally good nodes are preferred, and the Random policy. Equal seeds give equal decisions.
  * Returns 0, GS_EINVAL or GS_ENOMEM. The cluster must outlive the engine. */
 int gs_place_engine_new(gs_place_cluster_t *cluster, gs_place_policy_t policy,

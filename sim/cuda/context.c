@@ -160,6 +160,8 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
     if (gsim_cu_device(dev) == NULL)
         return CUDA_ERROR_INVALID_DEVICE;
     result = gsim_cu_mps_connect();
+    if (result == CUDA_SUCCESS)
+        result = gsim_cu_mps_attach(dev);
     if (result != CUDA_SUCCESS)
         return result;
     CUcontext ctx = gsim_cu_obj_new(GSIM_CU_CTX);

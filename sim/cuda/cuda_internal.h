@@ -117,6 +117,11 @@ const gsim_cu_device_t *gsim_cu_device(CUdevice ord);
  * caches its limits. Returns CUDA_SUCCESS or CUDA_ERROR_MPS_CONNECTION_FAILED. */
 CUresult gsim_cu_mps_connect(void);
 
+/* An MPS client's request for a context on ordinal (context creation): CUDA_SUCCESS, or
+ * CUDA_ERROR_LAUNCH_FAILED when the MPS server met a fatal GPU error and reset the device instead
+ * (sim/mps/server.c). CUDA_SUCCESS at once for a process that is no MPS client. */
+CUresult gsim_cu_mps_attach(CUdevice ordinal);
+
 /* Returns this process's MPS active thread percentage (1..100) when an MPS daemon serves it, 0
  * when it is time-sliced; and whether an MPS daemon serves it. */
 uint32_t gsim_cu_mps_pct(void);

@@ -6,22 +6,22 @@
 #include <stdio.h>
 #include <string.h>
 
-/* What gpu-models.csv does not carry: per-family figures from NVIDIA's data sheets. */
+/* What gpu-models.csv does not carry: per-family figures from NVIDIA's data sheets (the compute
+ * capability: gsim_model_cc). */
 typedef struct model_spec {
     const char *prefix;
-    int cc_major, cc_minor;
     int clock_khz, mem_clock_khz, bus_width;
     int l2_bytes, smem_per_sm, smem_optin, threads_per_sm, blocks_per_sm;
 } model_spec_t;
 
 static const model_spec_t specs[] = {
-    {"H100", 9, 0, 1980000, 2619000, 5120, 52428800, 233472, 232448, 2048, 32},
-    {"H200", 9, 0, 1980000, 3201000, 6144, 52428800, 233472, 232448, 2048, 32},
-    {"A100", 8, 0, 1410000, 1593000, 5120, 41943040, 167936, 166912, 2048, 32},
-    {"A30", 8, 0, 1440000, 1215000, 3072, 25165824, 167936, 166912, 2048, 32},
-    {"L4", 8, 9, 2040000, 6251000, 192, 50331648, 102400, 101376, 1536, 24},
-    {"T4", 7, 5, 1590000, 5001000, 256, 4194304, 65536, 65536, 1024, 16},
-    {"V100", 7, 0, 1530000, 877000, 4096, 6291456, 98304, 98304, 2048, 32},
+    {"H100", 1980000, 2619000, 5120, 52428800, 233472, 232448, 2048, 32},
+    {"H200", 1980000, 3201000, 6144, 52428800, 233472, 232448, 2048, 32},
+    {"A100", 1410000, 1593000, 5120, 41943040, 167936, 166912, 2048, 32},
+    {"A30", 1440000, 1215000, 3072, 25165824, 167936, 166912, 2048, 32},
+    {"L4", 2040000, 6251000, 192, 50331648, 102400, 101376, 1536, 24},
+    {"T4", 1590000, 5001000, 256, 4194304, 65536, 65536, 1024, 16},
+    {"V100", 1530000, 877000, 4096, 6291456, 98304, 98304, 2048, 32},
 };
 
 static const model_spec_t *spec_of(const gsim_cu_device_t *d)
@@ -36,9 +36,7 @@ static const model_spec_t *spec_of(const gsim_cu_device_t *d)
 
 void gsim_cu_device_describe_model(gsim_cu_device_t *d)
 {
-    const model_spec_t *s = spec_of(d);
-    d->cc_major = s->cc_major;
-    d->cc_minor = s->cc_minor;
+    gsim_model_cc(d->model, &d->cc_major, &d->cc_minor);
 }
 
 /* Returns the device for a query, checking initialisation and the ordinal. */
@@ -313,10 +311,10 @@ static int model_attribute(const gsim_cu_device_t *d, CUdevice_attribute attr, i
         *value = s->blocks_per_sm;
         return 0;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-        *value = s->cc_major;
+        *value = d->cc_major;
         return 0;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-        *value = s->cc_minor;
+        *value = d->cc_minor;
         return 0;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
         *value = s->smem_per_sm;
@@ -326,10 +324,10 @@ static int model_attribute(const gsim_cu_device_t *d, CUdevice_attribute attr, i
         return 0;
     case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:
     case CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED:
-        *value = s->cc_major >= 9;
+        *value = d->cc_major >= 9;
         return 0;
     case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT:
-        *value = s->cc_major >= 9 ? 4 : 1;
+        *value = d->cc_major >= 9 ? 4 : 1;
         return 0;
     case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID:
         *value = d->ordinal;

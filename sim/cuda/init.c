@@ -2,6 +2,7 @@
 /* Driver initialisation: cuInit, cuDriverGetVersion, and the process-wide driver state. */
 #include "cuda_internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,7 +107,11 @@ static CUresult init_locked(void)
     gsim_node_unlock(node);
     driver.node = node;
     driver.n_devices = n;
-    driver.pid = (int32_t)getpid();
+    /* The process's key on the node (its pid, or a node-unique id in another PID namespace). */
+    gsim_node_lock(node);
+    gsim_proc_t *self = gsim_node_self(node);
+    driver.pid = self != NULL ? self->pid : (int32_t)getpid();
+    gsim_node_unlock(node);
     return CUDA_SUCCESS;
 }
 
@@ -183,6 +188,14 @@ CUresult gsim_cu_mps_connect(void)
     CUresult result = driver.mps_result;
     pthread_mutex_unlock(&driver.mps_mu);
     return result;
+}
+
+CUresult gsim_cu_mps_attach(CUdevice ordinal)
+{
+    const gsim_cu_device_t *d = gsim_cu_device(ordinal);
+    if (!driver.mps.active || d == NULL)
+        return CUDA_SUCCESS;
+    return gsim_mps_client_attach(d->domain.dev) == -EIO ? CUDA_ERROR_LAUNCH_FAILED : CUDA_SUCCESS;
 }
 
 uint32_t gsim_cu_mps_pct(void)

@@ -34,8 +34,11 @@ GSIM_CU_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     if (ctx == NULL) {
         result = CUDA_ERROR_OUT_OF_MEMORY;
     } else if (ctx->refcount == 0) {
-        gsim_cu_ctx_start(ctx, dev, primary_flags[dev], 1);
-        result = gsim_cu_charge_context(ctx, dev);
+        result = gsim_cu_mps_attach(dev); /* creating it: an MPS client asks its server */
+        if (result == CUDA_SUCCESS)
+            gsim_cu_ctx_start(ctx, dev, primary_flags[dev], 1);
+        if (result == CUDA_SUCCESS)
+            result = gsim_cu_charge_context(ctx, dev);
         if (result != CUDA_SUCCESS)
             atomic_store(&ctx->active, 0);
     }

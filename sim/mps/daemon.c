@@ -169,6 +169,13 @@ static int start(mpsd_t *d, char *err, size_t errlen)
         snprintf(err, errlen, "cannot open %.400s: %s", path, strerror(errno));
         return -1;
     }
+    path_in(d->log_dir, "server.log", path, sizeof(path));
+    d->server_log = fopen(path, "ae");
+    d->ctx = calloc(MPSD_MAX_CONTEXTS, sizeof(*d->ctx));
+    if (d->server_log == NULL || d->ctx == NULL) {
+        snprintf(err, errlen, "cannot open %.400s: %s", path, strerror(errno));
+        return -1;
+    }
     if (take_lock(d, err, errlen) != 0 || open_socket(d, err, errlen) != 0)
         return -1;
     path_in(d->pipe_dir, GSIM_MPS_CLIENTS, path, sizeof(path));
@@ -245,6 +252,7 @@ static void forget_server(mpsd_t *d, pid_t pid)
 {
     for (uint32_t i = 0; i < d->state.n_servers; i++) {
         if (d->state.servers[i].pid == pid) {
+            mpsd_server_gone(d, d->state.servers[i].uid);
             d->state.servers[i] = d->state.servers[--d->state.n_servers];
             mpsd_log(d, "Server %d exited", (int)pid);
             mpsd_save_state(d);
@@ -264,8 +272,10 @@ static void stop_servers(mpsd_t *d)
 {
     for (uint32_t i = 0; i < d->state.n_servers; i++)
         kill(d->state.servers[i].pid, SIGTERM);
-    for (uint32_t i = 0; i < d->state.n_servers; i++)
+    for (uint32_t i = 0; i < d->state.n_servers; i++) {
         waitpid(d->state.servers[i].pid, NULL, 0);
+        mpsd_server_gone(d, d->state.servers[i].uid);
+    }
     d->state.n_servers = 0;
 }
 
@@ -335,6 +345,7 @@ static void housekeeping(mpsd_t *d)
 {
     reap_servers(d);
     each_client(d, ensure_server, NULL);
+    mpsd_server_tick(d);
 }
 
 /* ---- commands ---- */
@@ -385,6 +396,17 @@ static int serve_connection(mpsd_t *d, int fd)
     if (read_line(fd, line, sizeof(line)) != 0)
         return 0;
     housekeeping(d);
+    int dev;
+    struct ucred cred;
+    socklen_t cred_len = sizeof(cred);
+    if (sscanf(line, "gpusim-attach %d", &dev) == 1 &&
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) == 0) {
+        /* A client's context request (gsim_mps_client_attach), not a user command. */
+        mpsd_attach(d, (uint32_t)cred.uid, (int32_t)cred.pid, dev, reply, sizeof(reply));
+        if (write(fd, reply, strlen(reply)) < 0)
+            mpsd_log(d, "cannot send reply: %s", strerror(errno));
+        return 0;
+    }
     int quit = mpsd_command(d, line, reply, sizeof(reply));
     if (quit)
         cleanup(d);
@@ -462,6 +484,9 @@ static int daemon_main(int foreground, int ready_fd)
     }
     if (d.log != NULL)
         fclose(d.log);
+    if (d.server_log != NULL)
+        fclose(d.server_log);
+    free(d.ctx);
     return result == 0 ? 0 : 1;
 }
 

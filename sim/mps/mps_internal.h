@@ -17,13 +17,31 @@ int mpsd_run(int background);
  * 0, or 1 when no daemon answers (message on stderr). */
 int mpsd_send_commands(FILE *in, FILE *out);
 
+#define MPSD_MAX_CLIENTS  48 /* client contexts an MPS server takes per device (Volta MPS) */
+#define MPSD_MAX_CONTEXTS (GSIM_MPS_MAX_SERVERS * GSIM_MAX_DEVICES)
+
+/* A simulated server's context on one GPU and the client processes attached to it. */
+typedef struct mpsd_ctx {
+    int used;
+    uint32_t uid; /* the server's user */
+    int dev;      /* node index of the GPU */
+    int peak;     /* most clients attached at once since the context was created */
+    int n;
+    struct {
+        int32_t pid;          /* in the daemon's PID namespace (SO_PEERCRED) */
+        uint64_t start_ticks; /* tells a live client from a reused pid */
+    } clients[MPSD_MAX_CLIENTS];
+} mpsd_ctx_t;
+
 /* The running daemon. */
 typedef struct mpsd {
     char pipe_dir[4096];
     char log_dir[4096];
-    int lock_fd;   /* control_lock, OFD-locked while the daemon lives */
-    int listen_fd; /* the control socket */
-    FILE *log;     /* control.log */
+    int lock_fd;      /* control_lock, OFD-locked while the daemon lives */
+    int listen_fd;    /* the control socket */
+    FILE *log;        /* control.log */
+    FILE *server_log; /* server.log: what the simulated servers log */
+    mpsd_ctx_t *ctx;  /* [MPSD_MAX_CONTEXTS] server contexts (server.c) */
     int foreground;
     gsim_mps_state_t state; /* what gpusim-mps.state holds */
 } mpsd_t;
@@ -41,6 +59,22 @@ int mpsd_client_pids(mpsd_t *d, uint32_t uid, int32_t *pids, int max);
 
 /* Publishes d->state in the state file (atomic rename). */
 void mpsd_save_state(mpsd_t *d);
+
+/* Serves "gpusim-attach DEV" from the client process pid of user uid (server.c): the server of
+ * uid creates (or reuses) its context on GPU dev and attaches the client, or meets the fatal
+ * error of a context whose concurrent clients have all exited. Writes "ok" or "fatal" and a
+ * newline into reply. */
+void mpsd_attach(mpsd_t *d, uint32_t uid, int32_t pid, int dev, char *reply, size_t len);
+
+/* Notices clients that have exited (housekeeping: their exit is logged when it happens). */
+void mpsd_server_tick(mpsd_t *d);
+
+/* Forgets the contexts of the server of uid (it stopped or died). */
+void mpsd_server_gone(mpsd_t *d, uint32_t uid);
+
+/* Appends one line to server.log as the server of uid (its pid in the prefix). */
+void mpsd_server_log(mpsd_t *d, uint32_t uid, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Appends one line to control.log (and to stderr in the foreground). */
 void mpsd_log(mpsd_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

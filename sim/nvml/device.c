@@ -97,6 +97,11 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId,
     return gsim_nvml_end(&t, result == NVML_SUCCESS ? NVML_ERROR_NOT_FOUND : result);
 }
 
+GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevice_t *device)
+{
+    return nvmlDeviceGetHandleByPciBusId_v2(pciBusId, device);
+}
+
 GS_NVML_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
     nvml_target_t t;
@@ -203,6 +208,24 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device,
             attributes->memorySizeMB = t.d->total_bytes >> 20;
         }
     }
+    return gsim_nvml_end(&t, result);
+}
+
+GS_NVML_API nvmlReturn_t nvmlDeviceGetAttributes(nvmlDevice_t device,
+                                                 nvmlDeviceAttributes_t *attributes)
+{
+    return nvmlDeviceGetAttributes_v2(device, attributes);
+}
+
+GS_NVML_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major,
+                                                            int *minor)
+{
+    nvml_target_t t;
+    nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
+    if (result == NVML_SUCCESS && (major == NULL || minor == NULL))
+        result = NVML_ERROR_INVALID_ARGUMENT;
+    if (result == NVML_SUCCESS)
+        gsim_model_cc(t.model, major, minor); /* a MIG device's is its GPU's */
     return gsim_nvml_end(&t, result);
 }
 

@@ -61,6 +61,34 @@ int gsim_nvml_mig_index(const nvml_target_t *t);
 void gsim_nvml_mig_profile_name(const gsim_model_t *model, const gsim_gi_t *g, int ci, char *out,
                                 size_t len);
 
+/* Calls fn(interval, arg) for every interval (past and reserved) of a timeline (lock held). */
+void gsim_nvml_each_interval(const gsim_timeline_t *tl, void (*fn)(const gsim_interval_t *, void *),
+                             void *arg);
+
+/* PID namespaces (pidns.c). Refresh resolves, outside the node lock, the processes of other PID
+ * namespaces that the process lists may show; call it before begin. Thread-safe. */
+void gsim_nvml_pidns_refresh(gsim_node_t *node);
+
+/* The pid of slot's process as the calling process's PID namespace sees it, 0 when it cannot see
+ * it (as NVIDIA's driver, which leaves such processes out). Call with the node locked. */
+uint32_t gsim_nvml_visible_pid(const gsim_node_t *node, int slot);
+
+/* The slot whose process has key (gsim_proc_t.pid, as timeline intervals carry it), or -1. Call
+ * with the node locked. */
+int gsim_nvml_slot_of_key(const gsim_node_t *node, int32_t key);
+
+/* Stubs of the entry points gpusim does not model (stub.c, called by the generated
+ * nvml_stubs.c): NVML_ERROR_UNINITIALIZED, NVML_ERROR_INVALID_ARGUMENT for a handle of kind that
+ * is not valid, else NVML_ERROR_NOT_SUPPORTED. */
+typedef enum gsim_nvml_kind {
+    GSIM_NVML_NONE,
+    GSIM_NVML_DEVICE,
+    GSIM_NVML_GPU_INSTANCE,
+    GSIM_NVML_COMPUTE_INSTANCE,
+    GSIM_NVML_UNIT
+} gsim_nvml_kind_t;
+nvmlReturn_t gsim_nvml_stub(gsim_nvml_kind_t kind, void *handle);
+
 /* The test hook (fault.c): the code GPUSIM_NVML_FAULTS injects for function, else
  * NVML_SUCCESS. */
 nvmlReturn_t gsim_nvml_fault(const char *function);

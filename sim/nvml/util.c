@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* gpusim's libnvidia-ml: utilization, running processes and per-process utilization samples.
+/* gpusim's libnvidia-ml: utilization and per-process utilization samples (procs.c: the lists).
  *
  * Utilization comes from the device timeline (the kernel intervals every CUDA process reserves):
  * gpu is the fraction of the sample period during which some kernel ran. The sample period is
@@ -15,7 +15,6 @@
 
 #define SECOND_NS     INT64_C(1000000000)
 #define MIN_PERIOD_NS (SECOND_NS / 6)
-#define NO_INSTANCE   0xFFFFFFFFu
 
 typedef struct sample_clock {
     pthread_mutex_t mutex;
@@ -76,98 +75,13 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
     return gsim_nvml_end(&t, result);
 }
 
-/* Calls fn(interval, arg) for every interval (past and reserved) of a timeline. */
-static void each_interval(const gsim_timeline_t *tl, void (*fn)(const gsim_interval_t *, void *),
-                          void *arg)
+void gsim_nvml_each_interval(const gsim_timeline_t *tl, void (*fn)(const gsim_interval_t *, void *),
+                             void *arg)
 {
     for (uint32_t i = 0; i < tl->history_count && i < GSIM_HISTORY; i++)
         fn(&tl->history[i], arg);
     for (uint32_t i = 0; i < tl->n_reserved && i < GSIM_MAX_RESERVATIONS; i++)
         fn(&tl->reserved[i], arg);
-}
-
-typedef struct pid_search {
-    int32_t pid;
-    int found;
-} pid_search_t;
-
-static void match_pid(const gsim_interval_t *iv, void *arg)
-{
-    pid_search_t *s = arg;
-    s->found |= iv->pid == s->pid;
-}
-
-static int ran_on(const gsim_timeline_t *tl, int32_t pid)
-{
-    pid_search_t s = {.pid = pid, .found = 0};
-    each_interval(tl, match_pid, &s);
-    return s.found;
-}
-
-/* Does the process belong in the process list of the target (a GPU or a MIG device)? */
-static int process_listed(const nvml_target_t *t, const gsim_proc_t *proc)
-{
-    if (proc->pid == 0)
-        return 0;
-    if (t->g != NULL)
-        return (proc->mem[t->dev] > 0 && proc->gi[t->dev] == t->gi) ||
-               ran_on(&t->g->timeline, proc->pid);
-    return proc->mem[t->dev] > 0 || proc->busy_ns[t->dev] > 0 || ran_on(&t->d->timeline, proc->pid);
-}
-
-/* The GPU and compute instance ids of a process on a MIG-enabled GPU. gpusim does not record a
- * process's CI: it reports the first CI of the GI. */
-static void instance_ids(const nvml_target_t *t, const gsim_proc_t *proc, nvmlProcessInfo_t *info)
-{
-    info->gpuInstanceId = NO_INSTANCE;
-    info->computeInstanceId = NO_INSTANCE;
-    int g = t->g != NULL ? t->gi : proc->gi[t->dev];
-    if (!t->d->mig_mode || g < 0 || g >= GSIM_MAX_GI || !t->d->gi[g].in_use)
-        return;
-    info->gpuInstanceId = t->d->gi[g].id;
-    for (int c = 0; c < GSIM_MAX_CI; c++) {
-        if (t->d->gi[g].ci[c].in_use) {
-            info->computeInstanceId = t->d->gi[g].ci[c].id;
-            break;
-        }
-    }
-}
-
-GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
-                                                                 unsigned int *infoCount,
-                                                                 nvmlProcessInfo_t *infos)
-{
-    nvml_target_t t;
-    nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
-    if (result == NVML_SUCCESS && infoCount == NULL)
-        result = NVML_ERROR_INVALID_ARGUMENT;
-    if (result != NVML_SUCCESS)
-        return gsim_nvml_end(&t, result);
-    gsim_node_reap_locked(t.node);
-    unsigned n = 0;
-    for (int i = 0; i < GSIM_MAX_PROCS; i++)
-        n += (unsigned)process_listed(&t, &t.node->procs[i]);
-    if (*infoCount < n) {
-        *infoCount = n;
-        return gsim_nvml_end(&t, NVML_ERROR_INSUFFICIENT_SIZE);
-    }
-    if (n > 0 && infos == NULL)
-        return gsim_nvml_end(&t, NVML_ERROR_INVALID_ARGUMENT);
-    unsigned k = 0;
-    for (int i = 0; i < GSIM_MAX_PROCS && k < n; i++) {
-        const gsim_proc_t *proc = &t.node->procs[i];
-        if (!process_listed(&t, proc))
-            continue;
-        memset(&infos[k], 0, sizeof(infos[k]));
-        infos[k].pid = (unsigned)proc->pid;
-        infos[k].usedGpuMemory = proc->mem[t.dev];
-        if (t.g != NULL && proc->gi[t.dev] != t.gi)
-            infos[k].usedGpuMemory = 0;
-        instance_ids(&t, proc, &infos[k]);
-        k++;
-    }
-    *infoCount = n;
-    return gsim_nvml_end(&t, NVML_SUCCESS);
 }
 
 /* ---- per-process utilization samples ---- */
@@ -217,23 +131,26 @@ static unsigned long long realtime_us(int64_t t)
  * part of the second before the sample during which the process had work on the GPU (launched
  * and not complete, whether running or waiting for its time slice): 90-100 for a saturating
  * process whatever else runs, not its share of the GPU's time. */
-static unsigned collect_samples(gsim_timeline_t *tl, unsigned long long last_seen,
+static unsigned collect_samples(const gsim_node_t *node, gsim_timeline_t *tl,
+                                unsigned long long last_seen,
                                 nvmlProcessUtilizationSample_t *samples, unsigned max)
 {
     activity_scan_t scan;
     scan.now = gsim_now_ns();
     scan.n = 0;
-    each_interval(tl, note_activity, &scan);
+    gsim_nvml_each_interval(tl, note_activity, &scan);
     unsigned n = 0;
     for (size_t i = 0; i < scan.n; i++) {
         unsigned long long stamp = realtime_us(scan.pids[i].last_ns);
-        if (stamp <= last_seen)
-            continue;
+        int slot = gsim_nvml_slot_of_key(node, scan.pids[i].pid);
+        uint32_t pid = slot >= 0 ? gsim_nvml_visible_pid(node, slot) : 0;
+        if (stamp <= last_seen || pid == 0)
+            continue; /* gone, or in a PID namespace the caller cannot see */
         if (n < max && samples != NULL) {
             int64_t pending = gsim_timeline_pending_ns(
                 tl, scan.pids[i].pid, scan.pids[i].last_ns - SECOND_NS, scan.pids[i].last_ns);
             memset(&samples[n], 0, sizeof(samples[n]));
-            samples[n].pid = (unsigned)scan.pids[i].pid;
+            samples[n].pid = pid;
             samples[n].timeStamp = stamp;
             samples[n].smUtil = percent(pending, SECOND_NS);
             samples[n].memUtil = samples[n].smUtil / 2;
@@ -248,6 +165,9 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetProcessUtilization(
     unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp)
 {
     nvml_target_t t;
+    gsim_node_t *node = gsim_nvml_node();
+    if (node != NULL)
+        gsim_nvml_pidns_refresh(node);
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && processSamplesCount == NULL)
         result = NVML_ERROR_INVALID_ARGUMENT;
@@ -256,36 +176,11 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetProcessUtilization(
     if (result != NVML_SUCCESS)
         return gsim_nvml_end(&t, result);
     unsigned max = utilization != NULL ? *processSamplesCount : 0;
-    unsigned n = collect_samples(&t.d->timeline, lastSeenTimeStamp, utilization, max);
+    unsigned n = collect_samples(t.node, &t.d->timeline, lastSeenTimeStamp, utilization, max);
     if (n == 0)
         result = NVML_ERROR_NOT_FOUND;
     else if (n > max)
         result = NVML_ERROR_INSUFFICIENT_SIZE;
     *processSamplesCount = n;
-    return gsim_nvml_end(&t, result);
-}
-
-GS_NVML_API nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
-{
-    nvml_target_t t;
-    nvmlReturn_t result = gsim_nvml_begin_node(&t);
-    if (result == NVML_SUCCESS && (name == NULL || length == 0))
-        result = NVML_ERROR_INVALID_ARGUMENT;
-    if (result != NVML_SUCCESS)
-        return gsim_nvml_end(&t, result);
-    /* The name a CUDA process registered with (its comm), as the driver knows its clients. */
-    gsim_node_reap_locked(t.node);
-    result = NVML_ERROR_NOT_FOUND;
-    for (int i = 0; i < GSIM_MAX_PROCS && result == NVML_ERROR_NOT_FOUND; i++) {
-        const gsim_proc_t *proc = &t.node->procs[i];
-        if (proc->pid != 0 && (unsigned)proc->pid == pid) {
-            size_t n = strnlen(proc->name, sizeof(proc->name));
-            if (n >= length)
-                n = length - 1; /* NVIDIA truncates to the buffer */
-            memcpy(name, proc->name, n);
-            name[n] = '\0';
-            result = NVML_SUCCESS;
-        }
-    }
     return gsim_nvml_end(&t, result);
 }

@@ -7,6 +7,7 @@
  *                         -dgi [-gi ID]
  * Fan, temperature, performance state, power and ECC are not simulated and read N/A. */
 #include "smi.h"
+#include "gpushare/version.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -268,7 +269,8 @@ int smi_set_mig_mode(FILE *out, int only, unsigned mode)
     return status;
 }
 
-/* --version: the versions, as NVIDIA's nvidia-smi prints them. */
+/* --version: the versions, as NVIDIA's nvidia-smi prints them, then gpusim's own (a line NVIDIA's
+ * does not have, last, so that what reads NVIDIA's lines reads them unchanged). */
 static int version(FILE *out)
 {
     char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = "N/A", nvml[80] = "N/A";
@@ -278,9 +280,9 @@ static int version(FILE *out)
     nvmlSystemGetCudaDriverVersion(&cuda);
     fprintf(out,
             "NVIDIA-SMI version  : %s\nNVML version        : %s\nDRIVER version      : %s\n"
-            "CUDA Version        : %d.%d\n",
+            "CUDA Version        : %d.%d\ngpusim version      : %s\n",
             driver, nvml, driver, NVML_CUDA_DRIVER_VERSION_MAJOR(cuda),
-            NVML_CUDA_DRIVER_VERSION_MINOR(cuda));
+            NVML_CUDA_DRIVER_VERSION_MINOR(cuda), GS_VERSION);
     return 0;
 }
 

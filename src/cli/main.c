@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare: the command-line entry point; dispatches to one subcommand. */
 #include "cli.h"
+#include "gpushare/version.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -125,7 +125,7 @@ static const char *model(const char *name)
     return strncmp(name, "Tesla ", 6) == 0 ? name + 6 : name;
 }
 
-/* "gpushared 0.1.0 on node (simulated), driver X, placement P" and "2 GPUs, 1 lease, 0
+/* "gpushared 0.2.0 on node (simulated), driver X, placement P" and "2 GPUs, 1 lease, 0
  * waiting" with the time at the right. */
 static void print_header(const json_t *status, int64_t now)
 {

@@ -26,6 +26,7 @@
 #include "config.h"
 #include "gpushare/client.h"
 #include "gpushare/region.h"
+#include "gpushare/version.h"
 #include "inventory.h"
 #include "ledger.h"
 #include "model.h"

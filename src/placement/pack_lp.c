@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Dual prices of GPU shares: the fractional bin-packing (cutting-stock) LP of a workload's shares,
- * solved by column generation with GLPK's simplex and an unbounded-knapsack pricing step. */
+ * solved by column generation with COIN-OR CLP's simplex (its C interface) and an
+ * unbounded-knapsack pricing step. CLP is C++: if it cannot allocate, its exception ends the
+ * process (std::terminate), as no C caller can catch it. */
 #include "placement_internal.h"
 
 #include "gpushare/error.h"
 
-#include <glpk.h>
+#include <Clp_C_Interface.h>
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,44 +48,40 @@ static double knapsack(const uint32_t *size, const double *price, uint32_t n, do
 }
 
 /* Adds one column (a pattern: count[i] tasks of size i on one GPU) costing one GPU. */
-static void add_pattern(glp_prob *lp, const int *count, uint32_t n, int *ind, double *val)
+static void add_pattern(Clp_Simplex *lp, const int *count, uint32_t n, int *row, double *val)
 {
-    int col = glp_add_cols(lp, 1), len = 0;
-    glp_set_col_bnds(lp, col, GLP_LO, 0.0, 0.0);
-    glp_set_obj_coef(lp, col, 1.0);
+    CoinBigIndex start[2] = {0, 0};
+    double lower = 0.0, upper = DBL_MAX, cost = 1.0;
     for (uint32_t i = 0; i < n; i++) {
         if (count[i] > 0) {
-            len++;
-            ind[len] = (int)i + 1;
-            val[len] = count[i];
+            row[start[1]] = (int)i;
+            val[start[1]++] = count[i];
         }
     }
-    glp_set_mat_col(lp, col, len, ind, val);
+    Clp_addColumns(lp, 1, &lower, &upper, &cost, start, row, val);
 }
 
-/* Solves the restricted LP and reads the row duals into price[]. Returns 0 or GS_EIO. */
-static int solve(glp_prob *lp, uint32_t n, double *price)
+/* Solves the restricted LP (the primal simplex, from the last basis: a column added leaves it
+ * primal feasible) and reads the row duals into price[]. Returns 0 or GS_EIO. */
+static int solve(Clp_Simplex *lp, uint32_t n, double *price)
 {
-    glp_smcp parm;
-    glp_init_smcp(&parm);
-    parm.msg_lev = GLP_MSG_OFF;
-    if (glp_simplex(lp, &parm) != 0 || glp_get_status(lp) != GLP_OPT)
+    Clp_primal(lp, 0);
+    if (!Clp_isProvenOptimal(lp))
         return GS_EIO;
-    for (uint32_t i = 0; i < n; i++) {
-        double y = glp_get_row_dual(lp, (int)i + 1);
-        price[i] = y > 0 ? y : 0;
-    }
+    const double *y = Clp_dualRowSolution(lp);
+    for (uint32_t i = 0; i < n; i++)
+        price[i] = y[i] > 0 ? y[i] : 0;
     return 0;
 }
 
 /* Column generation from the one-size patterns; price[] ends as the optimal duals. */
-static int generate(glp_prob *lp, const uint32_t *size, uint32_t n, double *price, int *ind,
+static int generate(Clp_Simplex *lp, const uint32_t *size, uint32_t n, double *price, int *row,
                     double *val, double *best, uint32_t *pick, int *count)
 {
     for (uint32_t i = 0; i < n; i++) {
         memset(count, 0, n * sizeof(*count));
         count[i] = (int)(GS_PLACE_MILLI / size[i]);
-        add_pattern(lp, count, n, ind, val);
+        add_pattern(lp, count, n, row, val);
     }
     for (;;) {
         int result = solve(lp, n, price);
@@ -90,10 +89,23 @@ static int generate(glp_prob *lp, const uint32_t *size, uint32_t n, double *pric
             return result;
         if (knapsack(size, price, n, best, pick, count) <= 1.0 + PRICE_EPS)
             return 0;
-        if (glp_get_num_cols(lp) >= MAX_COLUMNS)
+        if (Clp_getNumCols(lp) >= MAX_COLUMNS)
             return GS_EIO;
-        add_pattern(lp, count, n, ind, val);
+        add_pattern(lp, count, n, row, val);
     }
+}
+
+/* A new LP: a row a size, at least its demand of tasks (no upper bound), and no columns yet. */
+static Clp_Simplex *new_lp(const double *demand, uint32_t n)
+{
+    Clp_Simplex *lp = Clp_newModel();
+    if (lp == NULL)
+        return NULL;
+    Clp_setLogLevel(lp, 0);
+    Clp_setOptimizationDirection(lp, 1.0); /* minimise */
+    Clp_resize(lp, (int)n, 0);             /* rows from -inf to +inf */
+    Clp_chgRowLower(lp, demand);
+    return lp;
 }
 
 int gs__pack_lp_prices(const uint32_t *size, const double *demand, uint32_t n, double *price)
@@ -104,24 +116,21 @@ int gs__pack_lp_prices(const uint32_t *size, const double *demand, uint32_t n, d
         if (size[i] == 0 || size[i] > GS_PLACE_MILLI || !(demand[i] > 0))
             return GS_EINVAL;
     }
-    int *ind = malloc((n + 1) * sizeof(*ind)), *count = malloc(n * sizeof(*count));
-    double *val = malloc((n + 1) * sizeof(*val));
+    int *row = malloc(n * sizeof(*row)), *count = malloc(n * sizeof(*count));
+    double *val = malloc(n * sizeof(*val));
     double *best = malloc((GS_PLACE_MILLI + 1) * sizeof(*best));
     uint32_t *pick = malloc((GS_PLACE_MILLI + 1) * sizeof(*pick));
-    glp_prob *lp = NULL;
+    Clp_Simplex *lp = NULL;
     int result = GS_ENOMEM;
-    if (ind == NULL || count == NULL || val == NULL || best == NULL || pick == NULL)
+    if (row == NULL || count == NULL || val == NULL || best == NULL || pick == NULL)
         goto out;
-    lp = glp_create_prob();
-    glp_set_obj_dir(lp, GLP_MIN);
-    glp_add_rows(lp, (int)n);
-    for (uint32_t i = 0; i < n; i++)
-        glp_set_row_bnds(lp, (int)i + 1, GLP_LO, demand[i], 0.0);
-    result = generate(lp, size, n, price, ind, val, best, pick, count);
+    if ((lp = new_lp(demand, n)) == NULL)
+        goto out;
+    result = generate(lp, size, n, price, row, val, best, pick, count);
 out:
     if (lp != NULL)
-        glp_delete_prob(lp);
-    free(ind);
+        Clp_deleteModel(lp);
+    free(row);
     free(count);
     free(val);
     free(best);

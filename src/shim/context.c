@@ -2,11 +2,21 @@
 /* Contexts: creating one charges its own device memory to the lease (measured, footprint.c);
  * destroying a context or resetting a primary one frees its memory in the driver, so the lease
  * gets that charge back here. Creation fails closed on a bad lease configuration. Contexts on
- * scheduled GPUs are registered for the drains of compute shares (drain.c). */
+ * scheduled GPUs are registered for the drains of compute shares (drain.c).
+ *
+ * The MPS server reset: on an H100 under MPS (driver 580), the first client that connects right
+ * after two concurrent clients have exited fails to create its context with
+ * CUDA_ERROR_LAUNCH_FAILED while the server resets the device; the next client works
+ * (data/gpu-facts/h100-gpushare-checks.md). The job did nothing wrong, so creation is retried
+ * once after a pause, with one log line; a second failure is returned as it is. */
 #include "compute.h"
+#include "gpushare/log.h"
 #include "shim.h"
 
 #include <pthread.h>
+#include <time.h>
+
+#define MPS_RESET_PAUSE_MS 500 /* the server destroys its context and resets the device first */
 
 /* The primary context seen for each ordinal (cuDevicePrimaryCtxRetain). */
 static CUcontext primary[GS_MAX_DEVICES];
@@ -21,6 +31,33 @@ static pthread_mutex_t primary_mutex = PTHREAD_MUTEX_INITIALIZER;
             return CUDA_ERROR_NOT_SUPPORTED;                                                       \
     } while (0)
 
+/* Whether dev's contexts are MPS client contexts (the driver's own answer). */
+static int under_mps(CUdevice dev)
+{
+    int mps = 0;
+    const gs__real_t *real = gs__real();
+    return real->cuDeviceGetAttribute != NULL &&
+           real->cuDeviceGetAttribute(&mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, dev) == CUDA_SUCCESS &&
+           mps != 0;
+}
+
+/* Runs create(pctx, arg); when an MPS client's creation fails with CUDA_ERROR_LAUNCH_FAILED (the
+ * MPS server reset above), logs one line, pauses and tries once more. No lock is held. */
+static CUresult create_once_more(CUcontext *pctx, CUdevice dev,
+                                 CUresult (*create)(CUcontext *pctx, void *arg), void *arg)
+{
+    CUresult result = create(pctx, arg);
+    if (result != CUDA_ERROR_LAUNCH_FAILED || !under_mps(dev))
+        return result;
+    gs_error("creating a context on device %d failed with CUDA_ERROR_LAUNCH_FAILED: the MPS "
+             "server reset after its clients exited; retrying once in %d ms",
+             (int)dev, MPS_RESET_PAUSE_MS);
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = MPS_RESET_PAUSE_MS * 1000000L};
+    while (nanosleep(&pause, &pause) != 0)
+        ;
+    return create(pctx, arg);
+}
+
 /* Creates a context with create(pctx, arg) and charges its own memory to the lease (measured
  * around the creation); a context that does not fit in the lease is destroyed again. */
 static CUresult create_measured(CUcontext *pctx, CUdevice dev,
@@ -29,7 +66,7 @@ static CUresult create_measured(CUcontext *pctx, CUdevice dev,
     gs__footprint_probe_t probe;
     CUresult result = gs__footprint_begin(dev, &probe);
     if (result == CUDA_SUCCESS)
-        result = create(pctx, arg);
+        result = create_once_more(pctx, dev, create, arg);
     if (result != CUDA_SUCCESS || pctx == NULL)
         return result;
     result = gs__footprint_commit(&probe, *pctx);
@@ -139,6 +176,11 @@ static int primary_active(CUdevice dev)
            real->cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active;
 }
 
+static CUresult call_retain(CUcontext *pctx, void *arg)
+{
+    return gs__real()->cuDevicePrimaryCtxRetain(pctx, *(const CUdevice *)arg);
+}
+
 /* The first retain creates the primary context: its memory is measured and charged then. */
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
@@ -148,7 +190,7 @@ GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice de
     if (gs__accounting() && !primary_active(dev))
         result = gs__footprint_begin(dev, &probe);
     if (result == CUDA_SUCCESS)
-        result = gs__real()->cuDevicePrimaryCtxRetain(pctx, dev);
+        result = create_once_more(pctx, dev, call_retain, &dev);
     if (result != CUDA_SUCCESS || pctx == NULL)
         return result;
     if (dev >= 0 && dev < GS_MAX_DEVICES) {

@@ -62,6 +62,15 @@ s30=$(share "$WORK/r30") s70=$(share "$WORK/r70")
 ((s70 >= 67 && s70 <= 73)) || fail "the 70 % lease got $s70 % of the GPU"
 pass "30/70 leases run at the same time with $s30 % and $s70 % of the GPU"
 
+# As on the H100 (data/gpu-facts/h100-gpushare-checks.md): the first MPS client after two
+# concurrent clients have exited fails to create its context (the MPS server reset, modelled in
+# sim/mps/server.c); without the shim the job sees it, and the next client works.
+set +e
+out=$(gs run --gpu-memory 4G -- env -u LD_PRELOAD "$JOB" reset 1 0.1 2>&1)
+set -e
+grep -q 'cuCtxCreate.*CUDA_ERROR_LAUNCH_FAILED' <<<"$out" || fail "no MPS server reset: $out"
+pass "the first client after the two concurrent ones meets the MPS server reset, as on the H100"
+
 # The pinned limit is MPS's own: without the shim, a process going past 4 GiB gets an OOM.
 set +e
 out=$(gs run --gpu-memory 4G -- env -u LD_PRELOAD "$JOB" pinned 3 1 2 0.2 2>&1)

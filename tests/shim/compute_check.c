@@ -10,10 +10,12 @@
  * usage: compute_check ARG...   (run through run_sim.sh --daemon: a fresh node)
  *   LEASE  name:key=value,...   g (guarantee %), c (cap %), procs, threads, streams, batch,
  *                               kernel (e.g. 4ms), graph (1 = graph launches), light (ms between
- *                               the kernels of a lightly loaded process), hostile (1 = the lease
- *                               of another user whose process abuses the scheduler instead of
- *                               working: compute_hostile.c); defaults 1 process, 1 thread, legacy
- *                               stream, batches of 4 kernels of 4ms
+ *                               the kernels of a lightly loaded process), framework (1 = the
+ *                               framework-like workload, bench/gpu/framework_pattern.h), sync
+ *                               (its launches between synchronizations, default 8), hostile (1 =
+ *                               the lease of another user whose process abuses the scheduler
+ *                               instead of working: compute_hostile.c); defaults 1 process, 1
+ *                               thread, legacy stream, batches of 4 kernels of 4ms
  *   EVENT  @T:pause:name | @T:resume:name   at T seconds, stop or restart the lease's launches
  *   CHECK  [A,B]:name=X~T    the lease's share of the GPU's time in [A,B) s is X +- T %
  *          [A,B]:name%=X~T   the lease's part of the device time of all leases is X +- T %
@@ -49,7 +51,7 @@
 
 typedef struct lease {
     char name[32];
-    unsigned g, c, procs, threads, streams, batch, graph, light, hostile;
+    unsigned g, c, procs, threads, streams, batch, graph, light, framework, sync, hostile;
     char kernel[16];
     pid_t pids[MAX_PROCS]; /* its worker processes */
     pid_t runner;          /* its gpushare run */
@@ -100,7 +102,7 @@ static int find_lease(const char *name)
 static void parse_lease(const char *arg)
 {
     lease_t *l = &leases[n_leases++];
-    *l = (lease_t){.procs = 1, .threads = 1, .batch = 4, .kernel = "4ms"};
+    *l = (lease_t){.procs = 1, .threads = 1, .batch = 4, .kernel = "4ms", .sync = 8};
     const char *colon = strchr(arg, ':');
     snprintf(l->name, sizeof(l->name), "%.*s", colon ? (int)(colon - arg) : (int)strlen(arg), arg);
     char spec[256];
@@ -130,6 +132,10 @@ static void parse_lease(const char *arg)
             l->light = v;
         else if (strcmp(key, "hostile") == 0)
             l->hostile = v;
+        else if (strcmp(key, "framework") == 0)
+            l->framework = v;
+        else if (strcmp(key, "sync") == 0 && v >= 1)
+            l->sync = v;
         else
             goto bad;
     }
@@ -287,6 +293,11 @@ static void run_args(const lease_t *l, const char **argv, char bufs[][4200])
     if (l->light) {
         snprintf(bufs[b], 4200, "%u", l->light);
         argv[n++] = "--light";
+        argv[n++] = bufs[b++];
+    }
+    if (l->framework) {
+        snprintf(bufs[b], 4200, "%u", l->sync);
+        argv[n++] = "--framework";
         argv[n++] = bufs[b++];
     }
     argv[n] = NULL;
@@ -531,7 +542,8 @@ int main(int argc, char **argv)
     dump_timeline(node);
     if (getenv("GS_CHECK_CHARGED") != NULL) {
         char cmd[8400];
-        snprintf(cmd, sizeof(cmd), "%s/bin/gpushare status --json | grep -o '\"compute_used_ms\":[0-9]*'", build);
+        snprintf(cmd, sizeof(cmd),
+                 "%s/bin/gpushare status --json | grep -o '\"compute_used_ms\":[0-9]*'", build);
         if (system(cmd) != 0)
             fprintf(stderr, "no status\n");
         for (int i = 0; i < n_leases; i++)

@@ -9,10 +9,14 @@
  * Exits with _exit (threads may still be inside the driver).
  * With --measure W,S it instead prints "rate R" (kernels completed per second between W and W+S
  * seconds after start-up) and exits by itself.
+ * With --framework SYNC it runs the framework-like workload instead (bench/gpu/framework_pattern.h:
+ * a training step's 24 launches through cuLaunchKernelEx on a main and two side streams, kernels
+ * of 20 us to 10 ms, cuCtxSynchronize every SYNC launches), the same sequence the real-GPU program
+ * bench/gpu/framework.cu runs; --kernel, --batch, --streams and --graph do not apply.
  * With --procs N it runs as N processes (of one lease when started under gpushare run). Each
  * process prints "pid PID" first.
  * usage: compute_worker [--kernel DUR] [--batch N] [--threads T] [--streams S] [--graph]
- *                       [--light PERIOD_MS] [--measure W,S] [--procs N] */
+ *                       [--light PERIOD_MS] [--framework SYNC] [--measure W,S] [--procs N] */
 #include <cuda.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +25,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "framework_pattern.h"
 
 #define MAX_THREADS 64
 #define MAX_STREAMS 16
@@ -31,6 +37,7 @@ typedef struct options {
     int batch, threads, streams, graph;
     int light_ms;
     int procs;
+    int framework;         /* launches between synchronizations; 0: not the framework workload */
     double warmup, window; /* --measure */
 } options_t;
 
@@ -38,6 +45,7 @@ static options_t opt = {.kernel = "4ms", .batch = 4, .threads = 1, .streams = 0,
 static volatile sig_atomic_t stop, paused;
 static CUcontext context;
 static CUfunction kernel;
+static CUfunction fw_kernels[FW_DURATIONS]; /* the framework workload's, by duration */
 static long completed[MAX_THREADS];
 static double samples[MAX_SAMPLES];
 static int n_samples;
@@ -109,11 +117,67 @@ static void batch(CUstream *streams, int n_streams, CUgraphExec exec)
         CHECK(cuStreamSynchronize(n_streams > 0 ? streams[i] : NULL));
 }
 
+static CUfunction fw_kernel_of(unsigned us)
+{
+    for (size_t i = 0; i < FW_DURATIONS; i++) {
+        if (fw_durations_us[i] == us)
+            return fw_kernels[i];
+    }
+    return fw_kernels[0];
+}
+
+/* One launch of the framework step through cuLaunchKernelEx; a side-stream launch first waits
+ * for what the main stream launched before it (an event), as a framework's stream handoff. */
+static void fw_launch(const fw_launch_t *l, CUstream *streams, CUevent handoff)
+{
+    CUstream s = streams[l->stream];
+    if (l->stream != 0) {
+        CHECK(cuEventRecord(handoff, streams[0]));
+        CHECK(cuStreamWaitEvent(s, handoff, 0));
+    }
+    CUlaunchConfig config = {.gridDimX = 132,
+                             .gridDimY = 1,
+                             .gridDimZ = 1,
+                             .blockDimX = 256,
+                             .blockDimY = 1,
+                             .blockDimZ = 1,
+                             .hStream = s};
+    CHECK(cuLaunchKernelEx(&config, fw_kernel_of(l->us), NULL, NULL));
+}
+
+/* The framework workload of one thread until stopped: steps without end, a synchronization of
+ * the context every opt.framework launches. */
+static void framework(long index)
+{
+    CUstream streams[FW_STREAMS];
+    CUevent handoff;
+    for (int i = 0; i < FW_STREAMS; i++)
+        CHECK(cuStreamCreate(&streams[i], CU_STREAM_NON_BLOCKING));
+    CHECK(cuEventCreate(&handoff, CU_EVENT_DISABLE_TIMING));
+    long since_sync = 0;
+    for (size_t i = 0; !stop; i = (i + 1) % FW_STEP_LAUNCHES) {
+        if (paused) {
+            usleep(1000);
+            continue;
+        }
+        fw_launch(&fw_step[i], streams, handoff);
+        if (++since_sync == opt.framework) {
+            CHECK(cuCtxSynchronize());
+            __atomic_fetch_add(&completed[index], since_sync, __ATOMIC_RELAXED);
+            since_sync = 0;
+        }
+    }
+}
+
 static void *saturate(void *arg)
 {
     long index = (long)arg;
     CUstream streams[MAX_STREAMS];
     CHECK(cuCtxSetCurrent(context));
+    if (opt.framework > 0) {
+        framework(index);
+        return NULL;
+    }
     for (int i = 0; i < opt.streams; i++)
         CHECK(cuStreamCreate(&streams[i], CU_STREAM_NON_BLOCKING));
     CUgraphExec exec = opt.graph ? make_graph(opt.streams > 0 ? streams[0] : NULL) : NULL;
@@ -188,6 +252,8 @@ static void parse(int argc, char **argv)
             opt.procs = atoi(v), i++;
         else if (strcmp(argv[i], "--graph") == 0)
             opt.graph = 1;
+        else if (strcmp(argv[i], "--framework") == 0)
+            opt.framework = atoi(v), i++;
         else if (strcmp(argv[i], "--measure") == 0 &&
                  sscanf(v, "%lf,%lf", &opt.warmup, &opt.window) == 2)
             i++;
@@ -217,8 +283,11 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
     sigaction(SIGUSR2, &sa, NULL);
-    char image[128];
-    snprintf(image, sizeof(image), "gpusim-module 1\nkernel work %s\n", opt.kernel);
+    char image[512];
+    int len = snprintf(image, sizeof(image), "gpusim-module 1\nkernel work %s\n", opt.kernel);
+    for (size_t i = 0; i < FW_DURATIONS; i++)
+        len += snprintf(image + len, sizeof(image) - (size_t)len, "kernel fw_%u %uus\n",
+                        fw_durations_us[i], fw_durations_us[i]);
     CUdevice dev;
     CUmodule module;
     CHECK(cuInit(0));
@@ -227,6 +296,11 @@ int main(int argc, char **argv)
     CHECK(cuCtxSetCurrent(context));
     CHECK(cuModuleLoadData(&module, image));
     CHECK(cuModuleGetFunction(&kernel, module, "work"));
+    for (size_t i = 0; i < FW_DURATIONS; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "fw_%u", fw_durations_us[i]);
+        CHECK(cuModuleGetFunction(&fw_kernels[i], module, name));
+    }
     pthread_t thread;
     if (opt.light_ms > 0) {
         light();
