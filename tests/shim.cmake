@@ -52,7 +52,7 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   gs_add_cuda_program(compute_worker SOURCES shim/compute_worker.c LIBS Threads::Threads)
   target_include_directories(compute_worker PRIVATE "${CMAKE_SOURCE_DIR}/bench/gpu")
   add_executable(compute_check shim/compute_check.c)
-  target_link_libraries(compute_check PRIVATE gsim_core gs_region)
+  target_link_libraries(compute_check PRIVATE gsim_core gs_region gs_client)
   set_target_properties(compute_check PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
   add_executable(compute_hostile shim/compute_hostile.c)
   target_link_libraries(compute_hostile PRIVATE gs_region)
@@ -113,6 +113,13 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
                       [1,6]:b>=38 [1,6]:total>=68 [1,6]:wait:a<=300)
   gs_add_compute_test(compute_hostile_best_effort a:g=30 b:g=70 h:hostile=1 [1,6]:a=30~2
                       [1,6]:b=70~2 [1,6]:wait:a<=300)
+  # Issue 20: two leases whose processes live in IPC, PID, mount and user namespaces of their own
+  # (unshare): the split holds, and gpushared lists each process under its host pid and lease.
+  gs_add_compute_test(compute_namespaces a:g=30,ns=1 b:g=70,ns=1,procs=2 [1,4]:a=30~3
+                      [1,4]:b=70~3)
+  # The framework-like workload (cuLaunchKernelEx, three streams, 20 us - 10 ms kernels).
+  gs_add_compute_test(compute_framework a:g=30,framework=1 b:g=70,framework=1 [1,4]:a%=30~3
+                      [1,4]:b%=70~3 [1,4]:a=30~3 [1,4]:b=70~3)
 
   gs_add_cuda_program(test_shim_kill SOURCES shim/test_shim_kill.c LIBS gs_region)
   gs_add_sim_test(shim_kill test_shim_kill TIMEOUT 120 SERIAL)

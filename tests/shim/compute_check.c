@@ -14,19 +14,20 @@
  *                               framework-like workload, bench/gpu/framework_pattern.h), sync
  *                               (its launches between synchronizations, default 8), hostile (1 =
  *                               the lease of another user whose process abuses the scheduler
- *                               instead of working: compute_hostile.c); defaults 1 process, 1
- *                               thread, legacy stream, batches of 4 kernels of 4ms
- *   EVENT  @T:pause:name | @T:resume:name   at T seconds, stop or restart the lease's launches
- *   CHECK  [A,B]:name=X~T    the lease's share of the GPU's time in [A,B) s is X +- T %
- *          [A,B]:name%=X~T   the lease's part of the device time of all leases is X +- T %
- *                            (for programs whose own gaps keep the GPU idle some of the time)
- *          [A,B]:name>=X     at least X %          [A,B]:name<=X   at most X %
- *          [A,B]:wait:name<=MS  no wait of the lease (time without device time while it has work,
- *                               measured to the sample) longer than MS ms in [A,B)
- *          [A,B]:total>=X    the GPU busy (all leases) at least X %
- * The run lasts until the last check's end; each check prints its target and what was achieved
- * side by side; the exit status is the number of failed checks. Light processes print their
- * kernel latencies (launch to end of synchronization) at the end. */
+ *                               instead of working: compute_hostile.c), ns (1 = its processes in
+ *                               IPC, PID, mount and user namespaces of their own: unshare);
+ * defaults 1 process, 1 thread, legacy stream, batches of 4 kernels of 4ms The processes of ns
+ * leases must be listed under their host pids in gpushared's status, each under its lease (a failed
+ * check otherwise). EVENT  @T:pause:name | @T:resume:name   at T seconds, stop or restart the
+ * lease's launches CHECK  [A,B]:name=X~T    the lease's share of the GPU's time in [A,B) s is X +-
+ * T % [A,B]:name%=X~T   the lease's part of the device time of all leases is X +- T % (for programs
+ * whose own gaps keep the GPU idle some of the time) [A,B]:name>=X     at least X % [A,B]:name<=X
+ * at most X % [A,B]:wait:name<=MS  no wait of the lease (time without device time while it has
+ * work, measured to the sample) longer than MS ms in [A,B) [A,B]:total>=X    the GPU busy (all
+ * leases) at least X % The run lasts until the last check's end; each check prints its target and
+ * what was achieved side by side; the exit status is the number of failed checks. Light processes
+ * print their kernel latencies (launch to end of synchronization) at the end. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -42,6 +43,8 @@
 
 #include "node.h"
 
+#include <jansson.h>
+
 #define MAX_LEASES  8
 #define MAX_PROCS   8
 #define MAX_EVENTS  16
@@ -51,9 +54,11 @@
 
 typedef struct lease {
     char name[32];
-    unsigned g, c, procs, threads, streams, batch, graph, light, framework, sync, hostile;
+    unsigned g, c, procs, threads, streams, batch, graph, light, framework, sync, hostile, ns;
     char kernel[16];
-    pid_t pids[MAX_PROCS]; /* its worker processes */
+    pid_t pids[MAX_PROCS]; /* its worker processes, as their PID namespace numbers them */
+    pid_t host[MAX_PROCS]; /* and as the host does */
+    uint64_t pidns;        /* that namespace (0: unknown) */
     pid_t runner;          /* its gpushare run */
     FILE *out;
 } lease_t;
@@ -132,6 +137,8 @@ static void parse_lease(const char *arg)
             l->light = v;
         else if (strcmp(key, "hostile") == 0)
             l->hostile = v;
+        else if (strcmp(key, "ns") == 0)
+            l->ns = v;
         else if (strcmp(key, "framework") == 0)
             l->framework = v;
         else if (strcmp(key, "sync") == 0 && v >= 1)
@@ -303,6 +310,37 @@ static void run_args(const lease_t *l, const char **argv, char bufs[][4200])
     argv[n] = NULL;
 }
 
+/* The host's pid of the process numbered nspid in PID namespace pidns, or -1. */
+static pid_t host_pid(uint64_t pidns, pid_t nspid)
+{
+    DIR *dir = opendir("/proc");
+    struct dirent *e;
+    pid_t found = -1;
+    while (dir != NULL && found < 0 && (e = readdir(dir)) != NULL) {
+        char path[300], link[64], status[4096];
+        int pid = atoi(e->d_name);
+        snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
+        ssize_t n = pid > 0 ? readlink(path, link, sizeof(link) - 1) : -1;
+        unsigned long long ino = 0;
+        if (n <= 0 || (link[n] = '\0', sscanf(link, "pid:[%llu]", &ino)) != 1 || ino != pidns)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/status", pid);
+        FILE *f = fopen(path, "r");
+        size_t len = f != NULL ? fread(status, 1, sizeof(status) - 1, f) : 0;
+        if (f != NULL)
+            fclose(f);
+        status[len] = '\0';
+        const char *line = strstr(status, "NSpid:"), *last = NULL;
+        for (const char *t = line; t != NULL && *t != '\n' && *t != '\0'; t++)
+            last = (*t == '\t' || *t == ' ') ? t + 1 : last;
+        if (last != NULL && atoi(last) == nspid)
+            found = pid;
+    }
+    if (dir != NULL)
+        closedir(dir);
+    return found;
+}
+
 static void start_lease(lease_t *l)
 {
     const char *argv[40];
@@ -329,11 +367,15 @@ static void start_lease(lease_t *l)
     l->out = fdopen(fds[0], "r");
     char line[160];
     for (unsigned p = 0; p < l->procs; p++) {
-        if (fgets(line, sizeof(line), l->out) == NULL || sscanf(line, "pid %d", &l->pids[p]) != 1) {
+        unsigned long long pidns = 0;
+        if (fgets(line, sizeof(line), l->out) == NULL ||
+            sscanf(line, "pid %d ns %llu", &l->pids[p], &pidns) < 1) {
             fprintf(stderr, "compute_check: lease %s did not start (see gpushared's log)\n",
                     l->name);
             exit(3);
         }
+        l->pidns = pidns;
+        l->host[p] = l->ns ? host_pid(pidns, l->pids[p]) : l->pids[p];
     }
 }
 
@@ -349,11 +391,13 @@ static void sample(gsim_node_t *node)
         int64_t total = 0;
         for (unsigned p = 0; p < leases[i].procs; p++) {
             for (int s = 0; s < GSIM_MAX_PROCS; s++) {
-                if (node->procs[s].pid != leases[i].pids[p])
+                const gsim_proc_t *rec = &node->procs[s];
+                /* Matched as gpusim records it: the pid in its own namespace, and that one. */
+                if (rec->pid == 0 || rec->ns_pid != leases[i].pids[p] ||
+                    (leases[i].pidns != 0 && rec->pidns != 0 && rec->pidns != leases[i].pidns))
                     continue;
-                total +=
-                    (int64_t)node->procs[s].active_ns[0] -
-                    gsim_timeline_future_union_ns(&node->dev[0].timeline, leases[i].pids[p], now);
+                total += (int64_t)rec->active_ns[0] -
+                         gsim_timeline_future_union_ns(&node->dev[0].timeline, rec->pid, now);
             }
         }
         sample_dev[n_samples][i] = total;
@@ -364,8 +408,10 @@ static void sample(gsim_node_t *node)
 
 static void signal_lease(const lease_t *l, int sig)
 {
-    for (unsigned p = 0; p < l->procs; p++)
-        kill(l->pids[p], sig);
+    for (unsigned p = 0; p < l->procs; p++) {
+        if (l->host[p] > 0)
+            kill(l->host[p], sig);
+    }
 }
 
 /* The sample nearest to t ns after start. */
@@ -478,6 +524,50 @@ static int evaluate(int64_t start)
     return failed;
 }
 
+/* The name of the lease that gpushared's status lists host pid pid under ("" when none). */
+static void lease_of_pid(json_t *status, pid_t pid, char *name, size_t len)
+{
+    json_t *gpu = json_array_get(json_object_get(status, "gpus"), 0), *v;
+    json_int_t id = -1;
+    size_t i;
+    name[0] = '\0';
+    json_array_foreach(json_object_get(gpu, "processes"), i, v)
+    {
+        if (json_integer_value(json_object_get(v, "pid")) == pid)
+            id = json_integer_value(json_object_get(v, "lease"));
+    }
+    json_array_foreach(json_object_get(gpu, "leases"), i, v)
+    {
+        if (json_integer_value(json_object_get(v, "id")) == id)
+            snprintf(name, len, "%s", json_string_value(json_object_get(v, "name")));
+    }
+}
+
+/* The processes of the ns leases are listed under their host pids, each under its lease, in
+ * gpushared's status (the watchdog's view from NVML). Returns the failures. */
+static int check_attribution(void)
+{
+    char cmd[8400];
+    snprintf(cmd, sizeof(cmd), "%s/bin/gpushare status --processes --json", build);
+    FILE *f = popen(cmd, "r");
+    json_t *status = f != NULL ? json_loadf(f, 0, NULL) : NULL;
+    if (f != NULL)
+        pclose(f);
+    int failed = 0;
+    for (int i = 0; i < n_leases; i++) {
+        for (unsigned p = 0; leases[i].ns && p < leases[i].procs; p++) {
+            char name[64];
+            lease_of_pid(status, leases[i].host[p], name, sizeof(name));
+            int ok = strcmp(name, leases[i].name) == 0;
+            printf("%-36s %-14s %-10d %s\n", "processes of namespaced lease", leases[i].name,
+                   (int)leases[i].host[p], ok ? "ok" : "FAIL (not under its lease)");
+            failed += !ok;
+        }
+    }
+    json_decref(status);
+    return failed;
+}
+
 /* Stops the workers and prints what they said; returns how many hostile leases were let into a
  * lease not their own (compute_hostile tries the 63 other ids: each must be refused). */
 static int finish(void)
@@ -549,7 +639,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < n_leases; i++)
             printf("truth %s %.1f ms\n", leases[i].name, sample_dev[n_samples - 1][i] / 1e6);
     }
-    int breaches = finish();
+    int breaches = check_attribution();
+    breaches += finish();
     stop_daemon();
     return evaluate(start) + breaches;
 }

@@ -14,7 +14,7 @@
  * of 20 us to 10 ms, cuCtxSynchronize every SYNC launches), the same sequence the real-GPU program
  * bench/gpu/framework.cu runs; --kernel, --batch, --streams and --graph do not apply.
  * With --procs N it runs as N processes (of one lease when started under gpushare run). Each
- * process prints "pid PID" first.
+ * process prints "pid PID ns INODE" first: its pid in its PID namespace, and that namespace.
  * usage: compute_worker [--kernel DUR] [--batch N] [--threads T] [--streams S] [--graph]
  *                       [--light PERIOD_MS] [--framework SYNC] [--measure W,S] [--procs N] */
 #include <cuda.h>
@@ -276,7 +276,12 @@ int main(int argc, char **argv)
         if (fork() == 0)
             break; /* the copies do the same work, each a process of its own */
     }
-    printf("pid %d\n", (int)getpid());
+    char ns[64] = "";
+    ssize_t ns_len = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+    unsigned long long pidns = 0;
+    if (ns_len > 0 && (ns[ns_len] = '\0', sscanf(ns, "pid:[%llu]", &pidns) != 1))
+        pidns = 0;
+    printf("pid %d ns %llu\n", (int)getpid(), pidns); /* its pid in its own PID namespace */
     fflush(stdout);
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGTERM, &sa, NULL);
