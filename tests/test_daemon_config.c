@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "core/config.h"
 #include "gpushare/error.h"
 
 #define GIB (UINT64_C(1) << 30)

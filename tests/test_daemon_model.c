@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "gpushare/error.h"
-#include "model.h"
-#include "place.h"
-#include "queue.h"
+#include "core/model.h"
+#include "core/place.h"
+#include "core/queue.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define GIB (UINT64_C(1) << 30)

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "gpushare/error.h"
-#include "mode.h"
-#include "place.h"
+#include "gpu/mode.h"
+#include "core/place.h"
 
 #define GIB (UINT64_C(1) << 30)
 

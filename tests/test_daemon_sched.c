@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "gpushare/error.h"
-#include "place.h"
-#include "scheduler.h"
+#include "core/place.h"
+#include "core/queue_pass.h"
 
 #define GIB (UINT64_C(1) << 30)
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The API's requests: parse, authorise by SO_PEERCRED, act, reply; the wait queue's service. */
 #include "api.h"
-#include "place.h"
-#include "scheduler.h"
+#include "core/place.h"
+#include "core/queue_pass.h"
 #include "views.h"
 
 #include "gpushare/error.h"

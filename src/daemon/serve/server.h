@@ -19,8 +19,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "daemon.h"
-#include "users.h"
+#include "core/core.h"
+#include "core/users.h"
 
 #define GS__CONN_PAUSE_BYTES (64u * 1024)
 

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* JSON views of leases, lease environments and the node's status. */
 #include "views.h"
-#include "procs.h"
-#include "mode.h"
-#include "mps_ctl.h"
+#include "gpu/proc_view.h"
+#include "gpu/mode.h"
+#include "gpu/mps_ctl.h"
 
-#include "watchdog.h"
-#include "regions.h"
-#include "scheduler.h"
-#include "gpu_sched.h"
+#include "gpu/watchdog.h"
+#include "core/regions.h"
+#include "core/queue_pass.h"
+#include "gpu/compute_sched.h"
 #include "server.h"
 
 #include "gpushare/log.h"

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "daemon.h"
+#include "core/core.h"
 
 /* One process on one GPU. */
 typedef struct gs__proc {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The processes on the node's GPUs: NVML's list, tied to leases (the watchdog's rules: the
  * holder's descendants, else a region of the process's own user) and users (/proc). */
-#include "procs.h"
+#include "proc_view.h"
 #include "watchdog.h"
 
 #include "gpushare/client.h"

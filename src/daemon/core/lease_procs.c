@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The node's process table (/proc): region holders, descendants, signals, regions to adopt. */
-#include "proctab.h"
+#include "lease_procs.h"
 
 #include "gpushare/error.h"
 

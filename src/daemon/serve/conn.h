@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "server.h"
-#include "users.h"
+#include "core/users.h"
 
 struct server;
 

@@ -5,8 +5,8 @@
 #include "api.h"
 #include "conn.h"
 #include "metrics.h"
-#include "mode.h"
-#include "watchdog.h"
+#include "gpu/mode.h"
+#include "gpu/watchdog.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"

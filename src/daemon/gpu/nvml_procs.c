@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What really runs on the GPUs: NVML's per-process memory and /proc's facts of each process. */
-#include "gpuprocs.h"
+#include "nvml_procs.h"
 
 #include "gpushare/client.h"
 #include "gpushare/error.h"

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "daemon.h"
+#include "core/core.h"
 
 /* Whom a lease is for, when any user would do (judging an idle GPU). */
 #define GS__UID_ANY UINT32_MAX

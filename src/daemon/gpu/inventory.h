@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "config.h"
+#include "core/config.h"
 #include "gpushare/nvml_abi.h"
-#include "model.h"
+#include "core/model.h"
 
 typedef struct gs__inventory gs__inventory_t;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The daemon's GPUs: built from the NVML inventory and the config; live figures from NVML. */
-#include "daemon.h"
+#include "core/core.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"

@@ -26,7 +26,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "daemon.h"
+#include "core/core.h"
 
 /* Creates d->watchdog (even with watch_interval 0: it then never scans). Returns 0 or
  * GS_ENOMEM. */

@@ -2,7 +2,7 @@
 /* Placement glue: which GPUs a lease goes to (built-in best fit and spread; the placement
  * engine for gpushare and fgd one-GPU leases). */
 #include "place.h"
-#include "mode.h"
+#include "gpu/mode.h"
 #include "place_engine.h"
 
 #include "gpushare/error.h"

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The lease lifecycle: grant, end, let go, revoke, force; the live use of a lease. */
-#include "daemon.h"
-#include "mode.h"
+#include "core.h"
+#include "gpu/mode.h"
 #include "regions.h"
-#include "server.h"
-#include "views.h"
+#include "serve/server.h"
+#include "serve/views.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpushared: the node daemon that grants GPU leases (see docs/man/gpushared.8). */
 #include "api.h"
-#include "daemon.h"
-#include "mode.h"
-#include "place_engine.h"
+#include "core/core.h"
+#include "gpu/mode.h"
+#include "core/place_engine.h"
 #include "metrics.h"
-#include "regions.h"
-#include "gpu_sched.h"
+#include "core/regions.h"
+#include "gpu/compute_sched.h"
 #include "server.h"
-#include "watchdog.h"
+#include "gpu/watchdog.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"

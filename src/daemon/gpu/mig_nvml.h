@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "core/config.h"
 #include "gpushare/mig.h"
 #include "gpushare/nvml_abi.h"
 #include "inventory.h"

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Prometheus metrics: rendering from the daemon's state, served by the endpoint (http.h). */
 #include "metrics.h"
-#include "gpu_sched.h"
+#include "gpu/compute_sched.h"
 
-#include "config.h"
-#include "mode.h"
-#include "watchdog.h"
+#include "core/config.h"
+#include "gpu/mode.h"
+#include "gpu/watchdog.h"
 #include "gpushare/error.h"
 #include "gpushare/log.h"
 #include "http.h"

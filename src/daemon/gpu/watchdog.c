@@ -2,8 +2,8 @@
 /* The watchdog: NVML's per-process memory held against the leases (see watchdog.h). */
 #include "watchdog.h"
 
-#include "gpuprocs.h"
-#include "metrics.h"
+#include "nvml_procs.h"
+#include "serve/metrics.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The GPUs' compute schedulers: one scheduler region per GPU, made at start (see gpu_sched.h). */
-#include "gpu_sched.h"
+#include "compute_sched.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "core/core.h"
 #include "gpushare/error.h"
 #include "gpushare/log.h"
 #include "gpushare/sched.h"

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Leases after a start: rebuilt from the ledger, with the regions their processes still hold;
  * and the ledger's file, written again if it was removed or replaced meanwhile. */
-#include "daemon.h"
-#include "mode.h"
+#include "core.h"
+#include "gpu/mode.h"
 #include "regions.h"
-#include "views.h"
+#include "serve/views.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
