@@ -28,7 +28,7 @@ static void add_gpu(unsigned index, const char *name, uint64_t total)
     snprintf(g->uuid, sizeof(g->uuid), "GPU-%u", index);
     snprintf(g->name, sizeof(g->name), "%s", name);
     g->total = total;
-    g->mode = GS__MODE_SHARED;
+    g->mode = GS_GPU_MODE_SHARED;
     g->overprovision = 1;
 }
 

@@ -13,6 +13,8 @@
 
 static void usage(FILE *out)
 {
+    char modes[128];
+    gs_gpu_mode_list(0, 0, 0, NULL, modes, sizeof(modes));
     fprintf(
         out,
         "usage: gpushare run [LEASE OPTIONS] [--] CMD [ARGS...]\n"
@@ -27,7 +29,7 @@ static void usage(FILE *out)
         "                       to whole MiB)\n"
         "  --mig-profile NAME   one MIG instance of that profile (1g.10gb, 3g.40gb, ...)\n"
         "Other options:\n"
-        "  --mode MODE          only GPUs of that mode: shared, exclusive, mps or mig\n"
+        "  --mode MODE          only GPUs of that mode: %s\n"
         "  --compute PCT        guaranteed compute share with --gpu-memory (1-100)\n"
         "  --compute-max PCT    burst cap on compute (passed as GPUSHARE_COMPUTE_MAX)\n"
         "  --gpu-type TYPE      only GPUs of this model (T4, A100-40GB, H100); a list T4,L4\n"
@@ -43,7 +45,7 @@ static void usage(FILE *out)
         "  -v, --verbose        print the lease granted\n"
         "  -h, --help           this help\n"
         "Exit status: CMD's (128+N when killed by signal N), 1 error, 2 usage, 75 no room.\n",
-        GS_DEFAULT_SOCKET);
+        modes, GS_DEFAULT_SOCKET);
 }
 
 void gs__run_say(const gs__run_opts_t *opts, json_t *event, const char *fmt, ...)
@@ -132,7 +134,8 @@ static int lease_option(const gs__cli_t *cli, int c, const char *arg, gs_lease_r
         return set_kind(cli, req, GS_LEASE_MIG);
     case 'o':
         if (gs_gpu_mode_parse(arg, &req->mode) != 0)
-            return gs__cli_usage(cli, "--mode \"%s\" must be shared, exclusive, mps or mig", arg);
+            return gs__cli_usage(cli, "--mode \"%s\" must be %s", arg,
+                                 gs_gpu_mode_list(0, 0, 0, NULL, err, sizeof(err)));
         return 0;
     case 'c':
     case 'C':

@@ -71,32 +71,17 @@ static int check_kind(const gs_lease_request_t *req, char *err, size_t errlen)
                 "(--gpu-memory) or a MIG profile (--mig-profile)");
 }
 
-static const char *const gpu_mode_names[] = {"any", "shared", "exclusive", "mps", "mig"};
-
-const char *gs_gpu_mode_name(gs_gpu_mode_t mode)
-{
-    return (unsigned)mode < 5 ? gpu_mode_names[mode] : "?";
-}
-
-int gs_gpu_mode_parse(const char *name, gs_gpu_mode_t *mode)
-{
-    for (unsigned i = 0; i < 5; i++) {
-        if (strcmp(name, gpu_mode_names[i]) == 0) {
-            *mode = (gs_gpu_mode_t)i;
-            return 0;
-        }
-    }
-    return GS_EINVAL;
-}
-
 /* Which GPUs a request may go to, by mode: a MIG profile needs a MIG GPU. */
 static int check_mode(const gs_lease_request_t *req, char *err, size_t errlen)
 {
-    if ((unsigned)req->mode > GS_GPU_MODE_MIG)
+    char modes[128];
+    if ((unsigned)req->mode >= GS_GPU_MODE_END)
         return fail(GS_EINVAL, err, errlen, "unknown GPU mode %d", (int)req->mode);
-    if (req->kind == GS_LEASE_MIG && req->mode != GS_GPU_MODE_ANY && req->mode != GS_GPU_MODE_MIG)
+    if (req->kind == GS_LEASE_MIG && req->mode != GS_GPU_MODE_ANY &&
+        !(gs_gpu_mode_flags(req->mode) & GS_MODE_MIG_INSTANCES))
         return fail(GS_EINVAL, err, errlen,
-                    "a MIG profile (--mig-profile) is served by mig GPUs only, not %s ones",
+                    "a MIG profile (--mig-profile) is served by %s GPUs only, not %s ones",
+                    gs_gpu_mode_list(GS_MODE_MIG_INSTANCES, 0, 0, NULL, modes, sizeof(modes)),
                     gs_gpu_mode_name(req->mode));
     return 0;
 }
@@ -324,9 +309,10 @@ static int parse_mig_profile(const json_t *value, gs_lease_request_t *req, char 
 
 static int parse_mode(const json_t *value, gs_lease_request_t *req, char *err, size_t errlen)
 {
+    char modes[128];
     if (!json_is_string(value) || gs_gpu_mode_parse(json_string_value(value), &req->mode) != 0)
-        return fail(GS_EINVAL, err, errlen,
-                    "\"mode\" must be \"shared\", \"exclusive\", \"mps\", \"mig\" or \"any\"");
+        return fail(GS_EINVAL, err, errlen, "\"mode\" must be %s",
+                    gs_gpu_mode_list(0, 0, 1, "any", modes, sizeof(modes)));
     return 0;
 }
 

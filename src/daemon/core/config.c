@@ -23,18 +23,12 @@ typedef struct parse_ctx {
     unsigned seen;          /* keys of the current section already given (bits) */
 } parse_ctx_t;
 
-static const char *const mode_names[] = {"shared", "exclusive", "mps", "mig"};
 static const char *const policy_names[] = {"gpushare", "fgd", "bestfit", "spread"};
 static const char *const enforce_names[] = {"report", "kill"};
 
 const char *gs__enforce_name(gs__enforce_t enforce)
 {
     return (unsigned)enforce < 2 ? enforce_names[enforce] : "?";
-}
-
-const char *gs__mode_name(gs__mode_t mode)
-{
-    return (unsigned)mode < 4 ? mode_names[mode] : "?";
 }
 
 const char *gs__policy_name(gs__policy_t policy)
@@ -246,9 +240,11 @@ static int gpu_key(parse_ctx_t *ctx, const char *key, const char *value)
     gs__gpu_settings_t *s = &ctx->gpu->settings;
     unsigned v = 0;
     if (strcmp(key, "mode") == 0) {
-        if (parse_enum(value, mode_names, 4, &v) != 0)
-            return bad(ctx, "mode \"%s\" must be shared, mps, mig or exclusive", value);
-        s->mode = (gs__mode_t)v;
+        char modes[128];
+        /* The modes that share a GPU first: the usual choices. */
+        if (gs_gpu_mode_parse(value, &s->mode) != 0 || s->mode == GS_GPU_MODE_ANY)
+            return bad(ctx, "mode \"%s\" must be %s", value,
+                       gs_gpu_mode_list(0, GS_MODE_SHARES_GPU, 0, NULL, modes, sizeof(modes)));
         s->set |= GS__SET_MODE;
         return 1;
     }
@@ -516,7 +512,7 @@ static void apply(gs__gpu_settings_t *to, const gs__gpu_settings_t *from)
 
 gs__gpu_settings_t gs__config_gpu(const gs__config_t *cfg, unsigned index, const char *uuid)
 {
-    gs__gpu_settings_t s = {.mode = GS__MODE_SHARED, .overprovision = 1};
+    gs__gpu_settings_t s = {.mode = GS_GPU_MODE_DEFAULT, .overprovision = 1};
     for (int pass = GS__GPU_ALL; pass <= GS__GPU_UUID; pass++) {
         for (unsigned i = 0; i < cfg->n_sections; i++) {
             const gs__gpu_section_t *sec = &cfg->sections[i];

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpushare/gpu_mode.h"
 #include "gpushare/quantity.h"
 
 #define GS__PATH_MAX      512
@@ -35,13 +36,6 @@ typedef enum gs__metrics_users {
     GS__METRICS_USERS_ALL,      /* every lease, labelled with its user and uid */
 } gs__metrics_users_t;
 
-typedef enum gs__mode {
-    GS__MODE_SHARED = 0,
-    GS__MODE_EXCLUSIVE,
-    GS__MODE_MPS,
-    GS__MODE_MIG,
-} gs__mode_t;
-
 /* What the watchdog does about a process of no lease, or a lease over its limit. */
 typedef enum gs__enforce {
     GS__ENFORCE_REPORT = 0, /* status, metrics and the log say so */
@@ -60,7 +54,7 @@ enum { GS__SET_MODE = 1, GS__SET_OVERPROVISION = 2, GS__SET_PLACEMENT = 4, GS__S
 
 typedef struct gs__gpu_settings {
     unsigned set;
-    gs__mode_t mode;
+    gs_gpu_mode_t mode; /* never GS_GPU_MODE_ANY */
     unsigned overprovision;
     gs__policy_t placement;
     uint64_t reserve; /* bytes kept for the driver, never leased */
@@ -112,15 +106,14 @@ int gs__config_load(gs__config_t *cfg, const char *path, char *err, size_t errle
 int gs__config_parse(gs__config_t *cfg, const char *text, const char *source, char *err,
                      size_t errlen);
 
-/* The settings that apply to GPU index/uuid: defaults (shared, 1, gpushare, 0), then [gpu:all],
- * then [gpu:INDEX], then [gpu:UUID]. */
+/* The settings that apply to GPU index/uuid: defaults (GS_GPU_MODE_DEFAULT, 1, gpushare, 0), then
+ * [gpu:all], then [gpu:INDEX], then [gpu:UUID]. */
 gs__gpu_settings_t gs__config_gpu(const gs__config_t *cfg, unsigned index, const char *uuid);
 
 /* Parses "ADDR:PORT" (IPv4 address) into host-order parts. Returns 0 or GS_EINVAL. */
 int gs__config_parse_listen(const char *text, uint32_t *addr, uint16_t *port);
 
-/* Names of the enums, for logs and replies. Never NULL. */
-const char *gs__mode_name(gs__mode_t mode);
+/* Names of the enums, for logs and replies (a GPU mode's: gs_gpu_mode_name). Never NULL. */
 const char *gs__enforce_name(gs__enforce_t enforce);
 const char *gs__policy_name(gs__policy_t policy);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The lease lifecycle: grant, end, let go, revoke, force; the live use of a lease. */
-#include "core.h"
+#include "daemon.h"
 #include "gpu/mode.h"
 #include "regions.h"
 #include "serve/server.h"

@@ -33,9 +33,9 @@ typedef struct gs__gpu {
     uint64_t total;           /* device memory in bytes (NVML's total) */
     uint64_t driver_reserved; /* what the driver keeps for itself (NVML's reserved memory) */
     uint64_t reserve;         /* the config's reserve, never leased */
-    uint64_t outside; /* held now beyond what leases account for: processes of no lease, leases
-                       * over their limits, memory NVML gives to no process (watchdog.c) */
-    gs__mode_t mode;
+    uint64_t outside;   /* held now beyond what leases account for: processes of no lease, leases
+                         * over their limits, memory NVML gives to no process (watchdog.c) */
+    gs_gpu_mode_t mode; /* never GS_GPU_MODE_ANY */
     unsigned overprovision; /* K >= 1 */
     uint64_t mem_leased;
     uint32_t compute_leased; /* thousandths */

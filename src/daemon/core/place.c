@@ -288,10 +288,11 @@ static void describe_unserved(const gs__gpu_t *gpus, unsigned n, const query_t *
                               size_t whylen)
 {
     const gs_lease_request_t *req = q->req;
-    gs_gpu_mode_t mode = req->kind == GS_LEASE_MIG ? GS_GPU_MODE_MIG : req->mode;
+    gs_gpu_mode_t mode =
+        req->kind == GS_LEASE_MIG ? gs_gpu_mode_with(GS_MODE_MIG_INSTANCES) : req->mode;
     int has_mode = mode == GS_GPU_MODE_ANY;
     for (unsigned i = 0; i < n && !has_mode; i++)
-        has_mode = strcmp(gs__mode_of(&gpus[i])->name, gs_gpu_mode_name(mode)) == 0;
+        has_mode = gpus[i].mode == mode;
     if (!has_mode) {
         snprintf(why, whylen, "no GPU on this node is mode %s%s", gs_gpu_mode_name(mode),
                  req->kind == GS_LEASE_MIG ? " (--mig-profile needs one)" : "");
@@ -299,16 +300,18 @@ static void describe_unserved(const gs__gpu_t *gpus, unsigned n, const query_t *
     }
     if ((req->kind == GS_LEASE_FRACTION || req->kind == GS_LEASE_MEMORY) &&
         req->mode == GS_GPU_MODE_ANY) {
+        char modes[128];
         snprintf(why, whylen,
-                 "no GPU on this node serves fractional leases (they need mode = shared, mps or "
-                 "mig; use --gpus for whole GPUs)");
+                 "no GPU on this node serves fractional leases (they need mode = %s; use --gpus "
+                 "for whole GPUs)",
+                 gs_gpu_mode_list(GS_MODE_SHARES_GPU, 0, 0, NULL, modes, sizeof(modes)));
         return;
     }
     /* The reason of a GPU of the asked mode first, then any GPU's. */
     why[0] = '\0';
     for (int pass = 0; pass < 2 && why[0] == '\0'; pass++) {
         for (unsigned i = 0; i < n && why[0] == '\0'; i++) {
-            int same = strcmp(gs__mode_of(&gpus[i])->name, gs_gpu_mode_name(mode)) == 0;
+            int same = gpus[i].mode == mode;
             gs__ask_t ask = {.req = req, .uid = q->uid, .slots = 0, .idle = 1};
             if (pass == 1 || same)
                 gs__gpu_why_not(&gpus[i], &ask, why, whylen);
@@ -382,7 +385,7 @@ static void describe_pinned(const gs__gpu_t *empty, unsigned n, const query_t *q
         }
         if (req->n_pinned > 1 && (gs__mode_of(&empty[g])->flags & GS__MODE_ONE_GPU)) {
             snprintf(why, whylen, "GPU %u is mode %s: a lease holding it holds no other GPU",
-                     req->pinned[k], gs__mode_name(empty[g].mode));
+                     req->pinned[k], gs_gpu_mode_name(empty[g].mode));
             return;
         }
         gs__part_t part;
@@ -399,7 +402,7 @@ static void describe_pinned(const gs__gpu_t *empty, unsigned n, const query_t *q
             snprintf(why, whylen,
                      "GPU %u can never give %u logical GPUs to one lease (%s mode, "
                      "overprovision %u)",
-                     req->pinned[k], slots, gs__mode_name(empty[g].mode),
+                     req->pinned[k], slots, gs_gpu_mode_name(empty[g].mode),
                      overprovision_of(&empty[g]));
             return;
         }
@@ -410,7 +413,7 @@ static void describe_pinned(const gs__gpu_t *empty, unsigned n, const query_t *q
         snprintf(why, whylen,
                  "this request can never fit on GPU %u (%s mode, %s leasable; the request takes "
                  "%s of it)",
-                 req->pinned[k], gs__mode_name(empty[g].mode), have, want);
+                 req->pinned[k], gs_gpu_mode_name(empty[g].mode), have, want);
         return;
     }
     snprintf(why, whylen, "this request can never fit on the GPUs of \"gpus_at\"");

@@ -68,8 +68,9 @@ static unsigned __int128 shortfall(const gs__gpu_t *gpu, gs_lease_kind_t kind,
                                    const gs__part_t *part)
 {
     uint64_t leasable = gs__gpu_leasable(gpu);
-    uint64_t leased =
-        gpu->mode == GS__MODE_EXCLUSIVE && gpu->n_leases > 0 ? leasable : gs__gpu_taken(gpu);
+    /* A GPU whose mode gives it to one lease at a time has nothing free while leased. */
+    int whole = !(gs_gpu_mode_flags(gpu->mode) & GS_MODE_SHARES_GPU);
+    uint64_t leased = whole && gpu->n_leases > 0 ? leasable : gs__gpu_taken(gpu);
     uint64_t free_mem = leasable > leased ? leasable - leased : 0;
     uint64_t memory = part->memory > free_mem ? part->memory - free_mem : 0;
     uint32_t free_compute = gpu->compute_leased < 1000 ? 1000 - gpu->compute_leased : 0;
@@ -249,7 +250,8 @@ static void describe_gpu(const gs__daemon_t *d, const gs__waiter_t *w, unsigned 
     gs_qty_format_human(part.memory, need, sizeof(need));
     int n = snprintf(buf, len, "GPU %u (%s) ", gpu->index, model(gpu));
     size_t off = n > 0 && (size_t)n < len ? (size_t)n : 0;
-    if (req->kind == GS_LEASE_GPUS && (gpu->mode == GS__MODE_EXCLUSIVE || gpu->overprovision <= 1))
+    int whole = !(gs_gpu_mode_flags(gpu->mode) & GS_MODE_SHARES_GPU);
+    if (req->kind == GS_LEASE_GPUS && (whole || gpu->overprovision <= 1))
         snprintf(buf + off, len - off, "is in use by %u lease%s", gpu->n_leases,
                  gpu->n_leases == 1 ? "" : "s");
     else if (req->kind == GS_LEASE_GPUS)

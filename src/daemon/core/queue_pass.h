@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core.h"
+#include "daemon.h"
 
 /* Grants w the lease on alloc: takes w out of the queue, replies to its connection, frees w. */
 typedef void (*gs__sched_grant_fn)(gs__daemon_t *d, gs__waiter_t *w, const gs__alloc_t *alloc);

@@ -2,7 +2,7 @@
 /* The reaper (every 250 ms): ends leases whose holder and processes are gone, stops leases
  * being released, retries ends the ledger refused, and reclaims the charge of dead processes
  * within each lease with a bounded amount of work per pass. */
-#include "core.h"
+#include "daemon.h"
 
 #include "gpushare/log.h"
 

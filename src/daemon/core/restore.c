@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Leases after a start: rebuilt from the ledger, with the regions their processes still hold;
  * and the ledger's file, written again if it was removed or replaced meanwhile. */
-#include "core.h"
+#include "daemon.h"
 #include "gpu/mode.h"
 #include "regions.h"
 #include "serve/views.h"

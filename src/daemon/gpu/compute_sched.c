@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/core.h"
+#include "core/daemon.h"
 #include "gpushare/error.h"
 #include "gpushare/log.h"
 #include "gpushare/sched.h"

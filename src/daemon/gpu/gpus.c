@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The daemon's GPUs: built from the NVML inventory and the config; live figures from NVML. */
-#include "core/core.h"
+#include "mode.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
@@ -9,20 +9,13 @@
 #include <string.h>
 #include <strings.h>
 
-static int check_mode(const gs__gpu_t *gpu, char *err, size_t errlen)
+/* The GPU's settings as its mode sees them, then what every mode needs: memory to lease. */
+static int check_settings(const gs__gpu_t *gpu, char *err, size_t errlen)
 {
-    if ((gpu->mode == GS__MODE_EXCLUSIVE || gpu->mode == GS__MODE_MIG) && gpu->overprovision > 1) {
-        snprintf(err, errlen, "GPU %u: mode %s gives %s: overprovision must be 1, not %u",
-                 gpu->index, gs__mode_name(gpu->mode),
-                 gpu->mode == GS__MODE_MIG ? "MIG instances" : "whole GPUs", gpu->overprovision);
-        return GS_EINVAL;
-    }
-    if (gpu->mode == GS__MODE_MIG && gpu->reserve > 0) {
-        snprintf(err, errlen,
-                 "GPU %u: mode mig: MIG instances have memory of their own; remove reserve",
-                 gpu->index);
-        return GS_EINVAL;
-    }
+    const gs__mode_ops_t *ops = gs__mode_of(gpu);
+    int result = ops->check_config != NULL ? ops->check_config(gpu, err, errlen) : 0;
+    if (result != 0)
+        return result;
     if (gs__gpu_leasable(gpu) == 0) {
         char reserve[32], total[32];
         gs_qty_format_human(gpu->reserve, reserve, sizeof(reserve));
@@ -88,7 +81,7 @@ int gs__daemon_setup_gpus(gs__daemon_t *d, char *err, size_t errlen)
         gpu->overprovision = s.overprovision;
         gpu->reserve = s.reserve;
         policies[i] = s.placement;
-        int result = check_mode(gpu, err, errlen);
+        int result = check_settings(gpu, err, errlen);
         if (result != 0)
             return result;
     }

@@ -7,37 +7,22 @@
 #include <stdio.h>
 #include <string.h>
 
-const gs__mode_ops_t *gs__mode_of(const gs__gpu_t *gpu)
+static const gs__mode_ops_t *const table[GS_GPU_MODE_END] = {
+#define GS_GPU_MODE(id, name, flags, summary) [GS_GPU_MODE_##id] = &gs__mode_##name##_ops,
+#include "gpushare/gpu_modes.def"
+#undef GS_GPU_MODE
+};
+
+const gs__mode_ops_t *gs__mode_ops(gs_gpu_mode_t mode)
 {
-    switch (gpu->mode) {
-    case GS__MODE_EXCLUSIVE:
-        return gs__mode_exclusive_ops();
-    case GS__MODE_MPS:
-        return gs__mode_mps_ops();
-    case GS__MODE_MIG:
-        return gs__mode_mig_ops();
-    case GS__MODE_SHARED:
-        break;
-    }
-    return gs__mode_shared_ops();
+    if ((unsigned)mode >= GS_GPU_MODE_END || table[mode] == NULL)
+        return table[GS_GPU_MODE_DEFAULT];
+    return table[mode];
 }
 
-/* The request's "mode" as the config's enum, or -1 for any. */
-static int wanted_mode(const gs_lease_request_t *req)
+const gs__mode_ops_t *gs__mode_of(const gs__gpu_t *gpu)
 {
-    switch (req->mode) {
-    case GS_GPU_MODE_SHARED:
-        return GS__MODE_SHARED;
-    case GS_GPU_MODE_EXCLUSIVE:
-        return GS__MODE_EXCLUSIVE;
-    case GS_GPU_MODE_MPS:
-        return GS__MODE_MPS;
-    case GS_GPU_MODE_MIG:
-        return GS__MODE_MIG;
-    case GS_GPU_MODE_ANY:
-        break;
-    }
-    return -1;
+    return gs__mode_ops(gpu->mode);
 }
 
 static void init_part(gs__part_t *part)
@@ -50,8 +35,7 @@ static void init_part(gs__part_t *part)
 int gs__gpu_admit(const gs__gpu_t *gpu, const gs__ask_t *ask, gs__part_t *part)
 {
     init_part(part);
-    int want = wanted_mode(ask->req);
-    if (want >= 0 && want != (int)gpu->mode)
+    if (ask->req->mode != GS_GPU_MODE_ANY && ask->req->mode != gpu->mode)
         return GS_ENOTSUP;
     return gs__mode_of(gpu)->admit(gpu, ask, part);
 }
@@ -59,9 +43,8 @@ int gs__gpu_admit(const gs__gpu_t *gpu, const gs__ask_t *ask, gs__part_t *part)
 void gs__gpu_why_not(const gs__gpu_t *gpu, const gs__ask_t *ask, char *buf, size_t len)
 {
     const gs__mode_ops_t *ops = gs__mode_of(gpu);
-    int want = wanted_mode(ask->req);
     buf[0] = '\0';
-    if (want >= 0 && want != (int)gpu->mode)
+    if (ask->req->mode != GS_GPU_MODE_ANY && ask->req->mode != gpu->mode)
         snprintf(buf, len, "GPU %u is mode %s, not %s", gpu->index, ops->name,
                  gs_gpu_mode_name(ask->req->mode));
     else if (ops->why_not != NULL)
@@ -72,6 +55,21 @@ unsigned gs__gpu_free_slots(const gs__gpu_t *gpu)
 {
     const gs__mode_ops_t *ops = gs__mode_of(gpu);
     return ops->free_slots != NULL ? ops->free_slots(gpu) : 0;
+}
+
+/* The operations of the modes the node's GPUs have, each once; returns how many. */
+static unsigned modes_present(const gs__daemon_t *d, const gs__mode_ops_t **out)
+{
+    unsigned n = 0;
+    for (unsigned g = 0; g < d->n_gpus; g++) {
+        const gs__mode_ops_t *ops = gs__mode_of(&d->gpus[g]);
+        int seen = 0;
+        for (unsigned k = 0; k < n; k++)
+            seen |= out[k] == ops;
+        if (!seen)
+            out[n++] = ops;
+    }
+    return n;
 }
 
 int gs__modes_start(gs__daemon_t *d, char *err, size_t errlen)
@@ -107,6 +105,16 @@ void gs__modes_stop(gs__daemon_t *d)
     }
 }
 
+void gs__modes_leave(const gs__daemon_t *d)
+{
+    const gs__mode_ops_t *present[GS_MAX_DEVICES];
+    unsigned n = modes_present(d, present);
+    for (unsigned k = 0; k < n; k++) {
+        if (present[k]->leave != NULL)
+            present[k]->leave(d);
+    }
+}
+
 void gs__modes_tick(gs__daemon_t *d, int64_t now_ms)
 {
     for (unsigned g = 0; g < d->n_gpus; g++) {
@@ -118,18 +126,12 @@ void gs__modes_tick(gs__daemon_t *d, int64_t now_ms)
 
 void gs__modes_metrics(const gs__daemon_t *d, FILE *f)
 {
-    /* Once per mode that some GPU has, so that each metric family is written once. */
-    const gs__mode_ops_t *done[GS_MAX_DEVICES];
-    unsigned n_done = 0;
-    for (unsigned g = 0; g < d->n_gpus; g++) {
-        const gs__mode_ops_t *ops = gs__mode_of(&d->gpus[g]);
-        int seen = 0;
-        for (unsigned k = 0; k < n_done; k++)
-            seen |= done[k] == ops;
-        if (seen || ops->metrics == NULL)
-            continue;
-        done[n_done++] = ops;
-        ops->metrics(d, f);
+    /* Once per mode, so that each metric family is written once. */
+    const gs__mode_ops_t *present[GS_MAX_DEVICES];
+    unsigned n = modes_present(d, present);
+    for (unsigned k = 0; k < n; k++) {
+        if (present[k]->metrics != NULL)
+            present[k]->metrics(d, f);
     }
 }
 

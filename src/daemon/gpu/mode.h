@@ -2,10 +2,11 @@
 /* A GPU's mode: the one seam between gpushared and how a GPU is shared.
  *
  * Every GPU has a mode (gpushare.conf's mode =), and the daemon never looks at it itself: it
- * calls the mode's operations, the way redis's ae.c calls ae_epoll.c or ae_kqueue.c. One file
- * per mode, all behind this header:
- *   mode_shared.c  shared (the memory and compute pool of model.h, enforced by the shim) and
- *                  exclusive (whole GPUs, one lease at a time);
+ * calls the mode's operations, the way redis's ae.c calls ae_epoll.c or ae_kqueue.c. The modes
+ * are the lines of gpushare/gpu_modes.def; each has one file behind this header that defines
+ * gs__mode_<name>_ops (docs/modes.md, "A new mode"):
+ *   mode_shared.c  shared: the memory and compute pool of model.h, enforced by the shim;
+ *   mode_exclusive.c  exclusive: whole GPUs, one lease at a time;
  *   mode_mps.c     mps: the pool as in shared, served by an MPS control daemon per GPU that
  *                  gpushared runs, restarts and stops (mps_ctl.c runs the control program);
  *   mode_mig.c     mig: dynamic MIG; a lease holds one GPU instance, created when needed and
@@ -20,7 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "core/core.h"
+#include "core/daemon.h"
 
 /* Whom a lease is for, when any user would do (judging an idle GPU). */
 #define GS__UID_ANY UINT32_MAX
@@ -40,8 +41,11 @@ enum {
 };
 
 typedef struct gs__mode_ops {
-    const char *name;
+    const char *name; /* its name in gpushare/gpu_modes.def */
     unsigned flags;
+    /* Checks the GPU's settings from the configuration (overprovision, reserve) for this mode.
+     * Returns 0, or GS_EINVAL with one line in err (gpushared then refuses to start). */
+    int (*check_config)(const gs__gpu_t *gpu, char *err, size_t errlen);
     /* Fills *part with what ask takes of the GPU (pure). Returns 0 when it fits now (with
      * ask->idle: when it fits an idle GPU), GS_ENOFIT when not, GS_ENOTSUP when this mode never
      * serves such a request, GS_EAGAIN when the GPU cannot serve anything now (why: describe). */
@@ -73,16 +77,23 @@ typedef struct gs__mode_ops {
     void (*metrics)(const gs__daemon_t *d, FILE *f);
     /* At shutdown. */
     void (*stop)(gs__daemon_t *d, unsigned g);
+    /* At a stop after a failure, instead of stop: says what stays for the leases' jobs (called
+     * once per mode). */
+    void (*leave)(const gs__daemon_t *d);
 } gs__mode_ops_t;
+
+/* The modes' operation tables: one per line of gpushare/gpu_modes.def, gs__mode_<name>_ops
+ * defined in mode_<name>.c. */
+#define GS_GPU_MODE(id, name, flags, summary) extern const gs__mode_ops_t gs__mode_##name##_ops;
+#include "gpushare/gpu_modes.def"
+#undef GS_GPU_MODE
+
+/* The operations of a mode (GS_GPU_MODE_ANY and unknown values: the default mode's). Never
+ * NULL. */
+const gs__mode_ops_t *gs__mode_ops(gs_gpu_mode_t mode);
 
 /* The operations of gpu's mode. Never NULL. */
 const gs__mode_ops_t *gs__mode_of(const gs__gpu_t *gpu);
-
-/* The modes' operation tables (mode_shared.c, mode_mps.c, mode_mig.c). */
-const gs__mode_ops_t *gs__mode_shared_ops(void);
-const gs__mode_ops_t *gs__mode_exclusive_ops(void);
-const gs__mode_ops_t *gs__mode_mps_ops(void);
-const gs__mode_ops_t *gs__mode_mig_ops(void);
 
 /* Admission on one GPU: the request's "mode" first, then the GPU's mode (as admit above). */
 int gs__gpu_admit(const gs__gpu_t *gpu, const gs__ask_t *ask, gs__part_t *part);
@@ -94,6 +105,7 @@ void gs__gpu_why_not(const gs__gpu_t *gpu, const gs__ask_t *ask, char *buf, size
 int gs__modes_start(gs__daemon_t *d, char *err, size_t errlen);
 void gs__modes_restored(gs__daemon_t *d);
 void gs__modes_stop(gs__daemon_t *d);
+void gs__modes_leave(const gs__daemon_t *d);
 void gs__modes_tick(gs__daemon_t *d, int64_t now_ms);
 void gs__modes_metrics(const gs__daemon_t *d, FILE *f);
 /* Grants every part of lease; on failure undoes the parts already granted. */

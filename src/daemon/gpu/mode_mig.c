@@ -48,6 +48,23 @@ static mig_gpu_t *state_of(const gs__gpu_t *gpu)
 
 /* ---- admission ---- */
 
+static int mig_check_config(const gs__gpu_t *gpu, char *err, size_t errlen)
+{
+    if (gpu->overprovision > 1) {
+        snprintf(err, errlen,
+                 "GPU %u: mode mig gives MIG instances: overprovision must be 1, not %u",
+                 gpu->index, gpu->overprovision);
+        return GS_EINVAL;
+    }
+    if (gpu->reserve > 0) {
+        snprintf(err, errlen,
+                 "GPU %u: mode mig: MIG instances have memory of their own; remove reserve",
+                 gpu->index);
+        return GS_EINVAL;
+    }
+    return 0;
+}
+
 static int served_kind(gs_lease_kind_t kind)
 {
     return kind == GS_LEASE_MIG || kind == GS_LEASE_MEMORY || kind == GS_LEASE_FRACTION;
@@ -435,7 +452,7 @@ static void mig_counter(const gs__daemon_t *d, FILE *f, const char *name, const 
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, which < 3 ? "counter" : "gauge");
     for (unsigned g = 0; g < d->n_gpus; g++) {
         const mig_gpu_t *st = state_of(&d->gpus[g]);
-        if (d->gpus[g].mode != GS__MODE_MIG || st == NULL)
+        if (gs__mode_of(&d->gpus[g]) != &gs__mode_mig_ops || st == NULL)
             continue;
         uint64_t v = which == 0   ? st->created
                      : which == 1 ? st->destroyed
@@ -459,7 +476,7 @@ static void mig_metrics(const gs__daemon_t *d, FILE *f)
                "# TYPE gpushare_mig_instance_memory_bytes gauge\n");
     for (unsigned g = 0; g < d->n_gpus; g++) {
         const mig_gpu_t *st = state_of(&d->gpus[g]);
-        if (d->gpus[g].mode != GS__MODE_MIG || st == NULL)
+        if (gs__mode_of(&d->gpus[g]) != &gs__mode_mig_ops || st == NULL)
             continue;
         for (unsigned k = 0; k < st->layout.n; k++) {
             const gs_mig_profile_t *p = &st->cat.profiles[st->layout.inst[k].profile];
@@ -478,9 +495,10 @@ static void mig_metrics(const gs__daemon_t *d, FILE *f)
     }
 }
 
-static const gs__mode_ops_t mig = {
+const gs__mode_ops_t gs__mode_mig_ops = {
     .name = "mig",
     .flags = GS__MODE_ONE_GPU,
+    .check_config = mig_check_config,
     .admit = mig_admit,
     .why_not = mig_why_not,
     .start = mig_start,
@@ -494,8 +512,3 @@ static const gs__mode_ops_t mig = {
     .metrics = mig_metrics,
     .stop = mig_stop,
 };
-
-const gs__mode_ops_t *gs__mode_mig_ops(void)
-{
-    return &mig;
-}

@@ -358,7 +358,7 @@ static void mps_metrics(const gs__daemon_t *d, FILE *f)
         fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", names[k], helps[k], names[k], types[k]);
         for (unsigned g = 0; g < d->n_gpus; g++) {
             const mps_gpu_t *st = state_of(&d->gpus[g]);
-            if (d->gpus[g].mode != GS__MODE_MPS || st == NULL)
+            if (gs__mode_of(&d->gpus[g]) != &gs__mode_mps_ops || st == NULL)
                 continue;
             uint64_t v = k == 0 ? st->pid != 0 : k == 1 ? st->restarts : st->n_clients;
             fputs(names[k], f);
@@ -368,7 +368,15 @@ static void mps_metrics(const gs__daemon_t *d, FILE *f)
     }
 }
 
-static const gs__mode_ops_t mps = {
+/* After a failure gpushared stops without stopping the control daemons: the leases' jobs go on,
+ * and the next start finds them again. */
+static void mps_leave(const gs__daemon_t *d)
+{
+    (void)d;
+    gs_warn("leaving the MPS control daemons running for the leases' jobs");
+}
+
+const gs__mode_ops_t gs__mode_mps_ops = {
     .name = "mps",
     .flags = GS__MODE_ONE_GPU | GS__MODE_POOL,
     .admit = mps_admit,
@@ -383,9 +391,5 @@ static const gs__mode_ops_t mps = {
     .tick = mps_tick,
     .metrics = mps_metrics,
     .stop = mps_stop,
+    .leave = mps_leave,
 };
-
-const gs__mode_ops_t *gs__mode_mps_ops(void)
-{
-    return &mps;
-}

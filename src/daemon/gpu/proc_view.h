@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "core/core.h"
+#include "core/daemon.h"
 
 /* One process on one GPU. */
 typedef struct gs__proc {

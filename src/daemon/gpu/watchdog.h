@@ -26,7 +26,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "core/core.h"
+#include "core/daemon.h"
 
 /* Creates d->watchdog (even with watch_interval 0: it then never scans). Returns 0 or
  * GS_ENOMEM. */

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/core.h"
+#include "core/daemon.h"
 #include "server.h"
 
 /* Handles one request line from conn; replies (or queues the request) through gs__conn_send. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpushared: the node daemon that grants GPU leases (see docs/man/gpushared.8). */
 #include "api.h"
-#include "core/core.h"
+#include "core/daemon.h"
 #include "gpu/mode.h"
 #include "core/place_engine.h"
 #include "metrics.h"
@@ -193,8 +193,8 @@ static void log_gpus(const gs__daemon_t *d)
         gs_qty_format_human(g->reserve, reserve, sizeof(reserve));
         gs_info("GPU %u: %s %s, %s (%s reserved by the driver), mode %s, overprovision %u, "
                 "reserve %s",
-                g->index, g->name, g->uuid, total, driver, gs__mode_name(g->mode), g->overprovision,
-                reserve);
+                g->index, g->name, g->uuid, total, driver, gs_gpu_mode_name(g->mode),
+                g->overprovision, reserve);
     }
     if (d->n_gpus == 0)
         gs_warn("no GPU found: every lease request will be refused");
@@ -249,13 +249,10 @@ static void stop(gs__daemon_t *d, int clean)
     gs__metrics_stop(d);
     gs__watchdog_stop(d);
     gs__api_shutdown(d);
-    int mps = 0;
-    for (unsigned g = 0; g < d->n_gpus; g++)
-        mps |= d->gpus[g].mode == GS__MODE_MPS;
     if (clean)
         gs__modes_stop(d);
-    else if (mps)
-        gs_warn("leaving the MPS control daemons running for the leases' jobs");
+    else
+        gs__modes_leave(d);
     gs__leases_free(d);
     gs__place_engine_free();
     gs__ledger_close(d->ledger);

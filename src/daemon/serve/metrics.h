@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "core/core.h"
+#include "core/daemon.h"
 
 /* Starts the HTTP server on cfg.metrics_listen (port 0: metrics off, d->metrics stays NULL).
  * Returns 0, or -errno with one line in err (the port is taken, ...). */

@@ -19,7 +19,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "core/core.h"
+#include "core/daemon.h"
 #include "core/users.h"
 
 #define GS__CONN_PAUSE_BYTES (64u * 1024)

@@ -87,7 +87,7 @@ json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
         limit += part->memory;
         json_t *view = json_pack(
             "{s:I, s:s, s:s, s:I, s:I, s:I, s:I}", "index", (json_int_t)gpu->index, "uuid",
-            gpu->uuid, "mode", gs__mode_name(gpu->mode), "slots", (json_int_t)part->slots,
+            gpu->uuid, "mode", gs_gpu_mode_name(gpu->mode), "slots", (json_int_t)part->slots,
             "memory_limit", (json_int_t)part->memory, "memory_used", (json_int_t)use.used[i],
             "compute", (json_int_t)gs__part_compute_percent(part));
         if (view != NULL)
@@ -274,7 +274,7 @@ static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cre
     json_t *view = json_pack(
         "{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
         "index", (json_int_t)gpu->index, "uuid", gpu->uuid, "name", gpu->name, "mode",
-        gs__mode_name(gpu->mode), "overprovision", (json_int_t)k, "memory_total",
+        gs_gpu_mode_name(gpu->mode), "overprovision", (json_int_t)k, "memory_total",
         (json_int_t)gpu->total, "memory_reserved", (json_int_t)gpu->reserve, "memory_leasable",
         (json_int_t)leasable, "memory_leased", (json_int_t)gpu->mem_leased, "memory_free",
         (json_int_t)gs__gpu_mem_free(gpu), "memory_used", (json_int_t)d->usage[g].used,

@@ -6,7 +6,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "core/core.h"
+#include "core/daemon.h"
 
 /* A lease with its live use (docs/api.md, "lease object"). New reference. */
 json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease);
