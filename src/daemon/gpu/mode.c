@@ -183,9 +183,10 @@ int gs__modes_restore(gs__daemon_t *d, gs__lease_t *lease)
 
 void gs__modes_env(const gs__daemon_t *d, const gs__lease_t *lease, json_t *env)
 {
-    char mode[16];
-    snprintf(mode, sizeof(mode), "%s", lease->alloc.n > 0 ? part_ops(d, lease, 0)->name : "");
-    json_object_set_new(env, "GPUSHARE_GPU_MODE", json_string(mode));
+    const gs__mode_ops_t *first = lease->alloc.n > 0 ? part_ops(d, lease, 0) : NULL;
+    json_object_set_new(env, "GPUSHARE_GPU_MODE", json_string(first != NULL ? first->name : ""));
+    if (first != NULL && first->gate != NULL)
+        json_object_set_new(env, "GPUSHARE_GATE", json_string(first->gate));
     for (unsigned i = 0; i < lease->alloc.n; i++) {
         const gs__mode_ops_t *ops = part_ops(d, lease, i);
         if (ops->env != NULL)

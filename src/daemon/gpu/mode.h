@@ -43,6 +43,11 @@ enum {
 typedef struct gs__mode_ops {
     const char *name; /* its name in gpushare/gpu_modes.def */
     unsigned flags;
+    /* What the shim does about compute shares on the mode's GPUs, as GPUSHARE_GATE tells it:
+     * NULL for its launch gate and the GPU's compute scheduler (GS__MODE_SHIM_COMPUTE), "mps"
+     * where MPS's active thread percentage is the share, "none" where the hardware partitions
+     * the SMs (README, "Compute shares"). */
+    const char *gate;
     /* Checks the GPU's settings from the configuration (overprovision, reserve) for this mode.
      * Returns 0, or GS_EINVAL with one line in err (gpushared then refuses to start). */
     int (*check_config)(const gs__gpu_t *gpu, char *err, size_t errlen);

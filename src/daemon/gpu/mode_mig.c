@@ -498,6 +498,7 @@ static void mig_metrics(const gs__daemon_t *d, FILE *f)
 const gs__mode_ops_t gs__mode_mig_ops = {
     .name = "mig",
     .flags = GS__MODE_ONE_GPU,
+    .gate = "none",
     .check_config = mig_check_config,
     .admit = mig_admit,
     .why_not = mig_why_not,

@@ -379,6 +379,7 @@ static void mps_leave(const gs__daemon_t *d)
 const gs__mode_ops_t gs__mode_mps_ops = {
     .name = "mps",
     .flags = GS__MODE_ONE_GPU | GS__MODE_POOL,
+    .gate = "mps",
     .admit = mps_admit,
     .free_slots = gs__pool_free_slots,
     .why_not = mps_why_not,
