@@ -24,7 +24,7 @@ static gs__gpu_t gpu(unsigned index, gs_gpu_mode_t mode)
     snprintf(g.uuid, sizeof(g.uuid), "GPU-%u", index);
     snprintf(g.name, sizeof(g.name), "NVIDIA H100-80GB");
     g.total = 80 * GIB;
-    g.mode = mode;
+    gs__gpu_set_mode(&g, mode);
     g.overprovision = 1;
     return g;
 }

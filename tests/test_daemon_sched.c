@@ -13,6 +13,7 @@
 
 #include "gpushare/error.h"
 #include "core/place.h"
+#include "gpu/mode.h"
 #include "core/queue_pass.h"
 
 #define GIB (UINT64_C(1) << 30)
@@ -28,7 +29,7 @@ static void add_gpu(unsigned index, const char *name, uint64_t total)
     snprintf(g->uuid, sizeof(g->uuid), "GPU-%u", index);
     snprintf(g->name, sizeof(g->name), "%s", name);
     g->total = total;
-    g->mode = GS_GPU_MODE_SHARED;
+    gs__gpu_set_mode(g, GS_GPU_MODE_SHARED);
     g->overprovision = 1;
 }
 

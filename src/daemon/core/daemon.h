@@ -2,7 +2,8 @@
 /* gpushared's state: the node's GPUs, its leases and queue, and the lease lifecycle.
  *
  * One thread (the event loop) owns everything here; the metrics thread only reads the snapshot
- * the loop publishes (metrics.h).
+ * the loop publishes (serve/metrics.h). Core tells the layers above about a lease's holder
+ * through the callbacks they set (gs__lease_events_t), never by calling them (docs/daemon.md).
  *
  * Lifecycle of a lease: granted (ACTIVE, held by a client connection) -> the holder releases it,
  * its connection closes, or it is revoked by `gpushare release` -> ENDING while processes still
@@ -14,8 +15,8 @@
  * "Uses its region" is the kernel's answer (gs_region_in_use: a process maps it), never what the
  * region's records say: a lease's processes may write anything there. A lease released by
  * someone else, or forced (root), is stopped by the daemon itself: its processes (found through
- * /proc, proctab.h) get SIGTERM, then SIGKILL after kill_grace, and its capacity comes back only
- * once they are gone. A lease whose ledger row cannot be deleted keeps its capacity until it
+ * /proc, lease_procs.h) get SIGTERM, then SIGKILL after kill_grace, and its capacity comes back
+ * only once they are gone. A lease whose ledger row cannot be deleted keeps its capacity until it
  * can. */
 #ifndef GS_DAEMON_DAEMON_H
 #define GS_DAEMON_DAEMON_H
@@ -23,10 +24,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "clock.h"
 #include "config.h"
 #include "gpushare/client.h"
 #include "gpushare/region.h"
-#include "gpu/inventory.h"
 #include "ledger.h"
 #include "model.h"
 #include "lease_procs.h"
@@ -34,9 +35,10 @@
 #include "regions.h"
 #include "users.h"
 
+/* The holder's connection: serve/'s, opaque here. */
 struct gs__conn;
-struct gs__metrics;
-typedef struct gs__watchdog gs__watchdog_t;
+struct gs__daemon;
+struct gs__lease;
 
 /* Who is calling, from SO_PEERCRED (never from the request). */
 typedef struct gs__cred {
@@ -52,7 +54,7 @@ typedef struct gs__lease {
     gs__lease_record_t rec;
     gs__alloc_t alloc; /* the parts, with indexes into the daemon's gpus[] */
     gs_region_t *region;
-    struct gs__conn *conn;   /* the holder's connection, NULL when it has none */
+    struct gs__conn *conn;   /* the holder's connection (serve/'s, opaque), NULL when none */
     int64_t revoked_ms;      /* when it was asked to stop: released by another caller or its
                                 time limit passed (monotonic), 0 = not */
     int expired;             /* its time limit passed */
@@ -81,12 +83,21 @@ typedef struct gs__counters {
     uint64_t bad_requests;
 } gs__counters_t;
 
+/* What core tells the layer that holds the clients' connections (serve/) about a lease's holder,
+ * set by that layer before the loop runs. A NULL member does nothing. */
+typedef struct gs__lease_events {
+    /* The lease is held through conn from now on (delta +1), or no longer (delta -1). */
+    void (*held)(struct gs__conn *conn, int delta);
+    /* Tells the lease's connected holder (lease->conn) to stop its job: event "revoked" or
+     * "expired", by whom, with the grace period (kill_grace). */
+    void (*stop_job)(const struct gs__daemon *d, const struct gs__lease *lease, const char *event,
+                     const char *by);
+} gs__lease_events_t;
+
 typedef struct gs__daemon {
     gs__config_t cfg;
-    gs__inventory_t *inv;
     unsigned n_gpus;
     gs__gpu_t gpus[GS_MAX_DEVICES];
-    gs__gpu_usage_t usage[GS_MAX_DEVICES]; /* last NVML reading */
     gs__policy_t policy;
     gs__ledger_t *ledger;
     gs__lease_t *leases; /* doubly-linked, in grant order */
@@ -103,19 +114,20 @@ typedef struct gs__daemon {
     gs__users_t users; /* per-user counters of the limits */
     int fatal;         /* the loop stops: the ledger cannot be kept (logged) */
     char hostname[64];
-    struct gs__metrics *metrics;
-    gs__watchdog_t *watchdog;               /* what really runs on the GPUs (watchdog.h) */
-    struct gs_sched *sched[GS_MAX_DEVICES]; /* each GPU's compute scheduler (gpu_sched.h) */
+    gs__lease_events_t events; /* serve/'s callbacks */
+    /* The gpu layer's state, kept here for it (gpu/gpu.h): core never looks inside. */
+    struct gs__inventory *inv;              /* the GPUs through NVML */
+    gs__gpu_usage_t usage[GS_MAX_DEVICES];  /* each GPU's last NVML reading */
+    struct gs__watchdog *watchdog;          /* what really runs on the GPUs */
+    struct gs_sched *sched[GS_MAX_DEVICES]; /* each GPU's compute scheduler */
 } gs__daemon_t;
 
-/* Milliseconds of CLOCK_MONOTONIC and of CLOCK_REALTIME. */
-int64_t gs__now_ms(void);
-int64_t gs__wall_ms(void);
+/* Sets up d empty: no GPU, no lease, an empty queue, the daemon's identity and host name. */
+void gs__daemon_init(gs__daemon_t *d);
 
-/* Sets up the GPUs from the inventory and the config: refuses settings a GPU's mode cannot
- * honour and placement policies that differ between GPUs. Returns 0 or GS_EINVAL with one line
- * in err. The modes themselves start later (gs__modes_start, mode.h). */
-int gs__daemon_setup_gpus(gs__daemon_t *d, char *err, size_t errlen);
+/* Frees what core holds (leases in memory, the placement engine, the ledger, the per-user
+ * counters) at shutdown: the ledger and the regions stay for the next start. */
+void gs__daemon_close(gs__daemon_t *d);
 
 /* Grants a lease for req on alloc to cred, held by conn: sets it up on its GPUs (their modes:
  * a MIG instance, ...), gives it a region, writes its ledger row (committed before this
@@ -199,6 +211,9 @@ void gs__lease_take(gs__daemon_t *d, const gs__alloc_t *alloc);
 /* Frees every lease in memory (shutdown: the ledger and regions stay for the next start). */
 void gs__leases_free(gs__daemon_t *d);
 
+/* "4 GiB on GPU 0, 4 GiB on GPU 1": the lease's parts, for logs. */
+void gs__lease_describe(const gs__daemon_t *d, const gs__lease_t *lease, char *buf, size_t len);
+
 /* Live use of a lease from its region: bytes on each part, OOM events, live processes. */
 typedef struct gs__lease_use {
     uint64_t used[GS_MAX_DEVICES];
@@ -207,8 +222,5 @@ typedef struct gs__lease_use {
     unsigned processes;
 } gs__lease_use_t;
 void gs__lease_use(const gs__lease_t *lease, gs__lease_use_t *use);
-
-/* Reads every GPU's memory use and utilization from NVML into d->usage. */
-void gs__daemon_refresh_usage(gs__daemon_t *d);
 
 #endif

@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The lease lifecycle: grant, end, let go, revoke, force; the live use of a lease. */
 #include "daemon.h"
-#include "gpu/mode.h"
+#include "mode_ops.h"
 #include "regions.h"
-#include "serve/server.h"
-#include "serve/views.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
@@ -14,20 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-int64_t gs__now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t gs__wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void gs__lease_link(gs__daemon_t *d, gs__lease_t *lease)
 {
@@ -56,14 +40,14 @@ static void unlink_lease(gs__daemon_t *d, gs__lease_t *lease)
     d->n_leases--;
 }
 
-/* Ties the lease to its holder's connection (NULL: none), keeping the connection's count. */
-static void set_conn(gs__lease_t *lease, struct gs__conn *conn)
+/* Ties the lease to its holder's connection (NULL: none); the connection's layer is told. */
+static void set_conn(const gs__daemon_t *d, gs__lease_t *lease, struct gs__conn *conn)
 {
-    if (lease->conn != NULL)
-        gs__conn_count_lease(lease->conn, -1);
+    if (lease->conn != NULL && d->events.held != NULL)
+        d->events.held(lease->conn, -1);
     lease->conn = conn;
-    if (conn != NULL)
-        gs__conn_count_lease(conn, +1);
+    if (conn != NULL && d->events.held != NULL)
+        d->events.held(conn, +1);
 }
 
 void gs__lease_take(gs__daemon_t *d, const gs__alloc_t *alloc)
@@ -86,7 +70,7 @@ void gs__lease_region_config(const gs__daemon_t *d, const gs__lease_t *lease,
     memset(cfg, 0, sizeof(*cfg));
     for (unsigned i = 0; i < lease->alloc.n; i++)
         cfg->limit[i] = lease->alloc.part[i].memory;
-    cfg->compute_share = gs__modes_shim_compute(d, lease) ? lease->rec.compute_share : 0;
+    cfg->compute_share = gs__lease_shim_compute(d, lease) ? lease->rec.compute_share : 0;
     snprintf(cfg->lease_id, sizeof(cfg->lease_id), "%llu", (unsigned long long)lease->rec.id);
 }
 
@@ -135,14 +119,14 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
     lease->rec.id = gs__ledger_next_id(d->ledger);
     fill_record(d, lease, cred, req);
     /* The GPUs' modes first (a MIG instance, ...): what they set up goes into the record. */
-    if (gs__modes_grant(d, lease, err, errlen) != 0) {
+    if (gs__lease_modes_grant(d, lease, err, errlen) != 0) {
         free(lease);
         return GS_EAGAIN;
     }
     for (unsigned i = 0; i < lease->alloc.n; i++)
         memcpy(lease->rec.parts[i].instance, lease->alloc.part[i].instance,
                sizeof(lease->rec.parts[i].instance));
-    set_conn(lease, conn);
+    set_conn(d, lease, conn);
     gs_region_config_t rcfg;
     gs__lease_region_config(d, lease, &rcfg);
     int result =
@@ -154,12 +138,12 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
         gs__regions_give_back(&d->region_pool, lease->region, cred->uid, cred->gid);
     }
     if (result != 0) {
-        gs__modes_end(d, lease);
-        set_conn(lease, NULL);
+        gs__lease_modes_end(d, lease);
+        set_conn(d, lease, NULL);
         free(lease);
         return result;
     }
-    set_conn(lease, conn);
+    set_conn(d, lease, conn);
     gs__lease_take(d, alloc);
     gs__lease_link(d, lease);
     d->counters.granted++;
@@ -212,9 +196,9 @@ int gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
     }
     char what[256] = "";
     if (gs_log_enabled(GS_LOG_INFO))
-        gs__view_describe(d, lease, what, sizeof(what));
-    gs__modes_end(d, lease);
-    set_conn(lease, NULL);
+        gs__lease_describe(d, lease, what, sizeof(what));
+    gs__lease_modes_end(d, lease);
+    set_conn(d, lease, NULL);
     give(d, &lease->alloc);
     gs__regions_give_back(&d->region_pool, lease->region, lease->rec.uid, lease->rec.gid);
     unlink_lease(d, lease);
@@ -268,7 +252,7 @@ static void set_reason(gs__lease_t *lease, const char *why)
 int gs__lease_let_go(gs__daemon_t *d, gs__lease_t *lease, const char *why)
 {
     set_reason(lease, why);
-    set_conn(lease, NULL);
+    set_conn(d, lease, NULL);
     return gs__lease_end_when_idle(d, lease, why);
 }
 
@@ -331,18 +315,13 @@ void gs__lease_stop_step(gs__daemon_t *d, gs__lease_t *lease, int64_t now)
 }
 
 /* Tells the lease's holder to stop its job: an event (type "revoked" or "expired") with the
- * grace period when it is connected, else SIGTERM to its process (gpushare run forwards it to its
- * job). */
+ * grace period when it is connected (through its connection's layer), else SIGTERM to its process
+ * (gpushare run forwards it to its job). */
 static void tell_holder(gs__daemon_t *d, gs__lease_t *lease, const char *event, const char *by)
 {
     if (lease->conn != NULL) {
-        json_t *msg =
-            json_pack("{s:s, s:I, s:s, s:I}", "event", event, "lease", (json_int_t)lease->rec.id,
-                      "by", by, "grace_ms", (json_int_t)d->cfg.kill_grace_ms);
-        if (msg != NULL && lease->expired)
-            json_object_set_new(msg, "time_limit_ms",
-                                json_integer((json_int_t)lease->rec.request.time_limit_ms));
-        gs__conn_send(lease->conn, msg);
+        if (d->events.stop_job != NULL)
+            d->events.stop_job(d, lease, event, by);
     } else if (gs__lease_holder_alive(lease) && !lease->rec.request.owner.set) {
         kill(lease->rec.client_pid, SIGTERM);
     }
@@ -440,6 +419,20 @@ void gs__leases_free(gs__daemon_t *d)
         gs_region_close(lease->region);
         gs__proctab_clear(&lease->victims);
         free(lease);
+    }
+}
+
+void gs__lease_describe(const gs__daemon_t *d, const gs__lease_t *lease, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = '\0';
+    for (unsigned i = 0; i < lease->alloc.n && off < len; i++) {
+        const gs__part_t *part = &lease->alloc.part[i];
+        char mem[32];
+        gs_qty_format_human(part->memory, mem, sizeof(mem));
+        int n = snprintf(buf + off, len - off, "%s%s on GPU %u", i > 0 ? ", " : "", mem,
+                         d->gpus[part->gpu].index);
+        off += n > 0 ? (size_t)n : 0;
     }
 }
 

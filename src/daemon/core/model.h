@@ -25,6 +25,13 @@
 
 #define GS__NAME_MAX 96
 
+/* Live figures of one GPU, as the gpu layer last read them (NVML). */
+typedef struct gs__gpu_usage {
+    uint64_t used;        /* bytes in use on the device, by anyone */
+    uint64_t total;       /* bytes */
+    unsigned utilization; /* percent of the last sample period a kernel ran */
+} gs__gpu_usage_t;
+
 /* A physical GPU: identity, capacity, settings, and what leases hold of it. */
 typedef struct gs__gpu {
     unsigned index; /* NVML index */
@@ -36,7 +43,9 @@ typedef struct gs__gpu {
     uint64_t outside;   /* held now beyond what leases account for: processes of no lease, leases
                          * over their limits, memory NVML gives to no process (watchdog.c) */
     gs_gpu_mode_t mode; /* never GS_GPU_MODE_ANY */
-    unsigned overprovision; /* K >= 1 */
+    const struct gs__mode_ops *ops; /* its mode's operations (mode_ops.h): gpu/ sets mode and
+                                       ops together (gs__gpu_set_mode) */
+    unsigned overprovision;         /* K >= 1 */
     uint64_t mem_leased;
     uint32_t compute_leased; /* thousandths */
     unsigned slots_leased;

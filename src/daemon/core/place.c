@@ -2,7 +2,7 @@
 /* Placement glue: which GPUs a lease goes to (built-in best fit and spread; the placement
  * engine for gpushare and fgd one-GPU leases). */
 #include "place.h"
-#include "gpu/mode.h"
+#include "mode_ops.h"
 #include "place_engine.h"
 
 #include "gpushare/error.h"
@@ -62,7 +62,7 @@ static int engine_pick(const gs__gpu_t *gpus, unsigned n, const gs__part_t *part
 {
     int pool[GS_MAX_DEVICES], any = 0;
     for (unsigned i = 0; i < n; i++) {
-        pool[i] = fits[i] && (gs__mode_of(&gpus[i])->flags & GS__MODE_POOL);
+        pool[i] = fits[i] && (gpus[i].ops->flags & GS__MODE_POOL);
         any |= pool[i];
     }
     return any ? gs__place_engine_pick(gpus, n, parts, pool, policy) : -1;
@@ -80,7 +80,7 @@ static int place_one(const gs__gpu_t *gpus, unsigned n, const query_t *q, gs__po
             continue;
         if (best < 0 || compare_one(&gpus[i], &parts[i], &gpus[best], &parts[best], policy) < 0)
             best = (int)i;
-        if ((gs__mode_of(&gpus[i])->flags & GS__MODE_POOL) &&
+        if ((gpus[i].ops->flags & GS__MODE_POOL) &&
             (best_pool < 0 ||
              compare_one(&gpus[i], &parts[i], &gpus[best_pool], &parts[best_pool], policy) < 0))
             best_pool = (int)i;
@@ -112,7 +112,7 @@ static int pick_group(const gs__gpu_t *gpus, unsigned n, const query_t *q, unsig
     for (unsigned i = 0; i < n && i < GS_MAX_DEVICES; i++) {
         int ok = overprovision_of(&gpus[i]) == k && allowed_gpu(q->allowed, i) &&
                  admit(gpus, i, q, s, &parts[i]) == 0 &&
-                 (g == 1 || !(gs__mode_of(&gpus[i])->flags & GS__MODE_ONE_GPU));
+                 (g == 1 || !(gpus[i].ops->flags & GS__MODE_ONE_GPU));
         free_slots[i] = ok ? (q->idle ? k : gs__gpu_free_slots(&gpus[i])) : 0;
     }
     /* Select g candidates one by one: fewest free slots (bestfit) or most (spread). */
@@ -183,7 +183,7 @@ static int place_pinned(const gs__gpu_t *gpus, unsigned n, const query_t *q, gs_
         int g = find_index(gpus, n, req->pinned[k]);
         if (g < 0 || !allowed_gpu(q->allowed, (unsigned)g))
             return GS_ENOFIT;
-        if (req->n_pinned > 1 && (gs__mode_of(&gpus[g])->flags & GS__MODE_ONE_GPU))
+        if (req->n_pinned > 1 && (gpus[g].ops->flags & GS__MODE_ONE_GPU))
             return GS_ENOFIT;
         if (admit(gpus, (unsigned)g, q, slots, &out->part[out->n++]) != 0)
             return GS_ENOFIT;
@@ -272,7 +272,7 @@ static int unavailable(const gs__gpu_t *gpus, unsigned n, const query_t *q, char
         int pinned = req->n_pinned == 0;
         for (unsigned k = 0; k < req->n_pinned; k++)
             pinned |= req->pinned[k] == gpus[i].index;
-        if (!pinned || (req->n_pinned > 1 && (gs__mode_of(&gpus[i])->flags & GS__MODE_ONE_GPU)))
+        if (!pinned || (req->n_pinned > 1 && (gpus[i].ops->flags & GS__MODE_ONE_GPU)))
             continue; /* it could not serve this request even when it is ready */
         if (admit(gpus, i, q, req->kind == GS_LEASE_GPUS ? 1 : 0, &part) != GS_EAGAIN)
             continue;
@@ -348,7 +348,7 @@ static void describe_largest(const gs__gpu_t *empty, unsigned n, const query_t *
             unsigned sum = 0;
             for (unsigned j = 0; j < n; j++)
                 sum += overprovision_of(&empty[j]) == k && gs__gpu_free_slots(&empty[j]) > 0 &&
-                       !(gs__mode_of(&empty[j])->flags & GS__MODE_ONE_GPU);
+                       !(empty[j].ops->flags & GS__MODE_ONE_GPU);
             sum *= k;
             if (gs__gpu_free_slots(&empty[i]) > 0 && k > sum)
                 sum = k;
@@ -383,7 +383,7 @@ static void describe_pinned(const gs__gpu_t *empty, unsigned n, const query_t *q
             snprintf(why, whylen, "this node has no GPU %u (\"gpus_at\")", req->pinned[k]);
             return;
         }
-        if (req->n_pinned > 1 && (gs__mode_of(&empty[g])->flags & GS__MODE_ONE_GPU)) {
+        if (req->n_pinned > 1 && (empty[g].ops->flags & GS__MODE_ONE_GPU)) {
             snprintf(why, whylen, "GPU %u is mode %s: a lease holding it holds no other GPU",
                      req->pinned[k], gs_gpu_mode_name(empty[g].mode));
             return;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The wait queue's service: order by priority with aging, backfill behind held GPUs. */
 #include "queue_pass.h"
-#include "gpu/mode.h"
+#include "mode_ops.h"
 #include "place.h"
 
 #include "gpushare/error.h"

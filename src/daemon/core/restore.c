@@ -2,9 +2,8 @@
 /* Leases after a start: rebuilt from the ledger, with the regions their processes still hold;
  * and the ledger's file, written again if it was removed or replaced meanwhile. */
 #include "daemon.h"
-#include "gpu/mode.h"
+#include "mode_ops.h"
 #include "regions.h"
-#include "serve/views.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
@@ -59,7 +58,7 @@ static int restore_one(void *arg, const gs__lease_record_t *rec)
     if (lease == NULL)
         return GS_ENOMEM;
     lease->rec = *rec;
-    if (map_parts(d, rec, &lease->alloc) != 0 || gs__modes_restore(d, lease) != 0) {
+    if (map_parts(d, rec, &lease->alloc) != 0 || gs__lease_modes_restore(d, lease) != 0) {
         char why[160];
         if (gs__ledger_delete(d->ledger, rec->id, why, sizeof(why)) != 0)
             gs_error("ledger: lease %llu: cannot delete its row: %s", (unsigned long long)rec->id,
@@ -125,7 +124,7 @@ static void finish_one(gs__daemon_t *d, gs__lease_t *lease)
         gs_error("lease %llu: cannot record its new region: %s", (unsigned long long)lease->rec.id,
                  why);
     char what[256] = "";
-    gs__view_describe(d, lease, what, sizeof(what));
+    gs__lease_describe(d, lease, what, sizeof(what));
     gs_info("lease %llu restored: user %s, %s, holder pid %d%s%s",
             (unsigned long long)lease->rec.id, lease->rec.user, what, (int)lease->rec.client_pid,
             lease->rec.state == GS__LEASE_ENDING ? " (ending)" : "",
@@ -137,7 +136,7 @@ int gs__leases_restore(gs__daemon_t *d)
     int result = gs__ledger_load(d->ledger, restore_one, d);
     if (result != 0)
         return result;
-    gs__modes_restored(d);
+    gs__gpus_restored(d);
     if (d->n_leases > 0) {
         int found = gs__proctab_find_regions(d->self.uid, adopt_region, d);
         gs_info("%d regions of %u leases found in their processes", found, d->n_leases);

@@ -8,12 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/daemon.h"
+#include "core/core.h"
 #include "gpushare/error.h"
 #include "gpushare/log.h"
 #include "gpushare/sched.h"
 
-void gs__gpu_sched_dir(const gs__daemon_t *d, char *buf, size_t len)
+void gs__compute_sched_dir(const gs__daemon_t *d, char *buf, size_t len)
 {
     snprintf(buf, len, "%s/sched", d->cfg.state_dir);
 }
@@ -36,10 +36,10 @@ static int open_one(gs__daemon_t *d, unsigned g, const char *dir, char *err, siz
     return result;
 }
 
-int gs__gpu_sched_open(gs__daemon_t *d, char *err, size_t errlen)
+int gs__compute_sched_open(gs__daemon_t *d, char *err, size_t errlen)
 {
     char dir[GS__PATH_MAX + 16];
-    gs__gpu_sched_dir(d, dir, sizeof(dir));
+    gs__compute_sched_dir(d, dir, sizeof(dir));
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         int result = -errno;
         snprintf(err, errlen, "cannot create %s: %s", dir, gs_strerror(result));
@@ -54,7 +54,7 @@ int gs__gpu_sched_open(gs__daemon_t *d, char *err, size_t errlen)
     return 0;
 }
 
-void gs__gpu_sched_close(gs__daemon_t *d)
+void gs__compute_sched_close(gs__daemon_t *d)
 {
     for (unsigned g = 0; g < GS_MAX_DEVICES; g++) {
         gs_sched_close(d->sched[g]);
@@ -62,7 +62,8 @@ void gs__gpu_sched_close(gs__daemon_t *d)
     }
 }
 
-uint64_t gs__gpu_sched_lease_used(const gs__daemon_t *d, const gs__lease_t *lease, unsigned part)
+uint64_t gs__compute_sched_lease_used(const gs__daemon_t *d, const gs__lease_t *lease,
+                                      unsigned part)
 {
     if (part >= lease->alloc.n || lease->alloc.part[part].gpu >= GS_MAX_DEVICES)
         return 0;

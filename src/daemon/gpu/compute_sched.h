@@ -14,18 +14,18 @@ struct gs__daemon;
 struct gs__lease;
 
 /* Writes the directory of the schedulers into buf. */
-void gs__gpu_sched_dir(const struct gs__daemon *d, char *buf, size_t len);
+void gs__compute_sched_dir(const struct gs__daemon *d, char *buf, size_t len);
 
 /* Makes (or, when valid, keeps) the scheduler of every GPU of d. Returns 0 or -errno with one
  * line in err. */
-int gs__gpu_sched_open(struct gs__daemon *d, char *err, size_t errlen);
+int gs__compute_sched_open(struct gs__daemon *d, char *err, size_t errlen);
 
 /* Closes them (a scheduler stays while jobs use it). */
-void gs__gpu_sched_close(struct gs__daemon *d);
+void gs__compute_sched_close(struct gs__daemon *d);
 
 /* Device time the scheduler of the lease's part-th GPU granted it so far, in ns (0 when it has
  * no process there). */
-uint64_t gs__gpu_sched_lease_used(const struct gs__daemon *d, const struct gs__lease *lease,
-                                  unsigned part);
+uint64_t gs__compute_sched_lease_used(const struct gs__daemon *d, const struct gs__lease *lease,
+                                      unsigned part);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The daemon's GPUs: built from the NVML inventory and the config; live figures from NVML. */
-#include "mode.h"
+#include "gpu.h"
+#include "mps_ctl.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
@@ -63,7 +64,7 @@ static void warn_unmatched(const gs__daemon_t *d)
     }
 }
 
-int gs__daemon_setup_gpus(gs__daemon_t *d, char *err, size_t errlen)
+int gs__gpus_setup(gs__daemon_t *d, char *err, size_t errlen)
 {
     gs__policy_t policies[GS_MAX_DEVICES];
     d->n_gpus = gs__inventory_count(d->inv);
@@ -77,7 +78,7 @@ int gs__daemon_setup_gpus(gs__daemon_t *d, char *err, size_t errlen)
         gpu->total = info->total;
         gpu->driver_reserved = info->reserved;
         gs__gpu_settings_t s = gs__config_gpu(&d->cfg, info->index, info->uuid);
-        gpu->mode = s.mode;
+        gs__gpu_set_mode(gpu, s.mode);
         gpu->overprovision = s.overprovision;
         gpu->reserve = s.reserve;
         policies[i] = s.placement;
@@ -89,10 +90,15 @@ int gs__daemon_setup_gpus(gs__daemon_t *d, char *err, size_t errlen)
     return check_policy(d, policies, err, errlen);
 }
 
-void gs__daemon_refresh_usage(gs__daemon_t *d)
+void gs__gpus_refresh_usage(gs__daemon_t *d)
 {
     for (unsigned i = 0; i < d->n_gpus; i++) {
         if (gs__inventory_usage(d->inv, i, &d->usage[i]) != 0)
             memset(&d->usage[i], 0, sizeof(d->usage[i]));
     }
+}
+
+void gs__gpus_mps_control(const gs__daemon_t *d, char *buf, size_t len)
+{
+    gs__mps_ctl_resolve(d->cfg.mps_control, buf, len);
 }

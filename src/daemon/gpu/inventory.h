@@ -13,9 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "core/config.h"
 #include "gpushare/nvml_abi.h"
-#include "core/model.h"
+#include "core/core.h"
 
 typedef struct gs__inventory gs__inventory_t;
 
@@ -27,13 +26,6 @@ typedef struct gs__gpu_info {
     uint64_t total;    /* bytes */
     uint64_t reserved; /* bytes the driver keeps for itself (NVML shows them used), 0 unknown */
 } gs__gpu_info_t;
-
-/* Live figures of one GPU. */
-typedef struct gs__gpu_usage {
-    uint64_t used;        /* bytes in use on the device, by anyone */
-    uint64_t total;       /* bytes */
-    unsigned utilization; /* percent of the last sample period a kernel ran */
-} gs__gpu_usage_t;
 
 /* Loads the NVML library (a name for the dynamic linker or a path), initialises it and lists the
  * GPUs. Returns 0 and *out, or GS_ENOENT (library not found), GS_ENOSYS (a function is missing),

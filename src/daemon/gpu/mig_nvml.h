@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/config.h"
+#include "core/core.h"
 #include "gpushare/mig.h"
 #include "gpushare/nvml_abi.h"
 #include "inventory.h"

@@ -22,39 +22,13 @@ const gs__mode_ops_t *gs__mode_ops(gs_gpu_mode_t mode)
 
 const gs__mode_ops_t *gs__mode_of(const gs__gpu_t *gpu)
 {
-    return gs__mode_ops(gpu->mode);
+    return gpu->ops;
 }
 
-static void init_part(gs__part_t *part)
+void gs__gpu_set_mode(gs__gpu_t *gpu, gs_gpu_mode_t mode)
 {
-    memset(part, 0, sizeof(*part));
-    part->plan.profile = -1;
-    part->plan.reuse = -1;
-}
-
-int gs__gpu_admit(const gs__gpu_t *gpu, const gs__ask_t *ask, gs__part_t *part)
-{
-    init_part(part);
-    if (ask->req->mode != GS_GPU_MODE_ANY && ask->req->mode != gpu->mode)
-        return GS_ENOTSUP;
-    return gs__mode_of(gpu)->admit(gpu, ask, part);
-}
-
-void gs__gpu_why_not(const gs__gpu_t *gpu, const gs__ask_t *ask, char *buf, size_t len)
-{
-    const gs__mode_ops_t *ops = gs__mode_of(gpu);
-    buf[0] = '\0';
-    if (ask->req->mode != GS_GPU_MODE_ANY && ask->req->mode != gpu->mode)
-        snprintf(buf, len, "GPU %u is mode %s, not %s", gpu->index, ops->name,
-                 gs_gpu_mode_name(ask->req->mode));
-    else if (ops->why_not != NULL)
-        ops->why_not(gpu, ask, buf, len);
-}
-
-unsigned gs__gpu_free_slots(const gs__gpu_t *gpu)
-{
-    const gs__mode_ops_t *ops = gs__mode_of(gpu);
-    return ops->free_slots != NULL ? ops->free_slots(gpu) : 0;
+    gpu->mode = mode;
+    gpu->ops = gs__mode_ops(mode);
 }
 
 /* The operations of the modes the node's GPUs have, each once; returns how many. */
@@ -85,15 +59,6 @@ int gs__modes_start(gs__daemon_t *d, char *err, size_t errlen)
         }
     }
     return 0;
-}
-
-void gs__modes_restored(gs__daemon_t *d)
-{
-    for (unsigned g = 0; g < d->n_gpus; g++) {
-        const gs__mode_ops_t *ops = gs__mode_of(&d->gpus[g]);
-        if (ops->restored != NULL)
-            ops->restored(d, g);
-    }
 }
 
 void gs__modes_stop(gs__daemon_t *d)
@@ -137,48 +102,7 @@ void gs__modes_metrics(const gs__daemon_t *d, FILE *f)
 
 static const gs__mode_ops_t *part_ops(const gs__daemon_t *d, const gs__lease_t *lease, unsigned i)
 {
-    return gs__mode_of(&d->gpus[lease->alloc.part[i].gpu]);
-}
-
-/* Ends parts [0, n) of lease (undoing a grant or restore that failed at part n). */
-static void end_parts(gs__daemon_t *d, gs__lease_t *lease, unsigned n)
-{
-    for (unsigned k = n; k-- > 0;) {
-        const gs__mode_ops_t *ops = part_ops(d, lease, k);
-        if (ops->end != NULL)
-            ops->end(d, lease, k);
-    }
-}
-
-int gs__modes_grant(gs__daemon_t *d, gs__lease_t *lease, char *err, size_t errlen)
-{
-    for (unsigned i = 0; i < lease->alloc.n; i++) {
-        const gs__mode_ops_t *ops = part_ops(d, lease, i);
-        int result = ops->grant != NULL ? ops->grant(d, lease, i, err, errlen) : 0;
-        if (result != 0) {
-            end_parts(d, lease, i);
-            return result;
-        }
-    }
-    return 0;
-}
-
-void gs__modes_end(gs__daemon_t *d, gs__lease_t *lease)
-{
-    end_parts(d, lease, lease->alloc.n);
-}
-
-int gs__modes_restore(gs__daemon_t *d, gs__lease_t *lease)
-{
-    for (unsigned i = 0; i < lease->alloc.n; i++) {
-        const gs__mode_ops_t *ops = part_ops(d, lease, i);
-        int result = ops->restore != NULL ? ops->restore(d, lease, i) : 0;
-        if (result != 0) {
-            end_parts(d, lease, i);
-            return result;
-        }
-    }
-    return 0;
+    return d->gpus[lease->alloc.part[i].gpu].ops;
 }
 
 void gs__modes_env(const gs__daemon_t *d, const gs__lease_t *lease, json_t *env)
@@ -199,13 +123,4 @@ void gs__modes_describe(const gs__daemon_t *d, unsigned g, const gs__cred_t *cre
     const gs__mode_ops_t *ops = gs__mode_of(&d->gpus[g]);
     if (ops->describe != NULL)
         ops->describe(d, g, cred, view);
-}
-
-int gs__modes_shim_compute(const gs__daemon_t *d, const gs__lease_t *lease)
-{
-    for (unsigned i = 0; i < lease->alloc.n; i++) {
-        if (!(part_ops(d, lease, i)->flags & GS__MODE_SHIM_COMPUTE))
-            return 0;
-    }
-    return 1;
 }

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "core/config.h"
+#include "core/core.h"
 
 /* One GPU's control daemon: where it lives and how it is run. */
 typedef struct gs__mps_ctl {

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 #include "inventory.h"
-#include "core/ledger.h"
+#include "core/core.h"
 
 #define GS__COMMAND_MAX 128
 

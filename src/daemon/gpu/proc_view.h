@@ -11,7 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "core/daemon.h"
+#include "core/core.h"
+#include "inventory.h"
 
 /* One process on one GPU. */
 typedef struct gs__proc {

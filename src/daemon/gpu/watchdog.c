@@ -3,7 +3,6 @@
 #include "watchdog.h"
 
 #include "nvml_procs.h"
-#include "serve/metrics.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
@@ -74,14 +73,14 @@ void gs__watchdog_stop(gs__daemon_t *d)
     d->watchdog = NULL;
 }
 
-void gs__watchdog_tick(gs__daemon_t *d, int64_t now_ms)
+int gs__watchdog_tick(gs__daemon_t *d, int64_t now_ms)
 {
     gs__watchdog_t *w = d->watchdog;
     if (w == NULL || d->cfg.watch_interval_ms == 0 || now_ms < w->next_ms)
-        return;
+        return 0;
     w->next_ms = now_ms + d->cfg.watch_interval_ms;
     gs__watchdog_scan(d);
-    gs__metrics_publish(d); /* what the scan found is in the metrics at once */
+    return 1;
 }
 
 /* ---- attribution ---- */
@@ -520,10 +519,11 @@ json_t *gs__watchdog_unmanaged_view(const gs__daemon_t *d, unsigned g, uid_t vie
     return rows;
 }
 
-/* ---- metrics ---- */
+/* ---- figures (serve/metrics.c renders them) ---- */
 
-static void unmanaged_of(const gs__watchdog_t *w, unsigned g, unsigned *n, uint64_t *bytes)
+void gs__watchdog_unmanaged(const gs__daemon_t *d, unsigned g, unsigned *n, uint64_t *bytes)
 {
+    const gs__watchdog_t *w = d->watchdog;
     *n = 0;
     *bytes = 0;
     for (unsigned i = 0; w != NULL && i < w->procs.n; i++) {
@@ -534,52 +534,7 @@ static void unmanaged_of(const gs__watchdog_t *w, unsigned g, unsigned *n, uint6
     }
 }
 
-static void render_gpus(const gs__daemon_t *d, FILE *f, int bytes)
+uint64_t gs__watchdog_kills(const gs__daemon_t *d)
 {
-    const char *name = bytes ? "gpushare_unmanaged_memory_bytes" : "gpushare_unmanaged_processes";
-    gs__metrics_family(f, name, "gauge",
-                       bytes ? "Device memory held by processes of no lease on the GPU (NVML)."
-                             : "Processes of no lease holding memory on the GPU (NVML).");
-    for (unsigned g = 0; g < d->n_gpus; g++) {
-        unsigned n;
-        uint64_t held;
-        unmanaged_of(d->watchdog, g, &n, &held);
-        fputs(name, f);
-        gs__metrics_gpu_labels(f, d, &d->gpus[g]);
-        fprintf(f, " %llu\n", (unsigned long long)(bytes ? held : n));
-    }
-}
-
-static void render_leases(const gs__daemon_t *d, FILE *f, int over)
-{
-    const char *name =
-        over ? "gpushare_lease_over_limit_bytes" : "gpushare_lease_memory_real_bytes";
-    gs__metrics_family(f, name, "gauge",
-                       over ? "How far the lease's processes are over its limit on the GPU "
-                              "(NVML), when beyond the watchdog's tolerance; else 0."
-                            : "Device memory the lease's processes hold on the GPU as NVML "
-                              "reports it (contexts included).");
-    for (const gs__lease_t *l = d->leases; l != NULL; l = l->next) {
-        for (unsigned k = 0; k < l->alloc.n; k++) {
-            uint64_t real = 0, beyond = 0;
-            gs__watchdog_lease_real(d, l, k, &real, &beyond);
-            fputs(name, f);
-            gs__metrics_lease_labels(f, d, l, k);
-            fprintf(f, " %llu\n", (unsigned long long)(over ? beyond : real));
-        }
-    }
-}
-
-void gs__watchdog_render_metrics(const gs__daemon_t *d, FILE *f, int per_lease)
-{
-    render_gpus(d, f, 0);
-    render_gpus(d, f, 1);
-    if (per_lease) {
-        render_leases(d, f, 0);
-        render_leases(d, f, 1);
-    }
-    gs__metrics_family(f, "gpushare_watchdog_kills_total", "counter",
-                       "Processes the watchdog killed (enforce = kill).");
-    fprintf(f, "gpushare_watchdog_kills_total %llu\n",
-            (unsigned long long)(d->watchdog != NULL ? d->watchdog->kills : 0));
+    return d->watchdog != NULL ? d->watchdog->kills : 0;
 }

@@ -26,7 +26,9 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "core/daemon.h"
+#include "core/core.h"
+
+typedef struct gs__watchdog gs__watchdog_t;
 
 /* Creates d->watchdog (even with watch_interval 0: it then never scans). Returns 0 or
  * GS_ENOMEM. */
@@ -35,8 +37,9 @@ int gs__watchdog_start(gs__daemon_t *d);
 /* Frees d->watchdog (NULL is fine). */
 void gs__watchdog_stop(gs__daemon_t *d);
 
-/* Scans when one is due (every watch_interval). */
-void gs__watchdog_tick(gs__daemon_t *d, int64_t now_ms);
+/* Scans when one is due (every watch_interval). Returns 1 when it scanned (the metrics should
+ * show what it found at once), else 0. */
+int gs__watchdog_tick(gs__daemon_t *d, int64_t now_ms);
 
 /* Scans now: reads the GPUs' processes, attributes them, updates each GPU's outside memory,
  * logs what changed and, with enforce = kill, kills the offenders. */
@@ -58,10 +61,10 @@ int gs__watchdog_lease_real(const gs__daemon_t *d, const gs__lease_t *lease, uns
 json_t *gs__watchdog_unmanaged_view(const gs__daemon_t *d, unsigned g, uid_t viewer,
                                     unsigned *others_n, uint64_t *others_bytes);
 
-/* Writes the watchdog's metric families (gpushare_unmanaged_processes,
- * gpushare_unmanaged_memory_bytes, gpushare_watchdog_kills_total, and with per_lease the
- * per-lease gpushare_lease_memory_real_bytes and gpushare_lease_over_limit_bytes, which name
- * the leases' users: metrics_users = all). */
-void gs__watchdog_render_metrics(const gs__daemon_t *d, FILE *f, int per_lease);
+/* The latest scan's processes of no lease on GPU g: how many, and the memory they hold. */
+void gs__watchdog_unmanaged(const gs__daemon_t *d, unsigned g, unsigned *n, uint64_t *bytes);
+
+/* The processes the watchdog killed since start (enforce = kill). */
+uint64_t gs__watchdog_kills(const gs__daemon_t *d);
 
 #endif

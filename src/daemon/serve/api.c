@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The API's requests: parse, authorise by SO_PEERCRED, act, reply; the wait queue's service. */
 #include "api.h"
-#include "core/place.h"
-#include "core/queue_pass.h"
 #include "views.h"
 
 #include "gpushare/error.h"
@@ -12,6 +10,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Core's callbacks (gs__lease_events_t): a lease's holder is its connection. */
+static void held(struct gs__conn *conn, int delta)
+{
+    gs__conn_count_lease(conn, delta);
+}
+
+static void stop_job(const gs__daemon_t *d, const gs__lease_t *lease, const char *event,
+                     const char *by)
+{
+    json_t *msg =
+        json_pack("{s:s, s:I, s:s, s:I}", "event", event, "lease", (json_int_t)lease->rec.id, "by",
+                  by, "grace_ms", (json_int_t)d->cfg.kill_grace_ms);
+    if (msg != NULL && lease->expired)
+        json_object_set_new(msg, "time_limit_ms",
+                            json_integer((json_int_t)lease->rec.request.time_limit_ms));
+    gs__conn_send(lease->conn, msg);
+}
+
+void gs__api_attach(gs__daemon_t *d)
+{
+    d->events.held = held;
+    d->events.stop_job = stop_job;
+}
 
 json_t *gs__api_error(const char *op, const char *code, const char *message)
 {
@@ -92,7 +114,7 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
     gs__conn_send(conn, reply);
     char what[128] = "";
     if (gs_log_enabled(GS_LOG_INFO))
-        gs__view_describe(d, lease, what, sizeof(what));
+        gs__lease_describe(d, lease, what, sizeof(what));
     gs_info("lease %llu granted to user %s (pid %d%s): %s, command \"%s\"",
             (unsigned long long)lease->rec.id, cred->user, (int)cred->pid,
             req->owner.set ? ", asked by root" : "", what, req->command);

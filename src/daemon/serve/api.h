@@ -6,8 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/daemon.h"
+#include "core/core.h"
 #include "server.h"
+
+/* Sets d's lease events (core's callbacks: the holder of a lease is its connection). Call once,
+ * before the leases are restored. */
+void gs__api_attach(gs__daemon_t *d);
 
 /* Handles one request line from conn; replies (or queues the request) through gs__conn_send. */
 void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t len);

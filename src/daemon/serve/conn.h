@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "server.h"
-#include "core/users.h"
+#include "core/core.h"
 
 struct server;
 

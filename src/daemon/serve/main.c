@@ -1,14 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpushared: the node daemon that grants GPU leases (see docs/man/gpushared.8). */
-#include "api.h"
-#include "core/daemon.h"
-#include "gpu/mode.h"
-#include "core/place_engine.h"
-#include "metrics.h"
-#include "core/regions.h"
-#include "gpu/compute_sched.h"
-#include "server.h"
-#include "gpu/watchdog.h"
+#include "serve.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
@@ -206,13 +198,13 @@ static int start(gs__daemon_t *d)
     char err[GS__PATH_MAX + 256];
     int result = gs__inventory_open(d->cfg.nvml_library, &d->inv, err, sizeof(err));
     if (result == 0)
-        result = gs__daemon_setup_gpus(d, err, sizeof(err));
+        result = gs__gpus_setup(d, err, sizeof(err));
     if (result == 0)
         log_gpus(d);
     if (result == 0)
         result = gs__regions_init(&d->cfg, err, sizeof(err));
     if (result == 0)
-        result = gs__gpu_sched_open(d, err, sizeof(err));
+        result = gs__compute_sched_open(d, err, sizeof(err));
     char db[GS__PATH_MAX + 16];
     snprintf(db, sizeof(db), "%s/state.db", d->cfg.state_dir);
     if (result == 0)
@@ -244,21 +236,18 @@ static void block_signals(void)
 
 /* Stops everything. The GPUs' modes (MPS control daemons) are stopped only on a clean stop:
  * after a failure the leases' jobs go on, and the next start finds their MPS servers again. */
-static void stop(gs__daemon_t *d, int clean)
+static void stop(gs__daemon_t *d, gs__metrics_t *metrics, int clean)
 {
-    gs__metrics_stop(d);
+    gs__metrics_stop(metrics);
     gs__watchdog_stop(d);
     gs__api_shutdown(d);
     if (clean)
         gs__modes_stop(d);
     else
         gs__modes_leave(d);
-    gs__leases_free(d);
-    gs__place_engine_free();
-    gs__ledger_close(d->ledger);
-    gs__gpu_sched_close(d);
+    gs__compute_sched_close(d);
     gs__inventory_close(d->inv);
-    gs__users_free(&d->users);
+    gs__daemon_close(d);
 }
 
 /* Each live lease keeps its region open (the kernel is asked about the locks on it), so a busy
@@ -286,27 +275,24 @@ int main(int argc, char **argv)
     if (d == NULL)
         return 1;
     umask(022);
-    d->self = gs__regions_self();
-    gs__queue_init(&d->queue);
-    d->next_expiry_ms = INT64_MAX;
-    d->started_ms = gs__now_ms();
-    if (gethostname(d->hostname, sizeof(d->hostname) - 1) != 0)
-        snprintf(d->hostname, sizeof(d->hostname), "localhost");
+    gs__daemon_init(d);
+    gs__api_attach(d);
     if (load_config(&d->cfg, &opts) != 0) {
         free(d);
         return EXIT_CONFIG;
     }
     block_signals();
     char err[GS__PATH_MAX + 256];
+    gs__metrics_t *metrics = NULL;
     int result = start(d);
     if (result == 0 && (result = gs__watchdog_start(d)) != 0)
         gs_error("cannot start the watchdog: %s", gs_strerror(result));
-    if (result == 0 && (result = gs__metrics_start(d, err, sizeof(err))) != 0)
+    if (result == 0 && (result = gs__metrics_start(d, &metrics, err, sizeof(err))) != 0)
         gs_error("%s", err);
-    if (result == 0 && (result = gs__server_run(d, err, sizeof(err))) != 0)
+    if (result == 0 && (result = gs__server_run(d, metrics, err, sizeof(err))) != 0)
         gs_error("%s", err);
     int fatal = d->fatal;
-    stop(d, result == 0 && !fatal);
+    stop(d, metrics, result == 0 && !fatal);
     free(d);
     if (result == GS_EINVAL || result == GS_ENOSYS)
         return EXIT_CONFIG;

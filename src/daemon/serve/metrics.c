@@ -1,14 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Prometheus metrics: rendering from the daemon's state, served by the endpoint (http.h). */
 #include "metrics.h"
-#include "gpu/compute_sched.h"
+#include "http.h"
 
-#include "core/config.h"
-#include "gpu/mode.h"
-#include "gpu/watchdog.h"
 #include "gpushare/error.h"
 #include "gpushare/log.h"
-#include "http.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,7 +207,7 @@ static void render_leases(FILE *f, const gs__daemon_t *d, const lease_row_t *row
         for (unsigned i = 0; i < rows[r].lease->alloc.n; i++) {
             fputs("gpushare_lease_compute_seconds_total", f);
             lease_labels(f, d, rows[r].lease, i);
-            fprintf(f, " %.3f\n", (double)gs__gpu_sched_lease_used(d, rows[r].lease, i) / 1e9);
+            fprintf(f, " %.3f\n", (double)gs__compute_sched_lease_used(d, rows[r].lease, i) / 1e9);
         }
     }
     family(f, "gpushare_oom_events_total", "counter",
@@ -221,6 +217,57 @@ static void render_leases(FILE *f, const gs__daemon_t *d, const lease_row_t *row
         lease_labels(f, d, rows[r].lease, UINT32_MAX);
         fprintf(f, " %llu\n", (unsigned long long)rows[r].use.oom_events);
     }
+}
+
+/* The watchdog's figures: processes of no lease per GPU (count and memory), and per lease part
+ * its processes' real memory and how far it is over its limit (per_lease: they name users). */
+static void render_unmanaged(FILE *f, const gs__daemon_t *d, int bytes)
+{
+    const char *name = bytes ? "gpushare_unmanaged_memory_bytes" : "gpushare_unmanaged_processes";
+    family(f, name, "gauge",
+           bytes ? "Device memory held by processes of no lease on the GPU (NVML)."
+                 : "Processes of no lease holding memory on the GPU (NVML).");
+    for (unsigned g = 0; g < d->n_gpus; g++) {
+        unsigned n;
+        uint64_t held;
+        gs__watchdog_unmanaged(d, g, &n, &held);
+        fputs(name, f);
+        gpu_labels(f, d, &d->gpus[g]);
+        fprintf(f, " %llu\n", (unsigned long long)(bytes ? held : n));
+    }
+}
+
+static void render_real(FILE *f, const gs__daemon_t *d, int over)
+{
+    const char *name =
+        over ? "gpushare_lease_over_limit_bytes" : "gpushare_lease_memory_real_bytes";
+    family(f, name, "gauge",
+           over ? "How far the lease's processes are over its limit on the GPU (NVML), when "
+                  "beyond the watchdog's tolerance; else 0."
+                : "Device memory the lease's processes hold on the GPU as NVML reports it "
+                  "(contexts included).");
+    for (const gs__lease_t *l = d->leases; l != NULL; l = l->next) {
+        for (unsigned k = 0; k < l->alloc.n; k++) {
+            uint64_t real = 0, beyond = 0;
+            gs__watchdog_lease_real(d, l, k, &real, &beyond);
+            fputs(name, f);
+            lease_labels(f, d, l, k);
+            fprintf(f, " %llu\n", (unsigned long long)(over ? beyond : real));
+        }
+    }
+}
+
+static void render_watchdog(FILE *f, const gs__daemon_t *d, int per_lease)
+{
+    render_unmanaged(f, d, 0);
+    render_unmanaged(f, d, 1);
+    if (per_lease) {
+        render_real(f, d, 0);
+        render_real(f, d, 1);
+    }
+    family(f, "gpushare_watchdog_kills_total", "counter",
+           "Processes the watchdog killed (enforce = kill).");
+    fprintf(f, "gpushare_watchdog_kills_total %llu\n", (unsigned long long)gs__watchdog_kills(d));
 }
 
 static void counter(FILE *f, const char *name, const char *help, uint64_t value)
@@ -280,29 +327,12 @@ void gs__metrics_render(gs__daemon_t *d, FILE *f)
         render_leases(f, d, rows, n);
         free(rows);
     }
-    gs__watchdog_render_metrics(d, f, d->cfg.metrics_users == GS__METRICS_USERS_ALL);
+    render_watchdog(f, d, d->cfg.metrics_users == GS__METRICS_USERS_ALL);
     render_node(f, d);
 }
 
-void gs__metrics_family(FILE *f, const char *name, const char *type, const char *help)
+void gs__metrics_publish(gs__metrics_t *m, gs__daemon_t *d)
 {
-    family(f, name, type, help);
-}
-
-void gs__metrics_gpu_labels(FILE *f, const gs__daemon_t *d, const gs__gpu_t *gpu)
-{
-    gpu_labels(f, d, gpu);
-}
-
-void gs__metrics_lease_labels(FILE *f, const gs__daemon_t *d, const gs__lease_t *lease,
-                              unsigned part)
-{
-    lease_labels(f, d, lease, part);
-}
-
-void gs__metrics_publish(gs__daemon_t *d)
-{
-    struct gs__metrics *m = d->metrics;
     if (m == NULL)
         return;
     char *text = NULL;
@@ -318,9 +348,10 @@ void gs__metrics_publish(gs__daemon_t *d)
     gs__http_publish(m->http, text, len);
 }
 
-int gs__metrics_start(gs__daemon_t *d, char *err, size_t errlen)
+int gs__metrics_start(gs__daemon_t *d, gs__metrics_t **out, char *err, size_t errlen)
 {
     uint32_t addr;
+    *out = NULL;
     uint16_t port;
     if (gs__config_parse_listen(d->cfg.metrics_listen, &addr, &port) != 0) {
         snprintf(err, errlen, "metrics address \"%s\" is not ADDRESS:PORT", d->cfg.metrics_listen);
@@ -338,19 +369,17 @@ int gs__metrics_start(gs__daemon_t *d, char *err, size_t errlen)
         free(m);
         return result;
     }
-    d->metrics = m;
-    gs__metrics_publish(d);
+    *out = m;
+    gs__metrics_publish(m, d);
     gs_info("metrics on http://%s/metrics (per-lease series: %s)", d->cfg.metrics_listen,
             d->cfg.metrics_users == GS__METRICS_USERS_ALL ? "all, with users" : "none");
     return 0;
 }
 
-void gs__metrics_stop(gs__daemon_t *d)
+void gs__metrics_stop(gs__metrics_t *m)
 {
-    struct gs__metrics *m = d->metrics;
     if (m == NULL)
         return;
     gs__http_stop(m->http);
     free(m);
-    d->metrics = NULL;
 }

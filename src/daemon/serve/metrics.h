@@ -16,26 +16,22 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "core/daemon.h"
+#include "core/core.h"
+#include "gpu/gpu.h"
 
-/* Starts the HTTP server on cfg.metrics_listen (port 0: metrics off, d->metrics stays NULL).
- * Returns 0, or -errno with one line in err (the port is taken, ...). */
-int gs__metrics_start(gs__daemon_t *d, char *err, size_t errlen);
+typedef struct gs__metrics gs__metrics_t;
 
-/* Renders the current state for the next scrapes. No-op when metrics are off. */
-void gs__metrics_publish(gs__daemon_t *d);
+/* Starts the HTTP server on cfg.metrics_listen. Returns 0 and *out (NULL with port 0: metrics
+ * off), or -errno with one line in err (the port is taken, ...). */
+int gs__metrics_start(gs__daemon_t *d, gs__metrics_t **out, char *err, size_t errlen);
+
+/* Renders d's current state for the next scrapes. No-op when m is NULL (metrics off). */
+void gs__metrics_publish(gs__metrics_t *m, gs__daemon_t *d);
 
 /* Writes the metrics text of d into f (what gs__metrics_publish serves). */
 void gs__metrics_render(gs__daemon_t *d, FILE *f);
 
-/* Helpers for other modules' families (watchdog.c): a family's HELP and TYPE lines, and the
- * label sets of a GPU and of a lease's part (part >= lease->alloc.n: the lease alone). */
-void gs__metrics_family(FILE *f, const char *name, const char *type, const char *help);
-void gs__metrics_gpu_labels(FILE *f, const gs__daemon_t *d, const gs__gpu_t *gpu);
-void gs__metrics_lease_labels(FILE *f, const gs__daemon_t *d, const gs__lease_t *lease,
-                              unsigned part);
-
-/* Stops the HTTP server and frees the snapshot (NULL d->metrics is fine). */
-void gs__metrics_stop(gs__daemon_t *d);
+/* Stops the HTTP server and frees the snapshot (NULL is fine). */
+void gs__metrics_stop(gs__metrics_t *m);
 
 #endif

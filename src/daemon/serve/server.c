@@ -5,8 +5,6 @@
 #include "api.h"
 #include "conn.h"
 #include "metrics.h"
-#include "gpu/mode.h"
-#include "gpu/watchdog.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
@@ -36,6 +34,7 @@
 
 typedef struct server {
     gs__daemon_t *d;
+    gs__metrics_t *metrics; /* NULL: metrics off */
     int epfd;
     int listen_fd;
     int signal_fd;
@@ -370,11 +369,12 @@ static void tick(server_t *s, int64_t now, int64_t *next_reap, int64_t *next_ref
         gs__modes_tick(s->d, now);
         *next_reap = now + REAP_MS;
     }
-    gs__watchdog_tick(s->d, now);
+    if (gs__watchdog_tick(s->d, now))
+        gs__metrics_publish(s->metrics, s->d); /* what the scan found is in the metrics at once */
     if (now >= *next_refresh) {
-        gs__daemon_refresh_usage(s->d);
+        gs__gpus_refresh_usage(s->d);
         gs__leases_check_ledger(s->d);
-        gs__metrics_publish(s->d);
+        gs__metrics_publish(s->metrics, s->d);
         *next_refresh = now + REFRESH_MS;
     }
 }
@@ -525,9 +525,10 @@ static int open_signals(void)
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
-int gs__server_run(gs__daemon_t *d, char *err, size_t errlen)
+int gs__server_run(gs__daemon_t *d, gs__metrics_t *metrics, char *err, size_t errlen)
 {
-    server_t s = {.d = d, .epfd = -1, .listen_fd = -1, .signal_fd = -1, .spare_fd = -1};
+    server_t s = {
+        .d = d, .metrics = metrics, .epfd = -1, .listen_fd = -1, .signal_fd = -1, .spare_fd = -1};
     s.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     int result = 0;
     s.listen_fd = open_socket(d->cfg.socket, err, errlen);

@@ -19,8 +19,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "core/daemon.h"
-#include "core/users.h"
+#include "core/core.h"
+#include "metrics.h"
 
 #define GS__CONN_PAUSE_BYTES (64u * 1024)
 
@@ -55,8 +55,9 @@ void *gs__conn_waiter(const gs__conn_t *conn);
 void gs__conn_close(gs__conn_t *conn);
 
 /* Creates the socket (mode 0666: SO_PEERCRED authenticates) and runs the loop until SIGTERM or
- * SIGINT. Returns 0 after a clean stop, or -errno with one line in err when the socket cannot
- * be set up (another gpushared listening on it is an error). */
-int gs__server_run(gs__daemon_t *d, char *err, size_t errlen);
+ * SIGINT, publishing d's metrics on metrics (NULL: off) once a second and after each watchdog
+ * scan. Returns 0 after a clean stop, or -errno with one line in err when the socket cannot be
+ * set up (another gpushared listening on it is an error). */
+int gs__server_run(gs__daemon_t *d, gs__metrics_t *metrics, char *err, size_t errlen);
 
 #endif

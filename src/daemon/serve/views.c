@@ -1,14 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* JSON views of leases, lease environments and the node's status. */
 #include "views.h"
-#include "gpu/proc_view.h"
-#include "gpu/mode.h"
-#include "gpu/mps_ctl.h"
-
-#include "gpu/watchdog.h"
-#include "core/regions.h"
-#include "core/queue_pass.h"
-#include "gpu/compute_sched.h"
 #include "server.h"
 
 #include "gpushare/log.h"
@@ -17,20 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-void gs__view_describe(const gs__daemon_t *d, const gs__lease_t *lease, char *buf, size_t len)
-{
-    size_t off = 0;
-    buf[0] = '\0';
-    for (unsigned i = 0; i < lease->alloc.n && off < len; i++) {
-        const gs__part_t *part = &lease->alloc.part[i];
-        char mem[32];
-        gs_qty_format_human(part->memory, mem, sizeof(mem));
-        int n = snprintf(buf + off, len - off, "%s%s on GPU %u", i > 0 ? ", " : "", mem,
-                         d->gpus[part->gpu].index);
-        off += n > 0 ? (size_t)n : 0;
-    }
-}
 
 static const char *state_name(const gs__lease_t *lease)
 {
@@ -93,7 +71,7 @@ json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
         if (view != NULL)
             json_object_set_new(
                 view, "compute_used_ms",
-                json_integer((json_int_t)(gs__gpu_sched_lease_used(d, lease, i) / 1000000)));
+                json_integer((json_int_t)(gs__compute_sched_lease_used(d, lease, i) / 1000000)));
         if (view != NULL && part->instance[0] != '\0')
             json_object_set_new(view, "instance", json_string(part->instance));
         add_real(d, lease, i, view);
@@ -142,7 +120,7 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease)
     set_text(env, "CUDA_VISIBLE_DEVICES", uuids);
     set_text(env, "GPUSHARE_REGION", lease->rec.region);
     set_text(env, "GPUSHARE_MEMORY_LIMIT", limits);
-    if (lease->rec.compute_share != 0 && gs__modes_shim_compute(d, lease)) {
+    if (lease->rec.compute_share != 0 && gs__lease_shim_compute(d, lease)) {
         snprintf(number, sizeof(number), "%u", lease->rec.compute_share);
         set_text(env, "GPUSHARE_COMPUTE_SHARE", number);
     }
@@ -151,7 +129,7 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease)
         set_text(env, "GPUSHARE_COMPUTE_MAX", number);
     }
     char sched_dir[GS__PATH_MAX + 16];
-    gs__gpu_sched_dir(d, sched_dir, sizeof(sched_dir));
+    gs__compute_sched_dir(d, sched_dir, sizeof(sched_dir));
     set_text(env, "GPUSHARE_SCHED_DIR", sched_dir);
     snprintf(number, sizeof(number), "%llu", (unsigned long long)lease->rec.id);
     set_text(env, "GPUSHARE_LEASE_ID", number);
@@ -172,7 +150,7 @@ static json_t *gpu_lease_view(const gs__daemon_t *d, const gs__lease_t *lease, u
         (json_int_t)use->used[part_index], "compute_share",
         (json_int_t)gs__part_compute_percent(part), "compute_max",
         (json_int_t)lease->rec.request.compute_max, "compute_used_ms",
-        (json_int_t)(gs__gpu_sched_lease_used(d, lease, part_index) / 1000000), "processes",
+        (json_int_t)(gs__compute_sched_lease_used(d, lease, part_index) / 1000000), "processes",
         (json_int_t)use->processes, "oom_events", (json_int_t)use->oom_events);
     if (obj != NULL && part->instance[0] != '\0')
         json_object_set_new(obj, "instance", json_string(part->instance));
@@ -386,7 +364,7 @@ json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, int proce
     json_object_set_new(node, "regions", json_string("memfd"));
     json_object_set_new(node, "shim", json_string(d->cfg.shim));
     char mps_control[GS__PATH_MAX];
-    gs__mps_ctl_resolve(d->cfg.mps_control, mps_control, sizeof(mps_control));
+    gs__gpus_mps_control(d, mps_control, sizeof(mps_control));
     json_object_set_new(node, "mps_control", json_string(mps_control));
     json_t *queue = json_pack("{s:I, s:o}", "length", (json_int_t)d->queue.length, "requests",
                               gs__view_pending(d, cred));

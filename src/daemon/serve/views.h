@@ -6,7 +6,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "core/daemon.h"
+#include "core/core.h"
+#include "gpu/gpu.h"
 
 /* A lease with its live use (docs/api.md, "lease object"). New reference. */
 json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease);
@@ -26,8 +27,5 @@ json_t *gs__view_pending(const gs__daemon_t *d, const gs__cred_t *cred);
 
 /* The name of a process's user: its lease's user, else from passwd (uid), else "?". */
 void gs__view_user_name(uid_t uid, const gs__lease_t *lease, char *buf, size_t len);
-
-/* "4 GiB on GPU 0, 4 GiB on GPU 1" for logs. */
-void gs__view_describe(const gs__daemon_t *d, const gs__lease_t *lease, char *buf, size_t len);
 
 #endif
