@@ -224,7 +224,7 @@ static int add_lease_procs(const gs__lease_procs_query_t *q, const proc_table_t 
     return added;
 }
 
-int gs__proctab_of_lease(const gs__lease_procs_query_t *q, gs__proc_refs_t *list)
+int gs__lease_procs_find(const gs__lease_procs_query_t *q, gs__proc_refs_t *list)
 {
     proc_table_t t = {0};
     int result = read_table(&t);
@@ -258,17 +258,17 @@ static unsigned prune(gs__proc_refs_t *list, int sig)
     return kept;
 }
 
-unsigned gs__proctab_signal(gs__proc_refs_t *list, int sig)
+unsigned gs__lease_procs_signal(gs__proc_refs_t *list, int sig)
 {
     return prune(list, sig);
 }
 
-unsigned gs__proctab_alive(gs__proc_refs_t *list)
+unsigned gs__lease_procs_alive(gs__proc_refs_t *list)
 {
     return prune(list, 0);
 }
 
-void gs__proctab_clear(gs__proc_refs_t *list)
+void gs__lease_procs_clear(gs__proc_refs_t *list)
 {
     free(list->v);
     list->v = NULL;
@@ -323,7 +323,8 @@ static int adopt_one(void *arg, const char *path)
     return 0;
 }
 
-int gs__proctab_find_regions(uid_t owner, void (*found)(void *arg, gs_region_t *region), void *arg)
+int gs__lease_procs_find_regions(uid_t owner, void (*found)(void *arg, gs_region_t *region),
+                                 void *arg)
 {
     finder_t f = {.owner = owner, .found = found, .arg = arg};
     proc_table_t t = {0};

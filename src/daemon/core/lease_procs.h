@@ -19,13 +19,13 @@ typedef struct gs__proc_ref {
     uint64_t start; /* /proc/PID/stat start time */
 } gs__proc_ref_t;
 
-/* A growing list of processes (gs__proctab_clear frees it). */
+/* A growing list of processes (gs__lease_procs_clear frees it). */
 typedef struct gs__proc_refs {
     gs__proc_ref_t *v;
     unsigned n, cap;
 } gs__proc_refs_t;
 
-/* Whom gs__proctab_of_lease looks for. */
+/* Whom gs__lease_procs_find looks for. */
 typedef struct gs__lease_procs_query {
     const gs_region_t *region; /* its holders (open or mapped), whatever their user but root; NULL:
                                   none */
@@ -37,22 +37,23 @@ typedef struct gs__lease_procs_query {
 
 /* Adds to list the processes q names that are not in it yet, never the daemon itself nor
  * pid 1. Returns how many were added, or -errno. */
-int gs__proctab_of_lease(const gs__lease_procs_query_t *q, gs__proc_refs_t *list);
+int gs__lease_procs_find(const gs__lease_procs_query_t *q, gs__proc_refs_t *list);
 
 /* Sends sig to every process of list that is still the one listed, and drops the others from
  * the list. Returns how many remain. */
-unsigned gs__proctab_signal(gs__proc_refs_t *list, int sig);
+unsigned gs__lease_procs_signal(gs__proc_refs_t *list, int sig);
 
 /* Drops the processes of list that are gone. Returns how many remain. */
-unsigned gs__proctab_alive(gs__proc_refs_t *list);
+unsigned gs__lease_procs_alive(gs__proc_refs_t *list);
 
 /* Frees the list's memory. */
-void gs__proctab_clear(gs__proc_refs_t *list);
+void gs__lease_procs_clear(gs__proc_refs_t *list);
 
 /* Calls found(arg, region) once for every region of gpushared that a process of the node holds
  * open or mapped: a memfd named GS_REGION_MEMFD_NAME, owned by owner (the daemon's uid: no user
  * can make one), sealed, with a valid layout. found takes the handle (the daemon's, not a
  * member). Returns how many were found. */
-int gs__proctab_find_regions(uid_t owner, void (*found)(void *arg, gs_region_t *region), void *arg);
+int gs__lease_procs_find_regions(uid_t owner, void (*found)(void *arg, gs_region_t *region),
+                                 void *arg);
 
 #endif

@@ -206,7 +206,7 @@ int gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
             why, lease->rec.user, what, (double)(gs__wall_ms() - lease->rec.granted_at_ms) / 1e3);
     d->counters.ended++;
     d->need_schedule = 1;
-    gs__proctab_clear(&lease->victims);
+    gs__lease_procs_clear(&lease->victims);
     free(lease);
     return 0;
 }
@@ -216,7 +216,7 @@ int gs__lease_busy(gs__lease_t *lease)
     int mapped = lease->region != NULL ? gs_region_in_use(lease->region) : 0;
     if (mapped != 0)
         return 1; /* an error answering counts as in use: never free capacity on a doubt */
-    return lease->victims.n > 0 && gs__proctab_alive(&lease->victims) > 0;
+    return lease->victims.n > 0 && gs__lease_procs_alive(&lease->victims) > 0;
 }
 
 static void set_state(gs__daemon_t *d, gs__lease_t *lease, gs__lease_state_t state)
@@ -286,8 +286,8 @@ static void stop_processes(gs__daemon_t *d, gs__lease_t *lease, int force)
     int64_t now = gs__now_ms();
     lease->forced |= force;
     gs__lease_procs_query_t q = victims_of(lease, 0);
-    int found = gs__proctab_of_lease(&q, &lease->victims);
-    unsigned left = gs__proctab_signal(&lease->victims, SIGTERM);
+    int found = gs__lease_procs_find(&q, &lease->victims);
+    unsigned left = gs__lease_procs_signal(&lease->victims, SIGTERM);
     if (lease->kill_at_ms == 0 || force)
         lease->kill_at_ms = now + (int64_t)d->cfg.kill_grace_ms;
     lease->next_scan_ms = lease->kill_at_ms;
@@ -300,16 +300,16 @@ void gs__lease_stop_step(gs__daemon_t *d, gs__lease_t *lease, int64_t now)
 {
     (void)d;
     if (now < lease->kill_at_ms) {
-        gs__proctab_alive(&lease->victims);
+        gs__lease_procs_alive(&lease->victims);
         return;
     }
     if (now >= lease->next_scan_ms) {
         /* Once a second: processes started since (or missed) are stopped too. */
         gs__lease_procs_query_t q = victims_of(lease, 1);
-        gs__proctab_of_lease(&q, &lease->victims);
+        gs__lease_procs_find(&q, &lease->victims);
         lease->next_scan_ms = now + 1000;
     }
-    unsigned left = gs__proctab_signal(&lease->victims, SIGKILL);
+    unsigned left = gs__lease_procs_signal(&lease->victims, SIGKILL);
     if (left > 0)
         gs_debug("lease %llu: SIGKILL to %u processes", (unsigned long long)lease->rec.id, left);
 }
@@ -417,7 +417,7 @@ void gs__leases_free(gs__daemon_t *d)
         gs__lease_t *lease = d->leases;
         unlink_lease(d, lease);
         gs_region_close(lease->region);
-        gs__proctab_clear(&lease->victims);
+        gs__lease_procs_clear(&lease->victims);
         free(lease);
     }
 }

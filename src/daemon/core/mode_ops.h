@@ -67,7 +67,7 @@ typedef struct gs__mode_ops {
     int (*grant)(gs__daemon_t *d, gs__lease_t *lease, unsigned i, char *err, size_t errlen);
     /* Lease part i ended (or its grant is undone). */
     void (*end)(gs__daemon_t *d, gs__lease_t *lease, unsigned i);
-    /* Adjusts the environment of lease part i (the defaults are built by views.c). */
+    /* Adjusts the environment of lease part i (the defaults are built by serve/views.c). */
     void (*env)(const gs__daemon_t *d, const gs__lease_t *lease, unsigned i, json_t *env);
     /* Adds the mode's view of the GPU to its status object ("mig", "mps"), as cred may see it. */
     void (*describe)(const gs__daemon_t *d, unsigned g, const gs__cred_t *cred, json_t *view);

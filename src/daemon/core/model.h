@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The lease model: what a GPU can give, what a request takes from it, and the fit rules of its
- * memory and compute pool (the shared, exclusive and mps modes use it; mode.h decides which
- * requests a GPU serves and how).
+ * memory and compute pool (the shared, exclusive and mps modes use it; the mode seam, mode_ops.h,
+ * decides which requests a GPU serves and how).
  *
  * A GPU's leasable capacity is its memory minus what the driver reserves and the configured
  * reserve, and its compute (1000 thousandths). Memory held outside any lease (measured by the
@@ -41,7 +41,7 @@ typedef struct gs__gpu {
     uint64_t driver_reserved; /* what the driver keeps for itself (NVML's reserved memory) */
     uint64_t reserve;         /* the config's reserve, never leased */
     uint64_t outside;   /* held now beyond what leases account for: processes of no lease, leases
-                         * over their limits, memory NVML gives to no process (watchdog.c) */
+                         * over their limits, memory NVML gives to no process (gpu/watchdog.c) */
     gs_gpu_mode_t mode; /* never GS_GPU_MODE_ANY */
     const struct gs__mode_ops *ops; /* its mode's operations (mode_ops.h): gpu/ sets mode and
                                        ops together (gs__gpu_set_mode) */
@@ -50,10 +50,10 @@ typedef struct gs__gpu {
     uint32_t compute_leased; /* thousandths */
     unsigned slots_leased;
     unsigned n_leases;
-    void *mode_state; /* the mode's own state (MPS server, MIG instances): mode.h */
+    void *mode_state; /* the mode's own state (MPS server, MIG instances): gpu/ */
 } gs__gpu_t;
 
-/* What a GPU's mode decided for a part at admission, carried to the grant (mode.h). */
+/* What a GPU's mode decided for a part at admission, carried to the grant (mode_ops.h). */
 typedef struct gs__mode_plan {
     int32_t profile; /* mig: the profile's index in the GPU's catalog, -1 = none */
     int32_t reuse;   /* mig: the idle instance to take, -1 = create one */

@@ -25,7 +25,7 @@ int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, 
               gs__alloc_t *out);
 
 /* gs__place for a lease of user uid (a GPU's mode may serve one user at a time: mps). Every GPU
- * is asked through its mode (mode.h): a request goes only to GPUs whose mode serves it, and a
+ * is asked through its mode (mode_ops.h): a request goes only to GPUs whose mode serves it, and a
  * lease holds a GPU of a one-GPU mode (mps, mig) alone. */
 int gs__place_for(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, uint32_t uid,
                   gs__policy_t policy, gs__alloc_t *out);

@@ -7,7 +7,7 @@
 
 #include "gpushare/client.h"
 
-/* Why a request waits, as the last pass of the scheduler (sched.h) found it. */
+/* Why a request waits, as the last pass of the queue (queue_pass.h) found it. */
 typedef enum gs__wait_kind {
     GS__WAIT_NEW = 0, /* not looked at yet */
     GS__WAIT_NO_ROOM, /* no GPU it may use has room for it now */

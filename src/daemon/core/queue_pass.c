@@ -29,7 +29,7 @@ static uint32_t bit(unsigned i)
     return UINT32_C(1) << i;
 }
 
-int64_t gs__sched_priority(const gs__daemon_t *d, const gs__waiter_t *w, int64_t now_ms)
+int64_t gs__queue_priority(const gs__daemon_t *d, const gs__waiter_t *w, int64_t now_ms)
 {
     int64_t bonus = 0;
     if (d->cfg.queue_aging_ms > 0 && now_ms > w->queued_ms)
@@ -55,7 +55,7 @@ static ranked_t *rank(const gs__daemon_t *d, int64_t now_ms)
     size_t n = 0;
     for (gs__waiter_t *w = d->queue.head; w != NULL && n < d->queue.length; w = w->next) {
         order[n].w = w;
-        order[n].priority = gs__sched_priority(d, w, now_ms);
+        order[n].priority = gs__queue_priority(d, w, now_ms);
         n++;
     }
     qsort(order, n, sizeof(*order), by_rank);
@@ -167,7 +167,7 @@ static unsigned holders_among(const pass_t *p, unsigned n_gpus, uint32_t mask)
 /* Looks at one waiter (at position pos of the pass): grants it, or records why it waits and
  * holds GPUs for it. */
 static void serve(gs__daemon_t *d, pass_t *p, gs__waiter_t *w, unsigned pos,
-                  gs__sched_grant_fn grant)
+                  gs__queue_grant_fn grant)
 {
     uint32_t eligible = serving(d, w);
     gs__alloc_t alloc;
@@ -194,7 +194,7 @@ static void serve(gs__daemon_t *d, pass_t *p, gs__waiter_t *w, unsigned pos,
     p->held |= hold;
 }
 
-void gs__sched_pass(gs__daemon_t *d, int64_t now_ms, gs__sched_grant_fn grant)
+void gs__queue_pass(gs__daemon_t *d, int64_t now_ms, gs__queue_grant_fn grant)
 {
     ranked_t *order = rank(d, now_ms);
     size_t n = d->queue.length;
@@ -264,7 +264,7 @@ static void describe_gpu(const gs__daemon_t *d, const gs__waiter_t *w, unsigned 
                  free_compute / 10, part.compute / 10);
 }
 
-void gs__sched_describe(const gs__daemon_t *d, const gs__waiter_t *w, char *buf, size_t len)
+void gs__queue_describe(const gs__daemon_t *d, const gs__waiter_t *w, char *buf, size_t len)
 {
     const gs__wait_t *wait = &w->wait;
     char gpu[160] = "";

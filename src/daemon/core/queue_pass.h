@@ -18,17 +18,17 @@
 #include "daemon.h"
 
 /* Grants w the lease on alloc: takes w out of the queue, replies to its connection, frees w. */
-typedef void (*gs__sched_grant_fn)(gs__daemon_t *d, gs__waiter_t *w, const gs__alloc_t *alloc);
+typedef void (*gs__queue_grant_fn)(gs__daemon_t *d, gs__waiter_t *w, const gs__alloc_t *alloc);
 
 /* One pass at now_ms (CLOCK_MONOTONIC): grants what may start through grant and records in each
  * remaining waiter why it waits and its position (w->wait). */
-void gs__sched_pass(gs__daemon_t *d, int64_t now_ms, gs__sched_grant_fn grant);
+void gs__queue_pass(gs__daemon_t *d, int64_t now_ms, gs__queue_grant_fn grant);
 
 /* The effective priority of w at now_ms (its priority plus its aging). */
-int64_t gs__sched_priority(const gs__daemon_t *d, const gs__waiter_t *w, int64_t now_ms);
+int64_t gs__queue_priority(const gs__daemon_t *d, const gs__waiter_t *w, int64_t now_ms);
 
 /* Writes why w waits, for people (one line, from w->wait and the GPUs as they are now):
  * "GPU 0 (A100-40GB) has 10 GiB free of the 30 GiB it needs". */
-void gs__sched_describe(const gs__daemon_t *d, const gs__waiter_t *w, char *buf, size_t len);
+void gs__queue_describe(const gs__daemon_t *d, const gs__waiter_t *w, char *buf, size_t len);
 
 #endif

@@ -138,7 +138,7 @@ int gs__leases_restore(gs__daemon_t *d)
         return result;
     gs__gpus_restored(d);
     if (d->n_leases > 0) {
-        int found = gs__proctab_find_regions(d->self.uid, adopt_region, d);
+        int found = gs__lease_procs_find_regions(d->self.uid, adopt_region, d);
         gs_info("%d regions of %u leases found in their processes", found, d->n_leases);
     }
     for (gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next)

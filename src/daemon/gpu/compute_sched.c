@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The GPUs' compute schedulers: one scheduler region per GPU, made at start (see gpu_sched.h). */
+/* The GPUs' compute schedulers: one scheduler region per GPU, made at start (see compute_sched.h).
+ */
 #include "compute_sched.h"
 
 #include <errno.h>

@@ -130,14 +130,14 @@ void gs__proc_ancestors(pid_t pid, gs__proc_chain_t *chain)
 }
 
 /* Makes room for n entries. */
-static int reserve(gs__gpu_procs_t *procs, unsigned n)
+static int reserve(gs__nvml_procs_t *procs, unsigned n)
 {
     if (n <= procs->cap)
         return 0;
     unsigned cap = procs->cap > 0 ? procs->cap : LIST_START;
     while (cap < n)
         cap *= 2;
-    gs__gpu_proc_t *grown = realloc(procs->procs, cap * sizeof(*grown));
+    gs__nvml_proc_t *grown = realloc(procs->procs, cap * sizeof(*grown));
     if (grown == NULL)
         return GS_ENOMEM;
     procs->procs = grown;
@@ -146,7 +146,7 @@ static int reserve(gs__gpu_procs_t *procs, unsigned n)
 }
 
 /* Appends GPU g's processes (at most LIST_MAX of them). */
-static int collect_gpu(gs__inventory_t *inv, unsigned g, gs__gpu_procs_t *out)
+static int collect_gpu(gs__inventory_t *inv, unsigned g, gs__nvml_procs_t *out)
 {
     gs__gpu_process_t *found = malloc(LIST_MAX * sizeof(*found));
     unsigned count = LIST_MAX;
@@ -155,7 +155,7 @@ static int collect_gpu(gs__inventory_t *inv, unsigned g, gs__gpu_procs_t *out)
     if (result == 0)
         result = reserve(out, out->n + count);
     for (unsigned i = 0; result == 0 && i < count; i++) {
-        gs__gpu_proc_t *p = &out->procs[out->n++];
+        gs__nvml_proc_t *p = &out->procs[out->n++];
         memset(p, 0, sizeof(*p));
         p->gpu = g;
         p->pid = found[i].pid;
@@ -168,7 +168,7 @@ static int collect_gpu(gs__inventory_t *inv, unsigned g, gs__gpu_procs_t *out)
     return result == GS_ENOMEM ? result : 0;
 }
 
-int gs__gpu_procs_collect(gs__inventory_t *inv, unsigned n_gpus, gs__gpu_procs_t *out)
+int gs__nvml_procs_collect(gs__inventory_t *inv, unsigned n_gpus, gs__nvml_procs_t *out)
 {
     out->n = 0;
     memset(out->listed, 0, sizeof(out->listed));
@@ -181,7 +181,7 @@ int gs__gpu_procs_collect(gs__inventory_t *inv, unsigned n_gpus, gs__gpu_procs_t
     return 0;
 }
 
-void gs__gpu_procs_free(gs__gpu_procs_t *procs)
+void gs__nvml_procs_free(gs__nvml_procs_t *procs)
 {
     free(procs->procs);
     procs->procs = NULL;

@@ -27,29 +27,29 @@ typedef struct gs__proc_info {
 } gs__proc_info_t;
 
 /* One process on one GPU. */
-typedef struct gs__gpu_proc {
+typedef struct gs__nvml_proc {
     unsigned gpu; /* index into the daemon's GPUs (NVML index order) */
     pid_t pid;
     uint64_t used; /* NVML's usedGpuMemory on that GPU, bytes (0 when NVML does not say) */
     int alive;     /* /proc knows the process (info is valid) */
     gs__proc_info_t info;
-} gs__gpu_proc_t;
+} gs__nvml_proc_t;
 
 /* Every GPU's processes at one moment. */
-typedef struct gs__gpu_procs {
+typedef struct gs__nvml_procs {
     unsigned n, cap;
-    gs__gpu_proc_t *procs;           /* owned */
+    gs__nvml_proc_t *procs;          /* owned */
     uint64_t listed[GS_MAX_DEVICES]; /* per GPU: the sum of its processes' used */
     int complete[GS_MAX_DEVICES];    /* per GPU: NVML answered */
-} gs__gpu_procs_t;
+} gs__nvml_procs_t;
 
 /* Reads NVML's compute processes of GPUs 0..n_gpus-1 and /proc's facts about each into *out
- * (emptied first; reuse it between calls, gs__gpu_procs_free at the end). A GPU whose list NVML
+ * (emptied first; reuse it between calls, gs__nvml_procs_free at the end). A GPU whose list NVML
  * cannot give has complete 0 and no entries. Returns 0 or GS_ENOMEM. */
-int gs__gpu_procs_collect(gs__inventory_t *inv, unsigned n_gpus, gs__gpu_procs_t *out);
+int gs__nvml_procs_collect(gs__inventory_t *inv, unsigned n_gpus, gs__nvml_procs_t *out);
 
 /* Frees the entries (the struct itself is the caller's). */
-void gs__gpu_procs_free(gs__gpu_procs_t *procs);
+void gs__nvml_procs_free(gs__nvml_procs_t *procs);
 
 /* Reads pid's facts from /proc. Returns 0, or GS_ENOENT when it is gone (or a zombie). */
 int gs__proc_read(pid_t pid, gs__proc_info_t *info);

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 /* The owner and command name of pid from /proc. */
-static void identify(gs__proc_t *proc)
+static void identify(gs__proc_row_t *proc)
 {
     char path[64];
     struct stat st;
@@ -34,14 +34,14 @@ static void identify(gs__proc_t *proc)
     fclose(f);
 }
 
-static int grow(gs__procs_t *procs, unsigned need)
+static int grow(gs__proc_rows_t *procs, unsigned need)
 {
     if (need <= procs->cap)
         return 0;
     unsigned cap = procs->cap ? procs->cap * 2 : 64;
     while (cap < need)
         cap *= 2;
-    gs__proc_t *items = realloc(procs->items, cap * sizeof(*items));
+    gs__proc_row_t *items = realloc(procs->items, cap * sizeof(*items));
     if (items == NULL)
         return GS_ENOMEM;
     procs->items = items;
@@ -49,7 +49,7 @@ static int grow(gs__procs_t *procs, unsigned need)
     return 0;
 }
 
-int gs__procs_collect(gs__daemon_t *d, gs__procs_t *procs)
+int gs__proc_view_collect(gs__daemon_t *d, gs__proc_rows_t *procs)
 {
     gs__gpu_process_t found[256];
     procs->n = 0;
@@ -60,7 +60,7 @@ int gs__procs_collect(gs__daemon_t *d, gs__procs_t *procs)
         if (grow(procs, procs->n + count) != 0)
             return GS_ENOMEM;
         for (unsigned k = 0; k < count; k++) {
-            gs__proc_t *proc = &procs->items[procs->n++];
+            gs__proc_row_t *proc = &procs->items[procs->n++];
             memset(proc, 0, sizeof(*proc));
             proc->gpu = g;
             proc->pid = found[k].pid;
@@ -72,7 +72,7 @@ int gs__procs_collect(gs__daemon_t *d, gs__procs_t *procs)
     return 0;
 }
 
-void gs__procs_free(gs__procs_t *procs)
+void gs__proc_view_free(gs__proc_rows_t *procs)
 {
     free(procs->items);
     procs->items = NULL;

@@ -20,7 +20,7 @@
 #define LOG_PROCS_MAX    4   /* processes named in one log line */
 #define MPS_SERVER       "nvidia-cuda-mps-server"
 
-/* What the scan decided about one process of gpuprocs. */
+/* What the scan decided about one process of nvml_procs. */
 typedef struct verdict {
     uint64_t lease;     /* its lease's id, 0 = none */
     int part;           /* the lease's part on the process's GPU, -1 = unmanaged there */
@@ -44,7 +44,7 @@ typedef struct seen {
 
 struct gs__watchdog {
     int64_t next_ms;
-    gs__gpu_procs_t procs;
+    gs__nvml_procs_t procs;
     verdict_t *verdicts; /* one per entry of procs */
     unsigned verdicts_cap;
     lease_real_t *leases;
@@ -65,7 +65,7 @@ void gs__watchdog_stop(gs__daemon_t *d)
     gs__watchdog_t *w = d->watchdog;
     if (w == NULL)
         return;
-    gs__gpu_procs_free(&w->procs);
+    gs__nvml_procs_free(&w->procs);
     free(w->verdicts);
     free(w->leases);
     free(w->seen);
@@ -99,7 +99,7 @@ static const gs_region_process_t *record_of(const gs_region_process_t *recs, int
 /* The bytes lease's region says process p was charged on lease part `part`; *listed says
  * whether the region lists it at all. The region is its user's to write: only ever trusted to
  * claim that user's own processes, and to order them. */
-static uint64_t region_charge(const gs__lease_t *lease, const gs__gpu_proc_t *p, int part,
+static uint64_t region_charge(const gs__lease_t *lease, const gs__nvml_proc_t *p, int part,
                               int *listed)
 {
     static gs_region_process_t recs[REGION_PROCS_MAX];
@@ -114,7 +114,7 @@ static uint64_t region_charge(const gs__lease_t *lease, const gs__gpu_proc_t *p,
 
 /* The lease p belongs to: the lease whose holder is p's nearest ancestor (p itself included),
  * else a lease of p's user whose region lists p. */
-static const gs__lease_t *owner_of(const gs__daemon_t *d, const gs__gpu_proc_t *p)
+static const gs__lease_t *owner_of(const gs__daemon_t *d, const gs__nvml_proc_t *p)
 {
     if (!p->alive)
         return NULL;
@@ -138,7 +138,7 @@ static const gs__lease_t *owner_of(const gs__daemon_t *d, const gs__gpu_proc_t *
 
 uint64_t gs__watchdog_lease_of(const gs__daemon_t *d, pid_t pid)
 {
-    gs__gpu_proc_t p = {.pid = pid};
+    gs__nvml_proc_t p = {.pid = pid};
     p.alive = gs__proc_read(pid, &p.info) == 0;
     const gs__lease_t *lease = owner_of(d, &p);
     return lease != NULL ? lease->rec.id : 0;
@@ -156,7 +156,7 @@ static int part_on(const gs__lease_t *lease, unsigned gpu)
 static void attribute(const gs__daemon_t *d, gs__watchdog_t *w)
 {
     for (unsigned i = 0; i < w->procs.n; i++) {
-        const gs__gpu_proc_t *p = &w->procs.procs[i];
+        const gs__nvml_proc_t *p = &w->procs.procs[i];
         const gs__lease_t *lease = owner_of(d, p);
         verdict_t *v = &w->verdicts[i];
         v->lease = lease != NULL ? lease->rec.id : 0;
@@ -242,7 +242,7 @@ static void update_outside(gs__daemon_t *d, const gs__watchdog_t *w)
 
 /* ---- the log ---- */
 
-static int was_seen(const gs__watchdog_t *w, const gs__gpu_proc_t *p)
+static int was_seen(const gs__watchdog_t *w, const gs__nvml_proc_t *p)
 {
     for (unsigned i = 0; i < w->n_seen; i++) {
         if (w->seen[i].pid == p->pid && w->seen[i].start == p->info.start &&
@@ -252,7 +252,7 @@ static int was_seen(const gs__watchdog_t *w, const gs__gpu_proc_t *p)
     return 0;
 }
 
-static void log_unmanaged(const gs__daemon_t *d, const gs__gpu_proc_t *p, uint64_t lease)
+static void log_unmanaged(const gs__daemon_t *d, const gs__nvml_proc_t *p, uint64_t lease)
 {
     char size[32], of_lease[96] = "";
     gs_qty_format_human(p->used, size, sizeof(size));
@@ -269,7 +269,7 @@ static void report_unmanaged(const gs__daemon_t *d, gs__watchdog_t *w)
     seen_t *now = calloc(w->procs.n + 1, sizeof(*now));
     unsigned n = 0;
     for (unsigned i = 0; now != NULL && i < w->procs.n; i++) {
-        const gs__gpu_proc_t *p = &w->procs.procs[i];
+        const gs__nvml_proc_t *p = &w->procs.procs[i];
         if (w->verdicts[i].part >= 0 || !p->alive)
             continue;
         if (!was_seen(w, p))
@@ -292,7 +292,7 @@ static void list_processes(const gs__watchdog_t *w, uint64_t id, int k, char *ou
     for (unsigned i = 0; i < w->procs.n && off < len; i++) {
         if (w->verdicts[i].lease != id || w->verdicts[i].part != k)
             continue;
-        const gs__gpu_proc_t *p = &w->procs.procs[i];
+        const gs__nvml_proc_t *p = &w->procs.procs[i];
         char size[32];
         gs_qty_format_human(p->used, size, sizeof(size));
         int m =
@@ -353,7 +353,7 @@ static int kill_exactly(pid_t pid, uint64_t start)
 
 /* Reported but never killed: root's processes of no lease (the node's own: DCGM, diagnostics) and
  * NVIDIA's MPS server (a root-owned executable of that name, which no user can make). */
-static int never_killed(const gs__gpu_proc_t *p, int unmanaged)
+static int never_killed(const gs__nvml_proc_t *p, int unmanaged)
 {
     char path[64], exe[4096];
     if (unmanaged && p->info.uid == 0)
@@ -369,7 +369,7 @@ static int never_killed(const gs__gpu_proc_t *p, int unmanaged)
            st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
-static void kill_one(gs__watchdog_t *w, const gs__gpu_proc_t *p, int unmanaged, const char *why)
+static void kill_one(gs__watchdog_t *w, const gs__nvml_proc_t *p, int unmanaged, const char *why)
 {
     if (never_killed(p, unmanaged))
         return;
@@ -387,7 +387,7 @@ static void kill_one(gs__watchdog_t *w, const gs__gpu_proc_t *p, int unmanaged, 
 static void kill_unmanaged(const gs__daemon_t *d, gs__watchdog_t *w)
 {
     for (unsigned i = 0; i < w->procs.n; i++) {
-        const gs__gpu_proc_t *p = &w->procs.procs[i];
+        const gs__nvml_proc_t *p = &w->procs.procs[i];
         if (w->verdicts[i].part >= 0 || !p->alive)
             continue;
         char why[128], size[32];
@@ -467,7 +467,7 @@ static int ensure_verdicts(gs__watchdog_t *w)
 void gs__watchdog_scan(gs__daemon_t *d)
 {
     gs__watchdog_t *w = d->watchdog;
-    if (w == NULL || gs__gpu_procs_collect(d->inv, d->n_gpus, &w->procs) != 0 ||
+    if (w == NULL || gs__nvml_procs_collect(d->inv, d->n_gpus, &w->procs) != 0 ||
         ensure_verdicts(w) != 0)
         return;
     attribute(d, w);
@@ -502,7 +502,7 @@ json_t *gs__watchdog_unmanaged_view(const gs__daemon_t *d, unsigned g, uid_t vie
     *others_n = 0;
     *others_bytes = 0;
     for (unsigned i = 0; w != NULL && i < w->procs.n; i++) {
-        const gs__gpu_proc_t *p = &w->procs.procs[i];
+        const gs__nvml_proc_t *p = &w->procs.procs[i];
         if (p->gpu != g || w->verdicts[i].part >= 0)
             continue;
         if (viewer != 0 && (!p->alive || p->info.uid != viewer)) {

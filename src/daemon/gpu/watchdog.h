@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The watchdog: what really runs on the GPUs, held against the leases.
  *
- * Every watch_interval (default 1 s) it reads NVML's per-process memory on each GPU (gpuprocs.h)
+ * Every watch_interval (default 1 s) it reads NVML's per-process memory on each GPU (nvml_procs.h)
  * and gives each process to a lease:
  *   - a descendant of the lease's holder (the gpushare run or slurmstepd process that asked for
  *     it: pid and start time, from SO_PEERCRED) by the parent links in /proc. gpushare run is a

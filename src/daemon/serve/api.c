@@ -133,7 +133,7 @@ static void refuse_no_fit(gs__daemon_t *d, gs__conn_t *conn, gs__waiter_t *w)
 {
     char why[512], reason[384];
     d->counters.rejected_no_fit++;
-    gs__sched_describe(d, w, reason, sizeof(reason));
+    gs__queue_describe(d, w, reason, sizeof(reason));
     snprintf(why, sizeof(why), "no room for this lease now: %s (%u lease%s, %u waiting)", reason,
              d->n_leases, d->n_leases == 1 ? "" : "s", d->queue.length);
     gs__conn_send(conn, gs__api_error("acquire", "no_fit", why));
@@ -143,7 +143,7 @@ static void refuse_no_fit(gs__daemon_t *d, gs__conn_t *conn, gs__waiter_t *w)
 static void reply_queued(gs__daemon_t *d, gs__conn_t *conn, const gs__waiter_t *w)
 {
     char reason[384];
-    gs__sched_describe(d, w, reason, sizeof(reason));
+    gs__queue_describe(d, w, reason, sizeof(reason));
     d->counters.queued++;
     json_t *reply = ok_reply("acquire");
     json_object_set_new(reply, "state", json_string("queued"));
@@ -176,7 +176,7 @@ static void admit(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
     w->queued_ms = now;
     w->deadline_ms = req->timeout_ms != 0 ? now + req->timeout_ms : 0;
     enqueue(d, w);
-    gs__sched_pass(d, now, grant_waiter);
+    gs__queue_pass(d, now, grant_waiter);
     if (find_waiter(d, conn) == NULL)
         return; /* granted */
     if (req->wait) {
@@ -495,7 +495,7 @@ void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn)
 void gs__api_schedule(gs__daemon_t *d)
 {
     if (d->queue.head != NULL)
-        gs__sched_pass(d, gs__now_ms(), grant_waiter);
+        gs__queue_pass(d, gs__now_ms(), grant_waiter);
 }
 
 void gs__api_expire(gs__daemon_t *d, int64_t now_ms)
@@ -504,7 +504,7 @@ void gs__api_expire(gs__daemon_t *d, int64_t now_ms)
     while ((w = gs__queue_first_deadline(&d->queue)) != NULL && now_ms >= w->deadline_ms) {
         d->need_schedule = 1; /* what it held may now go to others */
         char msg[512], reason[384];
-        gs__sched_describe(d, w, reason, sizeof(reason));
+        gs__queue_describe(d, w, reason, sizeof(reason));
         unqueue(d, w);
         d->counters.timeouts++;
         snprintf(msg, sizeof(msg), "no room within %.1f s (--timeout): gave up (%s)",

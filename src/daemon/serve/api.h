@@ -22,7 +22,7 @@ void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn);
 /* Nonzero when conn holds a lease or a queued request (it is then never idle). */
 int gs__api_conn_busy(const gs__daemon_t *d, const gs__conn_t *conn);
 
-/* Serves the queue (scheduler.h): grants what may start, records why the others wait. */
+/* Serves the queue (core/queue_pass.h): grants what may start, records why the others wait. */
 void gs__api_schedule(gs__daemon_t *d);
 
 /* Ends the wait of queued requests whose timeout passed (a "timeout" error each). */

@@ -183,7 +183,7 @@ static int visible(const gs__cred_t *cred, uid_t uid)
 }
 
 /* One process of the per-process view. */
-static json_t *proc_view(const gs__proc_t *proc, const char *user)
+static json_t *proc_view(const gs__proc_row_t *proc, const char *user)
 {
     json_t *obj =
         json_pack("{s:I, s:s, s:I, s:I, s:s}", "pid", (json_int_t)proc->pid, "user", user, "uid",
@@ -198,13 +198,13 @@ static json_t *proc_view(const gs__proc_t *proc, const char *user)
 
 /* Adds GPU g's processes to its view: cred's own in detail (root: all), others counted. */
 static void add_processes(const gs__daemon_t *d, unsigned g, const gs__cred_t *cred,
-                          const gs__procs_t *procs, json_t *gpu, json_t *others)
+                          const gs__proc_rows_t *procs, json_t *gpu, json_t *others)
 {
     json_t *list = json_array();
     unsigned hidden = 0;
     uint64_t hidden_memory = 0;
     for (unsigned i = 0; i < procs->n; i++) {
-        const gs__proc_t *proc = &procs->items[i];
+        const gs__proc_row_t *proc = &procs->items[i];
         if (proc->gpu != g)
             continue;
         const gs__lease_t *lease =
@@ -225,7 +225,7 @@ static void add_processes(const gs__daemon_t *d, unsigned g, const gs__cred_t *c
 }
 
 static json_t *gpu_view(const gs__daemon_t *d, unsigned g, const gs__cred_t *cred,
-                        const gs__procs_t *procs)
+                        const gs__proc_rows_t *procs)
 {
     const gs__gpu_t *gpu = &d->gpus[g];
     json_t *leases = json_array();
@@ -307,11 +307,11 @@ static json_t *pending_view(const gs__daemon_t *d, const gs__waiter_t *w, int64_
     const char *user = NULL;
     uid_t uid = waiter_user(w, &user);
     char reason[384];
-    gs__sched_describe(d, w, reason, sizeof(reason));
+    gs__queue_describe(d, w, reason, sizeof(reason));
     return json_pack("{s:I, s:s, s:I, s:s, s:s, s:i, s:I, s:o, s:I, s:s}", "position",
                      (json_int_t)w->wait.position, "user", user, "uid", (json_int_t)uid, "name",
                      w->req.name, "command", w->req.command, "priority", (int)w->req.priority,
-                     "effective_priority", (json_int_t)gs__sched_priority(d, w, now), "request",
+                     "effective_priority", (json_int_t)gs__queue_priority(d, w, now), "request",
                      request_view(&w->req), "waiting_ms", (json_int_t)(now - w->queued_ms),
                      "reason", reason);
 }
@@ -347,13 +347,13 @@ json_t *gs__view_pending(const gs__daemon_t *d, const gs__cred_t *cred)
 
 json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, int processes)
 {
-    gs__procs_t procs = {0};
-    if (processes && gs__procs_collect((gs__daemon_t *)d, &procs) != 0)
+    gs__proc_rows_t procs = {0};
+    if (processes && gs__proc_view_collect((gs__daemon_t *)d, &procs) != 0)
         gs_warn("status: out of memory listing the GPUs' processes");
     json_t *gpus = json_array();
     for (unsigned g = 0; g < d->n_gpus; g++)
         json_array_append_new(gpus, gpu_view(d, g, cred, processes ? &procs : NULL));
-    gs__procs_free(&procs);
+    gs__proc_view_free(&procs);
     json_t *node = json_pack(
         "{s:s, s:s, s:b, s:s, s:s, s:s, s:I, s:I, s:I}", "hostname", d->hostname, "daemon",
         "gpushared " GS_VERSION, "simulated", gs__inventory_simulated(d->inv), "driver",

@@ -18,7 +18,7 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease);
 
 /* The node's GPUs with their leases as cred may see them: its own leases (root: all) in
  * detail, the others only as a count and a sum; with processes, each GPU's processes the same
- * way (procs.h); the queue, with cred's waiting requests (root: all). New reference. */
+ * way (gpu/proc_view.h); the queue, with cred's waiting requests (root: all). New reference. */
 json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, int processes);
 
 /* cred's waiting requests (root: all) in queue order: position, user, name, command, request,

@@ -91,7 +91,7 @@ static gs__waiter_t *queue(const char *name, uint64_t memory, const char *type, 
 static const char *why(const gs__waiter_t *w)
 {
     static char buf[256];
-    gs__sched_describe(d, w, buf, sizeof(buf));
+    gs__queue_describe(d, w, buf, sizeof(buf));
     return buf;
 }
 
@@ -104,7 +104,7 @@ static void test_backfill(void **state)
     gs__part_t busy = {.gpu = 0, .memory = 30 * GIB};
     gs__gpu_take(a100, &busy);
     gs__waiter_t *whole = queue("Whole", 0, "A100-40GB", 0, 0);
-    gs__sched_pass(d, 0, grant);
+    gs__queue_pass(d, 0, grant);
     assert_string_equal(granted, "");
     assert_int_equal(whole->wait.kind, GS__WAIT_NO_ROOM);
     assert_int_equal(whole->wait.position, 1);
@@ -113,7 +113,7 @@ static void test_backfill(void **state)
 
     queue("small", GIB, NULL, 0, 1);
     gs__waiter_t *five = queue("five", 5 * GIB, "A100", 0, 2);
-    gs__sched_pass(d, 10, grant);
+    gs__queue_pass(d, 10, grant);
     assert_string_equal(granted, "s"); /* on the T4: the A100 is held */
     assert_int_equal(d->gpus[1].mem_leased, GIB);
     assert_int_equal(a100->mem_leased, 30 * GIB);
@@ -122,7 +122,7 @@ static void test_backfill(void **state)
     assert_string_equal(why(five), "it fits now only on GPUs held for 1 request ahead of it");
 
     gs__gpu_give(a100, &busy);
-    gs__sched_pass(d, 20, grant);
+    gs__queue_pass(d, 20, grant);
     assert_string_equal(granted, "sW"); /* the whole A100; five still waits behind it */
     assert_int_equal(a100->mem_leased, 40 * GIB);
     assert_int_equal(five->wait.kind, GS__WAIT_NO_ROOM);
@@ -140,7 +140,7 @@ static void test_holds_the_closest_gpu(void **state)
     gs__gpu_take(&d->gpus[1], &t);
     gs__waiter_t *big = queue("big", 8 * GIB, NULL, 0, 0); /* T4 lacks 2 GiB, the A100 3 */
     queue("tiny", GIB, NULL, 0, 1);
-    gs__sched_pass(d, 5, grant);
+    gs__queue_pass(d, 5, grant);
     assert_string_equal(granted, "t");
     assert_int_equal(big->wait.held, 2);               /* the T4 */
     assert_int_equal(d->gpus[0].mem_leased, 36 * GIB); /* tiny went to the A100 */
@@ -158,19 +158,19 @@ static void test_aging(void **state)
     gs__waiter_t *low = queue("low", GIB, NULL, -3, 0);
     gs__waiter_t *high = queue("high", GIB, NULL, 0, 4000);
     d->cfg.queue_aging_ms = 0;
-    assert_int_equal(gs__sched_priority(d, low, 4000), -3);
-    gs__sched_pass(d, 4000, grant);
+    assert_int_equal(gs__queue_priority(d, low, 4000), -3);
+    gs__queue_pass(d, 4000, grant);
     assert_int_equal(high->wait.position, 1);
     assert_int_equal(low->wait.position, 2);
     d->cfg.queue_aging_ms = 1000;
-    assert_int_equal(gs__sched_priority(d, low, 4000), 1);
-    assert_int_equal(gs__sched_priority(d, high, 4000), 0);
-    assert_int_equal(gs__sched_priority(d, high, 6500), 2);
-    gs__sched_pass(d, 4000, grant);
+    assert_int_equal(gs__queue_priority(d, low, 4000), 1);
+    assert_int_equal(gs__queue_priority(d, high, 4000), 0);
+    assert_int_equal(gs__queue_priority(d, high, 6500), 2);
+    gs__queue_pass(d, 4000, grant);
     assert_int_equal(low->wait.position, 1);
     assert_int_equal(high->wait.position, 2);
     gs__gpu_give(&d->gpus[1], &t4);
-    gs__sched_pass(d, 4000, grant);
+    gs__queue_pass(d, 4000, grant);
     assert_string_equal(granted, "lh");
 }
 
