@@ -13,6 +13,7 @@
 
 #include "gpushare/gpu_mode.h"
 #include "gpushare/quantity.h"
+#include "gpushare/wire_error.h"
 
 /* The protocol version spoken by this build (the "version" of hello). */
 #define GS_PROTO_VERSION 1
@@ -215,5 +216,9 @@ int gs_client_call(gs_client_t *client, const json_t *msg, int timeout_ms, json_
 /* For a reply with "ok": false, returns its error code string ("no_fit") and sets *message to
  * its message (both owned by reply); returns NULL for a successful reply. */
 const char *gs_reply_error(const json_t *reply, const char **message);
+
+/* The error code of a reply as the table knows it: GS_WIRE_OK for a successful reply,
+ * GS_WIRE_UNKNOWN for a code the table does not have. */
+gs_wire_error_t gs_reply_wire_error(const json_t *reply);
 
 #endif

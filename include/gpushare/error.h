@@ -32,6 +32,7 @@ enum gs_error {
     GS_EVERSION = -10002, /* a file or message has an incompatible version */
     GS_ELIMIT = -10003,   /* the request exceeds a configured limit */
     GS_ENOFIT = -10004,   /* nothing can satisfy the request now */
+    GS_EGPU = -10005,     /* a GPU (its driver, MIG or MPS control) failed to do what was asked */
 };
 
 /* Returns a static, human-readable description of code (0, a gs_error or any -errno).

@@ -135,10 +135,7 @@ int gs__cli_connect(const gs__cli_t *cli, gs_client_t **out)
 
 int gs__cli_exit_for(const char *code)
 {
-    if (strcmp(code, "no_fit") == 0 || strcmp(code, "timeout") == 0 ||
-        strcmp(code, "unavailable") == 0)
-        return GS_EXIT_TEMPFAIL;
-    return GS_EXIT_FAIL;
+    return gs_wire_error_exit(gs_wire_error_parse(code));
 }
 
 int gs__cli_reply_error(const gs__cli_t *cli, const json_t *reply)

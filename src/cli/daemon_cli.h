@@ -53,15 +53,16 @@ int gs__cli_connect(const gs__cli_t *cli, gs_client_t **out);
 
 /* Sends req (stolen) and waits for its reply. Returns GS_EXIT_OK with *reply (the caller
  * json_decref's it), or prints the error ("gpushare: MESSAGE", or JSON) and returns the exit
- * status for it: GS_EXIT_TEMPFAIL for no_fit, timeout and
- * unavailable, GS_EXIT_FAIL otherwise. */
+ * status for it (gs__cli_exit_for). */
 int gs__cli_call(const gs__cli_t *cli, gs_client_t *client, json_t *req, json_t **reply);
 
 /* Prints the error of a reply with "ok": false (as gs__cli_call does) and returns its exit
  * status. */
 int gs__cli_reply_error(const gs__cli_t *cli, const json_t *reply);
 
-/* The exit status for an error code of the protocol. */
+/* The exit status for an error code of the protocol: its table's (gpushare/wire_errors.def:
+ * GS_EXIT_TEMPFAIL for no_fit, timeout and unavailable), GS_EXIT_FAIL for codes it does not
+ * have. */
 int gs__cli_exit_for(const char *code);
 
 /* Marks result, the object a command prints with --json, as failed: sets "ok": false and

@@ -197,3 +197,9 @@ const char *gs_reply_error(const json_t *reply, const char **message)
         *message = text != NULL ? text : "the daemon gave no reason";
     return code != NULL ? code : "unknown";
 }
+
+gs_wire_error_t gs_reply_wire_error(const json_t *reply)
+{
+    const char *code = gs_reply_error(reply, NULL);
+    return code == NULL ? GS_WIRE_OK : gs_wire_error_parse(code);
+}

@@ -17,6 +17,8 @@ const char *gs_strerror(int code)
         return "limit exceeded";
     case GS_ENOFIT:
         return "no resources fit the request";
+    case GS_EGPU:
+        return "the GPU failed";
     default:
         break;
     }

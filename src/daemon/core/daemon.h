@@ -131,7 +131,7 @@ void gs__daemon_close(gs__daemon_t *d);
 
 /* Grants a lease for req on alloc to cred, held by conn: sets it up on its GPUs (their modes:
  * a MIG instance, ...), gives it a region, writes its ledger row (committed before this
- * returns) and takes the capacity. Returns 0 and *out, GS_EAGAIN when a GPU's mode could not set
+ * returns) and takes the capacity. Returns 0 and *out, GS_EGPU when a GPU's mode could not set
  * it up, or -errno, with one line in err; nothing is granted (and nothing left behind) when the
  * row cannot be written. */
 int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cred,

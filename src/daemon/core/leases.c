@@ -121,7 +121,7 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
     /* The GPUs' modes first (a MIG instance, ...): what they set up goes into the record. */
     if (gs__lease_modes_grant(d, lease, err, errlen) != 0) {
         free(lease);
-        return GS_EAGAIN;
+        return GS_EGPU;
     }
     for (unsigned i = 0; i < lease->alloc.n; i++)
         memcpy(lease->rec.parts[i].instance, lease->alloc.part[i].instance,

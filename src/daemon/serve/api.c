@@ -35,10 +35,10 @@ void gs__api_attach(gs__daemon_t *d)
     d->events.stop_job = stop_job;
 }
 
-json_t *gs__api_error(const char *op, const char *code, const char *message)
+json_t *gs__api_error(const char *op, gs_wire_error_t code, const char *message)
 {
-    json_t *reply =
-        json_pack("{s:b, s:{s:s, s:s}}", "ok", 0, "error", "code", code, "message", message);
+    json_t *reply = json_pack("{s:b, s:{s:s, s:s}}", "ok", 0, "error", "code",
+                              gs_wire_error_name(code), "message", message);
     if (reply != NULL && op != NULL)
         json_object_set_new(reply, "op", json_string(op));
     return reply;
@@ -101,8 +101,9 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
     int result = gs__lease_grant(d, conn, cred, req, alloc, &lease, err, sizeof(err));
     if (result != 0) {
         gs_error("cannot grant a lease to user %s: %s", cred->user, err);
-        gs__conn_send(
-            conn, gs__api_error("acquire", result == GS_EAGAIN ? "gpu_failed" : "internal", err));
+        gs__conn_send(conn, gs__api_error("acquire",
+                                          result == GS_EGPU ? GS_WIRE_GPU_FAILED : GS_WIRE_INTERNAL,
+                                          err));
         return;
     }
     json_t *reply = ok_reply("acquire");
@@ -136,7 +137,7 @@ static void refuse_no_fit(gs__daemon_t *d, gs__conn_t *conn, gs__waiter_t *w)
     gs__queue_describe(d, w, reason, sizeof(reason));
     snprintf(why, sizeof(why), "no room for this lease now: %s (%u lease%s, %u waiting)", reason,
              d->n_leases, d->n_leases == 1 ? "" : "s", d->queue.length);
-    gs__conn_send(conn, gs__api_error("acquire", "no_fit", why));
+    gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_NO_FIT, why));
 }
 
 /* Tells the caller its request waits: where in the queue and why. */
@@ -164,7 +165,7 @@ static void admit(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
 {
     gs__waiter_t *w = calloc(1, sizeof(*w));
     if (w == NULL) {
-        gs__conn_send(conn, gs__api_error("acquire", "internal", "out of memory"));
+        gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_INTERNAL, "out of memory"));
         return;
     }
     int64_t now = gs__now_ms();
@@ -244,20 +245,20 @@ static int authorise(gs__conn_t *conn, gs_lease_request_t *req)
     const gs__cred_t *cred = gs__conn_cred(conn);
     char why[256];
     if (req->priority > 0 && cred->uid != 0) {
-        gs__conn_send(conn, gs__api_error("acquire", "permission_denied",
+        gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_PERMISSION_DENIED,
                                           "only root may ask for a priority above 0"));
         return -1;
     }
     if (req->owner.set && cred->uid != 0) {
         gs_warn("user %s (pid %d) asked for a lease on behalf of another user: refused", cred->user,
                 (int)cred->pid);
-        gs__conn_send(conn, gs__api_error("acquire", "permission_denied",
+        gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_PERMISSION_DENIED,
                                           "only root may ask for a lease on behalf of another "
                                           "user (\"uid\", \"gid\", \"user\")"));
         return -1;
     }
     if (req->owner.set && resolve_owner(&req->owner, why, sizeof(why)) != 0) {
-        gs__conn_send(conn, gs__api_error("acquire", "bad_request", why));
+        gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_BAD_REQUEST, why));
         return -1;
     }
     return 0;
@@ -272,14 +273,14 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
     lease_cred(conn, req, &owner);
     const gs__cred_t *cred = &owner;
     if (find_waiter(d, conn) != NULL) {
-        gs__conn_send(conn, gs__api_error("acquire", "bad_request",
+        gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_BAD_REQUEST,
                                           "this connection already waits for a lease"));
         return;
     }
     if (cred->uid != 0 && leases_of(d, cred->uid) >= GS__LEASES_PER_USER) {
         snprintf(why, sizeof(why), "user %s already holds %d leases, the most one user may hold",
                  cred->user, GS__LEASES_PER_USER);
-        gs__conn_send(conn, gs__api_error("acquire", "too_many", why));
+        gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_TOO_MANY, why));
         return;
     }
     const gs__user_t *caller = gs__conn_user(conn);
@@ -289,7 +290,7 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
                  "user %s already has %u requests waiting, the most one user may have "
                  "(max_queued_per_user)",
                  gs__conn_cred(conn)->user, caller->queued);
-        gs__conn_send(conn, gs__api_error("acquire", "too_many", why));
+        gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_TOO_MANY, why));
         return;
     }
     int possible = gs__place_possible(d->gpus, d->n_gpus, req, why, sizeof(why));
@@ -298,7 +299,8 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
         gs_info("user %s (pid %d): refused: %s", cred->user, (int)cred->pid, why);
         gs__conn_send(
             conn,
-            gs__api_error("acquire", possible == GS_EAGAIN ? "unavailable" : "never_fits", why));
+            gs__api_error("acquire",
+                          possible == GS_EAGAIN ? GS_WIRE_UNAVAILABLE : GS_WIRE_NEVER_FITS, why));
         return;
     }
     admit(d, conn, req);
@@ -314,14 +316,14 @@ static gs__lease_t *lease_for(gs__daemon_t *d, gs__conn_t *conn, const char *op,
     char msg[128];
     if (lease == NULL) {
         snprintf(msg, sizeof(msg), "no lease %llu", (unsigned long long)id);
-        gs__conn_send(conn, gs__api_error(op, "not_found", msg));
+        gs__conn_send(conn, gs__api_error(op, GS_WIRE_NOT_FOUND, msg));
         return NULL;
     }
     if (cred->uid != 0 && cred->uid != lease->rec.uid) {
         snprintf(msg, sizeof(msg), "lease %llu belongs to another user", (unsigned long long)id);
         gs_warn("user %s (pid %d) tried to %s lease %llu of user %s", cred->user, (int)cred->pid,
                 op, (unsigned long long)id, lease->rec.user);
-        gs__conn_send(conn, gs__api_error(op, "permission_denied", msg));
+        gs__conn_send(conn, gs__api_error(op, GS_WIRE_PERMISSION_DENIED, msg));
         return NULL;
     }
     return lease;
@@ -331,7 +333,7 @@ static void handle_release(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t
 {
     const gs__cred_t *cred = gs__conn_cred(conn);
     if (req->force && cred->uid != 0) {
-        gs__conn_send(conn, gs__api_error("release", "permission_denied",
+        gs__conn_send(conn, gs__api_error("release", GS_WIRE_PERMISSION_DENIED,
                                           "only root may release a lease by force"));
         return;
     }
@@ -367,7 +369,7 @@ static void handle_join(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
         lease->region == NULL) {
         snprintf(msg, sizeof(msg), "lease %llu %s: no process may join it", (unsigned long long)id,
                  lease->region == NULL ? "has no region" : "is ending");
-        gs__conn_send(conn, gs__api_error("join", "ended", msg));
+        gs__conn_send(conn, gs__api_error("join", GS_WIRE_ENDED, msg));
         return;
     }
     json_t *reply = ok_reply("join");
@@ -376,7 +378,7 @@ static void handle_join(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
     if (result != 0) {
         snprintf(msg, sizeof(msg), "cannot pass the region of lease %llu: %s",
                  (unsigned long long)id, gs_strerror(result));
-        gs__conn_send(conn, gs__api_error("join", "internal", msg));
+        gs__conn_send(conn, gs__api_error("join", GS_WIRE_INTERNAL, msg));
     }
 }
 
@@ -412,7 +414,7 @@ static void handle_history(gs__daemon_t *d, gs__conn_t *conn, const gs_history_q
 {
     const gs__cred_t *cred = gs__conn_cred(conn);
     if (cred->uid != 0 && q->user[0] != '\0' && strcmp(q->user, cred->user) != 0) {
-        gs__conn_send(conn, gs__api_error("history", "permission_denied",
+        gs__conn_send(conn, gs__api_error("history", GS_WIRE_PERMISSION_DENIED,
                                           "only root may see the history of other users"));
         return;
     }
@@ -420,7 +422,7 @@ static void handle_history(gs__daemon_t *d, gs__conn_t *conn, const gs_history_q
     int64_t uid = cred->uid == 0 ? -1 : (int64_t)cred->uid;
     const char *user = cred->uid == 0 && q->user[0] != '\0' ? q->user : NULL;
     if (gs__ledger_history(d->ledger, q, uid, user, &leases) != 0) {
-        gs__conn_send(conn, gs__api_error("history", "internal", "cannot read the history"));
+        gs__conn_send(conn, gs__api_error("history", GS_WIRE_INTERNAL, "cannot read the history"));
         return;
     }
     json_t *reply = ok_reply("history");
@@ -444,8 +446,10 @@ void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t
     if (result != 0) {
         d->counters.bad_requests++;
         gs_debug("bad request from pid %d: %s", (int)gs__conn_cred(conn)->pid, err);
-        gs__conn_send(conn, gs__api_error(req.op != 0 ? gs_op_name(req.op) : NULL,
-                                          result == GS_EFORMAT ? "bad_json" : "bad_request", err));
+        gs__conn_send(conn,
+                      gs__api_error(req.op != 0 ? gs_op_name(req.op) : NULL,
+                                    result == GS_EFORMAT ? GS_WIRE_BAD_JSON : GS_WIRE_BAD_REQUEST,
+                                    err));
         return;
     }
     switch (req.op) {
@@ -509,7 +513,7 @@ void gs__api_expire(gs__daemon_t *d, int64_t now_ms)
         d->counters.timeouts++;
         snprintf(msg, sizeof(msg), "no room within %.1f s (--timeout): gave up (%s)",
                  w->req.timeout_ms / 1000.0, reason);
-        gs__conn_send(w->owner, gs__api_error("acquire", "timeout", msg));
+        gs__conn_send(w->owner, gs__api_error("acquire", GS_WIRE_TIMEOUT, msg));
         gs_info("user %s (pid %d): %s", gs__conn_cred(w->owner)->user,
                 (int)gs__conn_cred(w->owner)->pid, msg);
         free(w);

@@ -31,7 +31,8 @@ void gs__api_expire(gs__daemon_t *d, int64_t now_ms);
 /* Frees the queued requests (shutdown). */
 void gs__api_shutdown(gs__daemon_t *d);
 
-/* Builds an error reply {"ok": false, "op": op, "error": {"code", "message"}}; op may be NULL. */
-json_t *gs__api_error(const char *op, const char *code, const char *message);
+/* Builds an error reply {"ok": false, "op": op, "error": {"code", "message"}} with a code of the
+ * table (gpushare/wire_errors.def: the only codes the daemon sends); op may be NULL. */
+json_t *gs__api_error(const char *op, gs_wire_error_t code, const char *message);
 
 #endif

@@ -95,10 +95,10 @@ static void turn_away(server_t *s, int fd, gs__user_t *user, const gs__cred_t *c
 {
     char line[256];
     int n = snprintf(line, sizeof(line),
-                     "{\"ok\":false,\"error\":{\"code\":\"busy\",\"message\":\"user %s already has "
+                     "{\"ok\":false,\"error\":{\"code\":\"%s\",\"message\":\"user %s already has "
                      "%u connections to gpushared, the most one user may have "
                      "(max_connections_per_user)\"}}\n",
-                     cred->user, user->conns);
+                     gs_wire_error_name(GS_WIRE_BUSY), cred->user, user->conns);
     if (n > 0 && (size_t)n < sizeof(line))
         send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     close(fd);
@@ -228,7 +228,7 @@ static void too_long(server_t *s, gs__conn_t *conn)
     char msg[128];
     snprintf(msg, sizeof(msg), "request line longer than %d bytes: closing the connection",
              GS_PROTO_LINE_MAX);
-    gs__conn_send(conn, gs__api_error(NULL, "too_long", msg));
+    gs__conn_send(conn, gs__api_error(NULL, GS_WIRE_TOO_LONG, msg));
     gs_warn("client pid %d (user %s) sent a line longer than %d bytes: closed", (int)conn->cred.pid,
             conn->cred.user, GS_PROTO_LINE_MAX);
     s->d->counters.bad_requests++;
@@ -351,7 +351,7 @@ static void close_idle(server_t *s, int64_t now)
         char msg[128];
         snprintf(msg, sizeof(msg), "no request within %.1f s: closing the connection",
                  timeout / 1000.0);
-        gs__conn_send(conn, gs__api_error(NULL, "idle_timeout", msg));
+        gs__conn_send(conn, gs__api_error(NULL, GS_WIRE_IDLE_TIMEOUT, msg));
         gs_info("client pid %d (user %s) sent nothing for %.1f s: closed", (int)conn->cred.pid,
                 conn->cred.user, timeout / 1000.0);
         gs__conn_close(conn);
