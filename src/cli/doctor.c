@@ -309,15 +309,13 @@ static void check_gpus(doctor_t *doc)
         check_gpu(doc, &doc->nvml.gpus[i]);
 }
 
-/* dlopen()s path in a child process (its constructors run there, not here). Returns 0, or -1
- * with dlerror's words in why. */
+/* dlopen()s path in a child process (its constructors run there, not here). Returns 0, or
+ * GS_EIO with dlerror's words in why (or why it could not try). */
 static int loads(const char *path, char *why, size_t len)
 {
     int fds[2];
-    if (pipe(fds) != 0) {
-        snprintf(why, len, "pipe: %s", strerror(errno));
-        return -1;
-    }
+    if (pipe(fds) != 0)
+        return gs_fail(why, len, -errno, "pipe: %s", strerror(errno));
     pid_t pid = fork();
     if (pid == 0) {
         close(fds[0]);
@@ -335,8 +333,8 @@ static int loads(const char *path, char *why, size_t len)
     if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
         WEXITSTATUS(status) != 0) {
         if (why[0] == '\0')
-            snprintf(why, len, "%s", pid < 0 ? strerror(errno) : "the loader failed");
-        return -1;
+            return gs_fail(why, len, GS_EIO, "%s", pid < 0 ? strerror(errno) : "the loader failed");
+        return GS_EIO;
     }
     return 0;
 }

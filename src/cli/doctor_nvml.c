@@ -60,10 +60,9 @@ static int read_all(const nvml_t *n, gs__doctor_nvml_t *out, char *err, size_t e
 {
     unsigned count = 0;
     nvmlReturn_t rc = n->nvmlDeviceGetCount_v2(&count);
-    if (rc != NVML_SUCCESS) {
-        snprintf(err, errlen, "nvmlDeviceGetCount failed: %s", n->nvmlErrorString(rc));
-        return GS_EIO;
-    }
+    if (rc != NVML_SUCCESS)
+        return gs_fail(err, errlen, GS_EIO, "nvmlDeviceGetCount failed: %s",
+                       n->nvmlErrorString(rc));
     if (n->nvmlSystemGetCudaDriverVersion_v2(&out->cuda_version) != NVML_SUCCESS)
         out->cuda_version = 0;
     out->count = count < GS_MAX_DEVICES ? count : GS_MAX_DEVICES;
@@ -77,10 +76,8 @@ int gs__doctor_read_nvml(const char *library, gs__doctor_nvml_t *out, char *err,
     memset(out, 0, sizeof(*out));
     snprintf(out->library, sizeof(out->library), "%s", library);
     nvml_t n = {.lib = dlopen(library, RTLD_NOW | RTLD_LOCAL)};
-    if (n.lib == NULL) {
-        snprintf(err, errlen, "cannot load %s: %s", library, dlerror());
-        return GS_ENOENT;
-    }
+    if (n.lib == NULL)
+        return gs_fail(err, errlen, GS_ENOENT, "cannot load %s: %s", library, dlerror());
     int result = resolve(&n, library, err, errlen);
     if (result != 0)
         goto out;
@@ -89,8 +86,7 @@ int gs__doctor_read_nvml(const char *library, gs__doctor_nvml_t *out, char *err,
         snprintf(out->library, sizeof(out->library), "%s", info.dli_fname);
     nvmlReturn_t rc = n.nvmlInit_v2();
     if (rc != NVML_SUCCESS) {
-        snprintf(err, errlen, "nvmlInit failed: %s", n.nvmlErrorString(rc));
-        result = GS_EIO;
+        result = gs_fail(err, errlen, GS_EIO, "nvmlInit failed: %s", n.nvmlErrorString(rc));
         goto out;
     }
     result = read_all(&n, out, err, errlen);

@@ -32,12 +32,14 @@ int gs_lease_name_check(const char *name, char *err, size_t errlen)
     if (len == 0)
         return gs_fail(err, errlen, GS_EINVAL, "missing value");
     if (len >= GS_LEASE_NAME_MAX)
-        return gs_fail(err, errlen, GS_EINVAL, "a name has at most %d bytes", GS_LEASE_NAME_MAX - 1);
+        return gs_fail(err, errlen, GS_EINVAL, "a name has at most %d bytes",
+                       GS_LEASE_NAME_MAX - 1);
     for (size_t i = 0; i < len;) {
         const unsigned char *c = (const unsigned char *)name + i;
         size_t n = utf8_length(c);
         if (n == 0 || (n == 1 && (c[0] < 0x20 || c[0] == 0x7f)))
-            return gs_fail(err, errlen, GS_EINVAL, "a name must be text without control characters");
+            return gs_fail(err, errlen, GS_EINVAL,
+                           "a name must be text without control characters");
         i += n;
     }
     /* C1 controls and the characters that reorder text are refused too: whatever the display
@@ -62,13 +64,14 @@ int gs_lease_add_gpu_types(gs_lease_request_t *req, const char *list, char *err,
     for (const char *p = list;;) {
         size_t len = strcspn(p, ",");
         if (len == 0 || len >= GS_GPU_TYPE_MAX)
-            return gs_fail(err, errlen, GS_EINVAL, "a GPU type is 1 to %d characters (T4, A100-40GB, H100)",
-                        GS_GPU_TYPE_MAX - 1);
+            return gs_fail(err, errlen, GS_EINVAL,
+                           "a GPU type is 1 to %d characters (T4, A100-40GB, H100)",
+                           GS_GPU_TYPE_MAX - 1);
         for (size_t i = 0; i < len; i++) {
             if (!type_char(p[i]))
                 return gs_fail(err, errlen, GS_EINVAL,
-                            "a GPU type is letters, digits, '-', '_' and '.' (T4, A100-40GB, "
-                            "H100)");
+                               "a GPU type is letters, digits, '-', '_' and '.' (T4, A100-40GB, "
+                               "H100)");
         }
         if (copy.n_gpu_types == GS_GPU_TYPES_MAX)
             return gs_fail(err, errlen, GS_EINVAL, "at most %d GPU types", GS_GPU_TYPES_MAX);

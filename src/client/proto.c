@@ -24,10 +24,11 @@ static int check_mig_profile(const char *name, char *err, size_t errlen)
              c == '.' || c == '+';
     }
     if (!ok)
-        return gs_fail(err, errlen, GS_EINVAL,
-                    "a MIG profile is a name like 1g.10gb or 3g.20gb (at most %d letters, digits, "
-                    "'.' and '+')",
-                    GS_MIG_PROFILE_MAX - 1);
+        return gs_fail(
+            err, errlen, GS_EINVAL,
+            "a MIG profile is a name like 1g.10gb or 3g.20gb (at most %d letters, digits, "
+            "'.' and '+')",
+            GS_MIG_PROFILE_MAX - 1);
     return 0;
 }
 
@@ -37,7 +38,7 @@ static int check_kind(const gs_lease_request_t *req, char *err, size_t errlen)
     case GS_LEASE_GPUS:
         if (req->gpus < 1 || req->gpus > GS_LEASE_GPUS_MAX)
             return gs_fail(err, errlen, GS_EINVAL, "the number of GPUs must be from 1 to %d",
-                        GS_LEASE_GPUS_MAX);
+                           GS_LEASE_GPUS_MAX);
         return 0;
     case GS_LEASE_FRACTION:
         if (req->fraction_milli < 1 || req->fraction_milli > 1000)
@@ -53,8 +54,8 @@ static int check_kind(const gs_lease_request_t *req, char *err, size_t errlen)
         break;
     }
     return gs_fail(err, errlen, GS_EINVAL,
-                "a lease needs a size: whole GPUs (--gpus), a fraction (--gpu), memory "
-                "(--gpu-memory) or a MIG profile (--mig-profile)");
+                   "a lease needs a size: whole GPUs (--gpus), a fraction (--gpu), memory "
+                   "(--gpu-memory) or a MIG profile (--mig-profile)");
 }
 
 /* Which GPUs a request may go to, by mode: a MIG profile needs a MIG GPU. */
@@ -66,9 +67,9 @@ static int check_mode(const gs_lease_request_t *req, char *err, size_t errlen)
     if (req->kind == GS_LEASE_MIG && req->mode != GS_GPU_MODE_ANY &&
         !(gs_gpu_mode_flags(req->mode) & GS_MODE_MIG_INSTANCES))
         return gs_fail(err, errlen, GS_EINVAL,
-                    "a MIG profile (--mig-profile) is served by %s GPUs only, not %s ones",
-                    gs_gpu_mode_list(GS_MODE_MIG_INSTANCES, 0, 0, NULL, modes, sizeof(modes)),
-                    gs_gpu_mode_name(req->mode));
+                       "a MIG profile (--mig-profile) is served by %s GPUs only, not %s ones",
+                       gs_gpu_mode_list(GS_MODE_MIG_INSTANCES, 0, 0, NULL, modes, sizeof(modes)),
+                       gs_gpu_mode_name(req->mode));
     return 0;
 }
 
@@ -92,16 +93,16 @@ static int check_owner(const gs_lease_owner_t *owner, char *err, size_t errlen)
         return 0;
     if (!owner->has_uid && owner->user[0] == '\0')
         return gs_fail(err, errlen, GS_EINVAL,
-                    "a lease on behalf of a user needs \"uid\" or \"user\" (\"gid\" alone "
-                    "names nobody)");
+                       "a lease on behalf of a user needs \"uid\" or \"user\" (\"gid\" alone "
+                       "names nobody)");
     if (owner->has_uid && owner->uid == UINT32_MAX)
         return gs_fail(err, errlen, GS_EINVAL, "\"uid\" must be from 0 to %u", UINT32_MAX - 1);
     if (owner->has_gid && owner->gid == UINT32_MAX)
         return gs_fail(err, errlen, GS_EINVAL, "\"gid\" must be from 0 to %u", UINT32_MAX - 1);
     if (owner->user[0] != '\0' && !valid_user_name(owner->user))
         return gs_fail(err, errlen, GS_EINVAL,
-                    "\"user\" must be 1 to %d printable characters without blanks or '/'",
-                    GS_USER_NAME_MAX - 1);
+                       "\"user\" must be 1 to %d printable characters without blanks or '/'",
+                       GS_USER_NAME_MAX - 1);
     return 0;
 }
 
@@ -113,16 +114,16 @@ static int check_pinned(const gs_lease_request_t *req, char *err, size_t errlen)
     for (unsigned i = 0; i < req->n_pinned; i++) {
         if (req->pinned[i] >= GS_MAX_DEVICES)
             return gs_fail(err, errlen, GS_EINVAL, "\"gpus_at\": GPU indexes are from 0 to %d",
-                        GS_MAX_DEVICES - 1);
+                           GS_MAX_DEVICES - 1);
         if (seen & (UINT32_C(1) << req->pinned[i]))
             return gs_fail(err, errlen, GS_EINVAL, "\"gpus_at\" names GPU %u twice",
-                        (unsigned)req->pinned[i]);
+                           (unsigned)req->pinned[i]);
         seen |= UINT32_C(1) << req->pinned[i];
     }
     if (req->kind == GS_LEASE_GPUS && req->n_pinned > 0 && req->gpus % req->n_pinned != 0)
         return gs_fail(err, errlen, GS_EINVAL,
-                    "%u logical GPUs cannot be spread evenly over the %u GPUs of \"gpus_at\"",
-                    req->gpus, req->n_pinned);
+                       "%u logical GPUs cannot be spread evenly over the %u GPUs of \"gpus_at\"",
+                       req->gpus, req->n_pinned);
     return 0;
 }
 
@@ -142,11 +143,11 @@ static int check_labels(const gs_lease_request_t *req, char *err, size_t errlen)
             gs_lease_add_gpu_types(&probe, req->gpu_types[i], why, sizeof(why)) != 0 ||
             probe.n_gpu_types != 1)
             return gs_fail(err, errlen, GS_EINVAL, "invalid GPU type: %s",
-                        probe.n_gpu_types > 1 ? "one model per entry" : why);
+                           probe.n_gpu_types > 1 ? "one model per entry" : why);
     }
     if (req->n_gpu_types > 0 && req->n_pinned > 0)
         return gs_fail(err, errlen, GS_EINVAL,
-                    "a request pinned to GPUs (\"gpus_at\") takes no GPU type");
+                       "a request pinned to GPUs (\"gpus_at\") takes no GPU type");
     if (req->time_limit_ms > GS_LEASE_TIME_MAX)
         return gs_fail(err, errlen, GS_EINVAL, "the time limit must be at most a year");
     return 0;
@@ -164,19 +165,20 @@ int gs_lease_request_check(const gs_lease_request_t *req, char *err, size_t errl
     if (result != 0)
         return result;
     if (req->compute > 100 || req->compute_max > 100)
-        return gs_fail(err, errlen, GS_EINVAL, "a compute share must be a percentage from 1 to 100");
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "a compute share must be a percentage from 1 to 100");
     if (req->compute != 0 && req->kind != GS_LEASE_MEMORY)
         return gs_fail(err, errlen, GS_EINVAL,
-                    "a compute share (--compute) goes with --gpu-memory only: --gpu F sets "
-                    "compute to F, --gpus to whole logical GPUs");
+                       "a compute share (--compute) goes with --gpu-memory only: --gpu F sets "
+                       "compute to F, --gpus to whole logical GPUs");
     uint32_t share = req->kind == GS_LEASE_FRACTION ? (req->fraction_milli + 9) / 10 : req->compute;
     if (req->compute_max != 0 && req->compute_max < share)
         return gs_fail(err, errlen, GS_EINVAL,
-                    "the compute cap (--compute-max %u%%) is below the lease's share (%u%%)",
-                    req->compute_max, share);
+                       "the compute cap (--compute-max %u%%) is below the lease's share (%u%%)",
+                       req->compute_max, share);
     if (req->priority < GS_PRIORITY_MIN || req->priority > GS_PRIORITY_MAX)
         return gs_fail(err, errlen, GS_EINVAL, "priority must be from %d to %d", GS_PRIORITY_MIN,
-                    GS_PRIORITY_MAX);
+                       GS_PRIORITY_MAX);
     if (req->timeout_ms > GS_LEASE_TIMEOUT_MAX)
         return gs_fail(err, errlen, GS_EINVAL, "the queue timeout must be at most a week");
     if (memchr(req->command, '\0', sizeof(req->command)) == NULL)
@@ -214,8 +216,8 @@ static int get_int(const json_t *value, const char *key, json_int_t min, json_in
         return gs_fail(err, errlen, GS_EINVAL, "\"%s\" must be an integer", key);
     json_int_t v = json_integer_value(value);
     if (v < min || v > max)
-        return gs_fail(err, errlen, GS_EINVAL, "\"%s\" must be from %lld to %lld", key, (long long)min,
-                    (long long)max);
+        return gs_fail(err, errlen, GS_EINVAL, "\"%s\" must be from %lld to %lld", key,
+                       (long long)min, (long long)max);
     *out = v;
     return 0;
 }
@@ -245,8 +247,8 @@ static int set_kind(gs_lease_request_t *req, gs_lease_kind_t kind, char *err, si
 {
     if (req->kind != GS_LEASE_NONE)
         return gs_fail(err, errlen, GS_EINVAL,
-                    "give only one of \"gpus\", \"gpu\", \"gpu_memory\" and \"mig_profile\" "
-                    "(--gpus, --gpu, --gpu-memory, --mig-profile)");
+                       "give only one of \"gpus\", \"gpu\", \"gpu_memory\" and \"mig_profile\" "
+                       "(--gpus, --gpu, --gpu-memory, --mig-profile)");
     req->kind = kind;
     return 0;
 }
@@ -287,8 +289,9 @@ static int parse_memory(const json_t *value, gs_lease_request_t *req, char *err,
 static int parse_mig_profile(const json_t *value, gs_lease_request_t *req, char *err, size_t errlen)
 {
     if (!json_is_string(value) || json_string_length(value) >= GS_MIG_PROFILE_MAX)
-        return gs_fail(err, errlen, GS_EINVAL, "\"mig_profile\" must be a string of at most %d bytes",
-                    GS_MIG_PROFILE_MAX - 1);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "\"mig_profile\" must be a string of at most %d bytes",
+                       GS_MIG_PROFILE_MAX - 1);
     snprintf(req->mig_profile, sizeof(req->mig_profile), "%s", json_string_value(value));
     return set_kind(req, GS_LEASE_MIG, err, errlen);
 }
@@ -298,7 +301,7 @@ static int parse_mode(const json_t *value, gs_lease_request_t *req, char *err, s
     char modes[128];
     if (!json_is_string(value) || gs_gpu_mode_parse(json_string_value(value), &req->mode) != 0)
         return gs_fail(err, errlen, GS_EINVAL, "\"mode\" must be %s",
-                    gs_gpu_mode_list(0, 0, 1, "any", modes, sizeof(modes)));
+                       gs_gpu_mode_list(0, 0, 1, "any", modes, sizeof(modes)));
     return 0;
 }
 
@@ -378,7 +381,7 @@ static int parse_owner_field(const char *key, const json_t *value, gs_lease_owne
     if (strcmp(key, "user") == 0) {
         if (!json_is_string(value) || json_string_length(value) >= GS_USER_NAME_MAX)
             return gs_fail(err, errlen, GS_EINVAL, "\"user\" must be a string of at most %d bytes",
-                        GS_USER_NAME_MAX - 1);
+                           GS_USER_NAME_MAX - 1);
         snprintf(owner->user, sizeof(owner->user), "%s", json_string_value(value));
         return 0;
     }
@@ -399,7 +402,7 @@ static int parse_pinned(const json_t *value, gs_lease_request_t *req, char *err,
     if (!json_is_array(value) || json_array_size(value) == 0 ||
         json_array_size(value) > GS_MAX_DEVICES)
         return gs_fail(err, errlen, GS_EINVAL, "\"gpus_at\" must be a list of 1 to %d GPU indexes",
-                    GS_MAX_DEVICES);
+                       GS_MAX_DEVICES);
     size_t i;
     json_t *item;
     req->n_pinned = 0;
@@ -426,8 +429,8 @@ static int parse_gpu_types(const json_t *value, gs_lease_request_t *req, char *e
     if (!json_is_array(value) || json_array_size(value) == 0 ||
         json_array_size(value) > GS_GPU_TYPES_MAX)
         return gs_fail(err, errlen, GS_EINVAL,
-                    "\"gpu_type\" must be a GPU model or a list of 1 to %d models",
-                    GS_GPU_TYPES_MAX);
+                       "\"gpu_type\" must be a GPU model or a list of 1 to %d models",
+                       GS_GPU_TYPES_MAX);
     size_t i;
     json_t *item;
     json_array_foreach(value, i, item)
@@ -436,9 +439,9 @@ static int parse_gpu_types(const json_t *value, gs_lease_request_t *req, char *e
         if (text == NULL || strchr(text, ',') != NULL ||
             gs_lease_add_gpu_types(req, text, why, sizeof(why)) != 0)
             return gs_fail(err, errlen, GS_EINVAL, "\"gpu_type\": %s",
-                        text == NULL        ? "models are strings"
-                        : strchr(text, ',') ? "one model per entry"
-                                            : why);
+                           text == NULL        ? "models are strings"
+                           : strchr(text, ',') ? "one model per entry"
+                                               : why);
     }
     return 0;
 }
@@ -459,7 +462,7 @@ static int parse_label(const char *key, const json_t *value, gs_lease_request_t 
     const char *name = json_string_value(value);
     if (name == NULL || gs_lease_name_check(name, why, sizeof(why)) != 0)
         return gs_fail(err, errlen, GS_EINVAL, "\"name\": %s",
-                    name == NULL ? "must be a string" : why);
+                       name == NULL ? "must be a string" : why);
     snprintf(req->name, sizeof(req->name), "%s", name);
     return 0;
 }
@@ -576,14 +579,14 @@ static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errle
             seen = 1;
         } else {
             result = gs_fail(err, errlen, GS_EINVAL, "unknown field \"%s\" in %s", key,
-                          gs_op_name(out->op));
+                             gs_op_name(out->op));
         }
         if (result != 0)
             return result;
     }
     if (!seen)
         return gs_fail(err, errlen, GS_EINVAL, "%s needs \"lease\": the lease id",
-                    gs_op_name(out->op));
+                       gs_op_name(out->op));
     return 0;
 }
 
@@ -609,9 +612,9 @@ static int parse_history(json_t *obj, gs_request_t *out, char *err, size_t errle
         } else if (strcmp(key, "user") == 0) {
             if (!json_is_string(value) || !valid_user_name(json_string_value(value)))
                 result = gs_fail(err, errlen, GS_EINVAL,
-                              "\"user\" must be 1 to %d printable characters without blanks or "
-                              "'/'",
-                              GS_USER_NAME_MAX - 1);
+                                 "\"user\" must be 1 to %d printable characters without blanks or "
+                                 "'/'",
+                                 GS_USER_NAME_MAX - 1);
             else
                 snprintf(q->user, sizeof(q->user), "%s", json_string_value(value));
         } else {
@@ -642,7 +645,7 @@ static int parse_simple(json_t *obj, gs_request_t *out, char *err, size_t errlen
             continue;
         }
         return gs_fail(err, errlen, GS_EINVAL, "unknown or invalid field \"%s\" in %s", key,
-                    gs_op_name(out->op));
+                       gs_op_name(out->op));
     }
     return 0;
 }
@@ -662,8 +665,8 @@ static int parse_op(json_t *obj, gs_request_t *out, char *err, size_t errlen)
     char shown[40];
     gs_display_escape(shown, sizeof(shown), name);
     return gs_fail(err, errlen, GS_EINVAL,
-                "unknown op \"%s\" (hello, acquire, release, list, status, history or join)",
-                shown);
+                   "unknown op \"%s\" (hello, acquire, release, list, status, history or join)",
+                   shown);
 }
 
 int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char *err,
@@ -678,7 +681,7 @@ int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char
     json_t *obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
     if (obj == NULL)
         return gs_fail(err, errlen, GS_EFORMAT, "malformed JSON at column %d: %s", jerr.column,
-                    jerr.text);
+                       jerr.text);
     int result = 0;
     if (!json_is_object(obj)) {
         result = gs_fail(err, errlen, GS_EFORMAT, "a request must be a JSON object");

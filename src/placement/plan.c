@@ -173,7 +173,6 @@ int gs_place_plan_nodes(const gs_place_node_row_t *type, const gs_place_pods_t *
     free(p.reqs);
     gs_place_workload_free(p.workload);
     if (result != 0)
-        return gs_fail(err, errlen, result, "planning for %s: %s", type->name,
-                              gs_strerror(result));
+        return gs_fail(err, errlen, result, "planning for %s: %s", type->name, gs_strerror(result));
     return 0;
 }

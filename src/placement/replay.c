@@ -167,7 +167,7 @@ static int prepare(replay_state_t *s, const gs_place_nodes_t *nodes,
     for (size_t i = 0; i < n; i++) {
         if (gs_place_pod_request(s->cluster, &s->pods->pods[i], &s->reqs[i]) != 0)
             return gs_fail(err, errlen, GS_EINVAL, "pod %s: invalid request",
-                                  s->pods->pods[i].name);
+                           s->pods->pods[i].name);
         s->by_name[i] = i;
     }
     qsort_r(s->by_name, n, sizeof(*s->by_name), by_name, (void *)s->pods);

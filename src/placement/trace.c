@@ -188,7 +188,7 @@ static int pod_header(gs__csv_t *csv, pod_cols_t *c, char *err, size_t errlen)
         return result;
     if (result == 0)
         return gs_fail(err, errlen, GS_EFORMAT, "%s:1: empty file (expected a header)",
-                              csv->source);
+                       csv->source);
     c->nfields = csv->nfields;
     c->name = gs__csv_column(csv, "name");
     c->cpu = gs__csv_column(csv, "cpu_milli");
@@ -343,7 +343,7 @@ static int node_header(gs__csv_t *csv, node_cols_t *c, char *err, size_t errlen)
         return result;
     if (result == 0)
         return gs_fail(err, errlen, GS_EFORMAT, "%s:1: empty file (expected a header)",
-                              csv->source);
+                       csv->source);
     const row_ctx_t r = {csv, err, errlen};
     c->nfields = csv->nfields;
     c->name = first_column(csv, "sn", "name");
@@ -442,8 +442,7 @@ int gs_place_cluster_from_nodes(const gs_place_nodes_t *nodes, gs_place_cluster_
         if (result != 0) {
             gs_place_cluster_free(cluster);
             return gs_fail(err, errlen, result, "node %s: %s", row->name,
-                                  result == GS_ELIMIT ? "more than 63 GPU models"
-                                                      : gs_strerror(result));
+                           result == GS_ELIMIT ? "more than 63 GPU models" : gs_strerror(result));
         }
     }
     *out = cluster;

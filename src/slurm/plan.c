@@ -29,7 +29,8 @@ static int set_path(char *dst, size_t len, const char *key, const char *value, c
                     size_t errlen)
 {
     if (value[0] != '/' || strlen(value) >= len)
-        return gs_fail(err, errlen, GS_EINVAL, "%s= must be an absolute path shorter than %zu bytes", key, len);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "%s= must be an absolute path shorter than %zu bytes", key, len);
     snprintf(dst, len, "%s", value);
     return 0;
 }
@@ -45,18 +46,21 @@ static int config_arg(const char *arg, gs__slurm_config_t *cfg, char *err, size_
         return set_path(cfg->shim, sizeof(cfg->shim), "shim", value, err, errlen);
     if (eq != NULL && key_len == 7 && strncmp(arg, "timeout", 7) == 0) {
         if (parse_uint(value, 0, GS__SLURM_TIMEOUT_MAX, &cfg->timeout_s) != 0)
-            return gs_fail(err, errlen, GS_EINVAL, "timeout=\"%s\" must be whole seconds from 0 to %u", value,
-                        GS__SLURM_TIMEOUT_MAX);
+            return gs_fail(err, errlen, GS_EINVAL,
+                           "timeout=\"%s\" must be whole seconds from 0 to %u", value,
+                           GS__SLURM_TIMEOUT_MAX);
         return 0;
     }
     if (eq != NULL && key_len == 6 && strncmp(arg, "shards", 6) == 0) {
         if (parse_uint(value, 1, GS__SLURM_SHARDS_MAX, &cfg->shards) != 0)
-            return gs_fail(err, errlen, GS_EINVAL, "shards=\"%s\" must be the shards per GPU, from 1 to %u",
-                        value, GS__SLURM_SHARDS_MAX);
+            return gs_fail(err, errlen, GS_EINVAL,
+                           "shards=\"%s\" must be the shards per GPU, from 1 to %u", value,
+                           GS__SLURM_SHARDS_MAX);
         return 0;
     }
     return gs_fail(err, errlen, GS_EINVAL,
-                "unknown argument \"%s\" (socket=PATH, shim=PATH, timeout=SECONDS, shards=S)", arg);
+                   "unknown argument \"%s\" (socket=PATH, shim=PATH, timeout=SECONDS, shards=S)",
+                   arg);
 }
 
 int gs__slurm_config_parse(int argc, char **argv, gs__slurm_config_t *cfg, char *err, size_t errlen)
@@ -89,8 +93,8 @@ int gs__slurm_check_opts(const gs__slurm_opts_t *opts, char *err, size_t errlen)
 {
     if (opts->compute != 0 && opts->memory == 0)
         return gs_fail(err, errlen, GS_EINVAL,
-                    "gpushare: --gpu-compute goes with --gpu-memory (a shard gres sets the "
-                    "compute share by itself)");
+                       "gpushare: --gpu-compute goes with --gpu-memory (a shard gres sets the "
+                       "compute share by itself)");
     return 0;
 }
 
@@ -147,7 +151,7 @@ int gs__slurm_parse_gpus(const char *text, gs__slurm_step_t *step, char *err, si
     if (result != 0) {
         step->n_gpus = 0;
         return gs_fail(err, errlen, GS_EINVAL, "cannot read Slurm's GPU list \"%.64s\"%s%s", text,
-                    why[0] != '\0' ? ": " : "", why);
+                       why[0] != '\0' ? ": " : "", why);
     }
     return 0;
 }
@@ -158,14 +162,15 @@ static int shard_fraction(const gs__slurm_step_t *step, const gs__slurm_config_t
 {
     if (cfg->shards == 0)
         return gs_fail(err, errlen, GS_EINVAL,
-                    "gpushare: the step uses shards but the plugin does not know how many a GPU "
-                    "has: add shards=S (as in gres.conf) to its plugstack.conf line");
+                       "gpushare: the step uses shards but the plugin does not know how many a GPU "
+                       "has: add shards=S (as in gres.conf) to its plugstack.conf line");
     uint64_t total = (uint64_t)cfg->shards * step->n_gpus;
     if (step->shards > total)
-        return gs_fail(err, errlen, GS_EINVAL,
-                    "gpushare: %u shards on %u GPU%s of %u shards each (shards= in plugstack.conf "
-                    "does not match gres.conf)",
-                    step->shards, step->n_gpus, step->n_gpus > 1 ? "s" : "", cfg->shards);
+        return gs_fail(
+            err, errlen, GS_EINVAL,
+            "gpushare: %u shards on %u GPU%s of %u shards each (shards= in plugstack.conf "
+            "does not match gres.conf)",
+            step->shards, step->n_gpus, step->n_gpus > 1 ? "s" : "", cfg->shards);
     *milli = (uint32_t)((uint64_t)step->shards * 1000 / total);
     if (*milli == 0)
         *milli = 1;
@@ -193,8 +198,8 @@ int gs__slurm_plan(const gs__slurm_opts_t *opts, const gs__slurm_step_t *step,
     }
     if (step->n_gpus == 0)
         return gs_fail(err, errlen, GS_EINVAL,
-                    "gpushare: %s needs GPUs from Slurm: add --gres=gpu:N or --gres=shard:N",
-                    opts->memory != 0 ? "--gpu-memory" : "a shard gres");
+                       "gpushare: %s needs GPUs from Slurm: add --gres=gpu:N or --gres=shard:N",
+                       opts->memory != 0 ? "--gpu-memory" : "a shard gres");
     uint32_t milli = 0;
     int result = step->shards != 0 ? shard_fraction(step, cfg, &milli, err, errlen) : 0;
     if (result != 0)

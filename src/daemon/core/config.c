@@ -434,16 +434,12 @@ static int finish(const parse_ctx_t *ctx, int line, const char *source, char *er
 {
     if (line == 0 && ctx->result == 0)
         return 0;
-    if (line == -2) {
-        snprintf(err, errlen, "%s: out of memory", source);
-        return GS_ENOMEM;
-    }
+    if (line == -2)
+        return gs_fail(err, errlen, GS_ENOMEM, "%s: out of memory", source);
     if (ctx->error[0] != '\0')
-        snprintf(err, errlen, "%s:%d: %s", source, line, ctx->error);
-    else
-        snprintf(err, errlen, "%s:%d: syntax error (expected [section] or key = value)", source,
-                 line);
-    return GS_EINVAL;
+        return gs_fail(err, errlen, GS_EINVAL, "%s:%d: %s", source, line, ctx->error);
+    return gs_fail(err, errlen, GS_EINVAL,
+                   "%s:%d: syntax error (expected [section] or key = value)", source, line);
 }
 
 int gs__config_parse(gs__config_t *cfg, const char *text, const char *source, char *err,
@@ -477,14 +473,13 @@ int gs__config_load(gs__config_t *cfg, const char *path, char *err, size_t errle
             result = GS_EMSGSIZE;
     }
     if (result != 0) {
-        snprintf(err, errlen, "%s: %s", path,
-                 result == GS_EMSGSIZE ? "larger than 1 MiB" : gs_strerror(result));
+        result = gs_fail(err, errlen, result, "%s: %s", path,
+                         result == GS_EMSGSIZE ? "larger than 1 MiB" : gs_strerror(result));
         goto out;
     }
     text[len] = '\0';
     if (memchr(text, '\0', len) != NULL) {
-        snprintf(err, errlen, "%s: contains a NUL byte (not a text file)", path);
-        result = GS_EINVAL;
+        result = gs_fail(err, errlen, GS_EINVAL, "%s: contains a NUL byte (not a text file)", path);
         goto out;
     }
     result = gs__config_parse(cfg, text, path, err, errlen);

@@ -105,16 +105,13 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
 {
     /* Finding another user's regions after a restart and stopping their processes both need
      * root: a daemon of an ordinary user serves that user only. */
-    if (d->self.uid != 0 && cred->uid != d->self.uid) {
-        snprintf(err, errlen, "gpushared runs as uid %u and cannot serve uid %u (run it as root)",
-                 (unsigned)d->self.uid, (unsigned)cred->uid);
-        return GS_EPERM;
-    }
+    if (d->self.uid != 0 && cred->uid != d->self.uid)
+        return gs_fail(err, errlen, GS_EPERM,
+                       "gpushared runs as uid %u and cannot serve uid %u (run it as root)",
+                       (unsigned)d->self.uid, (unsigned)cred->uid);
     gs__lease_t *lease = calloc(1, sizeof(*lease));
-    if (lease == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return GS_ENOMEM;
-    }
+    if (lease == NULL)
+        return gs_fail(err, errlen, GS_ENOMEM, "out of memory");
     lease->alloc = *alloc;
     lease->rec.id = gs__ledger_next_id(d->ledger);
     fill_record(d, lease, cred, req);
@@ -134,7 +131,7 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
     lease->rec.region_ino = gs__regions_ino(lease->region);
     char why[160];
     if (result == 0 && (result = gs__ledger_put(d->ledger, &lease->rec, why, sizeof(why))) != 0) {
-        snprintf(err, errlen, "cannot record the lease in the ledger: %s", why);
+        result = gs_fail(err, errlen, result, "cannot record the lease in the ledger: %s", why);
         gs__regions_give_back(&d->region_pool, lease->region, cred->uid, cred->gid);
     }
     if (result != 0) {

@@ -88,9 +88,9 @@ static int exec(gs__ledger_t *ledger, const char *statement, char *err, size_t e
     char *msg = NULL;
     if (sqlite3_exec(ledger->db, statement, NULL, NULL, &msg) == SQLITE_OK)
         return 0;
-    snprintf(err, errlen, "%s", msg != NULL ? msg : sqlite3_errmsg(ledger->db));
+    int result = gs_fail(err, errlen, GS_EIO, "%s", msg != NULL ? msg : sqlite3_errmsg(ledger->db));
     sqlite3_free(msg);
-    return GS_EIO;
+    return result;
 }
 
 /* Reads a single integer from a query into *value (0 when it has no row). Returns 0, or GS_EIO
@@ -106,10 +106,11 @@ static int query_int(gs__ledger_t *ledger, const char *query, int64_t *value, ch
         if (rc == SQLITE_ROW)
             *value = sqlite3_column_int64(stmt, 0);
     }
+    int result = 0;
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        snprintf(err, errlen, "%s", sqlite3_errmsg(ledger->db));
+        result = gs_fail(err, errlen, GS_EIO, "%s", sqlite3_errmsg(ledger->db));
     sqlite3_finalize(stmt);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : GS_EIO;
+    return result;
 }
 
 /* Creates the file with mode 0600 first: it holds every user's commands. */
@@ -131,12 +132,14 @@ static int check_integrity(gs__ledger_t *ledger, char *err, size_t errlen)
         rc = sqlite3_step(stmt);
     const unsigned char *text = rc == SQLITE_ROW ? sqlite3_column_text(stmt, 0) : NULL;
     int ok = text != NULL && strcmp((const char *)text, "ok") == 0;
+    int result = 0;
     if (!ok)
-        snprintf(err, errlen, "%s", text != NULL ? (const char *)text : sqlite3_errmsg(ledger->db));
+        result = gs_fail(err, errlen, GS_EIO, "%s",
+                         text != NULL ? (const char *)text : sqlite3_errmsg(ledger->db));
     for (char *p = err; !ok && *p != '\0'; p++)
         *p = *p == '\n' ? ' ' : *p; /* one line */
     sqlite3_finalize(stmt);
-    return ok ? 0 : GS_EIO;
+    return result;
 }
 
 static int setup(gs__ledger_t *ledger, char *err, size_t errlen)
@@ -144,11 +147,10 @@ static int setup(gs__ledger_t *ledger, char *err, size_t errlen)
     char why[256] = "";
     int64_t version = 0, seq = 0;
     int result = query_int(ledger, "PRAGMA user_version", &version, why, sizeof(why));
-    if (result == 0 && version > SCHEMA_VERSION) {
-        snprintf(err, errlen, "the ledger was written by a newer gpushared (schema %d > %d)",
-                 (int)version, SCHEMA_VERSION);
-        return GS_EVERSION;
-    }
+    if (result == 0 && version > SCHEMA_VERSION)
+        return gs_fail(err, errlen, GS_EVERSION,
+                       "the ledger was written by a newer gpushared (schema %d > %d)", (int)version,
+                       SCHEMA_VERSION);
     /* Exclusive: the daemon is the ledger's only user (a second gpushared on the same state
      * directory fails here), and SQLite keeps the WAL index in memory without file locks. */
     if (result == 0)
@@ -156,13 +158,12 @@ static int setup(gs__ledger_t *ledger, char *err, size_t errlen)
                       "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL; "
                       "PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=0",
                       why, sizeof(why));
-    if (result == 0 && check_integrity(ledger, why, sizeof(why)) != 0) {
-        snprintf(err, errlen,
-                 "the ledger %s is damaged (SQLite integrity_check: %.200s): gpushared will not "
-                 "guess which leases it held; see RECOVERY in gpushared(8)",
-                 ledger->path, why);
-        return GS_EIO;
-    }
+    if (result == 0 && check_integrity(ledger, why, sizeof(why)) != 0)
+        return gs_fail(
+            err, errlen, GS_EIO,
+            "the ledger %s is damaged (SQLite integrity_check: %.200s): gpushared will not "
+            "guess which leases it held; see RECOVERY in gpushared(8)",
+            ledger->path, why);
     if (result == 0)
         result = exec(ledger, schema, why, sizeof(why));
     if (result == 0)
@@ -190,10 +191,8 @@ static int setup(gs__ledger_t *ledger, char *err, size_t errlen)
     if (result == 0)
         result = query_int(ledger, "SELECT seq FROM sqlite_sequence WHERE name = 'leases'", &seq,
                            why, sizeof(why));
-    if (result != 0) {
-        snprintf(err, errlen, "cannot read the ledger %s: %s", ledger->path, why);
-        return result;
-    }
+    if (result != 0)
+        return gs_fail(err, errlen, result, "cannot read the ledger %s: %s", ledger->path, why);
     if ((uint64_t)seq + 1 > ledger->next_id)
         ledger->next_id = (uint64_t)seq + 1;
     return 0;
@@ -213,16 +212,13 @@ static void close_db(gs__ledger_t *ledger)
 static int open_db(gs__ledger_t *ledger, char *err, size_t errlen)
 {
     int result = create_private(ledger->path);
-    if (result != 0) {
-        snprintf(err, errlen, "cannot create the ledger %s: %s", ledger->path, gs_strerror(result));
-        return result;
-    }
+    if (result != 0)
+        return gs_fail(err, errlen, result, "cannot create the ledger %s: %s", ledger->path,
+                       gs_strerror(result));
     if (sqlite3_open_v2(ledger->path, &ledger->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "cannot open the ledger %s: %s", ledger->path,
-                 ledger->db != NULL ? sqlite3_errmsg(ledger->db) : "out of memory");
-        return GS_EIO;
-    }
+                        NULL) != SQLITE_OK)
+        return gs_fail(err, errlen, GS_EIO, "cannot open the ledger %s: %s", ledger->path,
+                       ledger->db != NULL ? sqlite3_errmsg(ledger->db) : "out of memory");
     sqlite3_busy_timeout(ledger->db, 2000);
     struct stat st;
     if (stat(ledger->path, &st) == 0) {
@@ -281,16 +277,17 @@ void gs__ledger_checkpoint(gs__ledger_t *ledger)
 static int run(gs__ledger_t *ledger, sqlite3_stmt *stmt, char *why, size_t whylen)
 {
     int rc = ledger->db != NULL ? sqlite3_step(stmt) : SQLITE_MISUSE;
+    int result = 0;
     if (rc != SQLITE_DONE)
-        snprintf(why, whylen, "%s",
-                 ledger->db != NULL ? sqlite3_errmsg(ledger->db) : "the ledger is closed");
+        result = gs_fail(why, whylen, GS_EIO, "%s",
+                         ledger->db != NULL ? sqlite3_errmsg(ledger->db) : "the ledger is closed");
     if (stmt != NULL) {
         sqlite3_reset(stmt);
         sqlite3_clear_bindings(stmt);
     }
-    if (rc != SQLITE_DONE) {
+    if (result != 0) {
         gs_error("ledger: %s", why);
-        return GS_EIO;
+        return result;
     }
     if (++ledger->commits_since_checkpoint >= CHECKPOINT_FORCE_COMMITS)
         gs__ledger_checkpoint(ledger);
@@ -345,10 +342,10 @@ int gs__ledger_put(gs__ledger_t *ledger, const gs__lease_record_t *rec, char *wh
     sqlite3_bind_int64(stmt, 13, rec->granted_at_ms);
     sqlite3_bind_int64(stmt, 14, (sqlite3_int64)rec->region_ino);
     if (result != 0) {
-        snprintf(why, whylen, "%s", gs_strerror(result));
+        result = gs_fail(why, whylen, GS_EIO, "%s", gs_strerror(result));
         sqlite3_reset(stmt);
         sqlite3_clear_bindings(stmt);
-        return GS_EIO;
+        return result;
     }
     return run(ledger, stmt, why, whylen);
 }
@@ -511,7 +508,7 @@ int gs__ledger_rewrite(gs__ledger_t *ledger, const gs__lease_record_t *const *re
     if (result == 0)
         result = exec(ledger, "COMMIT", why, sizeof(why));
     if (result != 0) {
-        snprintf(err, errlen, "cannot write the ledger %s: %s", ledger->path, why);
+        result = gs_fail(err, errlen, result, "cannot write the ledger %s: %s", ledger->path, why);
         close_db(ledger);
         return result;
     }

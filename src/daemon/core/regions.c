@@ -16,18 +16,15 @@ static int make_dir(const char *path, mode_t mode, char *err, size_t errlen)
 {
     if (mkdir(path, mode) != 0 && errno != EEXIST) {
         int result = -errno;
-        snprintf(err, errlen, "cannot create %s: %s", path, gs_strerror(result));
-        return result;
+        return gs_fail(err, errlen, result, "cannot create %s: %s", path, gs_strerror(result));
     }
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s is not a directory", path);
-        return GS_EINVAL;
-    }
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return gs_fail(err, errlen, GS_EINVAL, "%s is not a directory", path);
     if ((st.st_mode & 07777) != mode && chmod(path, mode) != 0) {
         int result = -errno;
-        snprintf(err, errlen, "cannot set the mode of %s: %s", path, gs_strerror(result));
-        return result;
+        return gs_fail(err, errlen, result, "cannot set the mode of %s: %s", path,
+                       gs_strerror(result));
     }
     return 0;
 }
@@ -96,8 +93,9 @@ int gs__regions_take(gs__region_pool_t *pool, const gs_region_config_t *rcfg, ui
     }
     int result = gs_region_create_sealed(rcfg, out);
     if (result != 0)
-        snprintf(err, errlen, "cannot create the lease's region: %s", gs_strerror(result));
-    return result;
+        return gs_fail(err, errlen, result, "cannot create the lease's region: %s",
+                       gs_strerror(result));
+    return 0;
 }
 
 void gs__regions_give_back(gs__region_pool_t *pool, gs_region_t *region, uid_t uid, gid_t gid)

@@ -156,10 +156,8 @@ int gs__leases_restore(gs__daemon_t *d)
 static int rewrite_ledger(gs__daemon_t *d, char *err, size_t errlen)
 {
     const gs__lease_record_t **recs = calloc(d->n_leases + 1, sizeof(*recs));
-    if (recs == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return GS_ENOMEM;
-    }
+    if (recs == NULL)
+        return gs_fail(err, errlen, GS_ENOMEM, "out of memory");
     unsigned n = 0;
     for (const gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next)
         recs[n++] = &lease->rec;

@@ -32,9 +32,9 @@ static int open_one(gs__daemon_t *d, unsigned g, const char *dir, char *err, siz
         }
     }
     if (result != 0)
-        snprintf(err, errlen, "cannot make the compute scheduler of GPU %s in %s: %s",
-                 d->gpus[g].uuid, dir, gs_strerror(result));
-    return result;
+        return gs_fail(err, errlen, result, "cannot make the compute scheduler of GPU %s in %s: %s",
+                       d->gpus[g].uuid, dir, gs_strerror(result));
+    return 0;
 }
 
 int gs__compute_sched_open(gs__daemon_t *d, char *err, size_t errlen)
@@ -43,8 +43,7 @@ int gs__compute_sched_open(gs__daemon_t *d, char *err, size_t errlen)
     gs__compute_sched_dir(d, dir, sizeof(dir));
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         int result = -errno;
-        snprintf(err, errlen, "cannot create %s: %s", dir, gs_strerror(result));
-        return result;
+        return gs_fail(err, errlen, result, "cannot create %s: %s", dir, gs_strerror(result));
     }
     chmod(dir, 0755);
     for (unsigned g = 0; g < d->n_gpus; g++) {

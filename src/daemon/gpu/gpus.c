@@ -21,9 +21,9 @@ static int check_settings(const gs__gpu_t *gpu, char *err, size_t errlen)
         char reserve[32], total[32];
         gs_qty_format_human(gpu->reserve, reserve, sizeof(reserve));
         gs_qty_format_human(gpu->total - gpu->driver_reserved, total, sizeof(total));
-        snprintf(err, errlen, "GPU %u: reserve %s leaves nothing of its %s to lease", gpu->index,
-                 reserve, total);
-        return GS_EINVAL;
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "GPU %u: reserve %s leaves nothing of its %s to lease", gpu->index, reserve,
+                       total);
     }
     return 0;
 }
@@ -33,14 +33,13 @@ static int check_policy(gs__daemon_t *d, const gs__policy_t *policies, char *err
 {
     d->policy = d->n_gpus > 0 ? policies[0] : GS__POLICY_GPUSHARE;
     for (unsigned i = 1; i < d->n_gpus; i++) {
-        if (policies[i] != d->policy) {
-            snprintf(err, errlen,
-                     "placement differs between GPU %u (%s) and GPU %u (%s): placement chooses "
-                     "among GPUs, so set it once in [gpu:all]",
-                     d->gpus[0].index, gs__policy_name(d->policy), d->gpus[i].index,
-                     gs__policy_name(policies[i]));
-            return GS_EINVAL;
-        }
+        if (policies[i] != d->policy)
+            return gs_fail(
+                err, errlen, GS_EINVAL,
+                "placement differs between GPU %u (%s) and GPU %u (%s): placement chooses "
+                "among GPUs, so set it once in [gpu:all]",
+                d->gpus[0].index, gs__policy_name(d->policy), d->gpus[i].index,
+                gs__policy_name(policies[i]));
     }
     return 0;
 }

@@ -69,8 +69,8 @@ static uint64_t driver_reserved(gs__inventory_t *inv, nvmlDevice_t device)
 static int nvml_fail(gs__inventory_t *inv, nvmlReturn_t rc, const char *what, char *err,
                      size_t errlen)
 {
-    snprintf(err, errlen, "NVML %s failed: %s (%d)", what, inv->nvmlErrorString(rc), (int)rc);
-    return GS_EIO;
+    return gs_fail(err, errlen, GS_EIO, "NVML %s failed: %s (%d)", what, inv->nvmlErrorString(rc),
+                   (int)rc);
 }
 
 static int discover(gs__inventory_t *inv, char *err, size_t errlen)
@@ -107,8 +107,7 @@ int gs__inventory_open(const char *library, gs__inventory_t **out, char *err, si
     int result = 0;
     inv->lib = dlopen(library, RTLD_NOW | RTLD_LOCAL);
     if (inv->lib == NULL) {
-        snprintf(err, errlen, "cannot load NVML (%s): %s", library, dlerror());
-        result = GS_ENOENT;
+        result = gs_fail(err, errlen, GS_ENOENT, "cannot load NVML (%s): %s", library, dlerror());
         goto out;
     }
     snprintf(inv->library, sizeof(inv->library), "%s", library);

@@ -13,8 +13,7 @@
 static int nvml_fail(const gs__mig_nvml_t *nv, nvmlReturn_t rc, const char *call, char *err,
                      size_t errlen)
 {
-    snprintf(err, errlen, "%s: %s", call, nv->nvmlErrorString(rc));
-    return GS_EIO;
+    return gs_fail(err, errlen, GS_EIO, "%s: %s", call, nv->nvmlErrorString(rc));
 }
 
 int gs__mig_nvml_open(const gs__inventory_t *inv, unsigned i, gs__mig_nvml_t *nv, char *err,
@@ -38,10 +37,8 @@ int gs__mig_nvml_enabled(const gs__mig_nvml_t *nv, int *enabled, char *err, size
 {
     unsigned current = 0, pending = 0;
     nvmlReturn_t rc = nv->nvmlDeviceGetMigMode(nv->dev, &current, &pending);
-    if (rc == NVML_ERROR_NOT_SUPPORTED) {
-        snprintf(err, errlen, "this GPU has no MIG");
-        return GS_ENOSYS;
-    }
+    if (rc == NVML_ERROR_NOT_SUPPORTED)
+        return gs_fail(err, errlen, GS_ENOSYS, "this GPU has no MIG");
     if (rc != NVML_SUCCESS)
         return nvml_fail(nv, rc, "nvmlDeviceGetMigMode", err, errlen);
     *enabled = current == NVML_DEVICE_MIG_ENABLE;
@@ -108,10 +105,8 @@ int gs__mig_nvml_catalog(const gs__mig_nvml_t *nv, const char *model, gs_mig_cat
         if (result != 0)
             return result;
     }
-    if (cat->n_profiles == 0 || cat->memory_slots > GS_MIG_SLOTS_MAX) {
-        snprintf(err, errlen, "NVML lists no usable MIG profile for this GPU");
-        return GS_EIO;
-    }
+    if (cat->n_profiles == 0 || cat->memory_slots > GS_MIG_SLOTS_MAX)
+        return gs_fail(err, errlen, GS_EIO, "NVML lists no usable MIG profile for this GPU");
     qsort(cat->profiles, cat->n_profiles, sizeof(cat->profiles[0]), profile_order);
     return 0;
 }
@@ -185,10 +180,8 @@ static int full_ci_profile(const gs__mig_nvml_t *nv, nvmlGpuInstance_t gi, uint3
                                           NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE,
                                           NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE,
                                           NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE};
-    if (slices == 0 || slices > 8 || slices == 5) {
-        snprintf(err, errlen, "no compute instance profile of %u slices", slices);
-        return GS_EIO;
-    }
+    if (slices == 0 || slices > 8 || slices == 5)
+        return gs_fail(err, errlen, GS_EIO, "no compute instance profile of %u slices", slices);
     nvmlComputeInstanceProfileInfo_t info;
     nvmlReturn_t rc = nv->nvmlGpuInstanceGetComputeInstanceProfileInfo(
         gi, by_slices[slices], NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &info);
@@ -219,8 +212,8 @@ static int add_ci(const gs__mig_nvml_t *nv, nvmlGpuInstance_t gi, uint32_t slice
     f->has_ci = 0;
     result = find_uuids(nv, f, 1, err, errlen);
     if (result == 0 && f->uuid[0] == '\0') {
-        snprintf(err, errlen, "NVML lists no MIG device for GPU instance %u", f->gi);
-        result = GS_EIO;
+        result =
+            gs_fail(err, errlen, GS_EIO, "NVML lists no MIG device for GPU instance %u", f->gi);
     }
     if (result != 0)
         nv->nvmlComputeInstanceDestroy(ci);

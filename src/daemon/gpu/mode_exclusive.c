@@ -9,13 +9,11 @@
 
 static int exclusive_check_config(const gs__gpu_t *gpu, char *err, size_t errlen)
 {
-    if (gpu->overprovision > 1) {
-        snprintf(err, errlen,
-                 "GPU %u: mode exclusive gives whole GPUs: overprovision must be 1, "
-                 "not %u",
-                 gpu->index, gpu->overprovision);
-        return GS_EINVAL;
-    }
+    if (gpu->overprovision > 1)
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "GPU %u: mode exclusive gives whole GPUs: overprovision must be 1, "
+                       "not %u",
+                       gpu->index, gpu->overprovision);
     return 0;
 }
 

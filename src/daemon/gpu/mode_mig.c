@@ -50,18 +50,14 @@ static mig_gpu_t *state_of(const gs__gpu_t *gpu)
 
 static int mig_check_config(const gs__gpu_t *gpu, char *err, size_t errlen)
 {
-    if (gpu->overprovision > 1) {
-        snprintf(err, errlen,
-                 "GPU %u: mode mig gives MIG instances: overprovision must be 1, not %u",
-                 gpu->index, gpu->overprovision);
-        return GS_EINVAL;
-    }
-    if (gpu->reserve > 0) {
-        snprintf(err, errlen,
-                 "GPU %u: mode mig: MIG instances have memory of their own; remove reserve",
-                 gpu->index);
-        return GS_EINVAL;
-    }
+    if (gpu->overprovision > 1)
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "GPU %u: mode mig gives MIG instances: overprovision must be 1, not %u",
+                       gpu->index, gpu->overprovision);
+    if (gpu->reserve > 0)
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "GPU %u: mode mig: MIG instances have memory of their own; remove reserve",
+                       gpu->index);
     return 0;
 }
 
@@ -212,10 +208,8 @@ static int mig_start(gs__daemon_t *d, unsigned g, char *err, size_t errlen)
 {
     gs__gpu_t *gpu = &d->gpus[g];
     mig_gpu_t *st = calloc(1, sizeof(*st));
-    if (st == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return GS_ENOMEM;
-    }
+    if (st == NULL)
+        return gs_fail(err, errlen, GS_ENOMEM, "out of memory");
     int result = gs__mig_nvml_open(d->inv, g, &st->nv, err, errlen);
     if (result != 0) {
         free(st);
@@ -225,11 +219,10 @@ static int mig_start(gs__daemon_t *d, unsigned g, char *err, size_t errlen)
     st->next_check_ms = gs__now_ms() + CHECK_MS;
     result = enable(st, gpu);
     if (result == GS_ENOSYS) {
-        snprintf(err, errlen, "GPU %u: mode mig, but the GPU (%s) has no MIG", gpu->index,
-                 gpu->name);
         free(st);
         gpu->mode_state = NULL;
-        return GS_EINVAL;
+        return gs_fail(err, errlen, GS_EINVAL, "GPU %u: mode mig, but the GPU (%s) has no MIG",
+                       gpu->index, gpu->name);
     }
     if (result != 0)
         gs_warn("GPU %u: %s", gpu->index, st->problem);
@@ -300,10 +293,9 @@ static int take_instance(mig_gpu_t *st, const gs__gpu_t *gpu, const gs__lease_t 
                          char *err, size_t errlen)
 {
     gs_mig_plan_t plan;
-    if (gs_mig_plan(&st->cat, &st->layout, p, &plan) != 0) {
-        snprintf(err, errlen, "no room for a MIG %s instance any more", st->cat.profiles[p].name);
-        return GS_ENOFIT;
-    }
+    if (gs_mig_plan(&st->cat, &st->layout, p, &plan) != 0)
+        return gs_fail(err, errlen, GS_ENOFIT, "no room for a MIG %s instance any more",
+                       st->cat.profiles[p].name);
     if (plan.reuse >= 0) {
         int result =
             gs__mig_nvml_complete(&st->nv, &st->cat, &st->inst[plan.reuse].nv, err, errlen);
@@ -323,10 +315,8 @@ static int take_instance(mig_gpu_t *st, const gs__gpu_t *gpu, const gs__lease_t 
             gpu->index, st->cat.profiles[p].name, made.gi, made.start,
             (unsigned long long)lease->rec.id);
     int k = add_instance(st, &made, 0, 0);
-    if (k < 0) {
-        snprintf(err, errlen, "more than %d MIG instances", GS_MIG_INSTANCES_MAX);
-        return GS_ENOSPC;
-    }
+    if (k < 0)
+        return gs_fail(err, errlen, GS_ENOSPC, "more than %d MIG instances", GS_MIG_INSTANCES_MAX);
     return k;
 }
 
@@ -336,20 +326,18 @@ static int mig_grant(gs__daemon_t *d, gs__lease_t *lease, unsigned i, char *err,
     gs__gpu_t *gpu = &d->gpus[part->gpu];
     mig_gpu_t *st = state_of(gpu);
     int p = part->plan.profile;
-    if (st == NULL || !st->enabled || p < 0 || (unsigned)p >= st->cat.n_profiles) {
-        snprintf(err, errlen, "GPU %u (mig): %s", gpu->index,
-                 st != NULL && st->problem[0] ? st->problem : "no MIG profile chosen");
-        return GS_EAGAIN;
-    }
+    if (st == NULL || !st->enabled || p < 0 || (unsigned)p >= st->cat.n_profiles)
+        return gs_fail(err, errlen, GS_EAGAIN, "GPU %u (mig): %s", gpu->index,
+                       st != NULL && st->problem[0] ? st->problem : "no MIG profile chosen");
     char why[200];
     int k = take_instance(st, gpu, lease, p, why, sizeof(why));
     if (k < 0) {
-        snprintf(err, errlen, "GPU %u: cannot set up a MIG %s instance: %s", gpu->index,
-                 st->cat.profiles[p].name, why);
+        int result = gs_fail(err, errlen, GS_EGPU, "GPU %u: cannot set up a MIG %s instance: %s",
+                             gpu->index, st->cat.profiles[p].name, why);
         char again[200];
         if (sync_instances(st, again, sizeof(again)) != 0)
             gs_warn("GPU %u: cannot list its MIG instances: %s", gpu->index, again);
-        return GS_EAGAIN;
+        return result;
     }
     st->layout.inst[k].busy = 1;
     st->inst[k].lease = lease->rec.id;

@@ -110,10 +110,8 @@ static int mps_start(gs__daemon_t *d, unsigned g, char *err, size_t errlen)
 {
     gs__gpu_t *gpu = &d->gpus[g];
     mps_gpu_t *st = calloc(1, sizeof(*st));
-    if (st == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return GS_ENOMEM;
-    }
+    if (st == NULL)
+        return gs_fail(err, errlen, GS_ENOMEM, "out of memory");
     st->uid = GS__UID_ANY;
     st->retry_ms = RETRY_MIN_MS;
     snprintf(st->ctl.program, sizeof(st->ctl.program), "%s", d->cfg.mps_control);
@@ -128,7 +126,7 @@ static int mps_start(gs__daemon_t *d, unsigned g, char *err, size_t errlen)
                      : GS_ERANGE;
     if (result != 0) {
         if (result == GS_ERANGE && n > 0 && (size_t)n >= sizeof(st->ctl.pipe_dir))
-            snprintf(err, errlen, "runtime_dir %s is too long", d->cfg.runtime_dir);
+            gs_fail(err, errlen, result, "runtime_dir %s is too long", d->cfg.runtime_dir);
         free(st);
         return result;
     }
@@ -244,11 +242,10 @@ static int mps_grant(gs__daemon_t *d, gs__lease_t *lease, unsigned i, char *err,
 {
     gs__gpu_t *gpu = &d->gpus[lease->alloc.part[i].gpu];
     mps_gpu_t *st = state_of(gpu);
-    if (st == NULL || st->pid == 0) {
-        snprintf(err, errlen, "GPU %u (mps): its MPS control daemon is not running: %s", gpu->index,
-                 st != NULL && st->error[0] != '\0' ? st->error : "not started");
-        return GS_EAGAIN;
-    }
+    if (st == NULL || st->pid == 0)
+        return gs_fail(err, errlen, GS_EAGAIN,
+                       "GPU %u (mps): its MPS control daemon is not running: %s", gpu->index,
+                       st != NULL && st->error[0] != '\0' ? st->error : "not started");
     hold(st, lease->rec.uid);
     return 0;
 }

@@ -52,20 +52,17 @@ static int make_dirs(const char *path, mode_t mode)
 int gs__mps_ctl_prepare(const gs__mps_ctl_t *ctl, char *err, size_t errlen)
 {
     struct sockaddr_un addr;
-    if (strlen(ctl->pipe_dir) + sizeof("/control") > sizeof(addr.sun_path)) {
-        snprintf(err, errlen,
-                 "MPS pipe directory %s is too long for a unix socket (set a shorter "
-                 "runtime_dir)",
-                 ctl->pipe_dir);
-        return GS_ERANGE;
-    }
+    if (strlen(ctl->pipe_dir) + sizeof("/control") > sizeof(addr.sun_path))
+        return gs_fail(err, errlen, GS_ERANGE,
+                       "MPS pipe directory %s is too long for a unix socket (set a shorter "
+                       "runtime_dir)",
+                       ctl->pipe_dir);
     const char *dirs[2] = {ctl->pipe_dir, ctl->log_dir};
     for (int i = 0; i < 2; i++) {
         int result = make_dirs(dirs[i], 0755);
-        if (result != 0) {
-            snprintf(err, errlen, "cannot create %s: %s", dirs[i], gs_strerror(result));
-            return result;
-        }
+        if (result != 0)
+            return gs_fail(err, errlen, result, "cannot create %s: %s", dirs[i],
+                           gs_strerror(result));
     }
     return 0;
 }
@@ -224,29 +221,24 @@ static int run_program(const gs__mps_ctl_t *ctl, const char *arg, const char *in
     run_t run;
     int status = 0;
     int result = spawn(ctl, arg, input, &run);
-    if (result != 0) {
-        snprintf(err, errlen, "cannot run %s: %s", ctl->program, gs_strerror(result));
-        return result;
-    }
+    if (result != 0)
+        return gs_fail(err, errlen, result, "cannot run %s: %s", ctl->program, gs_strerror(result));
     result = finish(&run, out, outlen, &status);
-    if (result != 0) {
-        snprintf(err, errlen, "%s did not finish within %d s: killed", ctl->program,
-                 GS__MPS_CTL_TIMEOUT_MS / 1000);
-        return result;
-    }
+    if (result != 0)
+        return gs_fail(err, errlen, result, "%s did not finish within %d s: killed", ctl->program,
+                       GS__MPS_CTL_TIMEOUT_MS / 1000);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return 0;
     char line[256];
     snprintf(line, sizeof(line), "%s", out);
     first_line(line);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && line[0] == '\0')
-        snprintf(err, errlen, "cannot run %s: not found", ctl->program);
-    else if (WIFEXITED(status))
-        snprintf(err, errlen, "%s%s exited with status %d%s%s", ctl->program, arg ? " -d" : "",
-                 WEXITSTATUS(status), line[0] != '\0' ? ": " : "", line);
-    else
-        snprintf(err, errlen, "%s was killed by signal %d", ctl->program, WTERMSIG(status));
-    return GS_EIO;
+        return gs_fail(err, errlen, GS_EIO, "cannot run %s: not found", ctl->program);
+    if (WIFEXITED(status))
+        return gs_fail(err, errlen, GS_EIO, "%s%s exited with status %d%s%s", ctl->program,
+                       arg ? " -d" : "", WEXITSTATUS(status), line[0] != '\0' ? ": " : "", line);
+    return gs_fail(err, errlen, GS_EIO, "%s was killed by signal %d", ctl->program,
+                   WTERMSIG(status));
 }
 
 /* Reads the pid file of the pipe directory. Returns the pid, or 0. */
@@ -297,11 +289,10 @@ int gs__mps_ctl_start(const gs__mps_ctl_t *ctl, pid_t *pid, uint64_t *start, cha
     if (result != 0)
         return result;
     /* -d returns once the daemon serves; its pid file says which process it is. */
-    if (!gs__mps_ctl_find(ctl, pid, start)) {
-        snprintf(err, errlen, "%s -d succeeded but no control daemon is running in %s",
-                 ctl->program, ctl->pipe_dir);
-        return GS_ESRCH;
-    }
+    if (!gs__mps_ctl_find(ctl, pid, start))
+        return gs_fail(err, errlen, GS_ESRCH,
+                       "%s -d succeeded but no control daemon is running in %s", ctl->program,
+                       ctl->pipe_dir);
     return 0;
 }
 

@@ -211,21 +211,15 @@ static int resolve_owner(gs_lease_owner_t *owner, char *why, size_t whylen)
         getpwuid_r((uid_t)owner->uid, &pw, buf, sizeof(buf), &found);
     else
         getpwnam_r(owner->user, &pw, buf, sizeof(buf), &found);
-    if (found == NULL && !owner->has_uid) {
-        snprintf(why, whylen, "no user \"%s\" on this node", owner->user);
-        return GS_EINVAL;
-    }
-    if (found == NULL && !owner->has_gid) {
-        snprintf(why, whylen, "uid %u has no passwd entry on this node: give its \"gid\"",
-                 owner->uid);
-        return GS_EINVAL;
-    }
+    if (found == NULL && !owner->has_uid)
+        return gs_fail(why, whylen, GS_EINVAL, "no user \"%s\" on this node", owner->user);
+    if (found == NULL && !owner->has_gid)
+        return gs_fail(why, whylen, GS_EINVAL,
+                       "uid %u has no passwd entry on this node: give its \"gid\"", owner->uid);
     if (found != NULL && owner->has_uid && owner->user[0] != '\0' &&
-        strcmp(owner->user, found->pw_name) != 0) {
-        snprintf(why, whylen, "uid %u is user \"%s\", not \"%s\"", owner->uid, found->pw_name,
-                 owner->user);
-        return GS_EINVAL;
-    }
+        strcmp(owner->user, found->pw_name) != 0)
+        return gs_fail(why, whylen, GS_EINVAL, "uid %u is user \"%s\", not \"%s\"", owner->uid,
+                       found->pw_name, owner->user);
     if (found != NULL) {
         owner->uid = (uint32_t)found->pw_uid;
         if (!owner->has_gid)

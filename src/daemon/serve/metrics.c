@@ -353,10 +353,9 @@ int gs__metrics_start(gs__daemon_t *d, gs__metrics_t **out, char *err, size_t er
     uint32_t addr;
     *out = NULL;
     uint16_t port;
-    if (gs__config_parse_listen(d->cfg.metrics_listen, &addr, &port) != 0) {
-        snprintf(err, errlen, "metrics address \"%s\" is not ADDRESS:PORT", d->cfg.metrics_listen);
-        return GS_EINVAL;
-    }
+    if (gs__config_parse_listen(d->cfg.metrics_listen, &addr, &port) != 0)
+        return gs_fail(err, errlen, GS_EINVAL, "metrics address \"%s\" is not ADDRESS:PORT",
+                       d->cfg.metrics_listen);
     if (port == 0)
         return 0;
     struct gs__metrics *m = calloc(1, sizeof(*m));
@@ -364,10 +363,9 @@ int gs__metrics_start(gs__daemon_t *d, gs__metrics_t **out, char *err, size_t er
         return GS_ENOMEM;
     int result = gs__http_start(addr, port, "/metrics", CONTENT_TYPE, &m->http);
     if (result != 0) {
-        snprintf(err, errlen, "cannot serve metrics on %s: %s", d->cfg.metrics_listen,
-                 result == GS_EBUSY ? "the port is taken" : gs_strerror(result));
         free(m);
-        return result;
+        return gs_fail(err, errlen, result, "cannot serve metrics on %s: %s", d->cfg.metrics_listen,
+                       result == GS_EBUSY ? "the port is taken" : gs_strerror(result));
     }
     *out = m;
     gs__metrics_publish(m, d);

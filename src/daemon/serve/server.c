@@ -459,10 +459,9 @@ static int claim_path(const struct sockaddr_un *addr, char *err, size_t errlen)
         return -errno;
     int busy = connect(probe, (const struct sockaddr *)addr, sizeof(*addr)) == 0;
     close(probe);
-    if (busy) {
-        snprintf(err, errlen, "another gpushared is listening on %s", addr->sun_path);
-        return GS_EBUSY;
-    }
+    if (busy)
+        return gs_fail(err, errlen, GS_EBUSY, "another gpushared is listening on %s",
+                       addr->sun_path);
     unlink(addr->sun_path);
     return 0;
 }
@@ -483,11 +482,9 @@ static int make_parent(const char *path)
 static int open_socket(const char *path, char *err, size_t errlen)
 {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof(addr.sun_path)) {
-        snprintf(err, errlen, "socket path %s is too long (at most %zu bytes)", path,
-                 sizeof(addr.sun_path) - 1);
-        return GS_ERANGE;
-    }
+    if (strlen(path) >= sizeof(addr.sun_path))
+        return gs_fail(err, errlen, GS_ERANGE, "socket path %s is too long (at most %zu bytes)",
+                       path, sizeof(addr.sun_path) - 1);
     strcpy(addr.sun_path, path);
     int result = make_parent(path);
     if (result == 0)
@@ -501,10 +498,9 @@ static int open_socket(const char *path, char *err, size_t errlen)
                         chmod(path, 0666) != 0 || listen(fd, LISTEN_BACKLOG) != 0))
         result = -errno;
     if (result != 0) {
-        snprintf(err, errlen, "cannot listen on %s: %s", path, gs_strerror(result));
         if (fd >= 0)
             close(fd);
-        return result;
+        return gs_fail(err, errlen, result, "cannot listen on %s: %s", path, gs_strerror(result));
     }
     return fd;
 }
@@ -541,7 +537,7 @@ int gs__server_run(gs__daemon_t *d, gs__metrics_t *metrics, char *err, size_t er
     if (s.epfd < 0 || s.signal_fd < 0 || add_fd(&s, s.listen_fd, &listen_tag) != 0 ||
         add_fd(&s, s.signal_fd, &signal_tag) != 0) {
         result = -errno;
-        snprintf(err, errlen, "cannot set up the event loop: %s", gs_strerror(result));
+        gs_fail(err, errlen, result, "cannot set up the event loop: %s", gs_strerror(result));
         goto out;
     }
     gs_info("listening on %s", d->cfg.socket);
