@@ -3,6 +3,8 @@
 #include "cli.h"
 #include "daemon_cli.h"
 
+#include "gpushare/error.h"
+
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,12 +48,12 @@ static int parse_date(const char *text, int64_t *ms)
             tm.tm_isdst = -1;
             time_t t = mktime(&tm);
             if (t == (time_t)-1)
-                return -1;
+                return GS_EINVAL;
             *ms = (int64_t)t * 1000;
             return 0;
         }
     }
-    return -1;
+    return GS_EINVAL;
 }
 
 static int parse_since(const gs__cli_t *cli, const char *text, int64_t *ms)

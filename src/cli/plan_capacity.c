@@ -5,6 +5,8 @@
 #include "daemon_cli.h"
 #include "plan_cli.h"
 
+#include "gpushare/error.h"
+
 #include <math.h>
 
 #include <getopt.h>
@@ -71,7 +73,7 @@ static int append_pods(gs_place_pods_t *dst, gs_place_pods_t *src)
         return 0;
     gs_place_pod_t *grown = realloc(dst->pods, (dst->count + src->count) * sizeof(*grown));
     if (grown == NULL)
-        return -1;
+        return GS_ENOMEM;
     memcpy(grown + dst->count, src->pods, src->count * sizeof(*grown));
     dst->pods = grown;
     dst->count += src->count;
@@ -85,7 +87,7 @@ static int append_nodes(gs_place_nodes_t *dst, gs_place_nodes_t *src)
         return 0;
     gs_place_node_row_t *grown = realloc(dst->nodes, (dst->count + src->count) * sizeof(*grown));
     if (grown == NULL)
-        return -1;
+        return GS_ENOMEM;
     memcpy(grown + dst->count, src->nodes, src->count * sizeof(*grown));
     dst->nodes = grown;
     dst->count += src->count;

@@ -179,8 +179,8 @@ int gs__plan_plot(const char *path, const char *title, const gs__plan_curve_t *c
 {
     int png = ends_with(path, ".png");
     if (!gs__plan_plot_format_ok(path))
-        return gs_fail(err, errlen, -1, "--plot \"%s\": the file name must end in .png or .svg",
-                       path);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "--plot \"%s\": the file name must end in .png or .svg", path);
     cairo_surface_t *s =
         png ? cairo_image_surface_create(CAIRO_FORMAT_RGB24, WIDTH * PNG_SCALE, HEIGHT * PNG_SCALE)
             : cairo_svg_surface_create(path, WIDTH, HEIGHT);
@@ -201,7 +201,7 @@ int gs__plan_plot(const char *path, const char *title, const gs__plan_curve_t *c
     cairo_debug_reset_static_data();
     FcFini();
     if (status != CAIRO_STATUS_SUCCESS)
-        return gs_fail(err, errlen, -1, "%s: cannot write the plot: %s", path,
+        return gs_fail(err, errlen, GS_EIO, "%s: cannot write the plot: %s", path,
                        cairo_status_to_string(status));
     return 0;
 }

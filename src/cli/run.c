@@ -81,7 +81,7 @@ static int whole(const char *arg, long min, long max, long *out)
     char *end = NULL;
     long n = strtol(arg, &end, 10);
     if (end == arg || *end != '\0' || n < min || n > max)
-        return -1;
+        return GS_EINVAL;
     *out = n;
     return 0;
 }

@@ -27,22 +27,22 @@ typedef struct proc_table {
     size_t n, cap;
 } proc_table_t;
 
-/* Reads ppid and start time from /proc/PID/stat. Returns 0 or -1 (gone). */
+/* Reads ppid and start time from /proc/PID/stat. Returns 0 or GS_ENOENT (gone). */
 static int read_stat(pid_t pid, proc_info_t *info)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return -1;
+        return GS_ENOENT;
     ssize_t n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     if (n <= 0)
-        return -1;
+        return GS_ENOENT;
     buf[n] = '\0';
     char *p = strrchr(buf, ')'); /* the command may hold anything: fields restart after it */
     if (p == NULL || p[1] != ' ')
-        return -1;
+        return GS_ENOENT;
     info->pid = pid;
     info->ppid = 0;
     info->start = 0;
