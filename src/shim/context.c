@@ -12,15 +12,6 @@
 static CUcontext primary[GS_MAX_DEVICES];
 static pthread_mutex_t primary_mutex = PTHREAD_MUTEX_INITIALIZER;
 
-#define REAL_OR_FAIL(fn)                                                                           \
-    do {                                                                                           \
-        CUresult init_result = gs__ensure_init();                                                  \
-        if (init_result != CUDA_SUCCESS)                                                           \
-            return init_result;                                                                    \
-        if (gs__real()->fn == NULL)                                                                \
-            return CUDA_ERROR_NOT_SUPPORTED;                                                       \
-    } while (0)
-
 /* Creates a context with create(pctx, arg) and charges its own memory to the lease (measured
  * around the creation); a context that does not fit in the lease is destroyed again. */
 static CUresult create_measured(CUcontext *pctx, CUdevice dev,

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "gpushare/nvml_abi.h"
+#include "gpushare/nvml_load.h"
 #include "core/core.h"
 
 typedef struct gs__inventory gs__inventory_t;
@@ -59,8 +60,10 @@ int gs__inventory_simulated(const gs__inventory_t *inv);
 /* The NVML handle of GPU i (0 <= i < count), for modes that call NVML themselves. */
 nvmlDevice_t gs__inventory_handle(const gs__inventory_t *inv, unsigned i);
 
-/* The loaded library's function called name, or NULL when it has none. */
-void *gs__inventory_symbol(const gs__inventory_t *inv, const char *name);
+/* Resolves more functions of the loaded library (gs_nvml_more, gpushare/nvml_load.h): 0, or
+ * GS_ENOSYS with "LIBRARY has no NAME: MISSING" in err. */
+int gs__inventory_resolve(const gs__inventory_t *inv, const gs_nvml_fn_t *fns, size_t n,
+                          const char *missing, char *err, size_t errlen);
 
 /* The loaded library's path (from dladdr) and the driver version it reports. Never NULL. */
 const char *gs__inventory_library(const gs__inventory_t *inv);

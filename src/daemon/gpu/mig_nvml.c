@@ -20,14 +20,15 @@ int gs__mig_nvml_open(const gs__inventory_t *inv, unsigned i, gs__mig_nvml_t *nv
                       size_t errlen)
 {
     memset(nv, 0, sizeof(*nv));
-#define X(name)                                                                                    \
-    *(void **)&nv->name = gs__inventory_symbol(inv, #name);                                        \
-    if (nv->name == NULL) {                                                                        \
-        snprintf(err, errlen, "%s has no %s: no MIG support", gs__inventory_library(inv), #name);  \
-        return GS_ENOSYS;                                                                          \
-    }
-    GS__MIG_NVML_FUNCTIONS(X)
+    const gs_nvml_fn_t fns[] = {
+#define X(name) {#name, (void **)&nv->name, 1},
+        GS__MIG_NVML_FUNCTIONS(X)
 #undef X
+    };
+    int result = gs__inventory_resolve(inv, fns, sizeof(fns) / sizeof(fns[0]), "no MIG support",
+                                       err, errlen);
+    if (result != 0)
+        return result;
     nv->dev = gs__inventory_handle(inv, i);
     nv->index = gs__inventory_gpu(inv, i) != NULL ? gs__inventory_gpu(inv, i)->index : i;
     return nv->dev != NULL ? 0 : GS_EINVAL;
