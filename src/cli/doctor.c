@@ -10,7 +10,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <linux/magic.h>
 #include <stdarg.h>
@@ -459,32 +458,21 @@ static void usage(FILE *out)
 /* Returns -1 to run, else the exit status (help, usage error). */
 static int parse_args(int argc, char **argv, doctor_t *doc)
 {
-    static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
-                                             {"socket", required_argument, NULL, 's'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    const char *socket = NULL;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            usage(stdout);
-            return GS_EXIT_OK;
-        } else if (c == 'j') {
-            doc->json = 1;
-        } else if (c == 's') {
-            socket = optarg;
-        } else {
-            fprintf(stderr, "gpushare doctor: unknown option \"%s\" (see gpushare doctor --help)\n",
-                    argv[optind - 1]);
-            return GS_EXIT_USAGE;
-        }
+    static const gs__cli_opt_t no_options[] = {{NULL, 0, 0, 0}};
+    gs__cli_args_t args = {.opts = no_options, .flags = GS__CLI_CHECK | GS__CLI_SOCKET};
+    gs__cli_t cli;
+    gs__cli_init(&cli, "doctor");
+    int next = 0, result = gs__cli_options(&cli, argc, argv, &args, &next);
+    if (result == GS__CLI_HELP) {
+        usage(stdout);
+        return GS_EXIT_OK;
     }
-    if (optind < argc) {
-        fprintf(stderr, "gpushare doctor: unexpected argument \"%s\"\n", argv[optind]);
-        return GS_EXIT_USAGE;
-    }
-    doc->socket = gs_client_socket_path(socket);
+    if (result == 0 && next < argc)
+        result = gs__cli_usage(&cli, "unexpected argument \"%s\"", argv[next]);
+    if (result != 0)
+        return result;
+    doc->json = cli.json;
+    doc->socket = gs_client_socket_path(cli.socket);
     return -1;
 }
 
