@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the mode seam's admission (src/daemon/mode.h, place.c): which GPUs serve which
- * requests, one-GPU modes, and the one-line reasons for refusals. */
+/* Unit tests of the mode seam's admission (src/daemon/core/mode_ops.h, core/place.c): which GPUs
+ * serve which requests, one-GPU modes, and the one-line reasons for refusals. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
