@@ -20,10 +20,11 @@ out=$("$script" --libs "$GS_BUILD_DIR/archive" 2>&1) || fail "gpushared's layers
 grep -q "calls checked in" <<<"$out" || fail "gpushared's calls were not checked: $out"
 echo "ok: gpushared: $out"
 
-# tree NAME CORE GPU SERVE: a tree of three one-file layers, each file's body given, built into
-# $work/NAME/archive/libgs_daemon_LAYER.a.
+# tree NAME CORE GPU SERVE: a tree of three one-file layers, each file's body given, its libraries
+# in $work/NAME/archive/libgs_daemon_LAYER.a. A layer whose body is the one of tree "down" reuses
+# its object (each compile costs; only the planted file is built again).
 tree() {
-  local dir=$work/$1 layer body
+  local name=$1 dir=$work/$1 layer body
   mkdir -p "$dir/src/core" "$dir/src/gpu" "$dir/src/serve" "$dir/archive"
   shift
   for layer in core gpu serve; do
@@ -33,9 +34,25 @@ tree() {
     body=$1
     shift
     printf '/* %s */\n%s\n' "$layer" "$body" >"$dir/src/$layer/$layer.c"
-    "$cc" -c -I "$dir/src" -I "$dir/src/gpu" -I "$dir/src/serve" -o "$dir/$layer.c.o" "$dir/src/$layer/$layer.c"
+    if [[ $name != down ]] && cmp -s "$dir/src/$layer/$layer.c" "$work/down/src/$layer/$layer.c"; then
+      cp "$work/down/$layer.c.o" "$dir/$layer.c.o"
+    else
+      "$cc" -c -w -I "$dir/src" -I "$dir/src/gpu" -I "$dir/src/serve" -o "$dir/$layer.c.o" \
+        "$dir/src/$layer/$layer.c"
+    fi
     ar rcs "$dir/archive/libgs_daemon_$layer.a" "$dir/$layer.c.o"
   done
+}
+
+# includes NAME CORE GPU: a tree "down" whose core/ and gpu/ sources are these (the includes are
+# read from the sources: its libraries are down's, built from the good ones).
+includes() {
+  local dir=$work/$1
+  mkdir -p "$dir/src"
+  cp -r "$work/down/src/core" "$work/down/src/gpu" "$work/down/src/serve" "$dir/src/"
+  ln -s "$work/down/archive" "$dir/archive"
+  printf '/* core */\n%s\n' "$2" >"$dir/src/core/core.c"
+  printf '/* gpu */\n%s\n' "$3" >"$dir/src/gpu/gpu.c"
 }
 
 # expect NAME STATUS MESSAGE: the check of tree NAME exits STATUS and says MESSAGE (a fixed
@@ -65,20 +82,20 @@ int gs__serve_thing(void) { return gs__core_thing() + gs__gpu_thing(); }'
 tree down "$core_ok" "$gpu_ok" "$serve_ok"
 expect down 0 "calls checked in"
 
-tree include_serve '#include "serve/serve.h"
-int gs__core_thing(void) { return 1; }' "$gpu_ok" "$serve_ok"
+includes include_serve '#include "serve/serve.h"
+int gs__core_thing(void) { return 1; }' "$gpu_ok"
 expect include_serve 1 'core/core.c:2 includes "serve/serve.h" of serve/'
 
-tree include_bare '#include "gpu.h"
-int gs__core_thing(void) { return 1; }' "$gpu_ok" "$serve_ok"
+includes include_bare '#include "gpu.h"
+int gs__core_thing(void) { return 1; }' "$gpu_ok"
 expect include_bare 1 'core/core.c:2 includes "gpu.h" of gpu/'
 
-tree include_up '#include "../serve/serve.h"
-int gs__core_thing(void) { return 1; }' "$gpu_ok" "$serve_ok"
+includes include_up '#include "../serve/serve.h"
+int gs__core_thing(void) { return 1; }' "$gpu_ok"
 expect include_up 1 'core/core.c:2 includes "../serve/serve.h" of serve/'
 
-tree gpu_include_serve "$core_ok" '#include "serve/serve.h"
-int gs__gpu_thing(void) { return 2; }' "$serve_ok"
+includes gpu_include_serve "$core_ok" '#include "serve/serve.h"
+int gs__gpu_thing(void) { return 2; }'
 expect gpu_include_serve 1 'gpu/gpu.c:2 includes "serve/serve.h" of serve/'
 
 # Calls without an include: a prototype of its own is all a planted call needs.

@@ -3,7 +3,8 @@
  * requests (api.h), the JSON views of the state (views.h), the Prometheus endpoint (metrics.h,
  * http.h) and main.c. It calls core/ and gpu/ through their interfaces; nothing calls it (core
  * tells it about a lease's holder through callbacks, gs__api_attach). The interface of serve/
- * (for main.c and tests); conn.h and http.h are private. */
+ * (for main.c and tests); conn.h and http.h are private. Threads: the event loop runs all of it
+ * but the metrics endpoint's own thread (http.c), which only sends the latest published text. */
 #ifndef GS_DAEMON_SERVE_H
 #define GS_DAEMON_SERVE_H
 
