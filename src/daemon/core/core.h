@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* core/: the daemon's leases and what decides them, with no knowledge of NVML, of GPU modes'
  * insides or of clients' connections (docs/daemon.md). The interface of core for gpu/ and serve/:
- *   daemon.h     the daemon's state and the lease lifecycle (grant, end, revoke, expire, reap,
- *                restore), and the callbacks through which core tells serve/ about a lease's
- *                holder;
+ *   daemon.h     the daemon's state, and the callbacks through which core tells serve/ about a
+ *                lease's holder;
+ *   lease.h      a lease and its lifecycle (grant, end, revoke, expire, reap, restore);
  *   mode_ops.h   the mode seam: what a GPU's mode does, called through each GPU's operations;
  *   model.h      what a GPU can give and what a request takes (pure);
  *   place.h      which GPUs a request goes to (pure but for the engine's cache);
@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "config.h"
 #include "daemon.h"
+#include "lease.h"
 #include "ledger.h"
 #include "mode_ops.h"
 #include "model.h"
