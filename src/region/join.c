@@ -134,25 +134,21 @@ static int ask(const char *socket_path, unsigned long long id, int *passed, char
                size_t errlen, int64_t deadline)
 {
     int fd = connect_to(socket_path);
-    if (fd == GS_ENOENT || fd == GS_ECONNREFUSED || fd == GS_EAGAIN) {
-        snprintf(err, errlen, "cannot reach gpushared at %s: %s", socket_path, gs_strerror(fd));
-        return GS_EAGAIN;
-    }
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot reach gpushared at %s: %s", socket_path, gs_strerror(fd));
-        return fd;
-    }
+    if (fd == GS_ENOENT || fd == GS_ECONNREFUSED || fd == GS_EAGAIN)
+        return gs_fail(err, errlen, GS_EAGAIN, "cannot reach gpushared at %s: %s", socket_path,
+                       gs_strerror(fd));
+    if (fd < 0)
+        return gs_fail(err, errlen, fd, "cannot reach gpushared at %s: %s", socket_path,
+                       gs_strerror(fd));
     char line[REPLY_MAX];
     int n = snprintf(line, sizeof(line), "{\"op\":\"join\",\"lease\":%llu}\n", id);
     int result = send(fd, line, (size_t)n, MSG_NOSIGNAL) == n ? 0 : -errno;
     if (result == 0)
         result = receive(fd, line, sizeof(line), passed, deadline);
     close(fd);
-    if (result != 0) {
-        snprintf(err, errlen, "no answer from gpushared at %s: %s", socket_path,
-                 gs_strerror(result));
-        return result == GS_ECONNREFUSED ? GS_EAGAIN : result;
-    }
+    if (result != 0)
+        return gs_fail(err, errlen, result == GS_ECONNREFUSED ? GS_EAGAIN : result,
+                       "no answer from gpushared at %s: %s", socket_path, gs_strerror(result));
     if (strstr(line, "\"ok\":true") != NULL && *passed >= 0)
         return 0;
     message_of(line, err, errlen);
@@ -163,10 +159,8 @@ static int join_daemon(const char *spec, gs_region_t **out, char *err, size_t er
 {
     unsigned long long id;
     const char *socket_path;
-    if (parse_spec(spec, &id, &socket_path) != 0) {
-        snprintf(err, errlen, "expected gpushared:LEASE_ID:SOCKET");
-        return GS_EINVAL;
-    }
+    if (parse_spec(spec, &id, &socket_path) != 0)
+        return gs_fail(err, errlen, GS_EINVAL, "expected gpushared:LEASE_ID:SOCKET");
     int64_t deadline = now_ms() + JOIN_WAIT_MS;
     int passed = -1, result;
     while ((result = ask(socket_path, id, &passed, err, errlen, deadline)) == GS_EAGAIN &&
@@ -182,17 +176,15 @@ static int join_daemon(const char *spec, gs_region_t **out, char *err, size_t er
         return result;
     }
     result = gs_region_adopt(passed, GS_REGION_SEALED | GS_REGION_MEMBER, out);
-    if (result != 0) {
-        snprintf(err, errlen, "the region gpushared sent is unusable: %s", gs_strerror(result));
-        return result;
-    }
+    if (result != 0)
+        return gs_fail(err, errlen, result, "the region gpushared sent is unusable: %s",
+                       gs_strerror(result));
     char want[32];
     snprintf(want, sizeof(want), "%llu", id);
     if (strcmp(gs_region_lease_id(*out), want) != 0) {
         gs_region_close(*out);
         *out = NULL;
-        snprintf(err, errlen, "gpushared sent the region of another lease");
-        return GS_EPROTO;
+        return gs_fail(err, errlen, GS_EPROTO, "gpushared sent the region of another lease");
     }
     return 0;
 }
@@ -203,6 +195,6 @@ int gs_region_join(const char *spec, gs_region_t **out, char *err, size_t errlen
         return join_daemon(spec, out, err, errlen);
     int result = gs_region_open(spec, out);
     if (result != 0)
-        snprintf(err, errlen, "%s", gs_strerror(result));
-    return result;
+        return gs_fail(err, errlen, result, "%s", gs_strerror(result));
+    return 0;
 }

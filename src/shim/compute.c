@@ -6,10 +6,10 @@
  * member of each visible GPU's scheduler, whose region lives in GPUSHARE_SCHED_DIR (gpushared's)
  * or, without one, in /dev/shm (the first process creates it). A process without a share joins
  * as best effort when its GPU's scheduler exists, so that the guarantees of others hold beside
- * it. On a GPU in MPS mode (GPUSHARE_GPU_MODE=mps) the share is MPS's active thread percentage
- * and no gate is used; in a MIG instance (GPUSHARE_GPU_MODE=mig) the hardware partitions the
- * SMs and no gate is used either. A share that cannot be enforced makes cuInit fail with one log
- * line. */
+ * it. gpushared says in GPUSHARE_GATE how the lease's GPU shares compute (the shim never reads
+ * a GPU mode's name): "mps", MPS's active thread percentage is the share and no gate is used;
+ * "none", the hardware partitions the SMs (a MIG instance) and no gate is used either; unset,
+ * the gate. A share that cannot be enforced makes cuInit fail with one log line. */
 #include "compute.h"
 #include "shim.h"
 
@@ -31,8 +31,8 @@
 typedef struct compute_config {
     uint32_t guarantee; /* percent, 0 = none */
     uint32_t cap;       /* percent, 0 = none */
-    int mps;            /* the lease's GPU is in MPS mode */
-    int mig;            /* the lease holds a MIG instance: the hardware partitions compute */
+    int mps;            /* GPUSHARE_GATE=mps: MPS's active thread percentage is the share */
+    int hardware;       /* GPUSHARE_GATE=none: the hardware partitions compute */
     char dir[4096];
 } compute_config_t;
 
@@ -91,9 +91,11 @@ CUresult gs__compute_config(uint32_t region_share)
     if (cfg->cap != 0 && cfg->cap < cfg->guarantee)
         return bad_value("GPUSHARE_COMPUTE_MAX", getenv("GPUSHARE_COMPUTE_MAX"),
                          "below the lease's guaranteed share GPUSHARE_COMPUTE_SHARE");
-    const char *mode = getenv("GPUSHARE_GPU_MODE");
-    cfg->mps = mode != NULL && strcmp(mode, "mps") == 0;
-    cfg->mig = mode != NULL && strcmp(mode, "mig") == 0;
+    const char *gate = getenv("GPUSHARE_GATE");
+    cfg->mps = gate != NULL && strcmp(gate, "mps") == 0;
+    cfg->hardware = gate != NULL && strcmp(gate, "none") == 0;
+    if (gate != NULL && *gate != '\0' && !cfg->mps && !cfg->hardware)
+        return bad_value("GPUSHARE_GATE", gate, "must be mps or none (or unset)");
     const char *dir = getenv("GPUSHARE_SCHED_DIR");
     snprintf(cfg->dir, sizeof(cfg->dir), "%s",
              dir != NULL && *dir != '\0' ? dir : DEFAULT_SCHED_DIR);
@@ -205,11 +207,12 @@ static void setup(void)
             compute.setup_result = check_mps();
         return;
     }
-    if (cfg->mig) {
+    if (cfg->hardware) {
         if (required)
-            compute.setup_result = cannot_enforce("a MIG instance", "its compute is the instance's "
-                                                                    "own slices (--mig-profile)");
-        return; /* instances never share SMs: nothing to schedule */
+            compute.setup_result =
+                cannot_enforce("this GPU", "the hardware partitions its SMs (GPUSHARE_GATE=none: a "
+                                           "MIG instance's compute is its own slices)");
+        return; /* such GPUs never share SMs: nothing to schedule */
     }
     const gs__real_t *real = gs__real();
     int count = 0;
