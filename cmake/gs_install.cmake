@@ -23,6 +23,8 @@ set_target_properties(gpushare_client PROPERTIES OUTPUT_NAME gpushare-client
                       ARCHIVE_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib")
 install(TARGETS gpushare_client ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}" COMPONENT runtime)
 install(FILES include/gpushare/client.h include/gpushare/error.h include/gpushare/quantity.h
+              include/gpushare/gpu_mode.h include/gpushare/gpu_modes.def
+              include/gpushare/wire_error.h include/gpushare/wire_errors.def
         DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/gpushare" COMPONENT runtime)
 configure_file(packaging/gpushare.pc.in "${CMAKE_BINARY_DIR}/packaging/gpushare.pc" @ONLY)
 install(FILES "${CMAKE_BINARY_DIR}/packaging/gpushare.pc"

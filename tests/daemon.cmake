@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # Tests of gpushared, the gpushare CLI and their client API (issue 5).
 gs_add_unit_test(test_daemon_config SOURCES test_daemon_config.c LIBS gs_daemon_core)
-gs_add_unit_test(test_daemon_model SOURCES test_daemon_model.c LIBS gs_daemon_core)
+gs_add_unit_test(test_daemon_model SOURCES test_daemon_model.c LIBS gs_daemon_gpu)
 gs_add_unit_test(test_daemon_ledger SOURCES test_daemon_ledger.c LIBS gs_daemon_core)
-gs_add_unit_test(test_daemon_gpuprocs SOURCES test_daemon_gpuprocs.c LIBS gs_daemon_core)
-gs_add_unit_test(test_daemon_sched SOURCES test_daemon_sched.c LIBS gs_daemon_core)
+gs_add_unit_test(test_daemon_gpuprocs SOURCES test_daemon_gpuprocs.c LIBS gs_daemon_gpu)
+gs_add_unit_test(test_daemon_queue SOURCES test_daemon_queue.c LIBS gs_daemon_gpu)
 gs_add_unit_test(test_proto SOURCES test_proto.c LIBS gs_client)
+gs_add_unit_test(test_wire_errors SOURCES test_wire_errors.c LIBS gs_client)
 gs_add_unit_test(test_region_attached SOURCES test_region_attached.c LIBS gs_region)
 gs_add_fuzz_target(fuzz_request SOURCES fuzz/fuzz_request.c LIBS gs_client
                    CORPUS "${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/request")

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Tests of GPU modes (issue 11): the MIG planner, gpushared's mps and mig modes, mixed nodes.
 gs_add_unit_test(test_mig_plan SOURCES test_mig_plan.c LIBS gs_placement)
-gs_add_unit_test(test_daemon_modes SOURCES test_daemon_modes.c LIBS gs_daemon_core)
+gs_add_unit_test(test_daemon_modes SOURCES test_daemon_modes.c LIBS gs_daemon_gpu)
 gs_add_script_test(test_mig_cli SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/test_mig_cli.sh" TIMEOUT 60)
 
 # gpushared with mode = mig and mode = mps on gpusim, a mixed node, and NVML/MPS failures.

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "core/config.h"
 #include "gpushare/error.h"
 
 #define GIB (UINT64_C(1) << 30)
@@ -45,7 +45,7 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.max_output_per_connection, 4 * MIB);
     assert_int_equal(cfg.metrics_users, GS__METRICS_USERS_NONE);
     gs__gpu_settings_t s = gs__config_gpu(&cfg, 0, "GPU-x");
-    assert_int_equal(s.mode, GS__MODE_SHARED);
+    assert_int_equal(s.mode, GS_GPU_MODE_SHARED);
     assert_int_equal(s.overprovision, 1);
     assert_int_equal(s.placement, GS__POLICY_GPUSHARE);
     assert_int_equal(s.reserve, 0);
@@ -97,7 +97,7 @@ static void test_full_file(void **state)
     assert_int_equal(cfg.n_sections, 3);
 
     gs__gpu_settings_t s0 = gs__config_gpu(&cfg, 0, "GPU-zzz");
-    assert_int_equal(s0.mode, GS__MODE_SHARED);
+    assert_int_equal(s0.mode, GS_GPU_MODE_SHARED);
     assert_int_equal(s0.overprovision, 1);
     assert_int_equal(s0.placement, GS__POLICY_SPREAD);
     assert_int_equal(s0.reserve, 512 * MIB);
@@ -108,7 +108,7 @@ static void test_full_file(void **state)
 
     /* UUID sections win over index sections, which win over [gpu:all]. */
     gs__gpu_settings_t s2 = gs__config_gpu(&cfg, 1, "GPU-abc");
-    assert_int_equal(s2.mode, GS__MODE_EXCLUSIVE);
+    assert_int_equal(s2.mode, GS_GPU_MODE_EXCLUSIVE);
     assert_int_equal(s2.overprovision, 4);
     assert_int_equal(s2.reserve, GIB);
 }
@@ -271,7 +271,7 @@ static void test_packaged_example(void **state)
     assert_int_equal(cfg.max_output_per_connection, 4 * MIB);
     assert_int_equal(cfg.metrics_users, GS__METRICS_USERS_NONE);
     gs__gpu_settings_t s = gs__config_gpu(&cfg, 0, NULL);
-    assert_int_equal(s.mode, GS__MODE_SHARED);
+    assert_int_equal(s.mode, GS_GPU_MODE_SHARED);
     assert_int_equal(s.reserve, 0);
     assert_int_equal(cfg.watch_interval_ms, 1000);
     assert_int_equal(cfg.watch_tolerance, 128 * MIB);

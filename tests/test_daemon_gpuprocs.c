@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gpuprocs.h"
+#include "gpu/nvml_procs.h"
 #include "gpushare/error.h"
 #include "gpushare/region.h"
 

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "gpushare/error.h"
-#include "ledger.h"
+#include "core/ledger.h"
 
 #define GIB (UINT64_C(1) << 30)
 

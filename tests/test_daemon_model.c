@@ -10,9 +10,10 @@
 #include <string.h>
 
 #include "gpushare/error.h"
-#include "model.h"
-#include "place.h"
-#include "queue.h"
+#include "core/model.h"
+#include "gpu/mode.h"
+#include "core/place.h"
+#include "core/queue.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define GIB (UINT64_C(1) << 30)
@@ -25,7 +26,7 @@ static gs__gpu_t gpu(unsigned index, uint64_t total, uint64_t reserve, unsigned 
     snprintf(g.uuid, sizeof(g.uuid), "GPU-%u", index);
     g.total = total;
     g.reserve = reserve;
-    g.mode = GS__MODE_SHARED;
+    gs__gpu_set_mode(&g, GS_GPU_MODE_SHARED);
     g.overprovision = k;
     return g;
 }
@@ -132,7 +133,7 @@ static void test_driver_reserved_and_outside(void **state)
     assert_int_equal(gs__gpu_mem_free(&g), 10 * GIB);
     /* An exclusive GPU is not given whole while something runs outside the leases. */
     gs__gpu_t x = gpu(1, 80 * GIB, 0, 1);
-    x.mode = GS__MODE_EXCLUSIVE;
+    gs__gpu_set_mode(&x, GS_GPU_MODE_EXCLUSIVE);
     gs__part_t whole = {.slots = 1, .memory = 80 * GIB};
     assert_true(gs__gpu_fits(&x, GS_LEASE_GPUS, &whole));
     x.outside = 1;
@@ -324,7 +325,7 @@ static void test_exclusive_mode(void **state)
 {
     (void)state;
     gs__gpu_t g = gpu(0, 80 * GIB, 0, 1);
-    g.mode = GS__MODE_EXCLUSIVE;
+    gs__gpu_set_mode(&g, GS_GPU_MODE_EXCLUSIVE);
     gs__alloc_t a;
     gs_lease_request_t small = memory_req(GIB, 0);
     assert_int_equal(take(&g, 1, &small, &a), GS_ENOFIT);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of the mode seam's admission (src/daemon/mode.h, place.c): which GPUs serve which
- * requests, one-GPU modes, and the one-line reasons for refusals. */
+/* Unit tests of the mode seam's admission (src/daemon/core/mode_ops.h, core/place.c): which GPUs
+ * serve which requests, one-GPU modes, and the one-line reasons for refusals. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,12 +11,12 @@
 #include <string.h>
 
 #include "gpushare/error.h"
-#include "mode.h"
-#include "place.h"
+#include "gpu/mode.h"
+#include "core/place.h"
 
 #define GIB (UINT64_C(1) << 30)
 
-static gs__gpu_t gpu(unsigned index, gs__mode_t mode)
+static gs__gpu_t gpu(unsigned index, gs_gpu_mode_t mode)
 {
     gs__gpu_t g;
     memset(&g, 0, sizeof(g));
@@ -24,7 +24,7 @@ static gs__gpu_t gpu(unsigned index, gs__mode_t mode)
     snprintf(g.uuid, sizeof(g.uuid), "GPU-%u", index);
     snprintf(g.name, sizeof(g.name), "NVIDIA H100-80GB");
     g.total = 80 * GIB;
-    g.mode = mode;
+    gs__gpu_set_mode(&g, mode);
     g.overprovision = 1;
     return g;
 }
@@ -53,7 +53,7 @@ static void expect_never(const gs__gpu_t *gs, unsigned n, const gs_lease_request
 static void test_unavailable_gpus(void **state)
 {
     (void)state;
-    gs__gpu_t gs[2] = {gpu(0, GS__MODE_MPS), gpu(1, GS__MODE_MIG)};
+    gs__gpu_t gs[2] = {gpu(0, GS_GPU_MODE_MPS), gpu(1, GS_GPU_MODE_MIG)};
     gs__alloc_t a;
     gs_lease_request_t mem = req_of(GS_LEASE_MEMORY);
     assert_int_equal(gs__place(gs, 2, &mem, GS__POLICY_BESTFIT, &a), GS_ENOFIT);
@@ -64,7 +64,7 @@ static void test_unavailable_gpus(void **state)
     gs_lease_request_t whole = req_of(GS_LEASE_GPUS);
     expect_never(gs, 2, &whole, GS_EAGAIN,
                  "GPU 0 (mps): its MPS control daemon is not running: not started");
-    gs__gpu_t only_mig = gpu(0, GS__MODE_MIG);
+    gs__gpu_t only_mig = gpu(0, GS_GPU_MODE_MIG);
     expect_never(&only_mig, 1, &whole, GS_ENOFIT,
                  "GPU 0 is mode mig: it gives MIG instances (--gpu-memory, --gpu or "
                  "--mig-profile), not whole GPUs");
@@ -74,7 +74,7 @@ static void test_unavailable_gpus(void **state)
 static void test_requests_follow_modes(void **state)
 {
     (void)state;
-    gs__gpu_t gs[2] = {gpu(0, GS__MODE_SHARED), gpu(1, GS__MODE_EXCLUSIVE)};
+    gs__gpu_t gs[2] = {gpu(0, GS_GPU_MODE_SHARED), gpu(1, GS_GPU_MODE_EXCLUSIVE)};
     gs__alloc_t a;
     gs_lease_request_t mig = req_of(GS_LEASE_MIG);
     expect_never(gs, 2, &mig, GS_ENOFIT,
@@ -100,7 +100,7 @@ static void test_requests_follow_modes(void **state)
 static void test_one_gpu_modes(void **state)
 {
     (void)state;
-    gs__gpu_t gs[2] = {gpu(0, GS__MODE_SHARED), gpu(1, GS__MODE_MPS)};
+    gs__gpu_t gs[2] = {gpu(0, GS_GPU_MODE_SHARED), gpu(1, GS_GPU_MODE_MPS)};
     gs_lease_request_t r = req_of(GS_LEASE_MEMORY);
     r.n_pinned = 2;
     r.pinned[0] = 0;

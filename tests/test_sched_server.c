@@ -118,6 +118,28 @@ static void test_a_member_that_goes_leaves_at_once(void **state)
     gs_sched_server_free(s);
 }
 
+/* A member that left its lease's slot while another member runs in it, and still has work, is
+ * let back into the slot and told so (it waited for a grant that never came: the slot stalled
+ * until the grace, 200 ms). */
+static void test_a_member_back_in_its_slot_is_told(void **state)
+{
+    (void)state;
+    gs_sched_server_t *s = NULL;
+    assert_int_equal(gs_sched_server_new(1, &s), 0);
+    gs_smember_t *a1 = add(s, "a", 500), *a2 = add(s, "a", 500), *b = add(s, "b", 500);
+    gs_sched_grant_t g1, g2; /* (b has a member, no work: a's slot is half a round) */
+    assert_true(granted_within(a1, 500 * MS, &g1));
+    assert_true(granted_within(a2, 500 * MS, &g2));
+    assert_int_equal(g1.epoch, g2.epoch);
+    assert_int_equal(gs_smember_yield(a1, g1.epoch, 1), 0);
+    assert_true(granted_within(a1, 30 * MS, &g1)); /* the daemon looks every 10 ms */
+    assert_int_equal(g1.epoch, g2.epoch);
+    gs_smember_free(a1);
+    gs_smember_free(a2);
+    gs_smember_free(b);
+    gs_sched_server_free(s);
+}
+
 /* Sends raw bytes on m's channel (what any process holding it may do). */
 static void raw(gs_smember_t *m, const void *bytes, size_t len)
 {
@@ -202,6 +224,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grants_travel_and_hand_over),
         cmocka_unit_test(test_a_member_that_goes_leaves_at_once),
+        cmocka_unit_test(test_a_member_back_in_its_slot_is_told),
         cmocka_unit_test(test_protocol_breakers_are_dropped),
         cmocka_unit_test(test_a_late_start_is_believed_within_bounds),
     };

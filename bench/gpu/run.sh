@@ -170,12 +170,12 @@ if want "framework-like workload"; then
 fi
 
 if [[ ${GS_GPU_MPS:-0} == 1 ]] && command -v nvidia-cuda-mps-control >/dev/null; then
-  echo "-- MPS (GPUSHARE_GPU_MODE=mps: the share is the active thread percentage)"
+  echo "-- MPS (GPUSHARE_GATE=mps: the share is the active thread percentage)"
   export CUDA_MPS_PIPE_DIRECTORY=$tmp/mps CUDA_MPS_LOG_DIRECTORY=$tmp/mps-log
   nvidia-cuda-mps-control -d
   fresh
-  GPUSHARE_GPU_MODE=mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30 lease a 30 "" "${measure[@]}"
-  GPUSHARE_GPU_MODE=mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=70 lease b 70 "" "${measure[@]}"
+  GPUSHARE_GATE=mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30 lease a 30 "" "${measure[@]}"
+  GPUSHARE_GATE=mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=70 lease b 70 "" "${measure[@]}"
   wait
   report a 30+-3
   report b 70+-3

@@ -11,7 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpushare/gpu_mode.h"
 #include "gpushare/quantity.h"
+#include "gpushare/wire_error.h"
 
 /* The protocol version spoken by this build (the "version" of hello). */
 #define GS_PROTO_VERSION 1
@@ -48,16 +50,6 @@ typedef enum gs_lease_kind {
     GS_LEASE_MEMORY,   /* --gpu-memory SIZE [--compute PCT]: bytes on one GPU */
     GS_LEASE_MIG,      /* --mig-profile NAME: one MIG instance of that profile */
 } gs_lease_kind_t;
-
-/* Which GPUs may serve a request, by their mode (gpushare.conf's mode =; "mode" in requests,
- * --mode in gpushare run). */
-typedef enum gs_gpu_mode {
-    GS_GPU_MODE_ANY = 0, /* any GPU whose mode can serve the request */
-    GS_GPU_MODE_SHARED,
-    GS_GPU_MODE_EXCLUSIVE,
-    GS_GPU_MODE_MPS,
-    GS_GPU_MODE_MIG,
-} gs_gpu_mode_t;
 
 /* Room for a MIG profile name ("3g.20gb", "1g.10gb+me"), terminator included. */
 #define GS_MIG_PROFILE_MAX 32
@@ -152,14 +144,6 @@ void gs_lease_request_init(gs_lease_request_t *req);
  * Returns 0, or GS_EINVAL with a one-line message in err (may be NULL). Thread-safe. */
 int gs_lease_request_check(const gs_lease_request_t *req, char *err, size_t errlen);
 
-/* Returns the name of a GPU mode ("mps"; "any" for GS_GPU_MODE_ANY), "?" for an unknown value.
- * Never NULL. */
-const char *gs_gpu_mode_name(gs_gpu_mode_t mode);
-
-/* Parses a GPU mode name (shared, exclusive, mps, mig; "any"). Returns 0 and *mode, or
- * GS_EINVAL. */
-int gs_gpu_mode_parse(const char *name, gs_gpu_mode_t *mode);
-
 /* Copies src (UTF-8 text from a user) into dst (len bytes) for display: every control character
  * (C0, DEL, C1) becomes \xHH or \uXXXX, and so do the formatting characters that reorder or
  * break lines (bidirectional marks, embeddings, overrides, isolates; U+2028/U+2029), so no
@@ -237,5 +221,9 @@ int gs_client_call(gs_client_t *client, const json_t *msg, int timeout_ms, json_
 /* For a reply with "ok": false, returns its error code string ("no_fit") and sets *message to
  * its message (both owned by reply); returns NULL for a successful reply. */
 const char *gs_reply_error(const json_t *reply, const char **message);
+
+/* The error code of a reply as the table knows it: GS_WIRE_OK for a successful reply,
+ * GS_WIRE_UNKNOWN for a code the table does not have. */
+gs_wire_error_t gs_reply_wire_error(const json_t *reply);
 
 #endif

@@ -4,6 +4,8 @@
 #include "daemon_cli.h"
 #include "plan_cli.h"
 
+#include "gpushare/error.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -20,11 +22,11 @@ static int parse_ull(const char *text, unsigned long long *value, const char **e
 {
     char *stop = NULL;
     if (*text < '0' || *text > '9')
-        return -1;
+        return GS_EINVAL;
     errno = 0;
     *value = strtoull(text, &stop, 10);
     if (errno != 0)
-        return -1;
+        return GS_EINVAL;
     *end = stop;
     return 0;
 }
@@ -36,18 +38,18 @@ int gs__plan_parse_seeds(const char *text, unsigned long long *seeds, int max)
     for (;;) {
         unsigned long long a, b;
         if (parse_ull(p, &a, &p) != 0)
-            return -1;
+            return GS_EINVAL;
         b = a;
         if (*p == '-' && parse_ull(p + 1, &b, &p) != 0)
-            return -1;
+            return GS_EINVAL;
         if (b < a || b - a >= (unsigned long long)(max - n))
-            return -1;
+            return GS_EINVAL;
         for (unsigned long long s = a; s <= b; s++)
             seeds[n++] = s;
         if (*p == '\0')
             return n;
         if (*p++ != ',')
-            return -1;
+            return GS_EINVAL;
     }
 }
 
@@ -62,18 +64,18 @@ int gs__plan_parse_policies(const char *text, gs_place_policy_t *policies, int m
         return n;
     }
     if (strlen(text) >= sizeof(copy))
-        return -1;
+        return GS_EINVAL;
     strcpy(copy, text);
     for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok != NULL;
          tok = strtok_r(NULL, ",", &save)) {
         if (n == max || gs_place_policy_parse(tok, &policies[n]) != 0) {
             if (bad != NULL)
                 *bad = text;
-            return -1;
+            return GS_EINVAL;
         }
         n++;
     }
-    return n > 0 ? n : -1;
+    return n > 0 ? n : GS_EINVAL;
 }
 
 int gs__plan_parse_double(const char *text, double min, double max, double *value)
@@ -82,7 +84,7 @@ int gs__plan_parse_double(const char *text, double min, double max, double *valu
     errno = 0;
     double v = strtod(text, &end);
     if (text[0] == '\0' || *end != '\0' || errno != 0 || !isfinite(v) || v < min || v > max)
-        return -1;
+        return GS_EINVAL;
     *value = v;
     return 0;
 }
@@ -95,11 +97,11 @@ int gs__plan_parse_ratio(const char *text, double min, double max, double *value
     char number[64];
     double v;
     if (n - 1 >= sizeof(number))
-        return -1;
+        return GS_EINVAL;
     memcpy(number, text, n - 1);
     number[n - 1] = '\0';
     if (gs__plan_parse_double(number, min * 100, max * 100, &v) != 0)
-        return -1;
+        return GS_EINVAL;
     *value = v / 100;
     return 0;
 }

@@ -135,10 +135,7 @@ int gs__cli_connect(const gs__cli_t *cli, gs_client_t **out)
 
 int gs__cli_exit_for(const char *code)
 {
-    if (strcmp(code, "no_fit") == 0 || strcmp(code, "timeout") == 0 ||
-        strcmp(code, "unavailable") == 0)
-        return GS_EXIT_TEMPFAIL;
-    return GS_EXIT_FAIL;
+    return gs_wire_error_exit(gs_wire_error_parse(code));
 }
 
 int gs__cli_reply_error(const gs__cli_t *cli, const json_t *reply)
@@ -203,25 +200,19 @@ int gs__cli_parse_duration(const char *text, int need_unit, uint64_t max_ms, uin
     gs_format_duration(max_ms, limit, sizeof(limit));
     double scale = end != text ? unit_ms(end) : 0;
     if (end == text || !(value >= 0) || text[0] == '-' || text[0] == '+' || scale == 0 ||
-        strchr("0123456789.", text[0]) == NULL) {
-        snprintf(err, errlen, "invalid duration \"%s\": expected e.g. 30s, 500ms, 5m, 2h or 1d",
-                 text);
-        return GS_EINVAL;
-    }
-    if (need_unit && *end == '\0') {
-        snprintf(err, errlen, "invalid duration \"%s\": add a unit: %ss, %sm or %sh", text, text,
-                 text, text);
-        return GS_EINVAL;
-    }
+        strchr("0123456789.", text[0]) == NULL)
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "invalid duration \"%s\": expected e.g. 30s, 500ms, 5m, 2h or 1d", text);
+    if (need_unit && *end == '\0')
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "invalid duration \"%s\": add a unit: %ss, %sm or %sh", text, text, text,
+                       text);
     double total = value * scale;
-    if (total > (double)max_ms) {
-        snprintf(err, errlen, "invalid duration \"%s\": at most %s", text, limit);
-        return GS_EINVAL;
-    }
-    if (total < 1.0) {
-        snprintf(err, errlen, "invalid duration \"%s\": must be at least 1ms", text);
-        return GS_EINVAL;
-    }
+    if (total > (double)max_ms)
+        return gs_fail(err, errlen, GS_EINVAL, "invalid duration \"%s\": at most %s", text, limit);
+    if (total < 1.0)
+        return gs_fail(err, errlen, GS_EINVAL, "invalid duration \"%s\": must be at least 1ms",
+                       text);
     *ms = (uint64_t)(total + 0.5);
     return 0;
 }

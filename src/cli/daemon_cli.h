@@ -43,6 +43,40 @@ int gs__cli_usage(const gs__cli_t *cli, const char *fmt, ...) __attribute__((for
  * ("--gpu-memory: missing value" or "unknown option \"--x\""). */
 int gs__cli_bad_option(const gs__cli_t *cli, int c, char **argv);
 
+/* ---- a subcommand's options (options.c) ---- */
+
+/* One option of a subcommand's table, ended by a NULL name. --help (-h), --json and, with
+ * GS__CLI_SOCKET, --socket PATH are every subcommand's and not in its table. */
+typedef struct gs__cli_opt {
+    const char *name; /* the long name, without "--" */
+    int value;        /* it takes a value: --name VALUE or --name=VALUE */
+    int code;         /* what the handler is given for it (a letter, positive) */
+    char letter;      /* its short option ('v' for -v), 0 for none */
+} gs__cli_opt_t;
+
+enum {
+    GS__CLI_COMMAND = 1, /* options end at the first argument that is not one (run's CMD) */
+    GS__CLI_CHECK = 2,   /* a value that is empty or another option is "--x: missing value" */
+    GS__CLI_SOCKET = 4,  /* --socket PATH sets cli->socket */
+};
+
+#define GS__CLI_HELP (-1) /* gs__cli_options met --help: the caller prints its usage */
+
+typedef struct gs__cli_args {
+    const gs__cli_opt_t *opts;
+    unsigned flags; /* GS__CLI_* */
+    /* Takes one option of the table: its code and value (NULL for an option without). Returns
+     * 0, or an exit status after printing the error. NULL for an empty table. */
+    int (*handle)(void *ctx, int code, const char *value);
+    void *ctx;
+} gs__cli_args_t;
+
+/* Parses the options of argv (argv[0] names the subcommand) by args: the one getopt loop of every
+ * subcommand. --json anywhere before "--" sets cli->json before anything is printed. Returns 0
+ * with *next the index of the first argument that is not an option, GS__CLI_HELP at --help, or
+ * the exit status of a usage error (printed: "unknown option", "missing value", the handler's). */
+int gs__cli_options(gs__cli_t *cli, int argc, char **argv, const gs__cli_args_t *args, int *next);
+
 /* Checks an option's value: NULL, empty or another option ("--...", as getopt takes
  * "--gpu-memory --") is "OPTION: missing value" (a usage error, returned); 0 when present. */
 int gs__cli_value(const gs__cli_t *cli, const char *option, const char *value);
@@ -53,15 +87,16 @@ int gs__cli_connect(const gs__cli_t *cli, gs_client_t **out);
 
 /* Sends req (stolen) and waits for its reply. Returns GS_EXIT_OK with *reply (the caller
  * json_decref's it), or prints the error ("gpushare: MESSAGE", or JSON) and returns the exit
- * status for it: GS_EXIT_TEMPFAIL for no_fit, timeout and
- * unavailable, GS_EXIT_FAIL otherwise. */
+ * status for it (gs__cli_exit_for). */
 int gs__cli_call(const gs__cli_t *cli, gs_client_t *client, json_t *req, json_t **reply);
 
 /* Prints the error of a reply with "ok": false (as gs__cli_call does) and returns its exit
  * status. */
 int gs__cli_reply_error(const gs__cli_t *cli, const json_t *reply);
 
-/* The exit status for an error code of the protocol. */
+/* The exit status for an error code of the protocol: its table's (gpushare/wire_errors.def:
+ * GS_EXIT_TEMPFAIL for no_fit, timeout and unavailable), GS_EXIT_FAIL for codes it does not
+ * have. */
 int gs__cli_exit_for(const char *code);
 
 /* Marks result, the object a command prints with --json, as failed: sets "ok": false and

@@ -10,7 +10,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <linux/magic.h>
 #include <stdarg.h>
@@ -208,32 +207,49 @@ static const char *compute_mode_name(int mode)
     }
 }
 
-/* The verdict on one GPU's compute mode for the mode gpushared runs it in. */
+/* The flags of a mode by its name (gpushare/gpu_modes.def); 0 for a name this CLI does not
+ * know. */
+static unsigned mode_flags(const char *mode)
+{
+    gs_gpu_mode_t m;
+    return gs_gpu_mode_parse(mode, &m) == 0 ? gs_gpu_mode_flags(m) : 0;
+}
+
+/* The verdict on one GPU's compute mode for the mode gpushared runs it in: one process at a time
+ * is what an MPS server wants, a nuisance where leases never share the GPU, and wrong elsewhere. */
 static level_t compute_mode_level(int compute, const char *mode, const char **why)
 {
+    unsigned flags = mode_flags(mode);
     *why = NULL;
     if (compute == NVML_COMPUTEMODE_PROHIBITED) {
         *why = "no process may create a context on it";
         return LEVEL_FAIL;
     }
-    if (compute == NVML_COMPUTEMODE_EXCLUSIVE_PROCESS && strcmp(mode, "mps") != 0) {
+    if (compute == NVML_COMPUTEMODE_EXCLUSIVE_PROCESS && !(flags & GS_MODE_MPS_SERVER)) {
         *why = "only one process at a time may use it, so leases cannot share it";
-        return strcmp(mode, "exclusive") == 0 ? LEVEL_WARN : LEVEL_FAIL;
+        return flags & GS_MODE_SHARES_GPU ? LEVEL_FAIL : LEVEL_WARN;
     }
     return LEVEL_OK;
 }
 
-/* The verdict on one GPU's MIG mode for the mode gpushared runs it in. */
-static level_t mig_level(const gs__doctor_gpu_t *g, const char *mode, const char **why)
+/* The verdict on one GPU's MIG mode for the mode gpushared runs it in (why: into buf). */
+static level_t mig_level(const gs__doctor_gpu_t *g, const char *mode, const char **why, char *buf,
+                         size_t len)
 {
     int on = g->mig_supported && g->mig_current == NVML_DEVICE_MIG_ENABLE;
+    int wants = (mode_flags(mode) & GS_MODE_MIG_INSTANCES) != 0;
     *why = NULL;
-    if (strcmp(mode, "mig") == 0 && !on) {
-        *why = "it is configured mig but MIG mode is off";
+    if (wants && !on) {
+        snprintf(buf, len, "it is configured %s but MIG mode is off", mode);
+        *why = buf;
         return LEVEL_FAIL;
     }
-    if (strcmp(mode, "mig") != 0 && on) {
-        *why = "MIG mode is on but it is not configured mig: CUDA cannot use the whole GPU";
+    if (!wants && on) {
+        char modes[64];
+        snprintf(buf, len,
+                 "MIG mode is on but it is not configured %s: CUDA cannot use the whole GPU",
+                 gs_gpu_mode_list(GS_MODE_MIG_INSTANCES, 0, 0, NULL, modes, sizeof(modes)));
+        *why = buf;
         return LEVEL_FAIL;
     }
     if (g->mig_supported && g->mig_pending != g->mig_current) {
@@ -249,25 +265,27 @@ static void gpu_hint(const char *mode, int compute_wrong, unsigned index, char *
     if (compute_wrong)
         snprintf(hint, len, "as root: nvidia-smi -i %u -c DEFAULT (gpushare never changes it)",
                  index);
-    else if (strcmp(mode, "mig") == 0)
+    else if (mode_flags(mode) & GS_MODE_MIG_INSTANCES)
         snprintf(hint, len,
                  "as root, while the GPU is idle: nvidia-smi -i %u -mig 1 (some systems need a "
                  "reset); gpushared never toggles MIG",
                  index);
     else
         snprintf(hint, len,
-                 "set mode = mig for it in gpushare.conf ([gpu:%u]), or disable MIG: nvidia-smi "
+                 "set mode = %s for it in gpushare.conf ([gpu:%u]), or disable MIG: nvidia-smi "
                  "-i %u -mig 0",
-                 index, index);
+                 gs_gpu_mode_name(gs_gpu_mode_with(GS_MODE_MIG_INSTANCES)), index, index);
 }
 
 static void check_gpu(doctor_t *doc, const gs__doctor_gpu_t *g)
 {
     const json_t *configured = status_gpu(doc, g->uuid);
-    const char *mode = configured != NULL ? gs__cli_str(configured, "mode") : "shared";
+    const char *mode = configured != NULL ? gs__cli_str(configured, "mode")
+                                          : gs_gpu_mode_name(GS_GPU_MODE_DEFAULT);
     const char *why_compute, *why_mig;
+    char why_buf[160];
     level_t compute = compute_mode_level(g->compute_mode, mode, &why_compute);
-    level_t mig = mig_level(g, mode, &why_mig);
+    level_t mig = mig_level(g, mode, &why_mig, why_buf, sizeof(why_buf));
     level_t level = compute > mig ? compute : mig;
     char name[32], hint[256];
     snprintf(name, sizeof(name), "gpu %u", g->index);
@@ -290,15 +308,13 @@ static void check_gpus(doctor_t *doc)
         check_gpu(doc, &doc->nvml.gpus[i]);
 }
 
-/* dlopen()s path in a child process (its constructors run there, not here). Returns 0, or -1
- * with dlerror's words in why. */
+/* dlopen()s path in a child process (its constructors run there, not here). Returns 0, or
+ * GS_EIO with dlerror's words in why (or why it could not try). */
 static int loads(const char *path, char *why, size_t len)
 {
     int fds[2];
-    if (pipe(fds) != 0) {
-        snprintf(why, len, "pipe: %s", strerror(errno));
-        return -1;
-    }
+    if (pipe(fds) != 0)
+        return gs_fail(why, len, -errno, "pipe: %s", strerror(errno));
     pid_t pid = fork();
     if (pid == 0) {
         close(fds[0]);
@@ -316,8 +332,8 @@ static int loads(const char *path, char *why, size_t len)
     if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
         WEXITSTATUS(status) != 0) {
         if (why[0] == '\0')
-            snprintf(why, len, "%s", pid < 0 ? strerror(errno) : "the loader failed");
-        return -1;
+            return gs_fail(why, len, GS_EIO, "%s", pid < 0 ? strerror(errno) : "the loader failed");
+        return GS_EIO;
     }
     return 0;
 }
@@ -404,10 +420,11 @@ static void check_mps(doctor_t *doc)
     const json_t *gpu;
     json_array_foreach(gpus, i, gpu)
     {
-        if (strcmp(gs__cli_str(gpu, "mode"), "mps") == 0 && needed_by == NULL)
+        if ((mode_flags(gs__cli_str(gpu, "mode")) & GS_MODE_MPS_SERVER) && needed_by == NULL)
             needed_by = gs__cli_str(gpu, "uuid");
     }
     char path[PATH_MAX];
+    const char *mps = gs_gpu_mode_name(gs_gpu_mode_with(GS_MODE_MPS_SERVER));
     const char *configured = gs__cli_str(node_info(doc), "mps_control");
     int found = configured[0] != '\0' ? access(configured, X_OK) == 0
                                       : on_path("nvidia-cuda-mps-control", path, sizeof(path)) == 0;
@@ -416,12 +433,12 @@ static void check_mps(doctor_t *doc)
     if (needed_by != NULL && !found)
         report(doc, LEVEL_FAIL, "mps",
                "install NVIDIA's MPS control daemon, or name it in gpushare.conf (mps_control =)",
-               "GPU %s is in mps mode but %s is not found", needed_by,
+               "GPU %s is in %s mode but %s is not found", needed_by, mps,
                configured[0] != '\0' ? configured : "nvidia-cuda-mps-control (on PATH)");
     else if (needed_by != NULL)
-        report(doc, LEVEL_OK, "mps", NULL, "%s serves the mps GPUs", path);
+        report(doc, LEVEL_OK, "mps", NULL, "%s serves the %s GPUs", path, mps);
     else
-        report(doc, LEVEL_OK, "mps", NULL, "not needed (no GPU in mps mode)%s%s",
+        report(doc, LEVEL_OK, "mps", NULL, "not needed (no GPU in %s mode)%s%s", mps,
                found ? "; found " : "", found ? path : "");
 }
 
@@ -441,32 +458,21 @@ static void usage(FILE *out)
 /* Returns -1 to run, else the exit status (help, usage error). */
 static int parse_args(int argc, char **argv, doctor_t *doc)
 {
-    static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
-                                             {"socket", required_argument, NULL, 's'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    const char *socket = NULL;
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            usage(stdout);
-            return GS_EXIT_OK;
-        } else if (c == 'j') {
-            doc->json = 1;
-        } else if (c == 's') {
-            socket = optarg;
-        } else {
-            fprintf(stderr, "gpushare doctor: unknown option \"%s\" (see gpushare doctor --help)\n",
-                    argv[optind - 1]);
-            return GS_EXIT_USAGE;
-        }
+    static const gs__cli_opt_t no_options[] = {{NULL, 0, 0, 0}};
+    gs__cli_args_t args = {.opts = no_options, .flags = GS__CLI_CHECK | GS__CLI_SOCKET};
+    gs__cli_t cli;
+    gs__cli_init(&cli, "doctor");
+    int next = 0, result = gs__cli_options(&cli, argc, argv, &args, &next);
+    if (result == GS__CLI_HELP) {
+        usage(stdout);
+        return GS_EXIT_OK;
     }
-    if (optind < argc) {
-        fprintf(stderr, "gpushare doctor: unexpected argument \"%s\"\n", argv[optind]);
-        return GS_EXIT_USAGE;
-    }
-    doc->socket = gs_client_socket_path(socket);
+    if (result == 0 && next < argc)
+        result = gs__cli_usage(&cli, "unexpected argument \"%s\"", argv[next]);
+    if (result != 0)
+        return result;
+    doc->json = cli.json;
+    doc->socket = gs_client_socket_path(cli.socket);
     return -1;
 }
 

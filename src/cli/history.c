@@ -3,7 +3,8 @@
 #include "cli.h"
 #include "daemon_cli.h"
 
-#include <getopt.h>
+#include "gpushare/error.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,12 +47,12 @@ static int parse_date(const char *text, int64_t *ms)
             tm.tm_isdst = -1;
             time_t t = mktime(&tm);
             if (t == (time_t)-1)
-                return -1;
+                return GS_EINVAL;
             *ms = (int64_t)t * 1000;
             return 0;
         }
     }
-    return -1;
+    return GS_EINVAL;
 }
 
 static int parse_since(const gs__cli_t *cli, const char *text, int64_t *ms)
@@ -70,67 +71,47 @@ static int parse_since(const gs__cli_t *cli, const char *text, int64_t *ms)
     return 0;
 }
 
-static int one_option(int c, char **argv, history_opts_t *opts)
+static int one_option(void *ctx, int c, const char *value)
 {
-    static const char *const names[] = {
-        ['S'] = "--since", ['u'] = "--user", ['l'] = "--limit", ['s'] = "--socket"};
-    if (c == 'j') {
-        opts->cli.json = 1;
-        return 0;
-    }
-    if (c != 'S' && c != 'u' && c != 'l' && c != 's')
-        return gs__cli_bad_option(&opts->cli, c, argv);
-    if (gs__cli_value(&opts->cli, names[c], optarg) != 0)
-        return GS_EXIT_USAGE;
+    history_opts_t *opts = ctx;
     char *end = NULL;
     switch (c) {
     case 'S':
-        return parse_since(&opts->cli, optarg, &opts->query.since_ms);
+        return parse_since(&opts->cli, value, &opts->query.since_ms);
     case 'u':
-        if (strlen(optarg) >= sizeof(opts->query.user))
-            return gs__cli_usage(&opts->cli, "--user \"%s\": too long", optarg);
-        snprintf(opts->query.user, sizeof(opts->query.user), "%s", optarg);
-        return 0;
-    case 'l': {
-        long n = strtol(optarg, &end, 10);
-        if (end == optarg || *end != '\0' || n < 1 || n > GS_HISTORY_MAX)
-            return gs__cli_usage(&opts->cli, "--limit \"%s\" must be a whole number from 1 to %d",
-                                 optarg, GS_HISTORY_MAX);
-        opts->query.limit = (uint32_t)n;
+        if (strlen(value) >= sizeof(opts->query.user))
+            return gs__cli_usage(&opts->cli, "--user \"%s\": too long", value);
+        snprintf(opts->query.user, sizeof(opts->query.user), "%s", value);
         return 0;
     }
-    }
-    opts->cli.socket = optarg;
+    long n = strtol(value, &end, 10); /* --limit */
+    if (end == value || *end != '\0' || n < 1 || n > GS_HISTORY_MAX)
+        return gs__cli_usage(&opts->cli, "--limit \"%s\" must be a whole number from 1 to %d",
+                             value, GS_HISTORY_MAX);
+    opts->query.limit = (uint32_t)n;
     return 0;
 }
 
 static int parse_args(int argc, char **argv, history_opts_t *opts)
 {
-    static const struct option longopts[] = {
-        {"since", required_argument, NULL, 'S'},
-        {"user", required_argument, NULL, 'u'},
-        {"limit", required_argument, NULL, 'l'},
-        {"json", no_argument, NULL, 'j'},
-        {"socket", required_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    static const gs__cli_opt_t options[] = {
+        {"since", 1, 'S', 0},
+        {"user", 1, 'u', 0},
+        {"limit", 1, 'l', 0},
+        {NULL, 0, 0, 0},
     };
+    gs__cli_args_t args = {.opts = options,
+                           .flags = GS__CLI_CHECK | GS__CLI_SOCKET,
+                           .handle = one_option,
+                           .ctx = opts};
     memset(opts, 0, sizeof(*opts));
     gs__cli_init(&opts->cli, "history");
     opts->query.limit = GS_HISTORY_DEFAULT;
-    for (int i = 1; i < argc; i++)
-        opts->cli.json |= strcmp(argv[i], "--json") == 0;
-    opterr = 0;
-    int c, result = 0;
-    while (result == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            usage(stdout);
-            return -1;
-        }
-        result = one_option(c, argv, opts);
-    }
-    if (result == 0 && optind < argc)
-        result = gs__cli_usage(&opts->cli, "unexpected argument \"%s\"", argv[optind]);
+    int next = 0, result = gs__cli_options(&opts->cli, argc, argv, &args, &next);
+    if (result == GS__CLI_HELP)
+        usage(stdout);
+    if (result == 0 && next < argc)
+        result = gs__cli_usage(&opts->cli, "unexpected argument \"%s\"", argv[next]);
     return result;
 }
 

@@ -4,7 +4,6 @@
 #include "cli.h"
 #include "daemon_cli.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,44 +39,39 @@ static void usage(FILE *out, int release)
             GS_DEFAULT_SOCKET);
 }
 
+/* --force, release's only option of its own. */
+static int one_option(void *ctx, int c, const char *value)
+{
+    list_opts_t *opts = ctx;
+    (void)value;
+    opts->force = c == 'f';
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, list_opts_t *opts, int release)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"force", no_argument, NULL, 'f'},
-        {"socket", required_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    static const gs__cli_opt_t release_options[] = {{"force", 0, 'f', 0}, {NULL, 0, 0, 0}};
+    static const gs__cli_opt_t no_options[] = {{NULL, 0, 0, 0}};
+    gs__cli_args_t args = {.opts = release ? release_options : no_options,
+                           .flags = GS__CLI_CHECK | GS__CLI_SOCKET,
+                           .handle = one_option,
+                           .ctx = opts};
     memset(opts, 0, sizeof(*opts));
     gs__cli_init(&opts->cli, release ? "release" : "leases");
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            usage(stdout, release);
-            return -1;
-        } else if (c == 'j') {
-            opts->cli.json = 1;
-        } else if (c == 'f' && release) {
-            opts->force = 1;
-        } else if (c == 's') {
-            if (gs__cli_value(&opts->cli, "--socket", optarg) != 0)
-                return GS_EXIT_USAGE;
-            opts->cli.socket = optarg;
-        } else {
-            return gs__cli_bad_option(&opts->cli, c, argv);
-        }
-    }
-    if (release && optind < argc) {
-        opts->ids = argv + optind;
-        opts->n_ids = argc - optind;
+    int next = 0, result = gs__cli_options(&opts->cli, argc, argv, &args, &next);
+    if (result == GS__CLI_HELP)
+        usage(stdout, release);
+    if (result != 0)
+        return result;
+    if (release && next < argc) {
+        opts->ids = argv + next;
+        opts->n_ids = argc - next;
         return 0;
     }
     if (release)
         return gs__cli_usage(&opts->cli, "give one or more lease IDs");
-    if (optind < argc)
-        return gs__cli_usage(&opts->cli, "unexpected argument \"%s\"", argv[optind]);
+    if (next < argc)
+        return gs__cli_usage(&opts->cli, "unexpected argument \"%s\"", argv[next]);
     return 0;
 }
 

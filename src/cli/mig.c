@@ -9,7 +9,6 @@
 #include "gpushare/mig.h"
 #include "gpushare/quantity.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,40 +82,35 @@ static int add_requests(mig_opts_t *opts, const char *list, int memory)
     return 0;
 }
 
+static int one_option(void *ctx, int c, const char *value)
+{
+    mig_opts_t *opts = ctx;
+    char err[GS_QTY_ERR_MAX];
+    if (c == 'm') {
+        opts->model = value;
+        return 0;
+    }
+    if (c == 'g' || c == 'p')
+        return add_requests(opts, value, c == 'g');
+    if (gs_qty_parse_percent(value, 0, &opts->compute, err, sizeof(err)) != 0) /* --compute */
+        return usage_error(opts, "--compute: not a percentage", value);
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, mig_opts_t *opts)
 {
-    static const struct option longopts[] = {
-        {"model", required_argument, NULL, 'm'},
-        {"gpu-memory", required_argument, NULL, 'g'},
-        {"mig-profile", required_argument, NULL, 'p'},
-        {"compute", required_argument, NULL, 'c'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    static const gs__cli_opt_t options[] = {
+        {"model", 1, 'm', 0},   {"gpu-memory", 1, 'g', 0}, {"mig-profile", 1, 'p', 0},
+        {"compute", 1, 'c', 0}, {NULL, 0, 0, 0},
     };
-    opterr = 0;
-    optind = 1;
-    int c, result = 0;
-    char err[GS_QTY_ERR_MAX];
-    while (result == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            usage(stdout);
-            return -1;
-        } else if (c == 'j') {
-            opts->cli.json = 1;
-        } else if (c == 'm') {
-            opts->model = optarg;
-        } else if (c == 'g' || c == 'p') {
-            result = add_requests(opts, optarg, c == 'g');
-        } else if (c == 'c') {
-            if (gs_qty_parse_percent(optarg, 0, &opts->compute, err, sizeof(err)) != 0)
-                result = usage_error(opts, "--compute: not a percentage", optarg);
-        } else {
-            result = gs__cli_bad_option(&opts->cli, c, argv);
-        }
+    gs__cli_args_t args = {.opts = options, .handle = one_option, .ctx = opts};
+    int next = 0, result = gs__cli_options(&opts->cli, argc, argv, &args, &next);
+    if (result == GS__CLI_HELP) {
+        usage(stdout);
+        return -1;
     }
-    if (result == 0 && optind < argc)
-        result = usage_error(opts, "unexpected argument", argv[optind]);
+    if (result == 0 && next < argc)
+        result = usage_error(opts, "unexpected argument", argv[next]);
     if (result == 0 && opts->model == NULL)
         result = usage_error(opts, "--model is required", NULL);
     return result;

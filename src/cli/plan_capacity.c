@@ -5,9 +5,10 @@
 #include "daemon_cli.h"
 #include "plan_cli.h"
 
+#include "gpushare/error.h"
+
 #include <math.h>
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,7 +72,7 @@ static int append_pods(gs_place_pods_t *dst, gs_place_pods_t *src)
         return 0;
     gs_place_pod_t *grown = realloc(dst->pods, (dst->count + src->count) * sizeof(*grown));
     if (grown == NULL)
-        return -1;
+        return GS_ENOMEM;
     memcpy(grown + dst->count, src->pods, src->count * sizeof(*grown));
     dst->pods = grown;
     dst->count += src->count;
@@ -85,7 +86,7 @@ static int append_nodes(gs_place_nodes_t *dst, gs_place_nodes_t *src)
         return 0;
     gs_place_node_row_t *grown = realloc(dst->nodes, (dst->count + src->count) * sizeof(*grown));
     if (grown == NULL)
-        return -1;
+        return GS_ENOMEM;
     memcpy(grown + dst->count, src->nodes, src->count * sizeof(*grown));
     dst->nodes = grown;
     dst->count += src->count;
@@ -292,9 +293,6 @@ static int check_args(capacity_args_t *a)
 static int parse_option(capacity_args_t *a, int opt, const char *arg)
 {
     switch (opt) {
-    case 'J':
-        a->cli.json = 1;
-        return GS_EXIT_OK;
     case 'w':
         a->workload = arg;
         return GS_EXIT_OK;
@@ -326,34 +324,29 @@ static int parse_option(capacity_args_t *a, int opt, const char *arg)
     }
 }
 
+static int one_option(void *ctx, int opt, const char *arg)
+{
+    return parse_option(ctx, opt, arg);
+}
+
 static int parse_args(int argc, char **argv, capacity_args_t *a)
 {
-    static const struct option options[] = {{"workload", required_argument, NULL, 'w'},
-                                            {"job", required_argument, NULL, 'j'},
-                                            {"node-type", required_argument, NULL, 't'},
-                                            {"node-types", required_argument, NULL, 'T'},
-                                            {"policy", required_argument, NULL, 'p'},
-                                            {"hours-per-month", required_argument, NULL, 'H'},
-                                            {"max-nodes", required_argument, NULL, 'm'},
-                                            {"json", no_argument, NULL, 'J'},
-                                            {"help", no_argument, NULL, 'h'},
-                                            {NULL, 0, NULL, 0}};
-    int opt, status;
-    optind = 0;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        if (opt == 'h') {
-            usage(stdout);
-            return HELP_SHOWN;
-        }
-        if (opt == ':' || opt == '?')
-            return gs__cli_bad_option(&a->cli, opt, argv);
-        if ((status = parse_option(a, opt, optarg)) != GS_EXIT_OK)
-            return status;
+    static const gs__cli_opt_t options[] = {
+        {"workload", 1, 'w', 0},   {"job", 1, 'j', 0},    {"node-type", 1, 't', 0},
+        {"node-types", 1, 'T', 0}, {"policy", 1, 'p', 0}, {"hours-per-month", 1, 'H', 0},
+        {"max-nodes", 1, 'm', 0},  {NULL, 0, 0, 0},
+    };
+    gs__cli_args_t args = {.opts = options, .handle = one_option, .ctx = a};
+    int next = 0, status = gs__cli_options(&a->cli, argc, argv, &args, &next);
+    if (status == GS__CLI_HELP) {
+        usage(stdout);
+        return HELP_SHOWN;
     }
-    if (optind < argc)
+    if (status != GS_EXIT_OK)
+        return status;
+    if (next < argc)
         return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage", "unexpected argument \"%s\"",
-                            argv[optind]);
+                            argv[next]);
     if ((status = read_files(a)) != GS_EXIT_OK)
         return status;
     return check_args(a);

@@ -17,15 +17,16 @@ int gs__plan_capacity_main(int argc, char **argv);
 /* Starts cli for `gpushare plan` (errors "gpushare plan: MESSAGE", JSON with --json in argv). */
 void gs__plan_cli_init(gs__cli_t *cli, int argc, char **argv);
 
-/* Parses "42", "42-51" or "42,45,50" into seeds[] (at most max). Returns the count, or -1. */
+/* Parses "42", "42-51" or "42,45,50" into seeds[] (at most max). Returns the count, or
+ * GS_EINVAL. */
 int gs__plan_parse_seeds(const char *text, unsigned long long *seeds, int max);
 
-/* Parses "fgd", "random,fgd,gpushare" or "all" into policies[]. Returns the count, or -1 with
- * the unknown name in bad (when not NULL). */
+/* Parses "fgd", "random,fgd,gpushare" or "all" into policies[]. Returns the count, or GS_EINVAL
+ * with the unknown name in bad (when not NULL). */
 int gs__plan_parse_policies(const char *text, gs_place_policy_t *policies, int max,
                             const char **bad);
 
-/* Parses a finite number in [min, max]. Returns 0 or -1. */
+/* Parses a finite number in [min, max]. Returns 0 or GS_EINVAL. */
 int gs__plan_parse_double(const char *text, double min, double max, double *value);
 
 /* As gs__plan_parse_double, also accepting a percentage ("130%" is 1.3). */
@@ -47,7 +48,8 @@ typedef struct gs__plan_curve {
 
 /* Draws a chart of unallocated % (100 - allocation) against arrived % for the curves (the whole
  * range and a close-up of the end) into path, a PNG or an SVG file by its extension. Returns 0,
- * or -1 with a one-line reason in err (the extension, or the file cannot be written). */
+ * or GS_EINVAL (the extension) or GS_EIO (the file cannot be written) with a one-line reason in
+ * err. */
 int gs__plan_plot(const char *path, const char *title, const gs__plan_curve_t *curves, int count,
                   char *err, size_t errlen);
 

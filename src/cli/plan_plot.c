@@ -3,6 +3,8 @@
  * into a PNG or an SVG file: the whole range and a close-up of the end, as in the FGD paper. */
 #include "plan_cli.h"
 
+#include "gpushare/error.h"
+
 #include <cairo-svg.h>
 #include <cairo.h>
 #include <fontconfig/fontconfig.h>
@@ -176,10 +178,9 @@ int gs__plan_plot(const char *path, const char *title, const gs__plan_curve_t *c
                   char *err, size_t errlen)
 {
     int png = ends_with(path, ".png");
-    if (!gs__plan_plot_format_ok(path)) {
-        snprintf(err, errlen, "--plot \"%s\": the file name must end in .png or .svg", path);
-        return -1;
-    }
+    if (!gs__plan_plot_format_ok(path))
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "--plot \"%s\": the file name must end in .png or .svg", path);
     cairo_surface_t *s =
         png ? cairo_image_surface_create(CAIRO_FORMAT_RGB24, WIDTH * PNG_SCALE, HEIGHT * PNG_SCALE)
             : cairo_svg_surface_create(path, WIDTH, HEIGHT);
@@ -199,10 +200,8 @@ int gs__plan_plot(const char *path, const char *title, const gs__plan_curve_t *c
      * keep for the process (leak checkers report them otherwise). */
     cairo_debug_reset_static_data();
     FcFini();
-    if (status != CAIRO_STATUS_SUCCESS) {
-        snprintf(err, errlen, "%s: cannot write the plot: %s", path,
-                 cairo_status_to_string(status));
-        return -1;
-    }
+    if (status != CAIRO_STATUS_SUCCESS)
+        return gs_fail(err, errlen, GS_EIO, "%s: cannot write the plot: %s", path,
+                       cairo_status_to_string(status));
     return 0;
 }

@@ -6,7 +6,6 @@
 #include "daemon_cli.h"
 #include "plan_cli.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +68,7 @@ static void usage(FILE *out)
 }
 
 /* Takes the value of one option. */
-static int parse_option(replay_args_t *a, int opt, char *arg)
+static int parse_option(replay_args_t *a, int opt, const char *arg)
 {
     const char *bad = NULL;
     switch (opt) {
@@ -93,9 +92,6 @@ static int parse_option(replay_args_t *a, int opt, char *arg)
     case 'w':
         a->workload = arg;
         return GS_EXIT_OK;
-    case 'J':
-        a->cli.json = 1;
-        return GS_EXIT_OK;
     case 'P':
         a->npolicies = gs__plan_parse_policies(arg, a->policies, GS_PLACE_POLICY_COUNT, &bad);
         if (a->npolicies >= 0)
@@ -115,30 +111,29 @@ static int parse_option(replay_args_t *a, int opt, char *arg)
     }
 }
 
+static int one_option(void *ctx, int opt, const char *arg)
+{
+    return parse_option(ctx, opt, arg);
+}
+
 static int parse_args(int argc, char **argv, replay_args_t *a)
 {
-    static const struct option options[] = {
-        {"nodes", required_argument, NULL, 'n'},    {"pods", required_argument, NULL, 'p'},
-        {"policy", required_argument, NULL, 'P'},   {"seed", required_argument, NULL, 's'},
-        {"inflate", required_argument, NULL, 'i'},  {"out", required_argument, NULL, 'o'},
-        {"plot", required_argument, NULL, 'g'},     {"published", required_argument, NULL, 'c'},
-        {"workload", required_argument, NULL, 'w'}, {"json", no_argument, NULL, 'J'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
-    int opt, status;
-    optind = 0;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-        if (opt == 'h') {
-            usage(stdout);
-            return HELP_SHOWN;
-        }
-        if (opt == ':' || opt == '?')
-            return gs__cli_bad_option(&a->cli, opt, argv);
-        if ((status = parse_option(a, opt, optarg)) != GS_EXIT_OK)
-            return status;
+    static const gs__cli_opt_t options[] = {
+        {"nodes", 1, 'n', 0}, {"pods", 1, 'p', 0},      {"policy", 1, 'P', 0},
+        {"seed", 1, 's', 0},  {"inflate", 1, 'i', 0},   {"out", 1, 'o', 0},
+        {"plot", 1, 'g', 0},  {"published", 1, 'c', 0}, {"workload", 1, 'w', 0},
+        {NULL, 0, 0, 0},
+    };
+    gs__cli_args_t args = {.opts = options, .handle = one_option, .ctx = a};
+    int next = 0, status = gs__cli_options(&a->cli, argc, argv, &args, &next);
+    if (status == GS__CLI_HELP) {
+        usage(stdout);
+        return HELP_SHOWN;
     }
-    if (optind < argc)
-        return USAGE_ERROR("unexpected argument \"%s\"", argv[optind]);
+    if (status != GS_EXIT_OK)
+        return status;
+    if (next < argc)
+        return USAGE_ERROR("unexpected argument \"%s\"", argv[next]);
     if (a->nodes == NULL || a->pods == NULL)
         return USAGE_ERROR("replay needs --nodes and --pods (see gpushare plan replay --help)");
     if (a->cli.json && a->out != NULL && strcmp(a->out, "-") == 0)

@@ -5,7 +5,6 @@
 
 #include "gpushare/error.h"
 
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,8 @@
 
 static void usage(FILE *out)
 {
+    char modes[128];
+    gs_gpu_mode_list(0, 0, 0, NULL, modes, sizeof(modes));
     fprintf(
         out,
         "usage: gpushare run [LEASE OPTIONS] [--] CMD [ARGS...]\n"
@@ -27,7 +28,7 @@ static void usage(FILE *out)
         "                       to whole MiB)\n"
         "  --mig-profile NAME   one MIG instance of that profile (1g.10gb, 3g.40gb, ...)\n"
         "Other options:\n"
-        "  --mode MODE          only GPUs of that mode: shared, exclusive, mps or mig\n"
+        "  --mode MODE          only GPUs of that mode: %s\n"
         "  --compute PCT        guaranteed compute share with --gpu-memory (1-100)\n"
         "  --compute-max PCT    burst cap on compute (passed as GPUSHARE_COMPUTE_MAX)\n"
         "  --gpu-type TYPE      only GPUs of this model (T4, A100-40GB, H100); a list T4,L4\n"
@@ -43,7 +44,7 @@ static void usage(FILE *out)
         "  -v, --verbose        print the lease granted\n"
         "  -h, --help           this help\n"
         "Exit status: CMD's (128+N when killed by signal N), 1 error, 2 usage, 75 no room.\n",
-        GS_DEFAULT_SOCKET);
+        modes, GS_DEFAULT_SOCKET);
 }
 
 void gs__run_say(const gs__run_opts_t *opts, json_t *event, const char *fmt, ...)
@@ -79,7 +80,7 @@ static int whole(const char *arg, long min, long max, long *out)
     char *end = NULL;
     long n = strtol(arg, &end, 10);
     if (end == arg || *end != '\0' || n < min || n > max)
-        return -1;
+        return GS_EINVAL;
     *out = n;
     return 0;
 }
@@ -132,7 +133,8 @@ static int lease_option(const gs__cli_t *cli, int c, const char *arg, gs_lease_r
         return set_kind(cli, req, GS_LEASE_MIG);
     case 'o':
         if (gs_gpu_mode_parse(arg, &req->mode) != 0)
-            return gs__cli_usage(cli, "--mode \"%s\" must be shared, exclusive, mps or mig", arg);
+            return gs__cli_usage(cli, "--mode \"%s\" must be %s", arg,
+                                 gs_gpu_mode_list(0, 0, 0, NULL, err, sizeof(err)));
         return 0;
     case 'c':
     case 'C':
@@ -172,85 +174,47 @@ static void command_line(char **cmd, char *buf, size_t len)
     json_decref(probe);
 }
 
-static const struct option longopts[] = {
-    {"gpus", required_argument, NULL, 'n'},
-    {"gpu", required_argument, NULL, 'f'},
-    {"gpu-memory", required_argument, NULL, 'm'},
-    {"mig-profile", required_argument, NULL, 'M'},
-    {"mode", required_argument, NULL, 'o'},
-    {"compute", required_argument, NULL, 'c'},
-    {"compute-max", required_argument, NULL, 'C'},
-    {"priority", required_argument, NULL, 'p'},
-    {"timeout", required_argument, NULL, 't'},
-    {"name", required_argument, NULL, 'N'},
-    {"gpu-type", required_argument, NULL, 'T'},
-    {"time", required_argument, NULL, 'L'},
-    {"no-wait", no_argument, NULL, 'W'},
-    {"json", no_argument, NULL, 'j'},
-    {"socket", required_argument, NULL, 's'},
-    {"verbose", no_argument, NULL, 'v'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
+static const gs__cli_opt_t options[] = {
+    {"gpus", 1, 'n', 0},        {"gpu", 1, 'f', 0},       {"gpu-memory", 1, 'm', 0},
+    {"mig-profile", 1, 'M', 0}, {"mode", 1, 'o', 0},      {"compute", 1, 'c', 0},
+    {"compute-max", 1, 'C', 0}, {"priority", 1, 'p', 0},  {"timeout", 1, 't', 0},
+    {"name", 1, 'N', 0},        {"gpu-type", 1, 'T', 0},  {"time", 1, 'L', 0},
+    {"no-wait", 0, 'W', 0},     {"verbose", 0, 'v', 'v'}, {NULL, 0, 0, 0},
 };
 
-/* The long name of an option's code, for messages. */
-static const char *option_name(int c)
+/* One option (its value checked already). Returns 0, or the exit status of a usage error. */
+static int one_option(void *ctx, int c, const char *value)
 {
-    for (const struct option *o = longopts; o->name != NULL; o++) {
-        if (o->val == c)
-            return o->name;
-    }
-    return "?";
-}
-
-/* One option: returns 0 to go on, -1 after --help, or the exit status of a usage error. */
-static int one_option(int c, char **argv, gs__run_opts_t *opts)
-{
-    char name[32];
-    switch (c) {
-    case 'h':
-        usage(stdout);
-        return -1;
-    case 'W':
+    gs__run_opts_t *opts = ctx;
+    if (c == 'W') {
         opts->req.wait = 0;
         return 0;
-    case 'j':
-        opts->cli.json = 1;
-        return 0;
-    case 'v':
+    }
+    if (c == 'v') {
         opts->verbose = 1;
         return 0;
-    case '?':
-    case ':':
-        return gs__cli_bad_option(&opts->cli, c, argv);
     }
-    snprintf(name, sizeof(name), "--%s", option_name(c));
-    int result = gs__cli_value(&opts->cli, name, optarg);
-    if (result == 0 && c == 's')
-        opts->cli.socket = optarg;
-    else if (result == 0)
-        result = lease_option(&opts->cli, c, optarg, &opts->req);
-    return result;
+    return lease_option(&opts->cli, c, value, &opts->req);
 }
 
 static int parse_args(int argc, char **argv, gs__run_opts_t *opts)
 {
+    gs__cli_args_t args = {.opts = options,
+                           .flags = GS__CLI_COMMAND | GS__CLI_CHECK | GS__CLI_SOCKET,
+                           .handle = one_option,
+                           .ctx = opts};
     memset(opts, 0, sizeof(*opts));
     gs__cli_init(&opts->cli, "run");
     opts->cli.json_errors = stderr;
     gs_lease_request_init(&opts->req);
-    /* --json changes how errors read: find it before any error can be printed. */
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-        opts->cli.json |= strcmp(argv[i], "--json") == 0;
-    opterr = 0;
-    int c, result = 0;
-    while (result == 0 && (c = getopt_long(argc, argv, "+:hv", longopts, NULL)) != -1)
-        result = one_option(c, argv, opts);
+    int next = 0, result = gs__cli_options(&opts->cli, argc, argv, &args, &next);
+    if (result == GS__CLI_HELP)
+        usage(stdout);
     if (result != 0)
         return result;
-    if (optind >= argc)
+    if (next >= argc)
         return gs__cli_usage(&opts->cli, "no command to run");
-    opts->cmd = argv + optind;
+    opts->cmd = argv + next;
     char err[GS_CLIENT_ERR_MAX];
     if (gs_lease_request_check(&opts->req, err, sizeof(err)) != 0)
         return gs__cli_usage(&opts->cli, "%s", err);

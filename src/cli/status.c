@@ -4,7 +4,6 @@
 #include "cli.h"
 #include "daemon_cli.h"
 
-#include <getopt.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -65,55 +64,37 @@ static int top_option(status_opts_t *opts, int c, const char *arg)
     return 0;
 }
 
-static int one_option(status_opts_t *opts, int c, char **argv, int top)
+static int one_option(void *ctx, int c, const char *value)
 {
-    if (c == 'j') {
-        opts->cli.json = 1;
-        return 0;
-    }
+    status_opts_t *opts = ctx;
     if (c == 'p') {
         opts->processes = 1;
         return 0;
     }
-    const char *name = c == 's' ? "--socket" : c == 'n' ? "--iterations" : "--interval";
-    if (c != 's' && !(top && (c == 'n' || c == 'i')))
-        return gs__cli_bad_option(&opts->cli, c == ':' ? ':' : '?', argv);
-    if (gs__cli_value(&opts->cli, name, optarg) != 0)
-        return GS_EXIT_USAGE;
-    if (c == 's') {
-        opts->cli.socket = optarg;
-        return 0;
-    }
-    return top_option(opts, c, optarg);
+    return top_option(opts, c, value);
 }
 
 static int parse_args(int argc, char **argv, status_opts_t *opts, int top)
 {
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"processes", no_argument, NULL, 'p'},
-        {"socket", required_argument, NULL, 's'},
-        {"iterations", required_argument, NULL, 'n'},
-        {"interval", required_argument, NULL, 'i'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    static const gs__cli_opt_t top_options[] = {
+        {"processes", 0, 'p', 0},
+        {"iterations", 1, 'n', 0},
+        {"interval", 1, 'i', 0},
+        {NULL, 0, 0, 0},
     };
+    static const gs__cli_opt_t status_options[] = {{"processes", 0, 'p', 0}, {NULL, 0, 0, 0}};
+    gs__cli_args_t args = {.opts = top ? top_options : status_options,
+                           .flags = GS__CLI_CHECK | GS__CLI_SOCKET,
+                           .handle = one_option,
+                           .ctx = opts};
     memset(opts, 0, sizeof(*opts));
     gs__cli_init(&opts->cli, top ? "top" : "status");
     opts->interval_ms = 1000;
-    for (int i = 1; i < argc; i++)
-        opts->cli.json |= strcmp(argv[i], "--json") == 0;
-    opterr = 0;
-    int c, result = 0;
-    while (result == 0 && (c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            usage(stdout, top);
-            return -1;
-        }
-        result = one_option(opts, c, argv, top);
-    }
-    if (result == 0 && optind < argc)
-        result = gs__cli_usage(&opts->cli, "unexpected argument \"%s\"", argv[optind]);
+    int next = 0, result = gs__cli_options(&opts->cli, argc, argv, &args, &next);
+    if (result == GS__CLI_HELP)
+        usage(stdout, top);
+    if (result == 0 && next < argc)
+        result = gs__cli_usage(&opts->cli, "unexpected argument \"%s\"", argv[next]);
     return result;
 }
 

@@ -35,10 +35,8 @@ int gs_client_connect(const char *path, gs_client_t **out, char *err, size_t err
 {
     path = gs_client_socket_path(path);
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof(addr.sun_path)) {
-        snprintf(err, errlen, "socket path %s is too long", path);
-        return GS_ERANGE;
-    }
+    if (strlen(path) >= sizeof(addr.sun_path))
+        return gs_fail(err, errlen, GS_ERANGE, "socket path %s is too long", path);
     strcpy(addr.sun_path, path);
     gs_client_t *client = calloc(1, sizeof(*client));
     if (client == NULL)
@@ -48,11 +46,11 @@ int gs_client_connect(const char *path, gs_client_t **out, char *err, size_t err
     if (result == 0 && connect(client->fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
         result = -errno;
     if (result != 0) {
-        snprintf(err, errlen, "cannot connect to gpushared at %s: %s%s", path, gs_strerror(result),
-                 result == GS_ENOENT || result == GS_ECONNREFUSED ? " (is gpushared running?)"
-                                                                  : "");
         gs_client_close(client);
-        return result;
+        return gs_fail(err, errlen, result, "cannot connect to gpushared at %s: %s%s", path,
+                       gs_strerror(result),
+                       result == GS_ENOENT || result == GS_ECONNREFUSED ? " (is gpushared running?)"
+                                                                        : "");
     }
     *out = client;
     return 0;
@@ -196,4 +194,10 @@ const char *gs_reply_error(const json_t *reply, const char **message)
     if (message != NULL)
         *message = text != NULL ? text : "the daemon gave no reason";
     return code != NULL ? code : "unknown";
+}
+
+gs_wire_error_t gs_reply_wire_error(const json_t *reply)
+{
+    const char *code = gs_reply_error(reply, NULL);
+    return code == NULL ? GS_WIRE_OK : gs_wire_error_parse(code);
 }

@@ -9,20 +9,6 @@
 #include <string.h>
 #include <strings.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return GS_EINVAL;
-}
-
 /* Length of the UTF-8 sequence starting at s (1..4), or 0 when it is not valid UTF-8. */
 static size_t utf8_length(const unsigned char *s)
 {
@@ -44,14 +30,16 @@ int gs_lease_name_check(const char *name, char *err, size_t errlen)
 {
     size_t len = strnlen(name, GS_LEASE_NAME_MAX);
     if (len == 0)
-        return fail(err, errlen, "missing value");
+        return gs_fail(err, errlen, GS_EINVAL, "missing value");
     if (len >= GS_LEASE_NAME_MAX)
-        return fail(err, errlen, "a name has at most %d bytes", GS_LEASE_NAME_MAX - 1);
+        return gs_fail(err, errlen, GS_EINVAL, "a name has at most %d bytes",
+                       GS_LEASE_NAME_MAX - 1);
     for (size_t i = 0; i < len;) {
         const unsigned char *c = (const unsigned char *)name + i;
         size_t n = utf8_length(c);
         if (n == 0 || (n == 1 && (c[0] < 0x20 || c[0] == 0x7f)))
-            return fail(err, errlen, "a name must be text without control characters");
+            return gs_fail(err, errlen, GS_EINVAL,
+                           "a name must be text without control characters");
         i += n;
     }
     /* C1 controls and the characters that reorder text are refused too: whatever the display
@@ -59,7 +47,7 @@ int gs_lease_name_check(const char *name, char *err, size_t errlen)
     char shown[GS_LEASE_NAME_MAX * 6 + 1];
     gs_display_escape(shown, sizeof(shown), name);
     if (strcmp(shown, name) != 0)
-        return fail(err, errlen, "a name must be text without control characters");
+        return gs_fail(err, errlen, GS_EINVAL, "a name must be text without control characters");
     return 0;
 }
 
@@ -72,20 +60,21 @@ int gs_lease_add_gpu_types(gs_lease_request_t *req, const char *list, char *err,
 {
     gs_lease_request_t copy = *req;
     if (list[0] == '\0')
-        return fail(err, errlen, "missing value");
+        return gs_fail(err, errlen, GS_EINVAL, "missing value");
     for (const char *p = list;;) {
         size_t len = strcspn(p, ",");
         if (len == 0 || len >= GS_GPU_TYPE_MAX)
-            return fail(err, errlen, "a GPU type is 1 to %d characters (T4, A100-40GB, H100)",
-                        GS_GPU_TYPE_MAX - 1);
+            return gs_fail(err, errlen, GS_EINVAL,
+                           "a GPU type is 1 to %d characters (T4, A100-40GB, H100)",
+                           GS_GPU_TYPE_MAX - 1);
         for (size_t i = 0; i < len; i++) {
             if (!type_char(p[i]))
-                return fail(err, errlen,
-                            "a GPU type is letters, digits, '-', '_' and '.' (T4, A100-40GB, "
-                            "H100)");
+                return gs_fail(err, errlen, GS_EINVAL,
+                               "a GPU type is letters, digits, '-', '_' and '.' (T4, A100-40GB, "
+                               "H100)");
         }
         if (copy.n_gpu_types == GS_GPU_TYPES_MAX)
-            return fail(err, errlen, "at most %d GPU types", GS_GPU_TYPES_MAX);
+            return gs_fail(err, errlen, GS_EINVAL, "at most %d GPU types", GS_GPU_TYPES_MAX);
         snprintf(copy.gpu_types[copy.n_gpu_types++], GS_GPU_TYPE_MAX, "%.*s", (int)len, p);
         if (p[len] == '\0')
             break;

@@ -7,20 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static int fail(int code, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(int code, char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 void gs_lease_request_init(gs_lease_request_t *req)
 {
     memset(req, 0, sizeof(*req));
@@ -38,10 +24,11 @@ static int check_mig_profile(const char *name, char *err, size_t errlen)
              c == '.' || c == '+';
     }
     if (!ok)
-        return fail(GS_EINVAL, err, errlen,
-                    "a MIG profile is a name like 1g.10gb or 3g.20gb (at most %d letters, digits, "
-                    "'.' and '+')",
-                    GS_MIG_PROFILE_MAX - 1);
+        return gs_fail(
+            err, errlen, GS_EINVAL,
+            "a MIG profile is a name like 1g.10gb or 3g.20gb (at most %d letters, digits, "
+            "'.' and '+')",
+            GS_MIG_PROFILE_MAX - 1);
     return 0;
 }
 
@@ -50,54 +37,39 @@ static int check_kind(const gs_lease_request_t *req, char *err, size_t errlen)
     switch (req->kind) {
     case GS_LEASE_GPUS:
         if (req->gpus < 1 || req->gpus > GS_LEASE_GPUS_MAX)
-            return fail(GS_EINVAL, err, errlen, "the number of GPUs must be from 1 to %d",
-                        GS_LEASE_GPUS_MAX);
+            return gs_fail(err, errlen, GS_EINVAL, "the number of GPUs must be from 1 to %d",
+                           GS_LEASE_GPUS_MAX);
         return 0;
     case GS_LEASE_FRACTION:
         if (req->fraction_milli < 1 || req->fraction_milli > 1000)
-            return fail(GS_EINVAL, err, errlen, "a GPU fraction must be above 0 and at most 1");
+            return gs_fail(err, errlen, GS_EINVAL, "a GPU fraction must be above 0 and at most 1");
         return 0;
     case GS_LEASE_MEMORY:
         if (req->memory == 0)
-            return fail(GS_EINVAL, err, errlen, "GPU memory must be above zero");
+            return gs_fail(err, errlen, GS_EINVAL, "GPU memory must be above zero");
         return 0;
     case GS_LEASE_MIG:
         return check_mig_profile(req->mig_profile, err, errlen);
     case GS_LEASE_NONE:
         break;
     }
-    return fail(GS_EINVAL, err, errlen,
-                "a lease needs a size: whole GPUs (--gpus), a fraction (--gpu), memory "
-                "(--gpu-memory) or a MIG profile (--mig-profile)");
-}
-
-static const char *const gpu_mode_names[] = {"any", "shared", "exclusive", "mps", "mig"};
-
-const char *gs_gpu_mode_name(gs_gpu_mode_t mode)
-{
-    return (unsigned)mode < 5 ? gpu_mode_names[mode] : "?";
-}
-
-int gs_gpu_mode_parse(const char *name, gs_gpu_mode_t *mode)
-{
-    for (unsigned i = 0; i < 5; i++) {
-        if (strcmp(name, gpu_mode_names[i]) == 0) {
-            *mode = (gs_gpu_mode_t)i;
-            return 0;
-        }
-    }
-    return GS_EINVAL;
+    return gs_fail(err, errlen, GS_EINVAL,
+                   "a lease needs a size: whole GPUs (--gpus), a fraction (--gpu), memory "
+                   "(--gpu-memory) or a MIG profile (--mig-profile)");
 }
 
 /* Which GPUs a request may go to, by mode: a MIG profile needs a MIG GPU. */
 static int check_mode(const gs_lease_request_t *req, char *err, size_t errlen)
 {
-    if ((unsigned)req->mode > GS_GPU_MODE_MIG)
-        return fail(GS_EINVAL, err, errlen, "unknown GPU mode %d", (int)req->mode);
-    if (req->kind == GS_LEASE_MIG && req->mode != GS_GPU_MODE_ANY && req->mode != GS_GPU_MODE_MIG)
-        return fail(GS_EINVAL, err, errlen,
-                    "a MIG profile (--mig-profile) is served by mig GPUs only, not %s ones",
-                    gs_gpu_mode_name(req->mode));
+    char modes[128];
+    if ((unsigned)req->mode >= GS_GPU_MODE_END)
+        return gs_fail(err, errlen, GS_EINVAL, "unknown GPU mode %d", (int)req->mode);
+    if (req->kind == GS_LEASE_MIG && req->mode != GS_GPU_MODE_ANY &&
+        !(gs_gpu_mode_flags(req->mode) & GS_MODE_MIG_INSTANCES))
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "a MIG profile (--mig-profile) is served by %s GPUs only, not %s ones",
+                       gs_gpu_mode_list(GS_MODE_MIG_INSTANCES, 0, 0, NULL, modes, sizeof(modes)),
+                       gs_gpu_mode_name(req->mode));
     return 0;
 }
 
@@ -120,38 +92,38 @@ static int check_owner(const gs_lease_owner_t *owner, char *err, size_t errlen)
     if (!owner->set)
         return 0;
     if (!owner->has_uid && owner->user[0] == '\0')
-        return fail(GS_EINVAL, err, errlen,
-                    "a lease on behalf of a user needs \"uid\" or \"user\" (\"gid\" alone "
-                    "names nobody)");
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "a lease on behalf of a user needs \"uid\" or \"user\" (\"gid\" alone "
+                       "names nobody)");
     if (owner->has_uid && owner->uid == UINT32_MAX)
-        return fail(GS_EINVAL, err, errlen, "\"uid\" must be from 0 to %u", UINT32_MAX - 1);
+        return gs_fail(err, errlen, GS_EINVAL, "\"uid\" must be from 0 to %u", UINT32_MAX - 1);
     if (owner->has_gid && owner->gid == UINT32_MAX)
-        return fail(GS_EINVAL, err, errlen, "\"gid\" must be from 0 to %u", UINT32_MAX - 1);
+        return gs_fail(err, errlen, GS_EINVAL, "\"gid\" must be from 0 to %u", UINT32_MAX - 1);
     if (owner->user[0] != '\0' && !valid_user_name(owner->user))
-        return fail(GS_EINVAL, err, errlen,
-                    "\"user\" must be 1 to %d printable characters without blanks or '/'",
-                    GS_USER_NAME_MAX - 1);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "\"user\" must be 1 to %d printable characters without blanks or '/'",
+                       GS_USER_NAME_MAX - 1);
     return 0;
 }
 
 static int check_pinned(const gs_lease_request_t *req, char *err, size_t errlen)
 {
     if (req->n_pinned > GS_MAX_DEVICES)
-        return fail(GS_EINVAL, err, errlen, "\"gpus_at\" names at most %d GPUs", GS_MAX_DEVICES);
+        return gs_fail(err, errlen, GS_EINVAL, "\"gpus_at\" names at most %d GPUs", GS_MAX_DEVICES);
     uint32_t seen = 0;
     for (unsigned i = 0; i < req->n_pinned; i++) {
         if (req->pinned[i] >= GS_MAX_DEVICES)
-            return fail(GS_EINVAL, err, errlen, "\"gpus_at\": GPU indexes are from 0 to %d",
-                        GS_MAX_DEVICES - 1);
+            return gs_fail(err, errlen, GS_EINVAL, "\"gpus_at\": GPU indexes are from 0 to %d",
+                           GS_MAX_DEVICES - 1);
         if (seen & (UINT32_C(1) << req->pinned[i]))
-            return fail(GS_EINVAL, err, errlen, "\"gpus_at\" names GPU %u twice",
-                        (unsigned)req->pinned[i]);
+            return gs_fail(err, errlen, GS_EINVAL, "\"gpus_at\" names GPU %u twice",
+                           (unsigned)req->pinned[i]);
         seen |= UINT32_C(1) << req->pinned[i];
     }
     if (req->kind == GS_LEASE_GPUS && req->n_pinned > 0 && req->gpus % req->n_pinned != 0)
-        return fail(GS_EINVAL, err, errlen,
-                    "%u logical GPUs cannot be spread evenly over the %u GPUs of \"gpus_at\"",
-                    req->gpus, req->n_pinned);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "%u logical GPUs cannot be spread evenly over the %u GPUs of \"gpus_at\"",
+                       req->gpus, req->n_pinned);
     return 0;
 }
 
@@ -161,23 +133,23 @@ static int check_labels(const gs_lease_request_t *req, char *err, size_t errlen)
     char why[GS_CLIENT_ERR_MAX];
     if (memchr(req->name, '\0', sizeof(req->name)) == NULL ||
         (req->name[0] != '\0' && gs_lease_name_check(req->name, why, sizeof(why)) != 0))
-        return fail(GS_EINVAL, err, errlen, "invalid name: %s", why);
+        return gs_fail(err, errlen, GS_EINVAL, "invalid name: %s", why);
     if (req->n_gpu_types > GS_GPU_TYPES_MAX)
-        return fail(GS_EINVAL, err, errlen, "at most %d GPU types", GS_GPU_TYPES_MAX);
+        return gs_fail(err, errlen, GS_EINVAL, "at most %d GPU types", GS_GPU_TYPES_MAX);
     for (unsigned i = 0; i < req->n_gpu_types; i++) {
         gs_lease_request_t probe;
         memset(&probe, 0, sizeof(probe));
         if (memchr(req->gpu_types[i], '\0', GS_GPU_TYPE_MAX) == NULL ||
             gs_lease_add_gpu_types(&probe, req->gpu_types[i], why, sizeof(why)) != 0 ||
             probe.n_gpu_types != 1)
-            return fail(GS_EINVAL, err, errlen, "invalid GPU type: %s",
-                        probe.n_gpu_types > 1 ? "one model per entry" : why);
+            return gs_fail(err, errlen, GS_EINVAL, "invalid GPU type: %s",
+                           probe.n_gpu_types > 1 ? "one model per entry" : why);
     }
     if (req->n_gpu_types > 0 && req->n_pinned > 0)
-        return fail(GS_EINVAL, err, errlen,
-                    "a request pinned to GPUs (\"gpus_at\") takes no GPU type");
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "a request pinned to GPUs (\"gpus_at\") takes no GPU type");
     if (req->time_limit_ms > GS_LEASE_TIME_MAX)
-        return fail(GS_EINVAL, err, errlen, "the time limit must be at most a year");
+        return gs_fail(err, errlen, GS_EINVAL, "the time limit must be at most a year");
     return 0;
 }
 
@@ -193,23 +165,24 @@ int gs_lease_request_check(const gs_lease_request_t *req, char *err, size_t errl
     if (result != 0)
         return result;
     if (req->compute > 100 || req->compute_max > 100)
-        return fail(GS_EINVAL, err, errlen, "a compute share must be a percentage from 1 to 100");
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "a compute share must be a percentage from 1 to 100");
     if (req->compute != 0 && req->kind != GS_LEASE_MEMORY)
-        return fail(GS_EINVAL, err, errlen,
-                    "a compute share (--compute) goes with --gpu-memory only: --gpu F sets "
-                    "compute to F, --gpus to whole logical GPUs");
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "a compute share (--compute) goes with --gpu-memory only: --gpu F sets "
+                       "compute to F, --gpus to whole logical GPUs");
     uint32_t share = req->kind == GS_LEASE_FRACTION ? (req->fraction_milli + 9) / 10 : req->compute;
     if (req->compute_max != 0 && req->compute_max < share)
-        return fail(GS_EINVAL, err, errlen,
-                    "the compute cap (--compute-max %u%%) is below the lease's share (%u%%)",
-                    req->compute_max, share);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "the compute cap (--compute-max %u%%) is below the lease's share (%u%%)",
+                       req->compute_max, share);
     if (req->priority < GS_PRIORITY_MIN || req->priority > GS_PRIORITY_MAX)
-        return fail(GS_EINVAL, err, errlen, "priority must be from %d to %d", GS_PRIORITY_MIN,
-                    GS_PRIORITY_MAX);
+        return gs_fail(err, errlen, GS_EINVAL, "priority must be from %d to %d", GS_PRIORITY_MIN,
+                       GS_PRIORITY_MAX);
     if (req->timeout_ms > GS_LEASE_TIMEOUT_MAX)
-        return fail(GS_EINVAL, err, errlen, "the queue timeout must be at most a week");
+        return gs_fail(err, errlen, GS_EINVAL, "the queue timeout must be at most a week");
     if (memchr(req->command, '\0', sizeof(req->command)) == NULL)
-        return fail(GS_EINVAL, err, errlen, "the command is not terminated");
+        return gs_fail(err, errlen, GS_EINVAL, "the command is not terminated");
     return check_labels(req, err, errlen);
 }
 
@@ -242,11 +215,11 @@ static int get_int(const json_t *value, const char *key, json_int_t min, json_in
                    json_int_t *out, char *err, size_t errlen)
 {
     if (!json_is_integer(value))
-        return fail(GS_EINVAL, err, errlen, "\"%s\" must be an integer", key);
+        return gs_fail(err, errlen, GS_EINVAL, "\"%s\" must be an integer", key);
     json_int_t v = json_integer_value(value);
     if (v < min || v > max)
-        return fail(GS_EINVAL, err, errlen, "\"%s\" must be from %lld to %lld", key, (long long)min,
-                    (long long)max);
+        return gs_fail(err, errlen, GS_EINVAL, "\"%s\" must be from %lld to %lld", key,
+                       (long long)min, (long long)max);
     *out = v;
     return 0;
 }
@@ -257,7 +230,7 @@ static int quantity_text(const json_t *value, const char *key, char *buf, size_t
 {
     if (json_is_string(value)) {
         if (json_string_length(value) >= len)
-            return fail(GS_EINVAL, err, errlen, "\"%s\" is too long", key);
+            return gs_fail(err, errlen, GS_EINVAL, "\"%s\" is too long", key);
         snprintf(buf, len, "%s", json_string_value(value));
         return 0;
     }
@@ -269,15 +242,15 @@ static int quantity_text(const json_t *value, const char *key, char *buf, size_t
         snprintf(buf, len, "%.15g", json_real_value(value));
         return 0;
     }
-    return fail(GS_EINVAL, err, errlen, "\"%s\" must be a string or a number", key);
+    return gs_fail(err, errlen, GS_EINVAL, "\"%s\" must be a string or a number", key);
 }
 
 static int set_kind(gs_lease_request_t *req, gs_lease_kind_t kind, char *err, size_t errlen)
 {
     if (req->kind != GS_LEASE_NONE)
-        return fail(GS_EINVAL, err, errlen,
-                    "give only one of \"gpus\", \"gpu\", \"gpu_memory\" and \"mig_profile\" "
-                    "(--gpus, --gpu, --gpu-memory, --mig-profile)");
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "give only one of \"gpus\", \"gpu\", \"gpu_memory\" and \"mig_profile\" "
+                       "(--gpus, --gpu, --gpu-memory, --mig-profile)");
     req->kind = kind;
     return 0;
 }
@@ -318,17 +291,19 @@ static int parse_memory(const json_t *value, gs_lease_request_t *req, char *err,
 static int parse_mig_profile(const json_t *value, gs_lease_request_t *req, char *err, size_t errlen)
 {
     if (!json_is_string(value) || json_string_length(value) >= GS_MIG_PROFILE_MAX)
-        return fail(GS_EINVAL, err, errlen, "\"mig_profile\" must be a string of at most %d bytes",
-                    GS_MIG_PROFILE_MAX - 1);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "\"mig_profile\" must be a string of at most %d bytes",
+                       GS_MIG_PROFILE_MAX - 1);
     snprintf(req->mig_profile, sizeof(req->mig_profile), "%s", json_string_value(value));
     return set_kind(req, GS_LEASE_MIG, err, errlen);
 }
 
 static int parse_mode(const json_t *value, gs_lease_request_t *req, char *err, size_t errlen)
 {
+    char modes[128];
     if (!json_is_string(value) || gs_gpu_mode_parse(json_string_value(value), &req->mode) != 0)
-        return fail(GS_EINVAL, err, errlen,
-                    "\"mode\" must be \"shared\", \"exclusive\", \"mps\", \"mig\" or \"any\"");
+        return gs_fail(err, errlen, GS_EINVAL, "\"mode\" must be %s",
+                       gs_gpu_mode_list(0, 0, 1, "any", modes, sizeof(modes)));
     return 0;
 }
 
@@ -407,8 +382,8 @@ static int parse_owner_field(const char *key, const json_t *value, gs_lease_owne
     owner->set = 1;
     if (strcmp(key, "user") == 0) {
         if (!json_is_string(value) || json_string_length(value) >= GS_USER_NAME_MAX)
-            return fail(GS_EINVAL, err, errlen, "\"user\" must be a string of at most %d bytes",
-                        GS_USER_NAME_MAX - 1);
+            return gs_fail(err, errlen, GS_EINVAL, "\"user\" must be a string of at most %d bytes",
+                           GS_USER_NAME_MAX - 1);
         snprintf(owner->user, sizeof(owner->user), "%s", json_string_value(value));
         return 0;
     }
@@ -428,8 +403,8 @@ static int parse_pinned(const json_t *value, gs_lease_request_t *req, char *err,
 {
     if (!json_is_array(value) || json_array_size(value) == 0 ||
         json_array_size(value) > GS_MAX_DEVICES)
-        return fail(GS_EINVAL, err, errlen, "\"gpus_at\" must be a list of 1 to %d GPU indexes",
-                    GS_MAX_DEVICES);
+        return gs_fail(err, errlen, GS_EINVAL, "\"gpus_at\" must be a list of 1 to %d GPU indexes",
+                       GS_MAX_DEVICES);
     size_t i;
     json_t *item;
     req->n_pinned = 0;
@@ -450,14 +425,14 @@ static int parse_gpu_types(const json_t *value, gs_lease_request_t *req, char *e
     char why[GS_CLIENT_ERR_MAX];
     if (json_is_string(value)) {
         if (gs_lease_add_gpu_types(req, json_string_value(value), why, sizeof(why)) != 0)
-            return fail(GS_EINVAL, err, errlen, "\"gpu_type\": %s", why);
+            return gs_fail(err, errlen, GS_EINVAL, "\"gpu_type\": %s", why);
         return 0;
     }
     if (!json_is_array(value) || json_array_size(value) == 0 ||
         json_array_size(value) > GS_GPU_TYPES_MAX)
-        return fail(GS_EINVAL, err, errlen,
-                    "\"gpu_type\" must be a GPU model or a list of 1 to %d models",
-                    GS_GPU_TYPES_MAX);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "\"gpu_type\" must be a GPU model or a list of 1 to %d models",
+                       GS_GPU_TYPES_MAX);
     size_t i;
     json_t *item;
     json_array_foreach(value, i, item)
@@ -465,10 +440,10 @@ static int parse_gpu_types(const json_t *value, gs_lease_request_t *req, char *e
         const char *text = json_string_value(item);
         if (text == NULL || strchr(text, ',') != NULL ||
             gs_lease_add_gpu_types(req, text, why, sizeof(why)) != 0)
-            return fail(GS_EINVAL, err, errlen, "\"gpu_type\": %s",
-                        text == NULL        ? "models are strings"
-                        : strchr(text, ',') ? "one model per entry"
-                                            : why);
+            return gs_fail(err, errlen, GS_EINVAL, "\"gpu_type\": %s",
+                           text == NULL        ? "models are strings"
+                           : strchr(text, ',') ? "one model per entry"
+                                               : why);
     }
     return 0;
 }
@@ -488,8 +463,8 @@ static int parse_label(const char *key, const json_t *value, gs_lease_request_t 
     }
     const char *name = json_string_value(value);
     if (name == NULL || gs_lease_name_check(name, why, sizeof(why)) != 0)
-        return fail(GS_EINVAL, err, errlen, "\"name\": %s",
-                    name == NULL ? "must be a string" : why);
+        return gs_fail(err, errlen, GS_EINVAL, "\"name\": %s",
+                       name == NULL ? "must be a string" : why);
     snprintf(req->name, sizeof(req->name), "%s", name);
     return 0;
 }
@@ -525,13 +500,13 @@ static int parse_acquire_field(const char *key, const json_t *value, gs_lease_re
     }
     if (strcmp(key, "wait") == 0) {
         if (!json_is_boolean(value))
-            return fail(GS_EINVAL, err, errlen, "\"wait\" must be true or false");
+            return gs_fail(err, errlen, GS_EINVAL, "\"wait\" must be true or false");
         req->wait = json_is_true(value);
         return 0;
     }
     if (strcmp(key, "command") == 0) {
         if (!json_is_string(value))
-            return fail(GS_EINVAL, err, errlen, "\"command\" must be a string");
+            return gs_fail(err, errlen, GS_EINVAL, "\"command\" must be a string");
         gs_display_escape(req->command, sizeof(req->command), json_string_value(value));
         return 0;
     }
@@ -542,7 +517,7 @@ static int parse_acquire_field(const char *key, const json_t *value, gs_lease_re
     if (strcmp(key, "name") == 0 || strcmp(key, "gpu_type") == 0 ||
         strcmp(key, "time_limit_ms") == 0)
         return parse_label(key, value, req, err, errlen);
-    return fail(GS_EINVAL, err, errlen, "unknown field \"%s\" in acquire", key);
+    return gs_fail(err, errlen, GS_EINVAL, "unknown field \"%s\" in acquire", key);
 }
 
 static int parse_acquire(json_t *obj, gs_request_t *out, char *err, size_t errlen)
@@ -571,7 +546,7 @@ static int parse_job_end(const char *key, const json_t *value, gs_job_end_t *end
     if (result != 0)
         return result;
     if (end->known)
-        return fail(GS_EINVAL, err, errlen, "give \"exit_status\" or \"signal\", not both");
+        return gs_fail(err, errlen, GS_EINVAL, "give \"exit_status\" or \"signal\", not both");
     end->known = 1;
     if (is_signal)
         end->signal = (int)v;
@@ -595,7 +570,7 @@ static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errle
             continue;
         if (out->op == GS_OP_RELEASE && strcmp(key, "force") == 0) {
             if (!json_is_boolean(value))
-                return fail(GS_EINVAL, err, errlen, "\"force\" must be true or false");
+                return gs_fail(err, errlen, GS_EINVAL, "\"force\" must be true or false");
             out->force = json_is_true(value);
         } else if (out->op == GS_OP_RELEASE &&
                    (strcmp(key, "exit_status") == 0 || strcmp(key, "signal") == 0)) {
@@ -605,15 +580,15 @@ static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errle
             out->lease_id = (uint64_t)v;
             seen = 1;
         } else {
-            result = fail(GS_EINVAL, err, errlen, "unknown field \"%s\" in %s", key,
-                          gs_op_name(out->op));
+            result = gs_fail(err, errlen, GS_EINVAL, "unknown field \"%s\" in %s", key,
+                             gs_op_name(out->op));
         }
         if (result != 0)
             return result;
     }
     if (!seen)
-        return fail(GS_EINVAL, err, errlen, "%s needs \"lease\": the lease id",
-                    gs_op_name(out->op));
+        return gs_fail(err, errlen, GS_EINVAL, "%s needs \"lease\": the lease id",
+                       gs_op_name(out->op));
     return 0;
 }
 
@@ -647,14 +622,14 @@ static int parse_compute_join(json_t *obj, gs_request_t *out, char *err, size_t 
                    valid_uuid(json_string_value(value))) {
             snprintf(out->gpu_uuid, sizeof(out->gpu_uuid), "%s", json_string_value(value));
         } else {
-            result = fail(GS_EINVAL, err, errlen, "unknown or invalid field \"%s\" in compute_join",
-                          key);
+            result = gs_fail(err, errlen, GS_EINVAL,
+                             "unknown or invalid field \"%s\" in compute_join", key);
         }
         if (result != 0)
             return result;
     }
     if (out->lease_id == 0 || out->gpu_uuid[0] == '\0')
-        return fail(GS_EINVAL, err, errlen, "compute_join needs \"lease\" and \"gpu\"");
+        return gs_fail(err, errlen, GS_EINVAL, "compute_join needs \"lease\" and \"gpu\"");
     return 0;
 }
 
@@ -679,14 +654,14 @@ static int parse_history(json_t *obj, gs_request_t *out, char *err, size_t errle
             q->limit = (uint32_t)v;
         } else if (strcmp(key, "user") == 0) {
             if (!json_is_string(value) || !valid_user_name(json_string_value(value)))
-                result = fail(GS_EINVAL, err, errlen,
-                              "\"user\" must be 1 to %d printable characters without blanks or "
-                              "'/'",
-                              GS_USER_NAME_MAX - 1);
+                result = gs_fail(err, errlen, GS_EINVAL,
+                                 "\"user\" must be 1 to %d printable characters without blanks or "
+                                 "'/'",
+                                 GS_USER_NAME_MAX - 1);
             else
                 snprintf(q->user, sizeof(q->user), "%s", json_string_value(value));
         } else {
-            result = fail(GS_EINVAL, err, errlen, "unknown field \"%s\" in history", key);
+            result = gs_fail(err, errlen, GS_EINVAL, "unknown field \"%s\" in history", key);
         }
         if (result != 0)
             return result;
@@ -712,8 +687,8 @@ static int parse_simple(json_t *obj, gs_request_t *out, char *err, size_t errlen
             out->processes = json_is_true(value);
             continue;
         }
-        return fail(GS_EINVAL, err, errlen, "unknown or invalid field \"%s\" in %s", key,
-                    gs_op_name(out->op));
+        return gs_fail(err, errlen, GS_EINVAL, "unknown or invalid field \"%s\" in %s", key,
+                       gs_op_name(out->op));
     }
     return 0;
 }
@@ -722,7 +697,7 @@ static int parse_op(json_t *obj, gs_request_t *out, char *err, size_t errlen)
 {
     json_t *op = json_object_get(obj, "op");
     if (!json_is_string(op))
-        return fail(GS_EINVAL, err, errlen, "a request needs \"op\": a string");
+        return gs_fail(err, errlen, GS_EINVAL, "a request needs \"op\": a string");
     const char *name = json_string_value(op);
     for (gs_op_t o = GS_OP_HELLO; o <= GS_OP_COMPUTE_JOIN; o++) {
         if (strcmp(name, gs_op_name(o)) == 0) {
@@ -732,28 +707,28 @@ static int parse_op(json_t *obj, gs_request_t *out, char *err, size_t errlen)
     }
     char shown[40];
     gs_display_escape(shown, sizeof(shown), name);
-    return fail(GS_EINVAL, err, errlen,
-                "unknown op \"%s\" (hello, acquire, release, list, status, history, join or "
-                "compute_join)",
-                shown);
+    return gs_fail(err, errlen, GS_EINVAL,
+                   "unknown op \"%s\" (hello, acquire, release, list, status, history, join or "
+                   "compute_join)",
+                   shown);
 }
 
 int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char *err,
                            size_t errlen)
 {
     if (len > GS_PROTO_LINE_MAX)
-        return fail(GS_EMSGSIZE, err, errlen, "request longer than %d bytes", GS_PROTO_LINE_MAX);
+        return gs_fail(err, errlen, GS_EMSGSIZE, "request longer than %d bytes", GS_PROTO_LINE_MAX);
     memset(out, 0, sizeof(*out));
     while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
         len--;
     json_error_t jerr;
     json_t *obj = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
     if (obj == NULL)
-        return fail(GS_EFORMAT, err, errlen, "malformed JSON at column %d: %s", jerr.column,
-                    jerr.text);
+        return gs_fail(err, errlen, GS_EFORMAT, "malformed JSON at column %d: %s", jerr.column,
+                       jerr.text);
     int result = 0;
     if (!json_is_object(obj)) {
-        result = fail(GS_EFORMAT, err, errlen, "a request must be a JSON object");
+        result = gs_fail(err, errlen, GS_EFORMAT, "a request must be a JSON object");
         goto out;
     }
     result = parse_op(obj, out, err, errlen);

@@ -1,8 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* gs_strerror: the one place that turns a gpushare error code into text. */
+/* gs_strerror: the one place that turns a gpushare error code into text; gs_fail: the one way
+ * a function writes why it failed. */
 #include "gpushare/error.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
+
+int gs_fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    if (err != NULL && errlen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
 
 const char *gs_strerror(int code)
 {
@@ -17,6 +31,8 @@ const char *gs_strerror(int code)
         return "limit exceeded";
     case GS_ENOFIT:
         return "no resources fit the request";
+    case GS_EGPU:
+        return "the GPU failed";
     default:
         break;
     }

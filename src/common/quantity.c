@@ -17,20 +17,6 @@ typedef struct decimal {
     const char *rest;  /* first character after the number */
 } decimal_t;
 
-static int fail(int code, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(int code, char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 static int is_digit(char c)
 {
     return c >= '0' && c <= '9';
@@ -136,40 +122,41 @@ static int scale(const decimal_t *d, int shift, int *rounded, unsigned __int128 
 int gs_qty_parse_bytes(const char *text, unsigned flags, uint64_t *bytes, char *err, size_t errlen)
 {
     if (text == NULL || *text == '\0')
-        return fail(GS_EINVAL, err, errlen, "missing value");
+        return gs_fail(err, errlen, GS_EINVAL, "missing value");
     if (text[0] == '-')
-        return fail(GS_EINVAL, err, errlen, "invalid memory size \"%s\": negative", text);
+        return gs_fail(err, errlen, GS_EINVAL, "invalid memory size \"%s\": negative", text);
     decimal_t d;
     int result = read_decimal(text, &d);
     if (result == GS_ERANGE)
-        return fail(GS_ERANGE, err, errlen, "invalid memory size \"%s\": too large", text);
+        return gs_fail(err, errlen, GS_ERANGE, "invalid memory size \"%s\": too large", text);
     if (result != 0)
-        return fail(GS_EINVAL, err, errlen,
-                    "invalid memory size \"%s\": expected a number and a unit such as 4G, "
-                    "1.5G or 512M",
-                    text);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "invalid memory size \"%s\": expected a number and a unit such as 4G, "
+                       "1.5G or 512M",
+                       text);
     int shift;
     if (parse_unit(d.rest, &shift) != 0)
-        return fail(GS_EINVAL, err, errlen,
-                    "invalid memory size \"%s\": unknown unit \"%s\" (use K, M, G, T, P or E)",
-                    text, d.rest);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "invalid memory size \"%s\": unknown unit \"%s\" (use K, M, G, T, P or E)",
+                       text, d.rest);
     if ((flags & GS_QTY_REQUIRE_UNIT) && *d.rest == '\0' && (d.whole != 0 || d.frac != 0)) {
         char hint[64];
         unit_hint(text, &d, hint, sizeof(hint));
-        return fail(GS_EINVAL, err, errlen, "invalid memory size \"%s\": add a unit: %s", text,
-                    hint);
+        return gs_fail(err, errlen, GS_EINVAL, "invalid memory size \"%s\": add a unit: %s", text,
+                       hint);
     }
     unsigned __int128 total;
     int rounded;
     if (scale(&d, shift, &rounded, &total) != 0)
-        return fail(GS_ERANGE, err, errlen, "invalid memory size \"%s\": too large", text);
+        return gs_fail(err, errlen, GS_ERANGE, "invalid memory size \"%s\": too large", text);
     if (total == 0 && rounded)
-        return fail(GS_EINVAL, err, errlen,
-                    "invalid memory size \"%s\": below 1M (a size with decimals is rounded "
-                    "down to whole MiB)",
-                    text);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "invalid memory size \"%s\": below 1M (a size with decimals is rounded "
+                       "down to whole MiB)",
+                       text);
     if (total == 0 && !(flags & GS_QTY_ALLOW_ZERO))
-        return fail(GS_EINVAL, err, errlen, "invalid memory size \"%s\": must be above zero", text);
+        return gs_fail(err, errlen, GS_EINVAL, "invalid memory size \"%s\": must be above zero",
+                       text);
     *bytes = (uint64_t)total;
     return 0;
 }
@@ -200,26 +187,29 @@ static int to_milli(uint64_t whole, uint64_t frac, unsigned decimals, unsigned s
 int gs_qty_parse_fraction(const char *text, uint32_t *milli, char *err, size_t errlen)
 {
     if (text == NULL || *text == '\0')
-        return fail(GS_EINVAL, err, errlen, "missing value");
+        return gs_fail(err, errlen, GS_EINVAL, "missing value");
     if (text[0] == '-')
-        return fail(GS_ERANGE, err, errlen,
-                    "invalid GPU fraction \"%s\": negative (must be above 0 and at most 1)", text);
+        return gs_fail(err, errlen, GS_ERANGE,
+                       "invalid GPU fraction \"%s\": negative (must be above 0 and at most 1)",
+                       text);
     decimal_t d;
     int result = read_decimal(text, &d);
     int percent = result == 0 && d.rest[0] == '%' && d.rest[1] == '\0';
     const char *range = percent ? "above 0% and at most 100%" : "above 0 and at most 1";
     if (result == GS_EINVAL || (result == 0 && *d.rest != '\0' && !percent))
-        return fail(GS_EINVAL, err, errlen,
-                    "invalid GPU fraction \"%s\": expected a number such as 0.25 or 25%%", text);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "invalid GPU fraction \"%s\": expected a number such as 0.25 or 25%%", text);
     if (result == GS_ERANGE || d.whole > (percent ? 100u : 1u))
-        return fail(GS_ERANGE, err, errlen, "invalid GPU fraction \"%s\": must be %s", text, range);
+        return gs_fail(err, errlen, GS_ERANGE, "invalid GPU fraction \"%s\": must be %s", text,
+                       range);
     uint64_t value;
     if (to_milli(d.whole, d.frac, d.decimals, percent ? 10 : 1000, &value) != 0)
-        return fail(GS_EINVAL, err, errlen, "invalid GPU fraction \"%s\": at most %s", text,
-                    percent ? "1 decimal in a percentage (0.1% of a GPU)"
-                            : "3 decimals (0.001 GPU)");
+        return gs_fail(err, errlen, GS_EINVAL, "invalid GPU fraction \"%s\": at most %s", text,
+                       percent ? "1 decimal in a percentage (0.1% of a GPU)"
+                               : "3 decimals (0.001 GPU)");
     if (value == 0 || value > 1000)
-        return fail(GS_ERANGE, err, errlen, "invalid GPU fraction \"%s\": must be %s", text, range);
+        return gs_fail(err, errlen, GS_ERANGE, "invalid GPU fraction \"%s\": must be %s", text,
+                       range);
     *milli = (uint32_t)value;
     return 0;
 }
@@ -228,24 +218,25 @@ int gs_qty_parse_percent(const char *text, unsigned flags, uint32_t *percent, ch
                          size_t errlen)
 {
     if (text == NULL || *text == '\0')
-        return fail(GS_EINVAL, err, errlen, "missing value");
+        return gs_fail(err, errlen, GS_EINVAL, "missing value");
     if (text[0] == '-')
-        return fail(GS_ERANGE, err, errlen, "invalid percentage \"%s\": negative", text);
+        return gs_fail(err, errlen, GS_ERANGE, "invalid percentage \"%s\": negative", text);
     uint64_t value = 0;
     const char *p = text;
     for (; is_digit(*p); p++) {
         value = value * 10 + (uint64_t)(*p - '0');
         if (value > 1000)
-            return fail(GS_ERANGE, err, errlen, "invalid percentage \"%s\": above 100", text);
+            return gs_fail(err, errlen, GS_ERANGE, "invalid percentage \"%s\": above 100", text);
     }
     if (p == text || !(*p == '\0' || (p[0] == '%' && p[1] == '\0')))
-        return fail(GS_EINVAL, err, errlen,
-                    "invalid percentage \"%s\": expected a whole number 1-100 such as 30 or 30%%",
-                    text);
+        return gs_fail(
+            err, errlen, GS_EINVAL,
+            "invalid percentage \"%s\": expected a whole number 1-100 such as 30 or 30%%", text);
     if (value > 100)
-        return fail(GS_ERANGE, err, errlen, "invalid percentage \"%s\": above 100", text);
+        return gs_fail(err, errlen, GS_ERANGE, "invalid percentage \"%s\": above 100", text);
     if (value == 0 && !(flags & GS_QTY_ALLOW_ZERO))
-        return fail(GS_ERANGE, err, errlen, "invalid percentage \"%s\": must be above zero", text);
+        return gs_fail(err, errlen, GS_ERANGE, "invalid percentage \"%s\": must be above zero",
+                       text);
     *percent = (uint32_t)value;
     return 0;
 }
@@ -256,33 +247,34 @@ static int parse_device_item(const char *whole, const char *item, size_t len, un
 {
     char buf[64];
     if (len >= sizeof(buf))
-        return fail(GS_EINVAL, err, errlen, "invalid device memory list \"%s\": item too long",
-                    whole);
+        return gs_fail(err, errlen, GS_EINVAL, "invalid device memory list \"%s\": item too long",
+                       whole);
     memcpy(buf, item, len);
     buf[len] = '\0';
     char *eq = strchr(buf, '=');
     if (eq == NULL)
-        return fail(GS_EINVAL, err, errlen,
-                    "invalid device memory list \"%s\": \"%s\" is not DEVICE=SIZE", whole, buf);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "invalid device memory list \"%s\": \"%s\" is not DEVICE=SIZE", whole, buf);
     *eq = '\0';
     unsigned dev = 0;
     const char *p = buf;
     for (; is_digit(*p) && dev < 1000; p++)
         dev = dev * 10 + (unsigned)(*p - '0');
     if (p == buf || *p != '\0')
-        return fail(GS_EINVAL, err, errlen,
-                    "invalid device memory list \"%s\": \"%s\" is not a device index", whole, buf);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "invalid device memory list \"%s\": \"%s\" is not a device index", whole,
+                       buf);
     if (dev >= GS_MAX_DEVICES)
-        return fail(GS_ERANGE, err, errlen,
-                    "invalid device memory list \"%s\": device %u is above %d", whole, dev,
-                    GS_MAX_DEVICES - 1);
+        return gs_fail(err, errlen, GS_ERANGE,
+                       "invalid device memory list \"%s\": device %u is above %d", whole, dev,
+                       GS_MAX_DEVICES - 1);
     if (out->present & (1u << dev))
-        return fail(GS_EINVAL, err, errlen,
-                    "invalid device memory list \"%s\": device %u given twice", whole, dev);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "invalid device memory list \"%s\": device %u given twice", whole, dev);
     char sub[GS_QTY_ERR_MAX];
     int result = gs_qty_parse_bytes(eq + 1, flags, &out->per_device[dev], sub, sizeof(sub));
     if (result != 0)
-        return fail(result, err, errlen, "invalid device memory list \"%s\": %s", whole, sub);
+        return gs_fail(err, errlen, result, "invalid device memory list \"%s\": %s", whole, sub);
     out->present |= 1u << dev;
     return 0;
 }
@@ -293,7 +285,7 @@ int gs_qty_parse_device_bytes(const char *text, unsigned flags, gs_device_bytes_
     gs_device_bytes_t parsed;
     memset(&parsed, 0, sizeof(parsed));
     if (text == NULL || *text == '\0')
-        return fail(GS_EINVAL, err, errlen, "missing value");
+        return gs_fail(err, errlen, GS_EINVAL, "missing value");
     if (strchr(text, '=') == NULL) {
         int result = gs_qty_parse_bytes(text, flags, &parsed.all_devices, err, errlen);
         if (result != 0)

@@ -10,31 +10,18 @@
 #include <string.h>
 #include <strings.h>
 
-int gs__place_fail(int code, char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 int gs_place_request_check(const gs_place_request_t *req, char *err, size_t errlen)
 {
     if (req->num_gpu > GS_PLACE_MAX_GPUS)
-        return gs__place_fail(GS_EINVAL, err, errlen, "num_gpu %u exceeds %d", req->num_gpu,
-                              GS_PLACE_MAX_GPUS);
+        return gs_fail(err, errlen, GS_EINVAL, "num_gpu %u exceeds %d", req->num_gpu,
+                       GS_PLACE_MAX_GPUS);
     if (req->num_gpu == 0 && (req->gpu_milli != 0 || req->gpu_mem_bytes != 0))
-        return gs__place_fail(GS_EINVAL, err, errlen, "a CPU-only request asks for GPU share");
+        return gs_fail(err, errlen, GS_EINVAL, "a CPU-only request asks for GPU share");
     if (req->num_gpu > 0 && (req->gpu_milli == 0 || req->gpu_milli > GS_PLACE_MILLI))
-        return gs__place_fail(GS_EINVAL, err, errlen, "gpu_milli %u is not in 1..1000",
-                              req->gpu_milli);
+        return gs_fail(err, errlen, GS_EINVAL, "gpu_milli %u is not in 1..1000", req->gpu_milli);
     if (req->num_gpu > 1 && req->gpu_milli != GS_PLACE_MILLI)
-        return gs__place_fail(GS_EINVAL, err, errlen,
-                              "a request for %u GPUs must take whole GPUs (gpu_milli 1000)",
-                              req->num_gpu);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "a request for %u GPUs must take whole GPUs (gpu_milli 1000)", req->num_gpu);
     return 0;
 }
 

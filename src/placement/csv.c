@@ -41,11 +41,10 @@ static int read_line(gs__csv_t *csv, char *err, size_t errlen)
         stop--;
     size_t n = (size_t)(stop - start);
     if (n >= sizeof(csv->buf))
-        return gs__place_fail(GS_EFORMAT, err, errlen, "%s:%u: line longer than %zu bytes",
-                              csv->source, csv->line, sizeof(csv->buf) - 1);
+        return gs_fail(err, errlen, GS_EFORMAT, "%s:%u: line longer than %zu bytes", csv->source,
+                       csv->line, sizeof(csv->buf) - 1);
     if (memchr(start, '\0', n) != NULL)
-        return gs__place_fail(GS_EFORMAT, err, errlen, "%s:%u: NUL byte in line", csv->source,
-                              csv->line);
+        return gs_fail(err, errlen, GS_EFORMAT, "%s:%u: NUL byte in line", csv->source, csv->line);
     memcpy(csv->buf, start, n);
     csv->buf[n] = '\0';
     return 1;
@@ -58,8 +57,8 @@ static int quoted_field(gs__csv_t *csv, char **pp, char *err, size_t errlen)
     char *r = *pp + 1, *w = *pp;
     for (;;) {
         if (*r == '\0')
-            return gs__place_fail(GS_EFORMAT, err, errlen, "%s:%u: unterminated quoted field",
-                                  csv->source, csv->line);
+            return gs_fail(err, errlen, GS_EFORMAT, "%s:%u: unterminated quoted field", csv->source,
+                           csv->line);
         if (*r == '"') {
             if (r[1] != '"')
                 break;
@@ -72,8 +71,8 @@ static int quoted_field(gs__csv_t *csv, char **pp, char *err, size_t errlen)
     while (is_blank(*r))
         r++;
     if (*r != ',' && *r != '\0')
-        return gs__place_fail(GS_EFORMAT, err, errlen, "%s:%u: text after a quoted field",
-                              csv->source, csv->line);
+        return gs_fail(err, errlen, GS_EFORMAT, "%s:%u: text after a quoted field", csv->source,
+                       csv->line);
     *pp = r;
     return 0;
 }
@@ -85,8 +84,8 @@ static int split(gs__csv_t *csv, char *err, size_t errlen)
     csv->nfields = 0;
     for (;;) {
         if (csv->nfields == GS__CSV_FIELDS_MAX)
-            return gs__place_fail(GS_EFORMAT, err, errlen, "%s:%u: more than %d fields",
-                                  csv->source, csv->line, GS__CSV_FIELDS_MAX);
+            return gs_fail(err, errlen, GS_EFORMAT, "%s:%u: more than %d fields", csv->source,
+                           csv->line, GS__CSV_FIELDS_MAX);
         while (is_blank(*p))
             p++;
         char *field = p;
@@ -100,9 +99,8 @@ static int split(gs__csv_t *csv, char *err, size_t errlen)
             while (trim > field && is_blank(trim[-1]))
                 trim--;
             if (memchr(field, '"', (size_t)(trim - field)) != NULL)
-                return gs__place_fail(GS_EFORMAT, err, errlen,
-                                      "%s:%u: quote inside an unquoted field", csv->source,
-                                      csv->line);
+                return gs_fail(err, errlen, GS_EFORMAT, "%s:%u: quote inside an unquoted field",
+                               csv->source, csv->line);
             if (*trim != '\0' && trim != p)
                 *trim = '\0';
         }
@@ -145,18 +143,18 @@ int gs__read_file(const char *path, char **text, size_t *len, char *err, size_t 
     int result = 0;
     FILE *f = fopen(path, "rb");
     if (f == NULL)
-        return gs__place_fail(errno == ENOENT ? GS_ENOENT : GS_EIO, err, errlen, "%s: %s", path,
-                              strerror(errno));
+        return gs_fail(err, errlen, errno == ENOENT ? GS_ENOENT : GS_EIO, "%s: %s", path,
+                       strerror(errno));
     for (;;) {
         if (cap - size < 65536) {
             cap = cap ? cap * 2 : 262144;
             if (cap > READ_MAX + 1) {
-                result = gs__place_fail(GS_ELIMIT, err, errlen, "%s: file larger than 1 GiB", path);
+                result = gs_fail(err, errlen, GS_ELIMIT, "%s: file larger than 1 GiB", path);
                 goto out;
             }
             char *grown = realloc(buf, cap + 1);
             if (grown == NULL) {
-                result = gs__place_fail(GS_ENOMEM, err, errlen, "%s: out of memory", path);
+                result = gs_fail(err, errlen, GS_ENOMEM, "%s: out of memory", path);
                 goto out;
             }
             buf = grown;
@@ -167,7 +165,7 @@ int gs__read_file(const char *path, char **text, size_t *len, char *err, size_t 
             break;
     }
     if (ferror(f)) {
-        result = gs__place_fail(GS_EIO, err, errlen, "%s: read error", path);
+        result = gs_fail(err, errlen, GS_EIO, "%s: read error", path);
         goto out;
     }
     buf[size] = '\0';

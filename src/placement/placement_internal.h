@@ -21,10 +21,6 @@ uint64_t gs__rng_below(gs__rng_t *rng, uint64_t bound);
 
 /* ---- messages ---- */
 
-/* Writes a formatted message into err (when not NULL) and returns code. */
-int gs__place_fail(int code, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
 /* ---- cluster ---- */
 
 /* Task kinds GpuClustering groups by: share, then whole-GPU tasks by their GPU count. */

@@ -156,7 +156,7 @@ int gs_place_plan_nodes(const gs_place_node_row_t *type, const gs_place_pods_t *
     memset(out, 0, sizeof(*out));
     out->misfit = SIZE_MAX;
     if ((int)policy < 0 || policy >= GS_PLACE_POLICY_COUNT || max_nodes == 0)
-        return gs__place_fail(GS_EINVAL, err, errlen, "invalid planning options");
+        return gs_fail(err, errlen, GS_EINVAL, "invalid planning options");
     if (jobs->count == 0) {
         out->feasible = 1;
         return 0;
@@ -173,7 +173,6 @@ int gs_place_plan_nodes(const gs_place_node_row_t *type, const gs_place_pods_t *
     free(p.reqs);
     gs_place_workload_free(p.workload);
     if (result != 0)
-        return gs__place_fail(result, err, errlen, "planning for %s: %s", type->name,
-                              gs_strerror(result));
+        return gs_fail(err, errlen, result, "planning for %s: %s", type->name, gs_strerror(result));
     return 0;
 }

@@ -159,28 +159,28 @@ static int prepare(replay_state_t *s, const gs_place_nodes_t *nodes,
     if (result != 0)
         return result;
     if (s->cluster->total_milli == 0)
-        return gs__place_fail(GS_ENOENT, err, errlen, "the node list has no GPU");
+        return gs_fail(err, errlen, GS_ENOENT, "the node list has no GPU");
     s->reqs = malloc(n * sizeof(*s->reqs));
     s->by_name = malloc(n * sizeof(*s->by_name));
     if (s->reqs == NULL || s->by_name == NULL)
-        return gs__place_fail(GS_ENOMEM, err, errlen, "out of memory");
+        return gs_fail(err, errlen, GS_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         if (gs_place_pod_request(s->cluster, &s->pods->pods[i], &s->reqs[i]) != 0)
-            return gs__place_fail(GS_EINVAL, err, errlen, "pod %s: invalid request",
-                                  s->pods->pods[i].name);
+            return gs_fail(err, errlen, GS_EINVAL, "pod %s: invalid request",
+                           s->pods->pods[i].name);
         s->by_name[i] = i;
     }
     qsort_r(s->by_name, n, sizeof(*s->by_name), by_name, (void *)s->pods);
     double coverage = opts->coverage > 0 ? opts->coverage : gs__default_coverage(opts->policy);
     result = gs_place_workload_from_pods(s->cluster, s->pods, coverage, &s->workload);
     if (result != 0)
-        return gs__place_fail(result, err, errlen, "target workload: %s", gs_strerror(result));
+        return gs_fail(err, errlen, result, "target workload: %s", gs_strerror(result));
     result = gs_place_engine_new(s->cluster, opts->policy, s->workload, opts->seed, &s->engine);
     if (result != 0)
-        return gs__place_fail(result, err, errlen, "engine: %s", gs_strerror(result));
+        return gs_fail(err, errlen, result, "engine: %s", gs_strerror(result));
     result = build_sequence(s, opts);
     if (result != 0)
-        return gs__place_fail(result, err, errlen, "tuned workload: %s", gs_strerror(result));
+        return gs_fail(err, errlen, result, "tuned workload: %s", gs_strerror(result));
     return 0;
 }
 
@@ -193,15 +193,15 @@ int gs_place_replay(const gs_place_nodes_t *nodes, const gs_place_pods_t *pods,
     int result;
     if ((int)opts->policy < 0 || opts->policy >= GS_PLACE_POLICY_COUNT ||
         !(opts->tune >= 0 && opts->tune < 1000) || !(opts->coverage >= 0 && opts->coverage <= 1))
-        return gs__place_fail(GS_EINVAL, err, errlen, "invalid replay options");
+        return gs_fail(err, errlen, GS_EINVAL, "invalid replay options");
     if (pods->count == 0)
-        return gs__place_fail(GS_ENOENT, err, errlen, "the workload has no pods");
+        return gs_fail(err, errlen, GS_ENOENT, "the workload has no pods");
     if ((result = prepare(&s, nodes, opts, err, errlen)) != 0)
         goto out;
     out->total_milli = s.cluster->total_milli;
     out->total_gpus = (uint32_t)(s.cluster->total_milli / GS_PLACE_MILLI);
     if ((result = schedule(&s, out)) != 0) {
-        gs__place_fail(result, err, errlen, "replay: %s", gs_strerror(result));
+        gs_fail(err, errlen, result, "replay: %s", gs_strerror(result));
         goto out;
     }
     build_table(out);

@@ -187,8 +187,8 @@ static int pod_header(gs__csv_t *csv, pod_cols_t *c, char *err, size_t errlen)
     if (result < 0)
         return result;
     if (result == 0)
-        return gs__place_fail(GS_EFORMAT, err, errlen, "%s:1: empty file (expected a header)",
-                              csv->source);
+        return gs_fail(err, errlen, GS_EFORMAT, "%s:1: empty file (expected a header)",
+                       csv->source);
     c->nfields = csv->nfields;
     c->name = gs__csv_column(csv, "name");
     c->cpu = gs__csv_column(csv, "cpu_milli");
@@ -226,7 +226,7 @@ int gs_place_pods_parse(const char *text, size_t len, const char *source, gs_pla
     out->pods = NULL;
     out->count = 0;
     if (csv == NULL)
-        return gs__place_fail(GS_ENOMEM, err, errlen, "out of memory");
+        return gs_fail(err, errlen, GS_ENOMEM, "out of memory");
     gs__csv_init(csv, text, len, source);
     if ((result = pod_header(csv, &c, err, errlen)) != 0)
         goto out;
@@ -249,7 +249,7 @@ int gs_place_pods_parse(const char *text, size_t len, const char *source, gs_pla
         for (uint32_t i = 0; i < count && result == 0; i++)
             result = push_pod(out, &cap, &pod);
         if (result != 0) {
-            result = gs__place_fail(result, err, errlen, "%s: out of memory", csv->source);
+            result = gs_fail(err, errlen, result, "%s: out of memory", csv->source);
             goto out;
         }
     }
@@ -342,8 +342,8 @@ static int node_header(gs__csv_t *csv, node_cols_t *c, char *err, size_t errlen)
     if (result < 0)
         return result;
     if (result == 0)
-        return gs__place_fail(GS_EFORMAT, err, errlen, "%s:1: empty file (expected a header)",
-                              csv->source);
+        return gs_fail(err, errlen, GS_EFORMAT, "%s:1: empty file (expected a header)",
+                       csv->source);
     const row_ctx_t r = {csv, err, errlen};
     c->nfields = csv->nfields;
     c->name = first_column(csv, "sn", "name");
@@ -369,7 +369,7 @@ int gs_place_nodes_parse(const char *text, size_t len, const char *source, gs_pl
     out->nodes = NULL;
     out->count = 0;
     if (csv == NULL)
-        return gs__place_fail(GS_ENOMEM, err, errlen, "out of memory");
+        return gs_fail(err, errlen, GS_ENOMEM, "out of memory");
     gs__csv_init(csv, text, len, source);
     if ((result = node_header(csv, &c, err, errlen)) != 0)
         goto out;
@@ -383,7 +383,7 @@ int gs_place_nodes_parse(const char *text, size_t len, const char *source, gs_pl
             size_t n = cap ? cap * 2 : 256;
             gs_place_node_row_t *grown = realloc(out->nodes, n * sizeof(*grown));
             if (grown == NULL) {
-                result = gs__place_fail(GS_ENOMEM, err, errlen, "%s: out of memory", source);
+                result = gs_fail(err, errlen, GS_ENOMEM, "%s: out of memory", source);
                 goto out;
             }
             out->nodes = grown;
@@ -430,7 +430,7 @@ int gs_place_cluster_from_nodes(const gs_place_nodes_t *nodes, gs_place_cluster_
     gs_place_cluster_t *cluster = NULL;
     int result = gs_place_cluster_new(&cluster);
     if (result != 0)
-        return gs__place_fail(result, err, errlen, "out of memory");
+        return gs_fail(err, errlen, result, "out of memory");
     for (size_t i = 0; i < nodes->count; i++) {
         const gs_place_node_row_t *row = &nodes->nodes[i];
         gs_place_node_spec_t spec = {.name = row->name,
@@ -441,9 +441,8 @@ int gs_place_cluster_from_nodes(const gs_place_nodes_t *nodes, gs_place_cluster_
         result = gs_place_cluster_add_node(cluster, &spec, NULL);
         if (result != 0) {
             gs_place_cluster_free(cluster);
-            return gs__place_fail(result, err, errlen, "node %s: %s", row->name,
-                                  result == GS_ELIMIT ? "more than 63 GPU models"
-                                                      : gs_strerror(result));
+            return gs_fail(err, errlen, result, "node %s: %s", row->name,
+                           result == GS_ELIMIT ? "more than 63 GPU models" : gs_strerror(result));
         }
     }
     *out = cluster;

@@ -131,20 +131,20 @@ int gs__daemon_ask(const char *socket_path, const char *request, char *reply, si
                    int *passed, char *err, size_t errlen, int64_t deadline)
 {
     int fd = connect_to(socket_path);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot reach gpushared at %s: %s", socket_path, gs_strerror(fd));
-        return fd == GS_ENOENT || fd == GS_ECONNREFUSED || fd == GS_EAGAIN ? GS_EAGAIN : fd;
-    }
+    if (fd == GS_ENOENT || fd == GS_ECONNREFUSED || fd == GS_EAGAIN)
+        return gs_fail(err, errlen, GS_EAGAIN, "cannot reach gpushared at %s: %s", socket_path,
+                       gs_strerror(fd));
+    if (fd < 0)
+        return gs_fail(err, errlen, fd, "cannot reach gpushared at %s: %s", socket_path,
+                       gs_strerror(fd));
     size_t n = strlen(request);
     int result = send(fd, request, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -errno;
     if (result == 0)
         result = receive(fd, reply, replylen, passed, deadline);
     close(fd);
-    if (result != 0) {
-        snprintf(err, errlen, "no answer from gpushared at %s: %s", socket_path,
-                 gs_strerror(result));
-        return result == GS_ECONNREFUSED ? GS_EAGAIN : result;
-    }
+    if (result != 0)
+        return gs_fail(err, errlen, result == GS_ECONNREFUSED ? GS_EAGAIN : result,
+                       "no answer from gpushared at %s: %s", socket_path, gs_strerror(result));
     if (strstr(reply, "\"ok\":true") != NULL)
         return 0;
     message_of(reply, err, errlen);
@@ -180,33 +180,27 @@ static int join_daemon(const char *spec, gs_region_t **out, char *err, size_t er
 {
     unsigned long long id;
     const char *socket_path;
-    if (gs__daemon_spec(spec, &id, &socket_path) != 0) {
-        snprintf(err, errlen, "expected gpushared:LEASE_ID:SOCKET");
-        return GS_EINVAL;
-    }
+    if (gs__daemon_spec(spec, &id, &socket_path) != 0)
+        return gs_fail(err, errlen, GS_EINVAL, "expected gpushared:LEASE_ID:SOCKET");
     char request[64], reply[REPLY_MAX];
     snprintf(request, sizeof(request), "{\"op\":\"join\",\"lease\":%llu}\n", id);
     int passed = -1;
     int result =
         gs__daemon_ask_retry(socket_path, request, reply, sizeof(reply), &passed, err, errlen);
-    if (result == 0 && passed < 0) {
-        snprintf(err, errlen, "gpushared sent no region");
-        return GS_EPROTO;
-    }
+    if (result == 0 && passed < 0)
+        return gs_fail(err, errlen, GS_EPROTO, "gpushared sent no region");
     if (result != 0)
         return result;
     result = gs_region_adopt(passed, GS_REGION_SEALED | GS_REGION_MEMBER, out);
-    if (result != 0) {
-        snprintf(err, errlen, "the region gpushared sent is unusable: %s", gs_strerror(result));
-        return result;
-    }
+    if (result != 0)
+        return gs_fail(err, errlen, result, "the region gpushared sent is unusable: %s",
+                       gs_strerror(result));
     char want[32];
     snprintf(want, sizeof(want), "%llu", id);
     if (strcmp(gs_region_lease_id(*out), want) != 0) {
         gs_region_close(*out);
         *out = NULL;
-        snprintf(err, errlen, "gpushared sent the region of another lease");
-        return GS_EPROTO;
+        return gs_fail(err, errlen, GS_EPROTO, "gpushared sent the region of another lease");
     }
     return 0;
 }
@@ -217,6 +211,6 @@ int gs_region_join(const char *spec, gs_region_t **out, char *err, size_t errlen
         return join_daemon(spec, out, err, errlen);
     int result = gs_region_open(spec, out);
     if (result != 0)
-        snprintf(err, errlen, "%s", gs_strerror(result));
-    return result;
+        return gs_fail(err, errlen, result, "%s", gs_strerror(result));
+    return 0;
 }

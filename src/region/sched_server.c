@@ -176,6 +176,8 @@ static int handle(member_t *m, const gs_sched_msg_t *msg, int64_t now)
         return 0;
     case GS_SMSG_YIELD:
         gs_sched_yield(m->h, msg->epoch, now, (msg->flags & GS_SMSG_F_WANTS) != 0, &g);
+        m->told_epoch = 0; /* it left the slot: let back into it, it is told again */
+
         return 0;
     case GS_SMSG_RENEW: {
         int renewed = gs_sched_renew(m->h, msg->epoch, now, &g) == 1;

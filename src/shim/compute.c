@@ -7,9 +7,10 @@
  * or says that the GPU's launches are not scheduled (its mode shares compute another way, or
  * not at all). GPUSHARE_COMPUTE_MAX asks for a cap below the lease's own. A guarantee or a cap
  * that cannot be enforced (no gpushared, or it refuses) makes cuInit fail with one log line; a
- * process without either runs unscheduled where it cannot take part. On a GPU in MPS mode
- * (GPUSHARE_GPU_MODE=mps) the share is MPS's active thread percentage, checked here; in a MIG
- * instance the hardware partitions the SMs. */
+ * process without either runs unscheduled where it cannot take part. gpushared says in
+ * GPUSHARE_GATE how the lease's GPU shares compute otherwise (the shim never reads a GPU mode's
+ * name): "mps", MPS's active thread percentage is the share (checked here); "none", the hardware
+ * partitions the SMs (a MIG instance). */
 #include "compute.h"
 #include "shim.h"
 
@@ -35,8 +36,8 @@
 typedef struct compute_config {
     uint32_t guarantee; /* percent, 0 = none */
     uint32_t cap;       /* percent, 0 = none */
-    int mps;            /* the lease's GPU is in MPS mode */
-    int mig;            /* the lease holds a MIG instance: the hardware partitions compute */
+    int mps;            /* GPUSHARE_GATE=mps: MPS's active thread percentage is the share */
+    int hardware;       /* GPUSHARE_GATE=none: the hardware partitions compute */
     char spec[4200];    /* GPUSHARE_REGION when it names gpushared, "" otherwise */
 } compute_config_t;
 
@@ -95,9 +96,11 @@ CUresult gs__compute_config(uint32_t region_share)
     if (cfg->cap != 0 && cfg->cap < cfg->guarantee)
         return bad_value("GPUSHARE_COMPUTE_MAX", getenv("GPUSHARE_COMPUTE_MAX"),
                          "below the lease's guaranteed share GPUSHARE_COMPUTE_SHARE");
-    const char *mode = getenv("GPUSHARE_GPU_MODE");
-    cfg->mps = mode != NULL && strcmp(mode, "mps") == 0;
-    cfg->mig = mode != NULL && strcmp(mode, "mig") == 0;
+    const char *gate = getenv("GPUSHARE_GATE");
+    cfg->mps = gate != NULL && strcmp(gate, "mps") == 0;
+    cfg->hardware = gate != NULL && strcmp(gate, "none") == 0;
+    if (gate != NULL && *gate != '\0' && !cfg->mps && !cfg->hardware)
+        return bad_value("GPUSHARE_GATE", gate, "must be mps or none (or unset)");
     const char *region = getenv("GPUSHARE_REGION");
     cfg->spec[0] = '\0';
     if (region != NULL && strncmp(region, DAEMON_PREFIX, strlen(DAEMON_PREFIX)) == 0)
@@ -194,11 +197,12 @@ static void setup(void)
             compute.setup_result = check_mps();
         return;
     }
-    if (cfg->mig) {
+    if (cfg->hardware) {
         if (required)
-            compute.setup_result = cannot_enforce("a MIG instance", "its compute is the instance's "
-                                                                    "own slices (--mig-profile)");
-        return; /* instances never share SMs: nothing to schedule */
+            compute.setup_result =
+                cannot_enforce("this GPU", "the hardware partitions its SMs (GPUSHARE_GATE=none: a "
+                                           "MIG instance's compute is its own slices)");
+        return; /* such GPUs never share SMs: nothing to schedule */
     }
     if (cfg->spec[0] == '\0') {
         if (required)

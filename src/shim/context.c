@@ -22,15 +22,6 @@
 static CUcontext primary[GS_MAX_DEVICES];
 static pthread_mutex_t primary_mutex = PTHREAD_MUTEX_INITIALIZER;
 
-#define REAL_OR_FAIL(fn)                                                                           \
-    do {                                                                                           \
-        CUresult init_result = gs__ensure_init();                                                  \
-        if (init_result != CUDA_SUCCESS)                                                           \
-            return init_result;                                                                    \
-        if (gs__real()->fn == NULL)                                                                \
-            return CUDA_ERROR_NOT_SUPPORTED;                                                       \
-    } while (0)
-
 /* Whether dev's contexts are MPS client contexts (the driver's own answer). */
 static int under_mps(CUdevice dev)
 {

@@ -108,15 +108,6 @@ static CUresult after_instantiate(CUresult result, CUgraphExec *exec, CUgraph gr
     return result;
 }
 
-#define REAL_OR_FAIL(fn)                                                                           \
-    do {                                                                                           \
-        CUresult init_result = gs__ensure_init();                                                  \
-        if (init_result != CUDA_SUCCESS)                                                           \
-            return init_result;                                                                    \
-        if (gs__real()->fn == NULL)                                                                \
-            return CUDA_ERROR_NOT_SUPPORTED;                                                       \
-    } while (0)
-
 GS_EXPORT CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
                                               CUgraphNode *phErrorNode, char *logBuffer,
                                               size_t bufferSize)

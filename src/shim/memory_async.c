@@ -143,15 +143,6 @@ static void note_pool(CUmemoryPool pool, const CUmemLocation *location)
     gs__track_insert(&entry, NULL);
 }
 
-#define REAL_OR_FAIL(fn)                                                                           \
-    do {                                                                                           \
-        CUresult init_result = gs__ensure_init();                                                  \
-        if (init_result != CUDA_SUCCESS)                                                           \
-            return init_result;                                                                    \
-        if (gs__real()->fn == NULL)                                                                \
-            return CUDA_ERROR_NOT_SUPPORTED;                                                       \
-    } while (0)
-
 GS_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 {
     REAL_OR_FAIL(cuMemPoolCreate);

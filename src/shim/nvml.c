@@ -18,6 +18,7 @@
 
 #include "gpushare/log.h"
 #include "gpushare/nvml_abi.h"
+#include "gpushare/nvml_load.h"
 
 typedef struct nvml_real {
 #define GS_NVML_HOOK(fn) __typeof__(&fn) fn;
@@ -39,26 +40,26 @@ static pthread_mutex_t own_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static void load_nvml(void)
 {
-    void *lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (lib == NULL)
-        lib = dlopen("libnvidia-ml.so.1", RTLD_LAZY);
-    if (lib == NULL) {
-        gs_error("cannot load NVML libnvidia-ml.so.1: %s", dlerror());
-        return;
-    }
-#define GS_NVML_HOOK(fn) real.fn = (__typeof__(real.fn))gs__real_dlsym(lib, #fn);
+    char err[256];
+    /* Each slot is found through the shim's own dlsym, never through its dlsym hook. */
+    const gs_nvml_fn_t fns[] = {
+#define GS_NVML_HOOK(fn) {#fn, (void **)&real.fn, 0},
 #include "nvml.def"
 #undef GS_NVML_HOOK
-    real.nvmlDeviceGetUUID =
-        (__typeof__(real.nvmlDeviceGetUUID))gs__real_dlsym(lib, "nvmlDeviceGetUUID");
-    real.nvmlDeviceIsMigDeviceHandle = (__typeof__(real.nvmlDeviceIsMigDeviceHandle))gs__real_dlsym(
-        lib, "nvmlDeviceIsMigDeviceHandle");
-    real.parent_of_mig = (__typeof__(real.parent_of_mig))gs__real_dlsym(
-        lib, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle");
-    own.init = (__typeof__(own.init))gs__real_dlsym(lib, "nvmlInit_v2");
+        {"nvmlDeviceGetUUID", (void **)&real.nvmlDeviceGetUUID, 0},
+        {"nvmlDeviceIsMigDeviceHandle", (void **)&real.nvmlDeviceIsMigDeviceHandle, 0},
+        {"nvmlDeviceGetDeviceHandleFromMigDeviceHandle", (void **)&real.parent_of_mig, 0},
+        {"nvmlInit_v2", (void **)&own.init, 0},
+        {"nvmlDeviceGetComputeRunningProcesses_v3", (void **)&own.processes, 0},
+    };
+    void *lib = gs_nvml_dlopen("libnvidia-ml.so.1", RTLD_LAZY, err, sizeof(err));
+    if (lib == NULL) {
+        gs_error("cannot load NVML: %s", err);
+        return;
+    }
+    gs_nvml_resolve(lib, gs__real_dlsym, fns, sizeof(fns) / sizeof(fns[0]), "libnvidia-ml.so.1", "",
+                    err, sizeof(err));
     own.by_uuid = real.nvmlDeviceGetHandleByUUID;
-    own.processes =
-        (__typeof__(own.processes))gs__real_dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
     own.memory = real.nvmlDeviceGetMemoryInfo;
 }
 

@@ -35,6 +35,17 @@ const gs__real_t *gs__real(void);
  * first call. */
 CUresult gs__ensure_init(void);
 
+/* In a hook: initialises the shim (returning its failure), and returns CUDA_ERROR_NOT_SUPPORTED
+ * when the driver has no fn. */
+#define REAL_OR_FAIL(fn)                                                                           \
+    do {                                                                                           \
+        CUresult init_result = gs__ensure_init();                                                  \
+        if (init_result != CUDA_SUCCESS)                                                           \
+            return init_result;                                                                    \
+        if (gs__real()->fn == NULL)                                                                \
+            return CUDA_ERROR_NOT_SUPPORTED;                                                       \
+    } while (0)
+
 /* Nonzero when a lease is in force (a limit or a region): allocations are charged. */
 int gs__accounting(void);
 

@@ -34,16 +34,15 @@ static int await_grant(gs_client_t *client, int64_t deadline, json_t **granted, 
         int64_t left = deadline - now_ms();
         json_t *reply = NULL;
         int result = gs_client_recv(client, left > 0 ? (int)left : 0, &reply);
-        if (result != 0) {
-            snprintf(err, errlen, "gpushared did not answer: %s",
-                     result == GS_ECONNREFUSED ? "it closed the connection" : gs_strerror(result));
-            return result;
-        }
+        if (result != 0)
+            return gs_fail(err, errlen, result, "gpushared did not answer: %s",
+                           result == GS_ECONNREFUSED ? "it closed the connection"
+                                                     : gs_strerror(result));
         const char *message = NULL;
         if (gs_reply_error(reply, &message) != NULL) {
-            snprintf(err, errlen, "%s", message);
+            result = gs_fail(err, errlen, GS_ENOFIT, "%s", message);
             json_decref(reply);
-            return GS_ENOFIT;
+            return result;
         }
         const char *state = json_string_value(json_object_get(reply, "state"));
         if (state != NULL && strcmp(state, "granted") == 0) {
@@ -59,10 +58,8 @@ static int take_grant(const json_t *granted, gs__slurm_lease_t *out, char *err, 
 {
     json_t *id = json_object_get(json_object_get(granted, "lease"), "id");
     json_t *env = json_object_get(granted, "env");
-    if (!json_is_integer(id) || json_integer_value(id) <= 0 || !json_is_object(env)) {
-        snprintf(err, errlen, "gpushared's grant has no lease id or environment");
-        return GS_EPROTO;
-    }
+    if (!json_is_integer(id) || json_integer_value(id) <= 0 || !json_is_object(env))
+        return gs_fail(err, errlen, GS_EPROTO, "gpushared's grant has no lease id or environment");
     out->id = (uint64_t)json_integer_value(id);
     out->env = json_incref(env);
     return 0;
@@ -80,7 +77,8 @@ int gs__slurm_acquire(const gs__slurm_config_t *cfg, const gs_lease_request_t *r
     msg = gs_proto_acquire_json(req);
     result = msg != NULL ? gs_client_send(client, msg) : GS_ENOMEM;
     if (result != 0) {
-        snprintf(err, errlen, "cannot ask gpushared for a lease: %s", gs_strerror(result));
+        result = gs_fail(err, errlen, result, "cannot ask gpushared for a lease: %s",
+                         gs_strerror(result));
         goto out;
     }
     int64_t deadline = now_ms() + (int64_t)cfg->timeout_s * 1000 + REPLY_MARGIN_MS;
@@ -154,7 +152,8 @@ int gs__slurm_join(const gs__slurm_config_t *cfg, uint64_t id, uint32_t uid,
         result = GS_EPROTO;
     if (result != 0) {
         if (client != NULL)
-            snprintf(err, errlen, "cannot list gpushared's leases: %s", gs_strerror(result));
+            result = gs_fail(err, errlen, result, "cannot list gpushared's leases: %s",
+                             gs_strerror(result));
         goto out;
     }
     const json_t *lease = find_lease(reply, id);

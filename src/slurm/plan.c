@@ -11,20 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return GS_EINVAL;
-}
-
 /* A whole number from min to max, nothing else. */
 static int parse_uint(const char *text, uint32_t min, uint32_t max, uint32_t *out)
 {
@@ -43,7 +29,8 @@ static int set_path(char *dst, size_t len, const char *key, const char *value, c
                     size_t errlen)
 {
     if (value[0] != '/' || strlen(value) >= len)
-        return fail(err, errlen, "%s= must be an absolute path shorter than %zu bytes", key, len);
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "%s= must be an absolute path shorter than %zu bytes", key, len);
     snprintf(dst, len, "%s", value);
     return 0;
 }
@@ -59,18 +46,21 @@ static int config_arg(const char *arg, gs__slurm_config_t *cfg, char *err, size_
         return set_path(cfg->shim, sizeof(cfg->shim), "shim", value, err, errlen);
     if (eq != NULL && key_len == 7 && strncmp(arg, "timeout", 7) == 0) {
         if (parse_uint(value, 0, GS__SLURM_TIMEOUT_MAX, &cfg->timeout_s) != 0)
-            return fail(err, errlen, "timeout=\"%s\" must be whole seconds from 0 to %u", value,
-                        GS__SLURM_TIMEOUT_MAX);
+            return gs_fail(err, errlen, GS_EINVAL,
+                           "timeout=\"%s\" must be whole seconds from 0 to %u", value,
+                           GS__SLURM_TIMEOUT_MAX);
         return 0;
     }
     if (eq != NULL && key_len == 6 && strncmp(arg, "shards", 6) == 0) {
         if (parse_uint(value, 1, GS__SLURM_SHARDS_MAX, &cfg->shards) != 0)
-            return fail(err, errlen, "shards=\"%s\" must be the shards per GPU, from 1 to %u",
-                        value, GS__SLURM_SHARDS_MAX);
+            return gs_fail(err, errlen, GS_EINVAL,
+                           "shards=\"%s\" must be the shards per GPU, from 1 to %u", value,
+                           GS__SLURM_SHARDS_MAX);
         return 0;
     }
-    return fail(err, errlen,
-                "unknown argument \"%s\" (socket=PATH, shim=PATH, timeout=SECONDS, shards=S)", arg);
+    return gs_fail(err, errlen, GS_EINVAL,
+                   "unknown argument \"%s\" (socket=PATH, shim=PATH, timeout=SECONDS, shards=S)",
+                   arg);
 }
 
 int gs__slurm_config_parse(int argc, char **argv, gs__slurm_config_t *cfg, char *err, size_t errlen)
@@ -102,9 +92,9 @@ int gs__slurm_parse_count(const char *text, uint32_t *out)
 int gs__slurm_check_opts(const gs__slurm_opts_t *opts, char *err, size_t errlen)
 {
     if (opts->compute != 0 && opts->memory == 0)
-        return fail(err, errlen,
-                    "gpushare: --gpu-compute goes with --gpu-memory (a shard gres sets the "
-                    "compute share by itself)");
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "gpushare: --gpu-compute goes with --gpu-memory (a shard gres sets the "
+                       "compute share by itself)");
     return 0;
 }
 
@@ -112,10 +102,10 @@ int gs__slurm_check_opts(const gs__slurm_opts_t *opts, char *err, size_t errlen)
 static int add_gpu(gs__slurm_step_t *step, unsigned long g, char *err, size_t errlen)
 {
     if (g >= GS_MAX_DEVICES)
-        return fail(err, errlen, "GPU index %lu is above %d", g, GS_MAX_DEVICES - 1);
+        return gs_fail(err, errlen, GS_EINVAL, "GPU index %lu is above %d", g, GS_MAX_DEVICES - 1);
     for (unsigned i = 0; i < step->n_gpus; i++) {
         if (step->gpus[i] == g)
-            return fail(err, errlen, "GPU %lu is listed twice", g);
+            return gs_fail(err, errlen, GS_EINVAL, "GPU %lu is listed twice", g);
     }
     step->gpus[step->n_gpus++] = (uint8_t)g;
     return 0;
@@ -160,8 +150,8 @@ int gs__slurm_parse_gpus(const char *text, gs__slurm_step_t *step, char *err, si
     }
     if (result != 0) {
         step->n_gpus = 0;
-        return fail(err, errlen, "cannot read Slurm's GPU list \"%.64s\"%s%s", text,
-                    why[0] != '\0' ? ": " : "", why);
+        return gs_fail(err, errlen, GS_EINVAL, "cannot read Slurm's GPU list \"%.64s\"%s%s", text,
+                       why[0] != '\0' ? ": " : "", why);
     }
     return 0;
 }
@@ -171,15 +161,16 @@ static int shard_fraction(const gs__slurm_step_t *step, const gs__slurm_config_t
                           uint32_t *milli, char *err, size_t errlen)
 {
     if (cfg->shards == 0)
-        return fail(err, errlen,
-                    "gpushare: the step uses shards but the plugin does not know how many a GPU "
-                    "has: add shards=S (as in gres.conf) to its plugstack.conf line");
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "gpushare: the step uses shards but the plugin does not know how many a GPU "
+                       "has: add shards=S (as in gres.conf) to its plugstack.conf line");
     uint64_t total = (uint64_t)cfg->shards * step->n_gpus;
     if (step->shards > total)
-        return fail(err, errlen,
-                    "gpushare: %u shards on %u GPU%s of %u shards each (shards= in plugstack.conf "
-                    "does not match gres.conf)",
-                    step->shards, step->n_gpus, step->n_gpus > 1 ? "s" : "", cfg->shards);
+        return gs_fail(
+            err, errlen, GS_EINVAL,
+            "gpushare: %u shards on %u GPU%s of %u shards each (shards= in plugstack.conf "
+            "does not match gres.conf)",
+            step->shards, step->n_gpus, step->n_gpus > 1 ? "s" : "", cfg->shards);
     *milli = (uint32_t)((uint64_t)step->shards * 1000 / total);
     if (*milli == 0)
         *milli = 1;
@@ -206,9 +197,9 @@ int gs__slurm_plan(const gs__slurm_opts_t *opts, const gs__slurm_step_t *step,
         return 0;
     }
     if (step->n_gpus == 0)
-        return fail(err, errlen,
-                    "gpushare: %s needs GPUs from Slurm: add --gres=gpu:N or --gres=shard:N",
-                    opts->memory != 0 ? "--gpu-memory" : "a shard gres");
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "gpushare: %s needs GPUs from Slurm: add --gres=gpu:N or --gres=shard:N",
+                       opts->memory != 0 ? "--gpu-memory" : "a shard gres");
     uint32_t milli = 0;
     int result = step->shards != 0 ? shard_fraction(step, cfg, &milli, err, errlen) : 0;
     if (result != 0)

@@ -120,15 +120,12 @@ static int read_step(spank_t sp, uint32_t stepid, gs__slurm_step_t *step, char *
     if (text[0] == '\0')
         job_env(sp, "CUDA_VISIBLE_DEVICES", text, sizeof(text));
     char why[GS__SLURM_MSG_MAX - 16];
-    if (text[0] != '\0' && gs__slurm_parse_gpus(text, step, why, sizeof(why)) != 0) {
-        snprintf(err, len, "gpushare: %s", why);
-        return GS_EINVAL;
-    }
+    if (text[0] != '\0' && gs__slurm_parse_gpus(text, step, why, sizeof(why)) != 0)
+        return gs_fail(err, len, GS_EINVAL, "gpushare: %s", why);
     job_env(sp, "SLURM_SHARDS_ON_NODE", shards, sizeof(shards));
-    if (shards[0] != '\0' && gs__slurm_parse_count(shards, &step->shards) != 0) {
-        snprintf(err, len, "gpushare: cannot read SLURM_SHARDS_ON_NODE=\"%.20s\"", shards);
-        return GS_EINVAL;
-    }
+    if (shards[0] != '\0' && gs__slurm_parse_count(shards, &step->shards) != 0)
+        return gs_fail(err, len, GS_EINVAL, "gpushare: cannot read SLURM_SHARDS_ON_NODE=\"%.20s\"",
+                       shards);
     return 0;
 }
 
@@ -179,10 +176,9 @@ static int setup_step(spank_t sp, char *err, size_t len)
     if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
         spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS ||
         spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
-        spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS) {
-        snprintf(err, len, "gpushare: Slurm did not say which job and user the step is");
-        return GS_EINVAL;
-    }
+        spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
+        return gs_fail(err, len, GS_EINVAL,
+                       "gpushare: Slurm did not say which job and user the step is");
     if (stepid == STEP_EXTERN)
         return 0;
     int result = read_step(sp, stepid, &step, err, len);
@@ -199,10 +195,8 @@ static int setup_step(spank_t sp, char *err, size_t len)
         return 0;
     char why[GS__SLURM_MSG_MAX - 64];
     result = gs__slurm_acquire(&config, &req, &lease, why, sizeof(why));
-    if (result != 0) {
-        snprintf(err, len, "gpushare: no GPU lease for this step: %s", why);
-        return result;
-    }
+    if (result != 0)
+        return gs_fail(err, len, result, "gpushare: no GPU lease for this step: %s", why);
     slurm_info("gpushare: step %u.%u holds lease %llu", jobid, stepid,
                (unsigned long long)lease.id);
     return 0;

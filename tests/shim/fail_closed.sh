@@ -38,20 +38,20 @@ code=801 expect_refusal GPUSHARE_COMPUTE_SHARE=30 \
   "cannot be enforced on this node: compute shares are gpushared's: run the job with gpushare run"
 code=801 expect_refusal GPUSHARE_COMPUTE_MAX=30 GPUSHARE_MEMORY_LIMIT=1G \
   "cannot be enforced on this node"
-code=801 expect_refusal GPUSHARE_COMPUTE_MAX=30 GPUSHARE_GPU_MODE=mps \
+code=801 expect_refusal GPUSHARE_COMPUTE_MAX=30 GPUSHARE_GATE=mps \
   'cannot be enforced on an MPS GPU: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE is not set'
-code=801 expect_refusal GPUSHARE_COMPUTE_SHARE=30 GPUSHARE_GPU_MODE=mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30 \
+code=801 expect_refusal GPUSHARE_COMPUTE_SHARE=30 GPUSHARE_GATE=mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30 \
   'this process is not served by the MPS daemon'
 # On an MPS GPU the share is MPS's active thread percentage: a client runs.
 shares=$(mktemp -d)
 export CUDA_MPS_PIPE_DIRECTORY=$shares/pipe CUDA_MPS_LOG_DIRECTORY=$shares/log
 "$GS_BUILD_DIR/sim/nvidia-cuda-mps-control" -d
-out=$(run GPUSHARE_COMPUTE_SHARE=30 GPUSHARE_GPU_MODE=mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30 | head -1)
+out=$(run GPUSHARE_COMPUTE_SHARE=30 GPUSHARE_GATE=mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30 | head -1)
 echo quit | "$GS_BUILD_DIR/sim/nvidia-cuda-mps-control" >/dev/null
 if [[ $out == "cuInit=0" ]]; then
-  echo "ok: GPUSHARE_GPU_MODE=mps with an MPS client at 30 % -> $out"
+  echo "ok: GPUSHARE_GATE=mps with an MPS client at 30 % -> $out"
 else
-  echo "FAIL: GPUSHARE_GPU_MODE=mps client: got '$out'"
+  echo "FAIL: GPUSHARE_GATE=mps client: got '$out'"
   failures=$((failures + 1))
 fi
 unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY

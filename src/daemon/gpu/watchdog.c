@@ -1,0 +1,540 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The watchdog: NVML's per-process memory held against the leases (see watchdog.h). */
+#include "watchdog.h"
+
+#include "nvml_procs.h"
+
+#include "gpushare/error.h"
+#include "gpushare/log.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define REGION_PROCS_MAX 256 /* records of one region read to find a process */
+#define LOG_PROCS_MAX    4   /* processes named in one log line */
+#define MPS_SERVER       "nvidia-cuda-mps-server"
+
+/* What the scan decided about one process of nvml_procs. */
+typedef struct verdict {
+    uint64_t lease;     /* its lease's id, 0 = none */
+    int part;           /* the lease's part on the process's GPU, -1 = unmanaged there */
+    uint64_t accounted; /* what the lease's region says the shim charged it there */
+} verdict_t;
+
+/* What the latest scan found of one lease. */
+typedef struct lease_real {
+    uint64_t id;
+    uint64_t real[GS_MAX_DEVICES]; /* per part: its processes' NVML memory on the part's GPU */
+    uint64_t over[GS_MAX_DEVICES]; /* per part: real - limit when beyond the tolerance, else 0 */
+    int flagged[GS_MAX_DEVICES];   /* over at the previous scan (logs on changes only) */
+} lease_real_t;
+
+/* An unmanaged process already logged. */
+typedef struct seen {
+    pid_t pid;
+    uint64_t start;
+    unsigned gpu;
+} seen_t;
+
+struct gs__watchdog {
+    int64_t next_ms;
+    gs__nvml_procs_t procs;
+    verdict_t *verdicts; /* one per entry of procs */
+    unsigned verdicts_cap;
+    lease_real_t *leases;
+    unsigned n_leases;
+    seen_t *seen;
+    unsigned n_seen;
+    uint64_t kills;
+};
+
+int gs__watchdog_start(gs__daemon_t *d)
+{
+    d->watchdog = calloc(1, sizeof(*d->watchdog));
+    return d->watchdog != NULL ? 0 : GS_ENOMEM;
+}
+
+void gs__watchdog_stop(gs__daemon_t *d)
+{
+    gs__watchdog_t *w = d->watchdog;
+    if (w == NULL)
+        return;
+    gs__nvml_procs_free(&w->procs);
+    free(w->verdicts);
+    free(w->leases);
+    free(w->seen);
+    free(w);
+    d->watchdog = NULL;
+}
+
+int gs__watchdog_tick(gs__daemon_t *d, int64_t now_ms)
+{
+    gs__watchdog_t *w = d->watchdog;
+    if (w == NULL || d->cfg.watch_interval_ms == 0 || now_ms < w->next_ms)
+        return 0;
+    w->next_ms = now_ms + d->cfg.watch_interval_ms;
+    gs__watchdog_scan(d);
+    return 1;
+}
+
+/* ---- attribution ---- */
+
+/* The region's record of (pid, start), or NULL; recs holds n records. */
+static const gs_region_process_t *record_of(const gs_region_process_t *recs, int n, pid_t pid,
+                                            uint64_t start)
+{
+    for (int i = 0; i < n; i++) {
+        if (recs[i].pid == pid && (recs[i].start_time == 0 || recs[i].start_time == start))
+            return &recs[i];
+    }
+    return NULL;
+}
+
+/* The bytes lease's region says process p was charged on lease part `part`; *listed says
+ * whether the region lists it at all. The region is its user's to write: only ever trusted to
+ * claim that user's own processes, and to order them. */
+static uint64_t region_charge(const gs__lease_t *lease, const gs__nvml_proc_t *p, int part,
+                              int *listed)
+{
+    static gs_region_process_t recs[REGION_PROCS_MAX];
+    *listed = 0;
+    if (lease->region == NULL || p->info.uid != (uid_t)lease->rec.uid)
+        return 0;
+    int n = gs_region_processes(lease->region, recs, REGION_PROCS_MAX);
+    const gs_region_process_t *rec = record_of(recs, n, p->pid, p->info.start);
+    *listed = rec != NULL;
+    return rec != NULL && part >= 0 && part < GS_MAX_DEVICES ? rec->used[part] : 0;
+}
+
+/* The lease p belongs to: the lease whose holder is p's nearest ancestor (p itself included),
+ * else a lease of p's user whose region lists p. */
+static const gs__lease_t *owner_of(const gs__daemon_t *d, const gs__nvml_proc_t *p)
+{
+    if (!p->alive)
+        return NULL;
+    gs__proc_chain_t chain;
+    gs__proc_ancestors(p->pid, &chain);
+    for (unsigned j = 0; j < chain.n; j++) {
+        for (const gs__lease_t *l = d->leases; l != NULL; l = l->next) {
+            if (l->rec.client_pid > 1 && l->rec.client_pid == chain.pid[j] &&
+                (l->rec.client_start == 0 || l->rec.client_start == chain.start[j]))
+                return l;
+        }
+    }
+    for (const gs__lease_t *l = d->leases; l != NULL; l = l->next) {
+        int listed = 0;
+        region_charge(l, p, -1, &listed);
+        if (listed)
+            return l;
+    }
+    return NULL;
+}
+
+uint64_t gs__watchdog_lease_of(const gs__daemon_t *d, pid_t pid)
+{
+    gs__nvml_proc_t p = {.pid = pid};
+    p.alive = gs__proc_read(pid, &p.info) == 0;
+    const gs__lease_t *lease = owner_of(d, &p);
+    return lease != NULL ? lease->rec.id : 0;
+}
+
+static int part_on(const gs__lease_t *lease, unsigned gpu)
+{
+    for (unsigned i = 0; i < lease->alloc.n; i++) {
+        if (lease->alloc.part[i].gpu == gpu)
+            return (int)i;
+    }
+    return -1;
+}
+
+static void attribute(const gs__daemon_t *d, gs__watchdog_t *w)
+{
+    for (unsigned i = 0; i < w->procs.n; i++) {
+        const gs__nvml_proc_t *p = &w->procs.procs[i];
+        const gs__lease_t *lease = owner_of(d, p);
+        verdict_t *v = &w->verdicts[i];
+        v->lease = lease != NULL ? lease->rec.id : 0;
+        v->part = lease != NULL ? part_on(lease, p->gpu) : -1;
+        int listed = 0;
+        v->accounted = lease != NULL ? region_charge(lease, p, v->part, &listed) : 0;
+    }
+}
+
+/* ---- per-lease figures and the GPUs' outside memory ---- */
+
+static const lease_real_t *find_real(const lease_real_t *rows, unsigned n, uint64_t id)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (rows[i].id == id)
+            return &rows[i];
+    }
+    return NULL;
+}
+
+/* Fills row with the lease's real memory per part, keeping what was flagged before. */
+static void measure_lease(const gs__daemon_t *d, const gs__watchdog_t *w, const gs__lease_t *lease,
+                          const lease_real_t *before, lease_real_t *row)
+{
+    memset(row, 0, sizeof(*row));
+    row->id = lease->rec.id;
+    if (before != NULL)
+        memcpy(row->flagged, before->flagged, sizeof(row->flagged));
+    for (unsigned i = 0; i < w->procs.n; i++) {
+        if (w->verdicts[i].lease == lease->rec.id && w->verdicts[i].part >= 0)
+            row->real[w->verdicts[i].part] += w->procs.procs[i].used;
+    }
+    for (unsigned k = 0; k < lease->alloc.n; k++) {
+        uint64_t limit = lease->alloc.part[k].memory;
+        if (row->real[k] > limit && row->real[k] - limit > d->cfg.watch_tolerance)
+            row->over[k] = row->real[k] - limit;
+    }
+}
+
+static int measure_leases(const gs__daemon_t *d, gs__watchdog_t *w)
+{
+    lease_real_t *rows = calloc(d->n_leases + 1, sizeof(*rows));
+    if (rows == NULL)
+        return GS_ENOMEM;
+    unsigned n = 0;
+    for (const gs__lease_t *l = d->leases; l != NULL && n < d->n_leases; l = l->next, n++)
+        measure_lease(d, w, l, find_real(w->leases, w->n_leases, l->rec.id), &rows[n]);
+    free(w->leases);
+    w->leases = rows;
+    w->n_leases = n;
+    return 0;
+}
+
+/* Memory held on GPU g beyond what the leases account for. */
+static uint64_t outside_of(const gs__daemon_t *d, const gs__watchdog_t *w, unsigned g)
+{
+    uint64_t bytes = 0;
+    for (unsigned i = 0; i < w->procs.n; i++) {
+        if (w->procs.procs[i].gpu == g && w->verdicts[i].part < 0)
+            bytes += w->procs.procs[i].used;
+    }
+    unsigned r = 0;
+    for (const gs__lease_t *l = d->leases; l != NULL && r < w->n_leases; l = l->next, r++) {
+        int k = part_on(l, g);
+        uint64_t limit = k >= 0 ? l->alloc.part[k].memory : 0;
+        if (k >= 0 && w->leases[r].real[k] > limit)
+            bytes += w->leases[r].real[k] - limit;
+    }
+    return bytes;
+}
+
+static void update_outside(gs__daemon_t *d, const gs__watchdog_t *w)
+{
+    for (unsigned g = 0; g < d->n_gpus; g++) {
+        if (!w->procs.complete[g])
+            continue; /* NVML could not tell: keep what was known */
+        uint64_t bytes = outside_of(d, w, g);
+        if (bytes < d->gpus[g].outside)
+            d->need_schedule = 1; /* memory came back: the queue may fit now */
+        d->gpus[g].outside = bytes;
+    }
+}
+
+/* ---- the log ---- */
+
+static int was_seen(const gs__watchdog_t *w, const gs__nvml_proc_t *p)
+{
+    for (unsigned i = 0; i < w->n_seen; i++) {
+        if (w->seen[i].pid == p->pid && w->seen[i].start == p->info.start &&
+            w->seen[i].gpu == p->gpu)
+            return 1;
+    }
+    return 0;
+}
+
+static void log_unmanaged(const gs__daemon_t *d, const gs__nvml_proc_t *p, uint64_t lease)
+{
+    char size[32], of_lease[96] = "";
+    gs_qty_format_human(p->used, size, sizeof(size));
+    if (lease != 0)
+        snprintf(of_lease, sizeof(of_lease), " (a process of lease %llu, which has no share of it)",
+                 (unsigned long long)lease);
+    gs_warn("GPU %u: pid %d (user %s, command \"%s\") holds %s outside any lease%s",
+            d->gpus[p->gpu].index, (int)p->pid, p->info.user, p->info.command, size, of_lease);
+}
+
+/* Logs each unmanaged process once (by pid, start time and GPU). */
+static void report_unmanaged(const gs__daemon_t *d, gs__watchdog_t *w)
+{
+    seen_t *now = calloc(w->procs.n + 1, sizeof(*now));
+    unsigned n = 0;
+    for (unsigned i = 0; now != NULL && i < w->procs.n; i++) {
+        const gs__nvml_proc_t *p = &w->procs.procs[i];
+        if (w->verdicts[i].part >= 0 || !p->alive)
+            continue;
+        if (!was_seen(w, p))
+            log_unmanaged(d, p, w->verdicts[i].lease);
+        now[n++] = (seen_t){.pid = p->pid, .start = p->info.start, .gpu = p->gpu};
+    }
+    if (now == NULL)
+        return;
+    free(w->seen);
+    w->seen = now;
+    w->n_seen = n;
+}
+
+/* "pid 12 (command) 1.5 GiB, ..." for the lease's processes on its part k. */
+static void list_processes(const gs__watchdog_t *w, uint64_t id, int k, char *out, size_t len)
+{
+    size_t off = 0;
+    unsigned listed = 0;
+    out[0] = '\0';
+    for (unsigned i = 0; i < w->procs.n && off < len; i++) {
+        if (w->verdicts[i].lease != id || w->verdicts[i].part != k)
+            continue;
+        const gs__nvml_proc_t *p = &w->procs.procs[i];
+        char size[32];
+        gs_qty_format_human(p->used, size, sizeof(size));
+        int m =
+            listed < LOG_PROCS_MAX
+                ? snprintf(out + off, len - off, "%spid %d (user %s, command \"%s\") %s",
+                           listed > 0 ? ", " : "", (int)p->pid, p->info.user, p->info.command, size)
+                : snprintf(out + off, len - off, ", ...");
+        off += m > 0 ? (size_t)m : 0;
+        if (listed++ >= LOG_PROCS_MAX)
+            break;
+    }
+}
+
+static void report_lease(const gs__daemon_t *d, const gs__watchdog_t *w, const gs__lease_t *lease,
+                         lease_real_t *row)
+{
+    for (unsigned k = 0; k < lease->alloc.n; k++) {
+        unsigned index = d->gpus[lease->alloc.part[k].gpu].index;
+        if (row->over[k] != 0 && !row->flagged[k]) {
+            char real[32], limit[32], procs[1024];
+            gs_qty_format_human(row->real[k], real, sizeof(real));
+            gs_qty_format_human(lease->alloc.part[k].memory, limit, sizeof(limit));
+            list_processes(w, row->id, (int)k, procs, sizeof(procs));
+            gs_warn("lease %llu (user %s) holds %s on GPU %u, over its limit of %s: %s",
+                    (unsigned long long)row->id, lease->rec.user, real, index, limit, procs);
+        } else if (row->over[k] == 0 && row->flagged[k]) {
+            gs_info("lease %llu (user %s) is within its limit on GPU %u again",
+                    (unsigned long long)row->id, lease->rec.user, index);
+        }
+        row->flagged[k] = row->over[k] != 0;
+    }
+}
+
+static void report_leases(const gs__daemon_t *d, gs__watchdog_t *w)
+{
+    unsigned r = 0;
+    for (const gs__lease_t *l = d->leases; l != NULL && r < w->n_leases; l = l->next, r++)
+        report_lease(d, w, l, &w->leases[r]);
+}
+
+/* ---- enforce = kill ---- */
+
+/* SIGKILL through a pidfd once the start time shows it is still the process NVML listed. */
+static int kill_exactly(pid_t pid, uint64_t start)
+{
+    if (pid <= 1 || pid == getpid())
+        return GS_EPERM;
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd < 0)
+        return -errno;
+    gs__proc_info_t info;
+    int result = gs__proc_read(pid, &info) == 0 && info.start == start ? 0 : GS_ENOENT;
+    if (result == 0 && syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) != 0)
+        result = -errno;
+    close(fd);
+    return result;
+}
+
+/* Reported but never killed: root's processes of no lease (the node's own: DCGM, diagnostics) and
+ * NVIDIA's MPS server (a root-owned executable of that name, which no user can make). */
+static int never_killed(const gs__nvml_proc_t *p, int unmanaged)
+{
+    char path[64], exe[4096];
+    if (unmanaged && p->info.uid == 0)
+        return 1;
+    snprintf(path, sizeof(path), "/proc/%d/exe", (int)p->pid);
+    ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+    struct stat st;
+    if (n <= 0)
+        return 0;
+    exe[n] = '\0';
+    const char *base = strrchr(exe, '/');
+    return strcmp(base != NULL ? base + 1 : exe, MPS_SERVER) == 0 && stat(exe, &st) == 0 &&
+           st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+static void kill_one(gs__watchdog_t *w, const gs__nvml_proc_t *p, int unmanaged, const char *why)
+{
+    if (never_killed(p, unmanaged))
+        return;
+    int result = kill_exactly(p->pid, p->info.start);
+    if (result == 0) {
+        w->kills++;
+        gs_warn("killed pid %d (user %s, command \"%s\"): %s (enforce = kill)", (int)p->pid,
+                p->info.user, p->info.command, why);
+    } else if (result != GS_ENOENT && result != -ESRCH) {
+        gs_error("cannot kill pid %d (user %s): %s", (int)p->pid, p->info.user,
+                 gs_strerror(result));
+    }
+}
+
+static void kill_unmanaged(const gs__daemon_t *d, gs__watchdog_t *w)
+{
+    for (unsigned i = 0; i < w->procs.n; i++) {
+        const gs__nvml_proc_t *p = &w->procs.procs[i];
+        if (w->verdicts[i].part >= 0 || !p->alive)
+            continue;
+        char why[128], size[32];
+        gs_qty_format_human(p->used, size, sizeof(size));
+        snprintf(why, sizeof(why), "it held %s on GPU %u outside any lease", size,
+                 d->gpus[p->gpu].index);
+        kill_one(w, p, 1, why);
+    }
+}
+
+/* The lease's process on part k that the shim accounts for least (NVML's memory less what its
+ * region record says it was charged), among those not yet taken; -1 when none is left. */
+static int next_victim(const gs__watchdog_t *w, uint64_t id, int k, const char *taken)
+{
+    int best = -1;
+    uint64_t best_gap = 0;
+    for (unsigned i = 0; i < w->procs.n; i++) {
+        const verdict_t *v = &w->verdicts[i];
+        if (v->lease != id || v->part != k || taken[i] || !w->procs.procs[i].alive)
+            continue;
+        uint64_t used = w->procs.procs[i].used;
+        uint64_t gap = used > v->accounted ? used - v->accounted : 0;
+        if (best < 0 || gap > best_gap || (gap == best_gap && used > w->procs.procs[best].used)) {
+            best = (int)i;
+            best_gap = gap;
+        }
+    }
+    return best;
+}
+
+/* Kills the lease's least accounted processes on part k until what stays fits. */
+static void kill_over(const gs__daemon_t *d, gs__watchdog_t *w, const gs__lease_t *lease,
+                      const lease_real_t *row, unsigned k, char *taken)
+{
+    uint64_t keep = row->real[k];
+    uint64_t bound = lease->alloc.part[k].memory + d->cfg.watch_tolerance;
+    char why[160], limit[32];
+    gs_qty_format_human(lease->alloc.part[k].memory, limit, sizeof(limit));
+    snprintf(why, sizeof(why), "lease %llu was over its %s limit on GPU %u",
+             (unsigned long long)row->id, limit, d->gpus[lease->alloc.part[k].gpu].index);
+    for (int v; keep > bound && (v = next_victim(w, row->id, (int)k, taken)) >= 0;) {
+        taken[v] = 1;
+        keep -= w->procs.procs[v].used < keep ? w->procs.procs[v].used : keep;
+        kill_one(w, &w->procs.procs[v], 0, why);
+    }
+}
+
+static void enforce(const gs__daemon_t *d, gs__watchdog_t *w)
+{
+    kill_unmanaged(d, w);
+    char *taken = calloc(w->procs.n + 1, 1);
+    unsigned r = 0;
+    for (const gs__lease_t *l = d->leases; taken != NULL && l != NULL && r < w->n_leases;
+         l = l->next, r++) {
+        for (unsigned k = 0; k < l->alloc.n; k++) {
+            if (w->leases[r].over[k] != 0)
+                kill_over(d, w, l, &w->leases[r], k, taken);
+        }
+    }
+    free(taken);
+}
+
+/* ---- the scan ---- */
+
+static int ensure_verdicts(gs__watchdog_t *w)
+{
+    if (w->procs.n <= w->verdicts_cap)
+        return 0;
+    verdict_t *grown = realloc(w->verdicts, w->procs.n * sizeof(*grown));
+    if (grown == NULL)
+        return GS_ENOMEM;
+    w->verdicts = grown;
+    w->verdicts_cap = w->procs.n;
+    return 0;
+}
+
+void gs__watchdog_scan(gs__daemon_t *d)
+{
+    gs__watchdog_t *w = d->watchdog;
+    if (w == NULL || gs__nvml_procs_collect(d->inv, d->n_gpus, &w->procs) != 0 ||
+        ensure_verdicts(w) != 0)
+        return;
+    attribute(d, w);
+    if (measure_leases(d, w) != 0)
+        return;
+    update_outside(d, w);
+    report_unmanaged(d, w);
+    report_leases(d, w);
+    if (d->cfg.enforce == GS__ENFORCE_KILL)
+        enforce(d, w);
+}
+
+/* ---- views ---- */
+
+int gs__watchdog_lease_real(const gs__daemon_t *d, const gs__lease_t *lease, unsigned part,
+                            uint64_t *real, uint64_t *over)
+{
+    const gs__watchdog_t *w = d->watchdog;
+    const lease_real_t *row = w != NULL ? find_real(w->leases, w->n_leases, lease->rec.id) : NULL;
+    if (row == NULL || part >= GS_MAX_DEVICES)
+        return GS_ENOENT;
+    *real = row->real[part];
+    *over = row->over[part];
+    return 0;
+}
+
+json_t *gs__watchdog_unmanaged_view(const gs__daemon_t *d, unsigned g, uid_t viewer,
+                                    unsigned *others_n, uint64_t *others_bytes)
+{
+    const gs__watchdog_t *w = d->watchdog;
+    json_t *rows = json_array();
+    *others_n = 0;
+    *others_bytes = 0;
+    for (unsigned i = 0; w != NULL && i < w->procs.n; i++) {
+        const gs__nvml_proc_t *p = &w->procs.procs[i];
+        if (p->gpu != g || w->verdicts[i].part >= 0)
+            continue;
+        if (viewer != 0 && (!p->alive || p->info.uid != viewer)) {
+            (*others_n)++;
+            *others_bytes += p->used;
+            continue;
+        }
+        json_array_append_new(rows, json_pack("{s:I, s:s, s:I, s:s, s:I, s:I}", "pid",
+                                              (json_int_t)p->pid, "user", p->info.user, "uid",
+                                              (json_int_t)p->info.uid, "command", p->info.command,
+                                              "memory_used", (json_int_t)p->used, "lease",
+                                              (json_int_t)w->verdicts[i].lease));
+    }
+    return rows;
+}
+
+/* ---- figures (serve/metrics.c renders them) ---- */
+
+void gs__watchdog_unmanaged(const gs__daemon_t *d, unsigned g, unsigned *n, uint64_t *bytes)
+{
+    const gs__watchdog_t *w = d->watchdog;
+    *n = 0;
+    *bytes = 0;
+    for (unsigned i = 0; w != NULL && i < w->procs.n; i++) {
+        if (w->procs.procs[i].gpu == g && w->verdicts[i].part < 0) {
+            (*n)++;
+            *bytes += w->procs.procs[i].used;
+        }
+    }
+}
+
+uint64_t gs__watchdog_kills(const gs__daemon_t *d)
+{
+    return d->watchdog != NULL ? d->watchdog->kills : 0;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The API's requests: hello, acquire (with the wait queue), release, list and status. */
+#ifndef GS_DAEMON_API_H
+#define GS_DAEMON_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "server.h"
+
+/* Sets d's lease events (core's callbacks: the holder of a lease is its connection). Call once,
+ * before the leases are restored. */
+void gs__api_attach(gs__daemon_t *d);
+
+/* Handles one request line from conn; replies (or queues the request) through gs__conn_send. */
+void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t len);
+
+/* The connection is gone: its queued request is dropped and its leases are let go. */
+void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn);
+
+/* Nonzero when conn holds a lease or a queued request (it is then never idle). */
+int gs__api_conn_busy(const gs__daemon_t *d, const gs__conn_t *conn);
+
+/* Serves the queue (core/queue_pass.h): grants what may start, records why the others wait. */
+void gs__api_schedule(gs__daemon_t *d);
+
+/* Ends the wait of queued requests whose timeout passed (a "timeout" error each). */
+void gs__api_expire(gs__daemon_t *d, int64_t now_ms);
+
+/* Frees the queued requests (shutdown). */
+void gs__api_shutdown(gs__daemon_t *d);
+
+/* Builds an error reply {"ok": false, "op": op, "error": {"code", "message"}} with a code of the
+ * table (gpushare/wire_errors.def: the only codes the daemon sends); op may be NULL. */
+json_t *gs__api_error(const char *op, gs_wire_error_t code, const char *message);
+
+#endif
