@@ -425,8 +425,12 @@ static void test_dead_and_stuck_holders_are_passed_over(void **state)
     gs_sched_lease_info_t info[2];
     assert_int_equal(gs_sched_leases(gpu, info, 2), 2);
     assert_int_equal(info[0].used_ns, taken + 50 * MS);
-    /* b leaves holding the GPU (its process is gone: gpushared saw its channel close): a gets
-     * it at once. */
+    /* b could not use the GPU before a's drain: it is charged from then (10 ms, not 60). */
+    assert_int_equal(gs_sched_yield(b, gb.epoch, t0 + taken + 60 * MS, 1, &gb), 0);
+    assert_int_equal(gs_sched_leases(gpu, info, 2), 2);
+    assert_int_equal(info[1].used_ns, 10 * MS);
+    gb = want(b, taken + 60 * MS);
+    /* b leaves (its process is gone: gpushared saw its channel close): a gets the GPU at once. */
     gs_sched_leave(b, t0 + taken + 70 * MS);
     ga = want(a, taken + 70 * MS);
     assert_true(ga.held);

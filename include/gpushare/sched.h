@@ -25,7 +25,8 @@
  * keeps what it is owed (up to a round), and one that used less than its share and paused a
  * while makes the holder end its slot early (a lightly loaded lease waits little). A holder
  * lease whose members all left is passed over at once, one that keeps the GPU past its slot by
- * GS_SCHED_OVERDUE_NS is passed over and charged for it.
+ * GS_SCHED_OVERDUE_NS is passed over and charged for it, and for what it keeps the GPU after (the
+ * next holder is not charged for that time).
  *
  * Times are CLOCK_MONOTONIC nanoseconds of the caller (the daemon), passed in. A gs_sched_gpu_t
  * and the member handles made on it are not thread-safe: one thread uses them at a time (the
@@ -41,7 +42,7 @@
 #define GS_SCHED_KEY_MAX     64
 #define GS_SCHED_PERIOD_NS   INT64_C(100000000) /* a round: every lease with work runs once */
 #define GS_SCHED_MIN_SLOT_NS INT64_C(2000000)
-#define GS_SCHED_OVERDUE_NS  INT64_C(200000000) /* a live holder's grace beyond its slot */
+#define GS_SCHED_OVERDUE_NS  INT64_C(80000000) /* a live holder's grace beyond its slot */
 
 typedef struct gs_sched_gpu gs_sched_gpu_t; /* one GPU's scheduling state */
 typedef struct gs_sched gs_sched_t;         /* one member process's handle on it */

@@ -442,7 +442,7 @@ int gs_sched_want(gs_sched_t *s, int64_t now, gs_sched_grant_t *grant)
 }
 
 /* A member of a lease whose slot was taken from it kept the GPU until drained: its lease is
- * charged for that too (once). */
+ * charged for that too (once), and the holder since then is not. */
 static void charge_late(gs_sched_t *s, uint64_t epoch, int64_t drained)
 {
     gs_sched_gpu_t *g = s->gpu;
@@ -451,6 +451,10 @@ static void charge_late(gs_sched_t *s, uint64_t epoch, int64_t drained)
         return;
     charge(&g->leases[l], g->taken_weight, g->taken_at, drained);
     g->taken_at = drained;
+    /* The lease that holds the GPU now could not use it until then (its work queued behind):
+     * its slot is charged from the drain. */
+    if (g->holder != 0 && g->slot_start < drained)
+        g->slot_start = drained;
 }
 
 int gs_sched_yield(gs_sched_t *s, uint64_t epoch, int64_t drained_ns, int still_wants,
