@@ -463,6 +463,36 @@ static void test_stuck_holder_is_passed_over_by_newcomers(void **state)
     destroy(creator);
 }
 
+/* A best-effort lease granted while the guaranteed one (100 %) paused, so with all of the GPU as
+ * its weight, that then stalls past its slot is charged the overrun at the weight it has once the
+ * other waits: the least (1 %). It does not get the GPU again for a long while (it did after
+ * 0.3 s when the whole stall was charged at its weight at the grant). */
+static void test_a_stalling_best_effort_lease_pays_at_its_least_weight(void **state)
+{
+    (void)state;
+    gs_sched_gpu_t *creator = fresh();
+    gs_sched_t *a = member("a", 1000, 0), *h = member("h", 0, 0);
+    gs_sched_grant_t gh = want(h, 0), ga;
+    assert_true(gh.held); /* a has no work: h's weight is 1000 - 0 */
+    ga = want(a, 5 * MS); /* a is back and waits */
+    const int64_t taken = gh.end_ns - t0 + GS_SCHED_OVERDUE_NS + MS;
+    ga = want(a, taken);
+    assert_true(ga.held); /* h never ended its slot: passed over */
+    /* 2 s of a's slots: h (wanting all along) gets none of them. */
+    int64_t now = taken;
+    for (int i = 0; i < 20; i++) {
+        ga = want(a, now);
+        gh = want(h, now);
+        assert_true(ga.held);
+        assert_false(gh.held);
+        now += ga.end_ns - ga.start_ns;
+        assert_int_equal(gs_sched_yield(a, ga.epoch, t0 + now, 1, &ga), 0);
+    }
+    gs_sched_close(a);
+    gs_sched_close(h);
+    destroy(creator);
+}
+
 /* A member saying anything it may say, in any order, with any epoch and any time (a process
  * can send whatever its channel carries): every operation stays bounded and consistent, and
  * an honest lease beside it still gets the GPU. */
@@ -540,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_short_pauses_keep_the_place),
         cmocka_unit_test(test_dead_and_stuck_holders_are_passed_over),
         cmocka_unit_test(test_stuck_holder_is_passed_over_by_newcomers),
+        cmocka_unit_test(test_a_stalling_best_effort_lease_pays_at_its_least_weight),
         cmocka_unit_test(test_any_sequence_is_survived),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,13 +43,12 @@ struct gs_sched_gpu {
     uint64_t preempt;      /* epoch of the slot asked to end early, 0 = none */
     int64_t slot_start;
     int64_t slot_end;
-    int64_t slot_drained;  /* the latest drain its members that left the slot reported */
-    uint64_t taken_epoch;  /* the last slot taken from a stuck holder lease (0 = none), */
-    uint32_t taken_lease;  /* that lease + 1, charged for what it keeps the GPU after, */
-    uint64_t taken_weight; /* at its weight, */
-    int64_t taken_at;      /* from then */
-    uint64_t slot_weight;  /* the holder's lease's weight when the slot began */
-    uint64_t vclock;       /* the virtual time of the lease last granted the GPU */
+    int64_t slot_drained; /* the latest drain its members that left the slot reported */
+    uint64_t taken_epoch; /* the last slot taken from a stuck holder lease (0 = none), */
+    uint32_t taken_lease; /* that lease + 1, charged for what it keeps the GPU after, */
+    int64_t taken_at;     /* from then */
+    uint64_t slot_weight; /* the holder's lease's weight when the slot began */
+    uint64_t vclock;      /* the virtual time of the lease last granted the GPU */
     sched_lease_t leases[GS_SCHED_MAX_LEASES];
     sched_proc_t procs[GS_SCHED_MAX_PROCS];
 };

@@ -13,6 +13,7 @@
 #include "sched_internal.h"
 
 #include "gpushare/error.h"
+#include "gpushare/log.h"
 
 #include <string.h>
 
@@ -268,6 +269,21 @@ static int running(const gs_sched_gpu_t *g, uint32_t l, int skip)
     return n;
 }
 
+/* Charges lease l for [start, end) of the current slot: at the slot's weight up to its end, and
+ * what ran past it at the weight the lease has now. A best-effort lease granted while the others
+ * paused has their part as its weight; once they wait again its overrun (a long kernel, or a
+ * stall until it is passed over) costs it at the weight it has then, the least. */
+static void charge_slot(gs_sched_gpu_t *g, uint32_t l, int64_t start, int64_t end)
+{
+    int64_t split = g->slot_end < start ? start : g->slot_end > end ? end : g->slot_end;
+    charge(&g->leases[l], g->slot_weight, start, split);
+    if (end > split) {
+        demand_t d;
+        scan_demand(g, &d);
+        charge(&g->leases[l], weight_of(g, &d, l), split, end);
+    }
+}
+
 /* Ends the holder lease's slot at end: charges the lease, and members still in it (passed over
  * as stuck) stop running. */
 static void end_slot(gs_sched_gpu_t *g, int64_t end, int64_t now)
@@ -282,7 +298,7 @@ static void end_slot(gs_sched_gpu_t *g, int64_t end, int64_t now)
     if (end > now)
         end = now;
     sched_lease_t *lease = &g->leases[h - 1];
-    charge(lease, g->slot_weight, start, end);
+    charge_slot(g, h - 1, start, end);
     lease->last_run_ns = end;
     for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
         sched_proc_t *p = &g->procs[i];
@@ -366,9 +382,11 @@ static int holder_stuck(const gs_sched_t *s, uint32_t h, int64_t now)
  * the GPU after, when they tell (gs_sched_yield). */
 static void take_over(gs_sched_gpu_t *g, int64_t now)
 {
+    if (g->holder != 0 && g->holder <= GS_SCHED_MAX_LEASES)
+        gs_debug("compute: %s passed over, %.1f ms past its slot", g->leases[g->holder - 1].key,
+                 (double)(now - g->slot_end) / 1e6);
     g->taken_epoch = g->epoch;
     g->taken_lease = g->holder;
-    g->taken_weight = g->slot_weight;
     g->taken_at = now;
     end_slot(g, now, now);
 }
@@ -449,7 +467,9 @@ static void charge_late(gs_sched_t *s, uint64_t epoch, int64_t drained)
     uint32_t l = lease_of(&g->procs[s->self]);
     if (epoch != g->taken_epoch || g->taken_lease != l + 1 || drained <= g->taken_at)
         return;
-    charge(&g->leases[l], g->taken_weight, g->taken_at, drained);
+    demand_t d;
+    scan_demand(g, &d);
+    charge(&g->leases[l], weight_of(g, &d, l), g->taken_at, drained);
     g->taken_at = drained;
     /* The lease that holds the GPU now could not use it until then (its work queued behind):
      * its slot is charged from the drain. */
@@ -514,7 +534,7 @@ int gs_sched_renew(gs_sched_t *s, uint64_t epoch, int64_t now, gs_sched_grant_t 
     int result = 1;
     if (now >= g->slot_end) { /* else another member of the lease renewed it already */
         sched_lease_t *lease = &g->leases[l];
-        charge(lease, g->slot_weight, g->slot_start > now ? now : g->slot_start, now);
+        charge_slot(g, l, g->slot_start > now ? now : g->slot_start, now);
         g->slot_start = now; /* charged up to now: the slot's end charges only the rest */
         g->slot_started = 1;
         if (others_first(g, l, now) || !cap_allows(lease, now))

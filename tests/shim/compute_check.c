@@ -226,8 +226,9 @@ static void start_daemon(void)
         dup2(fd, 1);
         dup2(fd, 2);
         unsetenv("LD_PRELOAD");
+        const char *level = getenv("GS_CHECK_DAEMON_LOG"); /* e.g. debug */
         execl(bin, bin, "--config", conf, "--state-dir", state, "--metrics-listen", "127.0.0.1:0",
-              (char *)NULL);
+              "--log-level", level != NULL ? level : "info", (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 400; i++) {
