@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The launch hook's cost with compute control active, side by side with the uncontrolled hook,
  * on gpusim: ns per cuLaunchKernel of a kernel that takes no device time, in a process under the
- * shim without a share (the hook is two predictable branches) and in one with
- * GPUSHARE_COMPUTE_SHARE=50 holding its GPU (the hook passes the launch gate: two atomic
- * operations and a load). Method: PAIRS pairs of fresh processes, alternately uncontrolled and
- * controlled; each times LAUNCHES launches after a warm-up (CLOCK_MONOTONIC); the figures are the
- * medians over the pairs, and the added cost the median of the pairwise differences.
- * usage: bench_compute (env: GS_BENCH_SHIM = the shim, GPUSHARE_SCHED_DIR = a private dir) */
+ * shim without a share (the hook is two predictable branches) and in one of a gpushared lease
+ * with --compute 50 holding its GPU (the hook passes the launch gate: two atomic operations and a
+ * load). Method: PAIRS pairs of fresh processes, alternately uncontrolled and controlled; each
+ * times LAUNCHES launches after a warm-up (CLOCK_MONOTONIC); the figures are the medians over the
+ * pairs, and the added cost the median of the pairwise differences.
+ * usage: bench_compute (env: GS_BENCH_SHIM = the shim, GS_BENCH_GPUSHARE = the gpushare CLI of a
+ * running gpushared, GPUSHARE_SOCKET its socket; bench/compute.sh sets them) */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,12 +58,15 @@ static double run_worker(const char *self, int controlled)
     pid_t pid = fork();
     if (pid == 0) {
         dup2(fds[1], 1);
-        setenv("LD_PRELOAD", getenv("GS_BENCH_SHIM"), 1);
-        if (controlled)
-            setenv("GPUSHARE_COMPUTE_SHARE", "50", 1);
-        else
-            unsetenv("GPUSHARE_COMPUTE_SHARE");
-        execl(self, self, "worker", (char *)NULL);
+        const char *cli = getenv("GS_BENCH_GPUSHARE");
+        if (controlled) {
+            execl(cli, cli, "run", "--gpu-memory", "1G", "--compute", "50", "--", self, "worker",
+                  (char *)NULL);
+        } else {
+            setenv("LD_PRELOAD", getenv("GS_BENCH_SHIM"), 1);
+            setenv("GPUSHARE_MEMORY_LIMIT", "1G", 1);
+            execl(self, self, "worker", (char *)NULL);
+        }
         _exit(127);
     }
     close(fds[1]);
@@ -96,8 +100,9 @@ int main(int argc, char **argv)
         printf("%.2f\n", ns);
         return ns < 0;
     }
-    if (getenv("GS_BENCH_SHIM") == NULL) {
-        fprintf(stderr, "bench_compute: set GS_BENCH_SHIM (run bench/compute.sh)\n");
+    if (getenv("GS_BENCH_SHIM") == NULL || getenv("GS_BENCH_GPUSHARE") == NULL) {
+        fprintf(stderr, "bench_compute: set GS_BENCH_SHIM and GS_BENCH_GPUSHARE (run "
+                        "bench/compute.sh)\n");
         return 2;
     }
     double plain[PAIRS], gated[PAIRS], added[PAIRS];

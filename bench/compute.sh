@@ -12,12 +12,12 @@ build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 export GS_BUILD_DIR=$build
 check=$build/tests/compute_check
-sim() { bash "$here/../tests/shim/run_sim.sh" --shim -- "$@"; }
+sim() { bash "$here/../tests/shim/run_sim.sh" --daemon -- "$@"; }
 
 case_() { # TITLE ARGS...
   echo "-- $1"
   shift
-  sim "$check" "$@" | grep -v '^[a-z]*\[[0-9]*\]: kernels' || true
+  sim "$check" "$@" | grep -v '^[a-z]*: kernels' || true
 }
 
 echo "== shares (5 s windows; target vs achieved; wait = longest time a lease with work got no"
@@ -52,18 +52,28 @@ case_ "framework-like (cuLaunchKernelEx, 3 streams, 20 us-10 ms kernels, sync ev
 echo
 echo "== launch hook"
 tmp=$(mktemp -d /dev/shm/gs-bench-compute-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/sched"
-GPUSIM_STATE=$tmp/node GPUSIM_DEVICES=H100-80GB GPUSIM_TIME_SCALE=1000000 \
-  LD_LIBRARY_PATH=$build/sim GS_BENCH_SHIM=$build/lib/libgpushare.so \
-  GPUSHARE_SCHED_DIR=$tmp/sched "$build/bench/bench_compute"
+daemon=
+trap '[[ -n $daemon ]] && kill "$daemon" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+export GPUSIM_STATE=$tmp/node GPUSIM_DEVICES=H100-80GB GPUSIM_TIME_SCALE=1000000
+export LD_LIBRARY_PATH=$build/sim GPUSHARE_SOCKET=$tmp/gpushared.sock
+: >"$tmp/gpushare.conf"
+"$build/bin/gpushared" --config "$tmp/gpushare.conf" --state-dir "$tmp/state" \
+  --metrics-listen 127.0.0.1:0 >"$tmp/daemon.log" 2>&1 &
+daemon=$!
+for _ in $(seq 200); do "$build/bin/gpushare" leases >/dev/null 2>&1 && break; sleep 0.05; done
+GS_BENCH_SHIM=$build/lib/libgpushare.so GS_BENCH_GPUSHARE=$build/bin/gpushare \
+  "$build/bench/bench_compute"
+kill "$daemon"
+wait "$daemon" 2>/dev/null || true
+daemon=
+unset GPUSIM_STATE GPUSIM_TIME_SCALE GPUSHARE_SOCKET
 
 echo
 echo "== latency of a lightly loaded lease's 1 ms kernels (one every 20 ms, launch to end of"
 echo "   synchronization; medians and 99th percentiles over 5 s)"
 light() { # TITLE ARGS...
   local out
-  out=$(sim "$check" "$@" [1,6]:light\>=0 | sed -n 's/^light\[0\]: latency_us //p')
+  out=$(sim "$check" "$@" [1,6]:light\>=0 | sed -n 's/^light: latency_us //p')
   printf '  %-52s %s\n' "$1" "$out"
 }
 light "alone (guarantee 30)" light:g=30,kernel=1ms,light=20

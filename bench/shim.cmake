@@ -16,3 +16,8 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   target_link_libraries(bench_compute PRIVATE cuda)
   set_target_properties(bench_compute PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_BENCH_DIR}")
 endif()
+
+# The compute scheduler's hand-over (bench/handover.sh runs it).
+add_executable(bench_handover bench_handover.c)
+target_link_libraries(bench_handover PRIVATE gs_region Threads::Threads)
+set_target_properties(bench_handover PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_BENCH_DIR}")

@@ -98,8 +98,11 @@ typedef enum gs_op {
     GS_OP_LIST,
     GS_OP_STATUS,
     GS_OP_HISTORY,
-    GS_OP_JOIN, /* a process of a lease asks for its region (the shim, gs_region_join) */
+    GS_OP_JOIN,         /* a process of a lease asks for its region (the shim, gs_region_join) */
+    GS_OP_COMPUTE_JOIN, /* a process of a lease takes part in a GPU's compute scheduler */
 } gs_op_t;
+
+#define GS_GPU_UUID_MAX 96
 
 /* How a lease's job ended, as its holder reports it in release ("exit_status" / "signal"). */
 typedef struct gs_job_end {
@@ -121,12 +124,14 @@ typedef struct gs_history_query {
 /* One parsed request line. */
 typedef struct gs_request {
     gs_op_t op;
-    gs_lease_request_t lease;   /* GS_OP_ACQUIRE */
-    uint64_t lease_id;          /* GS_OP_RELEASE, GS_OP_JOIN */
-    gs_job_end_t job_end;       /* GS_OP_RELEASE */
-    int force;                  /* GS_OP_RELEASE: end it whatever its processes do (root) */
-    int processes;              /* GS_OP_STATUS: "processes": list each GPU's processes */
-    gs_history_query_t history; /* GS_OP_HISTORY */
+    gs_lease_request_t lease;       /* GS_OP_ACQUIRE */
+    uint64_t lease_id;              /* GS_OP_RELEASE, GS_OP_JOIN, GS_OP_COMPUTE_JOIN */
+    char gpu_uuid[GS_GPU_UUID_MAX]; /* GS_OP_COMPUTE_JOIN: "gpu", the GPU's (or MIG) UUID */
+    uint32_t cap_pct;               /* GS_OP_COMPUTE_JOIN: "cap", a cap the process asks for */
+    gs_job_end_t job_end;           /* GS_OP_RELEASE */
+    int force;                      /* GS_OP_RELEASE: end it whatever its processes do (root) */
+    int processes;                  /* GS_OP_STATUS: "processes": list each GPU's processes */
+    gs_history_query_t history;     /* GS_OP_HISTORY */
 } gs_request_t;
 
 /* Room for the message of any function below. */

@@ -203,6 +203,8 @@ const char *gs_op_name(gs_op_t op)
         return "history";
     case GS_OP_JOIN:
         return "join";
+    case GS_OP_COMPUTE_JOIN:
+        return "compute_join";
     }
     return "?";
 }
@@ -590,6 +592,47 @@ static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errle
     return 0;
 }
 
+/* A GPU's UUID as NVML and the driver print it: "GPU-" or "MIG-" and hex digits and dashes. */
+static int valid_uuid(const char *text)
+{
+    if (strncmp(text, "GPU-", 4) != 0 && strncmp(text, "MIG-", 4) != 0)
+        return 0;
+    size_t n = strlen(text);
+    return n > 4 && n < GS_GPU_UUID_MAX && strspn(text + 4, "0123456789abcdefABCDEF-/") == n - 4;
+}
+
+/* compute_join: "lease", "gpu" (its UUID) and optionally "cap" (percent, 0-100). */
+static int parse_compute_join(json_t *obj, gs_request_t *out, char *err, size_t errlen)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(obj, key, value)
+    {
+        int result = 0;
+        json_int_t v = 0;
+        if (strcmp(key, "op") == 0)
+            continue;
+        if (strcmp(key, "lease") == 0) {
+            result = get_int(value, key, 1, INT64_MAX, &v, err, errlen);
+            out->lease_id = (uint64_t)v;
+        } else if (strcmp(key, "cap") == 0) {
+            result = get_int(value, key, 0, 100, &v, err, errlen);
+            out->cap_pct = (uint32_t)v;
+        } else if (strcmp(key, "gpu") == 0 && json_is_string(value) &&
+                   valid_uuid(json_string_value(value))) {
+            snprintf(out->gpu_uuid, sizeof(out->gpu_uuid), "%s", json_string_value(value));
+        } else {
+            result = gs_fail(err, errlen, GS_EINVAL,
+                             "unknown or invalid field \"%s\" in compute_join", key);
+        }
+        if (result != 0)
+            return result;
+    }
+    if (out->lease_id == 0 || out->gpu_uuid[0] == '\0')
+        return gs_fail(err, errlen, GS_EINVAL, "compute_join needs \"lease\" and \"gpu\"");
+    return 0;
+}
+
 /* history: "since_ms", "user", "limit". */
 static int parse_history(json_t *obj, gs_request_t *out, char *err, size_t errlen)
 {
@@ -656,7 +699,7 @@ static int parse_op(json_t *obj, gs_request_t *out, char *err, size_t errlen)
     if (!json_is_string(op))
         return gs_fail(err, errlen, GS_EINVAL, "a request needs \"op\": a string");
     const char *name = json_string_value(op);
-    for (gs_op_t o = GS_OP_HELLO; o <= GS_OP_JOIN; o++) {
+    for (gs_op_t o = GS_OP_HELLO; o <= GS_OP_COMPUTE_JOIN; o++) {
         if (strcmp(name, gs_op_name(o)) == 0) {
             out->op = o;
             return 0;
@@ -665,7 +708,8 @@ static int parse_op(json_t *obj, gs_request_t *out, char *err, size_t errlen)
     char shown[40];
     gs_display_escape(shown, sizeof(shown), name);
     return gs_fail(err, errlen, GS_EINVAL,
-                   "unknown op \"%s\" (hello, acquire, release, list, status, history or join)",
+                   "unknown op \"%s\" (hello, acquire, release, list, status, history, join or "
+                   "compute_join)",
                    shown);
 }
 
@@ -694,6 +738,8 @@ int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char
         result = parse_acquire(obj, out, err, errlen);
     else if (out->op == GS_OP_RELEASE || out->op == GS_OP_JOIN)
         result = parse_release(obj, out, err, errlen);
+    else if (out->op == GS_OP_COMPUTE_JOIN)
+        result = parse_compute_join(obj, out, err, errlen);
     else if (out->op == GS_OP_HISTORY)
         result = parse_history(obj, out, err, errlen);
     else

@@ -33,8 +33,7 @@ static void nap_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* "gpushared:ID:SOCKET" -> id and the socket path. Returns 0 or GS_EINVAL. */
-static int parse_spec(const char *spec, unsigned long long *id, const char **socket_path)
+int gs__daemon_spec(const char *spec, unsigned long long *id, const char **socket_path)
 {
     const char *p = spec + strlen(JOIN_PREFIX);
     char *end = NULL;
@@ -128,10 +127,8 @@ static void message_of(const char *line, char *err, size_t errlen)
         snprintf(err, errlen, "gpushared gave no answer");
 }
 
-/* One attempt: asks for lease id's region. Returns 0 with *passed set, GS_EAGAIN when the daemon
- * is not there or busy (try again), or another code with err set. */
-static int ask(const char *socket_path, unsigned long long id, int *passed, char *err,
-               size_t errlen, int64_t deadline)
+int gs__daemon_ask(const char *socket_path, const char *request, char *reply, size_t replylen,
+                   int *passed, char *err, size_t errlen, int64_t deadline)
 {
     int fd = connect_to(socket_path);
     if (fd == GS_ENOENT || fd == GS_ECONNREFUSED || fd == GS_EAGAIN)
@@ -140,41 +137,60 @@ static int ask(const char *socket_path, unsigned long long id, int *passed, char
     if (fd < 0)
         return gs_fail(err, errlen, fd, "cannot reach gpushared at %s: %s", socket_path,
                        gs_strerror(fd));
-    char line[REPLY_MAX];
-    int n = snprintf(line, sizeof(line), "{\"op\":\"join\",\"lease\":%llu}\n", id);
-    int result = send(fd, line, (size_t)n, MSG_NOSIGNAL) == n ? 0 : -errno;
+    size_t n = strlen(request);
+    int result = send(fd, request, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -errno;
     if (result == 0)
-        result = receive(fd, line, sizeof(line), passed, deadline);
+        result = receive(fd, reply, replylen, passed, deadline);
     close(fd);
     if (result != 0)
         return gs_fail(err, errlen, result == GS_ECONNREFUSED ? GS_EAGAIN : result,
                        "no answer from gpushared at %s: %s", socket_path, gs_strerror(result));
-    if (strstr(line, "\"ok\":true") != NULL && *passed >= 0)
+    if (strstr(reply, "\"ok\":true") != NULL)
         return 0;
-    message_of(line, err, errlen);
-    return strstr(line, "\"code\":\"busy\"") != NULL ? GS_EAGAIN : GS_EACCES;
+    message_of(reply, err, errlen);
+    if (strstr(reply, "\"code\":\"busy\"") != NULL)
+        return GS_EAGAIN;
+    if (strstr(reply, "\"code\":\"not_found\"") != NULL ||
+        strstr(reply, "\"code\":\"ended\"") != NULL)
+        return GS_ENOENT;
+    return GS_EACCES;
+}
+
+int gs__daemon_ask_retry(const char *socket_path, const char *request, char *reply, size_t replylen,
+                         int *passed, char *err, size_t errlen)
+{
+    int64_t deadline = now_ms() + JOIN_WAIT_MS;
+    int result;
+    while ((result = gs__daemon_ask(socket_path, request, reply, replylen, passed, err, errlen,
+                                    deadline)) == GS_EAGAIN &&
+           now_ms() < deadline) {
+        if (*passed >= 0)
+            close(*passed);
+        *passed = -1;
+        nap_ms(20);
+    }
+    if (result != 0 && *passed >= 0) {
+        close(*passed);
+        *passed = -1;
+    }
+    return result;
 }
 
 static int join_daemon(const char *spec, gs_region_t **out, char *err, size_t errlen)
 {
     unsigned long long id;
     const char *socket_path;
-    if (parse_spec(spec, &id, &socket_path) != 0)
+    if (gs__daemon_spec(spec, &id, &socket_path) != 0)
         return gs_fail(err, errlen, GS_EINVAL, "expected gpushared:LEASE_ID:SOCKET");
-    int64_t deadline = now_ms() + JOIN_WAIT_MS;
-    int passed = -1, result;
-    while ((result = ask(socket_path, id, &passed, err, errlen, deadline)) == GS_EAGAIN &&
-           now_ms() < deadline) {
-        if (passed >= 0)
-            close(passed);
-        passed = -1;
-        nap_ms(20);
-    }
-    if (result != 0) {
-        if (passed >= 0)
-            close(passed);
+    char request[64], reply[REPLY_MAX];
+    snprintf(request, sizeof(request), "{\"op\":\"join\",\"lease\":%llu}\n", id);
+    int passed = -1;
+    int result =
+        gs__daemon_ask_retry(socket_path, request, reply, sizeof(reply), &passed, err, errlen);
+    if (result == 0 && passed < 0)
+        return gs_fail(err, errlen, GS_EPROTO, "gpushared sent no region");
+    if (result != 0)
         return result;
-    }
     result = gs_region_adopt(passed, GS_REGION_SEALED | GS_REGION_MEMBER, out);
     if (result != 0)
         return gs_fail(err, errlen, result, "the region gpushared sent is unusable: %s",

@@ -163,4 +163,23 @@ int gs__region_drain(region_layout_t *map, int slot, unsigned tries, uint64_t *b
  * gives up reaper's claim on it (0: the owner leaving). */
 void gs__region_free_slot(region_layout_t *map, int slot, uint64_t reaper);
 
+/* ---- asking gpushared over its socket (join.c; libc only) ---- */
+
+/* "gpushared:ID:SOCKET" -> id and the socket path (pointing into spec). Returns 0 or
+ * GS_EINVAL. */
+int gs__daemon_spec(const char *spec, unsigned long long *id, const char **socket_path);
+
+/* Sends request (one JSON line) to gpushared at socket_path and reads its one-line reply into
+ * reply, with the descriptor passed with it in *passed (the caller closes it; -1 when none),
+ * until deadline (CLOCK_MONOTONIC ms). Returns 0 for an "ok" reply; GS_EAGAIN when gpushared
+ * cannot be reached or is busy; GS_ENOENT when it does not know the lease or the lease ends;
+ * GS_EACCES for any other refusal; or -errno; err gets one line. */
+int gs__daemon_ask(const char *socket_path, const char *request, char *reply, size_t replylen,
+                   int *passed, char *err, size_t errlen, int64_t deadline);
+
+/* gs__daemon_ask, tried again while gpushared is restarting (a few seconds at most); *passed
+ * is -1 on failure. */
+int gs__daemon_ask_retry(const char *socket_path, const char *request, char *reply, size_t replylen,
+                         int *passed, char *err, size_t errlen);
+
 #endif

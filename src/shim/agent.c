@@ -16,10 +16,9 @@
 #include "compute.h"
 #include "shim.h"
 
-#include <linux/futex.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,10 +49,18 @@ typedef struct slot {
     int64_t last_launch; /* when the count last moved */
 } slot_t;
 
-static void futex_wait(uint32_t *word, uint32_t value, int64_t timeout_ns)
+/* Waits up to timeout_ns for a thread at the gate or a word from gpushared (read into the
+ * member's state). A broken channel marks the device lost. */
+static void agent_wait(gs__sched_dev_t *dev, int64_t timeout_ns)
 {
-    struct timespec ts = {.tv_sec = timeout_ns / 1000000000, .tv_nsec = timeout_ns % 1000000000};
-    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, &ts, NULL, 0);
+    int woken = gs_smember_wait(dev->member, dev->gate.wake_fd, timeout_ns);
+    if (woken == 1) {
+        uint64_t count;
+        if (read(dev->gate.wake_fd, &count, sizeof(count)) < 0)
+            count = 0; /* (a spurious wake: nothing to take) */
+    } else if (woken < 0) {
+        dev->lost = 1;
+    }
 }
 
 /* Launches whose estimated device time fits span. */
@@ -122,29 +129,18 @@ static int64_t close_and_drain(gs__sched_dev_t *dev, slot_t *slot)
 /* Waits until a thread of the process waits at the gate. */
 static void wait_for_work(gs__sched_dev_t *dev)
 {
-    for (;;) {
-        uint32_t seen = __atomic_load_n(&dev->gate.want, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&dev->gate.blocked, __ATOMIC_SEQ_CST) > 0)
-            return;
-        futex_wait(&dev->gate.want, seen, INT64_C(1000000000));
-    }
+    while (!dev->lost && __atomic_load_n(&dev->gate.blocked, __ATOMIC_SEQ_CST) == 0)
+        agent_wait(dev, INT64_C(1000000000));
 }
 
-/* Waits for the GPU (the record stays waiting meanwhile). */
+/* Waits for the GPU (the member stays waiting meanwhile). Returns with grant->held, or with the
+ * device lost. */
 static void acquire(gs__sched_dev_t *dev, gs_sched_grant_t *grant)
 {
-    int complained = 0;
-    for (;;) {
-        uint32_t turn = gs_sched_turn(dev->sched);
-        if (gs_sched_want(dev->sched, gs__mono_ns(), grant) != 0) {
-            /* Our record was taken from us (the region was cleared or overwritten). */
-            int result = gs_sched_join(dev->sched, dev->key, dev->share);
-            if (result != 0 && !complained++)
-                gs_error("compute: cannot rejoin the scheduler of %s (%d); launches wait",
-                         dev->uuid, result);
-            futex_wait(&dev->gate.want, __atomic_load_n(&dev->gate.want, __ATOMIC_SEQ_CST),
-                       10 * POLL_NS);
-            continue;
+    while (!dev->lost) {
+        if (gs_smember_want(dev->member, grant) != 0) {
+            dev->lost = 1;
+            return;
         }
         if (grant->held) {
             gs_debug("compute: t=%.1f slot %llu of %s for %.2f ms", (double)grant->start_ns / 1e6,
@@ -152,20 +148,22 @@ static void acquire(gs__sched_dev_t *dev, gs_sched_grant_t *grant)
                      (double)(grant->end_ns - grant->start_ns) / 1e6);
             return;
         }
-        gs_sched_wait(dev->sched, turn, grant->wait_ns);
+        agent_wait(dev, grant->wait_ns);
     }
 }
 
-/* Ends the slot at drained; returns nonzero when the GPU came straight back to us. */
-static int hand_on(gs__sched_dev_t *dev, slot_t *slot, int64_t drained, int wants)
+/* Leaves the slot at drained (its work drained then); wants: more work waits. The GPU comes back
+ * as a new grant, if at all. */
+static void hand_on(gs__sched_dev_t *dev, slot_t *slot, int64_t drained, int wants)
 {
     gs_debug("compute: slot %llu of %s held %.2f ms (drained %.2f ms after its end), wants %d",
              (unsigned long long)slot->grant.epoch, dev->uuid,
              (double)(drained - slot->grant.start_ns) / 1e6,
              (double)(drained - slot->grant.end_ns) / 1e6, wants);
-    gs_sched_yield(dev->sched, slot->grant.epoch, drained, wants, &slot->grant);
+    if (gs_smember_yield(dev->member, slot->grant.epoch, wants) != 0)
+        dev->lost = 1;
     slot->waiting = wants;
-    return slot->grant.held;
+    slot->grant.held = 0;
 }
 
 /* Whether the process still has work when its slot ends at now (drained then): a thread waits at
@@ -178,24 +176,26 @@ static int still_busy(const gs__sched_dev_t *dev, const slot_t *slot, int64_t no
            now - slot->last_launch < IDLE_NS || drained - now > QUEUED_NS;
 }
 
-/* The deadline of the slot: renewed when nobody waits, else the GPU is handed on. Returns
- * 1 to go on with the slot, 0 when it ended (*again: the GPU came back). */
-static int at_deadline(gs__sched_dev_t *dev, slot_t *slot, int64_t now, int *again)
+/* The deadline of the slot: renewed when nobody waits, else the GPU is handed on. Returns 1 to go
+ * on with the slot, 0 when it ended. */
+static int at_deadline(gs__sched_dev_t *dev, slot_t *slot, int64_t now)
 {
-    if (gs_sched_renew(dev->sched, slot->grant.epoch, now, &slot->grant) == 1) {
+    int renewed = gs_smember_renew(dev->member, slot->grant.epoch, &slot->grant);
+    if (renewed == 1) {
         roll_round(dev, slot, now);
         return 1;
     }
+    dev->lost |= renewed < 0;
     int64_t drained = close_and_drain(dev, slot);
-    *again = hand_on(dev, slot, drained, still_busy(dev, slot, now, drained));
+    hand_on(dev, slot, drained, still_busy(dev, slot, now, drained));
     return 0;
 }
 
 /* The process may be idle: drain with the gate open, then give the GPU up if no launch came. */
-static int idle_check(gs__sched_dev_t *dev, slot_t *slot, int *again)
+static int idle_check(gs__sched_dev_t *dev, slot_t *slot)
 {
     int64_t done = gs__drain(dev->device); /* the lease's use ends here if no launch comes */
-    futex_wait(&dev->gate.want, __atomic_load_n(&dev->gate.want, __ATOMIC_SEQ_CST), GRACE_NS);
+    agent_wait(dev, GRACE_NS);
     if (gs__gate_launches(&dev->gate) != slot->seen ||
         __atomic_load_n(&dev->gate.blocked, __ATOMIC_SEQ_CST) > 0) {
         slot->last_launch = gs__mono_ns();
@@ -205,17 +205,31 @@ static int idle_check(gs__sched_dev_t *dev, slot_t *slot, int *again)
     gs__gate_quiesce(&dev->gate);
     int wants = gs__gate_launches(&dev->gate) != slot->seen;
     int64_t drained = gs__drain(dev->device);
-    *again = hand_on(dev, slot, wants ? drained : done, wants);
+    hand_on(dev, slot, wants ? drained : done, wants);
     return 0;
 }
 
-/* One poll of a held slot. Returns 1 to go on, 0 when the slot ended (*again as above). */
-static int poll_slot(gs__sched_dev_t *dev, slot_t *slot, int *again)
+/* The round's launches are spent: drains, and opens another round when the slot has time left.
+ * Returns 1 to go on, 0 when the slot ended. */
+static int round_spent(gs__sched_dev_t *dev, slot_t *slot)
+{
+    int64_t drained = close_and_drain(dev, slot);
+    if (drained < slot->grant.end_ns - GS_SCHED_MIN_SLOT_NS &&
+        !gs_smember_preempted(dev->member, slot->grant.epoch)) {
+        open_round(dev, slot, drained);
+        return 1;
+    }
+    hand_on(dev, slot, drained, 1);
+    return 0;
+}
+
+/* One poll of a held slot. Returns 1 to go on, 0 when the slot ended. */
+static int poll_slot(gs__sched_dev_t *dev, slot_t *slot)
 {
     int64_t now = gs__mono_ns();
     int64_t first = __atomic_load_n(&dev->gate.first_ns, __ATOMIC_RELAXED);
     if (!slot->started && first != 0) {
-        gs_sched_started(dev->sched, slot->grant.epoch, first);
+        gs_smember_started(dev->member, slot->grant.epoch, first);
         slot->started = 1;
     }
     uint32_t launches = gs__gate_launches(&dev->gate);
@@ -233,56 +247,57 @@ static int poll_slot(gs__sched_dev_t *dev, slot_t *slot, int *again)
         roll_round(dev, slot, now); /* (spent in the round's second half: at the GPU's pace) */
         return 1;
     }
-    if (launches >= slot->limit) {
-        int64_t drained = close_and_drain(dev, slot);
-        if (drained < slot->grant.end_ns - GS_SCHED_MIN_SLOT_NS &&
-            !gs_sched_preempted(dev->sched, slot->grant.epoch)) {
-            open_round(dev, slot, drained);
-            return 1;
-        }
-        *again = hand_on(dev, slot, drained, 1);
-        return 0;
-    }
-    if (gs_sched_preempted(dev->sched, slot->grant.epoch) &&
+    if (launches >= slot->limit)
+        return round_spent(dev, slot);
+    if (gs_smember_preempted(dev->member, slot->grant.epoch) &&
         now - slot->grant.start_ns >= MIN_RUN_NS) {
         int64_t drained = close_and_drain(dev, slot);
-        *again = hand_on(dev, slot, drained, still_busy(dev, slot, now, drained));
+        hand_on(dev, slot, drained, still_busy(dev, slot, now, drained));
         return 0;
     }
-    int64_t end = gs_sched_slot_end(dev->sched, slot->grant.epoch);
-    if (end > 0 && end < slot->grant.end_ns)
-        slot->grant.end_ns = end; /* shortened: another lease came back */
+    int64_t end = gs_smember_slot_end(dev->member, slot->grant.epoch);
+    if (end > 0)
+        slot->grant.end_ns = end; /* shortened (another lease came back) or renewed */
     if (now >= slot->grant.end_ns)
-        return at_deadline(dev, slot, now, again);
+        return at_deadline(dev, slot, now);
     /* Idle: no launch for a while, and no thread held back by the gate. */
     int64_t idle =
         __atomic_load_n(&dev->gate.blocked, __ATOMIC_SEQ_CST) > 0 ? 0 : now - slot->last_launch;
-    if ((idle >= IDLE_NS && gs_sched_others_waiting(dev->sched)) || idle >= RELEASE_NS)
-        return idle_check(dev, slot, again);
+    if ((idle >= IDLE_NS && gs_smember_others_waiting(dev->member)) || idle >= RELEASE_NS)
+        return idle_check(dev, slot);
     return 1;
 }
 
-/* Runs the slots granted in a row; returns when the GPU went to someone else. */
-static void run_slots(gs__sched_dev_t *dev, slot_t *slot)
+/* Runs the slot granted; returns when it ended. */
+static void run_slot(gs__sched_dev_t *dev, slot_t *slot)
 {
-    int again = 1;
-    while (again) {
-        slot->started = 0;
-        open_round(dev, slot, gs__mono_ns());
-        again = 0;
-        for (;;) {
-            uint32_t seen = __atomic_load_n(&dev->gate.want, __ATOMIC_SEQ_CST);
-            futex_wait(&dev->gate.want, seen, POLL_NS);
-            if (!poll_slot(dev, slot, &again))
-                break;
-        }
-    }
+    slot->started = 0;
+    open_round(dev, slot, gs__mono_ns());
+    do
+        agent_wait(dev, POLL_NS);
+    while (!dev->lost && poll_slot(dev, slot));
+}
+
+/* The channel to gpushared broke: takes part again (launches go on meanwhile). Returns 0 when it
+ * does, nonzero when the device stays unscheduled. */
+static int recover(gs__sched_dev_t *dev, slot_t *slot)
+{
+    if (gs__compute_rejoin(dev) != 0)
+        return -1;
+    gs__gate_close(&dev->gate);
+    memset(slot, 0, sizeof(*slot));
+    dev->lost = 0;
+    return 0;
 }
 
 static void *agent(void *arg)
 {
     gs__sched_dev_t *dev = arg;
     const gs__real_t *real = gs__real();
+    /* Every wait of this thread is on the GPU's critical path (a drain, a hand-over, the slot's
+     * deadline): the kernel's default 50 us of timer slack would be charged to the lease, and
+     * a capped lease of short slots lost 10 % of its rate to it. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     if (real->cuThreadExchangeStreamCaptureMode != NULL) {
         /* Our synchronizations must not invalidate a capture the application runs. */
         CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
@@ -291,14 +306,16 @@ static void *agent(void *arg)
     slot_t slot;
     memset(&slot, 0, sizeof(slot));
     for (;;) {
+        if (dev->lost && recover(dev, &slot) != 0)
+            return NULL;
         /* Still waiting after a slot: the scheduler may grant us the GPU at any moment, so we
          * must be there to take it (and give it up if the work is gone). */
         if (!slot.waiting)
             wait_for_work(dev);
         acquire(dev, &slot.grant);
-        run_slots(dev, &slot);
+        if (slot.grant.held && !dev->lost)
+            run_slot(dev, &slot);
     }
-    return NULL;
 }
 
 int gs__agent_start(gs__sched_dev_t *dev)

@@ -1,22 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Compute shares: which GPUs the process schedules, joining their schedulers, and the launch
- * gate every kernel launch passes (see compute.h and gpushare/sched.h).
+/* Compute shares: which GPUs the process schedules, taking part in their schedulers, and the
+ * launch gate every kernel launch passes (see compute.h and gpushare/sched.h).
  *
- * GPUSHARE_COMPUTE_SHARE (a guarantee) and GPUSHARE_COMPUTE_MAX (a cap) make the process a
- * member of each visible GPU's scheduler, whose region lives in GPUSHARE_SCHED_DIR (gpushared's)
- * or, without one, in /dev/shm (the first process creates it). A process without a share joins
- * as best effort when its GPU's scheduler exists, so that the guarantees of others hold beside
- * it. gpushared says in GPUSHARE_GATE how the lease's GPU shares compute (the shim never reads
- * a GPU mode's name): "mps", MPS's active thread percentage is the share and no gate is used;
- * "none", the hardware partitions the SMs (a MIG instance) and no gate is used either; unset,
- * the gate. A share that cannot be enforced makes cuInit fail with one log line. */
+ * A process of a gpushared lease (GPUSHARE_REGION names the daemon) asks gpushared to take part
+ * in the scheduler of each GPU it sees; gpushared answers with the lease's share and a channel,
+ * or says that the GPU's launches are not scheduled (its mode shares compute another way, or
+ * not at all). GPUSHARE_COMPUTE_MAX asks for a cap below the lease's own. A guarantee or a cap
+ * that cannot be enforced (no gpushared, or it refuses) makes cuInit fail with one log line; a
+ * process without either runs unscheduled where it cannot take part. gpushared says in
+ * GPUSHARE_GATE how the lease's GPU shares compute otherwise (the shim never reads a GPU mode's
+ * name): "mps", MPS's active thread percentage is the share (checked here); "none", the hardware
+ * partitions the SMs (a MIG instance). */
 #include "compute.h"
 #include "shim.h"
 
+#include <errno.h>
 #include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,15 +28,17 @@
 #include "gpushare/log.h"
 #include "gpushare/quantity.h"
 
-#define DEFAULT_SCHED_DIR "/dev/shm"
-#define WAIT_SLICE_NS     INT64_C(100000000)
+#define WAIT_SLICE_NS   INT64_C(100000000)
+#define REJOIN_FIRST_NS INT64_C(20000000)
+#define REJOIN_MAX_NS   INT64_C(2000000000)
+#define DAEMON_PREFIX   "gpushared:"
 
 typedef struct compute_config {
     uint32_t guarantee; /* percent, 0 = none */
     uint32_t cap;       /* percent, 0 = none */
     int mps;            /* GPUSHARE_GATE=mps: MPS's active thread percentage is the share */
     int hardware;       /* GPUSHARE_GATE=none: the hardware partitions compute */
-    char dir[4096];
+    char spec[4200];    /* GPUSHARE_REGION when it names gpushared, "" otherwise */
 } compute_config_t;
 
 typedef struct compute_state {
@@ -96,13 +101,14 @@ CUresult gs__compute_config(uint32_t region_share)
     cfg->hardware = gate != NULL && strcmp(gate, "none") == 0;
     if (gate != NULL && *gate != '\0' && !cfg->mps && !cfg->hardware)
         return bad_value("GPUSHARE_GATE", gate, "must be mps or none (or unset)");
-    const char *dir = getenv("GPUSHARE_SCHED_DIR");
-    snprintf(cfg->dir, sizeof(cfg->dir), "%s",
-             dir != NULL && *dir != '\0' ? dir : DEFAULT_SCHED_DIR);
+    const char *region = getenv("GPUSHARE_REGION");
+    cfg->spec[0] = '\0';
+    if (region != NULL && strncmp(region, DAEMON_PREFIX, strlen(DAEMON_PREFIX)) == 0)
+        snprintf(cfg->spec, sizeof(cfg->spec), "%s", region);
     return CUDA_SUCCESS;
 }
 
-/* ---- joining the schedulers (at cuInit) ---- */
+/* ---- taking part in the schedulers (at cuInit) ---- */
 
 static CUresult cannot_enforce(const char *what, const char *why)
 {
@@ -128,24 +134,6 @@ static CUresult check_mps(void)
     return CUDA_SUCCESS;
 }
 
-/* The lease's name in the scheduler: its id, its region, or this process alone. */
-static void lease_key(char *key, size_t len)
-{
-    const char *id = getenv("GPUSHARE_LEASE_ID");
-    const char *region = getenv("GPUSHARE_REGION");
-    unsigned uid = (unsigned)getuid();
-    if (id != NULL && *id != '\0') {
-        snprintf(key, len, "u%u/lease/%.40s", uid, id);
-    } else if (region != NULL && *region != '\0') {
-        uint64_t h = UINT64_C(14695981039346656037); /* FNV-1a of the path */
-        for (const unsigned char *p = (const unsigned char *)region; *p != '\0'; p++)
-            h = (h ^ *p) * UINT64_C(1099511628211);
-        snprintf(key, len, "u%u/region/%016llx", uid, (unsigned long long)h);
-    } else {
-        snprintf(key, len, "u%u/pid/%d", uid, (int)getpid());
-    }
-}
-
 static void format_uuid(const CUuuid *u, char *out, size_t len)
 {
     const unsigned char *b = (const unsigned char *)u->bytes;
@@ -154,46 +142,48 @@ static void format_uuid(const CUuuid *u, char *out, size_t len)
              b[14], b[15]);
 }
 
-/* Joins the scheduler of ordinal's GPU. Returns CUDA_SUCCESS (also when a best-effort process
- * finds no scheduler there) or the fail-closed error. */
-static CUresult setup_device(int ordinal, const char *key, int required)
+/* Asks gpushared to take part on dev's GPU. Returns 0 (dev->member set when its launches are
+ * scheduled), or a code with one line in err. */
+static int take_part(gs__sched_dev_t *dev, char *err, size_t errlen)
+{
+    gs_smember_terms_t terms;
+    dev->member = NULL;
+    int result = gs_smember_join(compute.cfg.spec, dev->uuid, dev->cap_pct, &dev->member, &terms,
+                                 err, errlen);
+    if (result == 0 && terms.gate)
+        gs_info("compute: %s scheduled by gpushared (guarantee %u%%, cap %u%%)", dev->uuid,
+                terms.share.guarantee / 10, terms.share.cap / 10);
+    return result;
+}
+
+/* Takes part in the scheduler of ordinal's GPU. Returns CUDA_SUCCESS (also when a process without
+ * a share cannot take part there) or the fail-closed error. */
+static CUresult setup_device(int ordinal, int required)
 {
     const gs__real_t *real = gs__real();
     gs__sched_dev_t *dev = &compute.devs[ordinal];
     CUuuid uuid;
-    char path[4200];
+    char err[512];
     if (real->cuDeviceGet(&dev->device, ordinal) != CUDA_SUCCESS ||
         real->cuDeviceGetUuid_v2 == NULL ||
         real->cuDeviceGetUuid_v2(&uuid, dev->device) != CUDA_SUCCESS)
         return required ? cannot_enforce("a GPU", "the driver does not tell its UUID")
                         : CUDA_SUCCESS;
     format_uuid(&uuid, dev->uuid, sizeof(dev->uuid));
-    if (gs_sched_path(compute.cfg.dir, dev->uuid, path, sizeof(path)) != 0)
-        return required ? cannot_enforce(dev->uuid, "GPUSHARE_SCHED_DIR is too long")
-                        : CUDA_SUCCESS;
-    int result =
-        required ? gs_sched_open_or_create(path, &dev->sched) : gs_sched_open(path, &dev->sched);
-    if ((result == GS_ENOENT || result == GS_EVERSION) && !required)
-        return CUDA_SUCCESS; /* no scheduler there (or a stale one): nothing to take part in */
-    if (result != 0) {
-        char why[4400];
-        snprintf(why, sizeof(why), "its scheduler %s: %s", path, gs_strerror(result));
-        return cannot_enforce(dev->uuid, why);
-    }
-    dev->share = (gs_sched_share_t){compute.cfg.guarantee * 10, compute.cfg.cap * 10};
-    snprintf(dev->key, sizeof(dev->key), "%s", key);
-    result = gs_sched_join(dev->sched, key, dev->share);
-    if (result != 0) {
-        gs_sched_close(dev->sched);
-        dev->sched = NULL;
-        return cannot_enforce(dev->uuid,
-                              result == GS_ENOSPC ? "its scheduler is full" : gs_strerror(result));
-    }
+    dev->cap_pct = compute.cfg.cap;
     dev->ordinal = ordinal;
-    if (!gs__agent_start(dev))
+    int result = take_part(dev, err, sizeof(err));
+    if (result != 0)
+        return required ? cannot_enforce(dev->uuid, err) : CUDA_SUCCESS;
+    if (dev->member == NULL)
+        return CUDA_SUCCESS; /* gpushared does not schedule this GPU's launches */
+    dev->gate.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (dev->gate.wake_fd < 0 || !gs__agent_start(dev)) {
+        gs_smember_free(dev->member);
+        dev->member = NULL;
         return cannot_enforce(dev->uuid, "cannot start the scheduler's thread");
-    gs_info("compute: %s scheduled as %s (guarantee %u%%, cap %u%%)", dev->uuid, key,
-            compute.cfg.guarantee, compute.cfg.cap);
+    }
+    dev->scheduled = 1;
     return CUDA_SUCCESS;
 }
 
@@ -214,6 +204,12 @@ static void setup(void)
                                            "MIG instance's compute is its own slices)");
         return; /* such GPUs never share SMs: nothing to schedule */
     }
+    if (cfg->spec[0] == '\0') {
+        if (required)
+            compute.setup_result = cannot_enforce(
+                "this node", "compute shares are gpushared's: run the job with gpushare run");
+        return;
+    }
     const gs__real_t *real = gs__real();
     int count = 0;
     if (real->cuDeviceGetCount == NULL || real->cuDeviceGet == NULL ||
@@ -221,12 +217,10 @@ static void setup(void)
         count = 0;
     if (count > GS_MAX_DEVICES)
         count = GS_MAX_DEVICES;
-    char key[GS_SCHED_KEY_MAX];
-    lease_key(key, sizeof(key));
     int scheduled = 0;
     for (int ordinal = 0; ordinal < count && compute.setup_result == CUDA_SUCCESS; ordinal++) {
-        compute.setup_result = setup_device(ordinal, key, required);
-        scheduled += compute.devs[ordinal].sched != NULL;
+        compute.setup_result = setup_device(ordinal, required);
+        scheduled += compute.devs[ordinal].scheduled;
     }
     compute.single = count == 1;
     __atomic_store_n(&compute.active, compute.setup_result == CUDA_SUCCESS && scheduled > 0,
@@ -241,26 +235,53 @@ CUresult gs__compute_setup(void)
 
 gs__sched_dev_t *gs__compute_dev(int ordinal)
 {
-    if (ordinal < 0 || ordinal >= GS_MAX_DEVICES || compute.devs[ordinal].sched == NULL)
+    if (ordinal < 0 || ordinal >= GS_MAX_DEVICES || !compute.devs[ordinal].scheduled)
         return NULL;
     return &compute.devs[ordinal];
+}
+
+int gs__compute_rejoin(gs__sched_dev_t *dev)
+{
+    gs_smember_free(dev->member);
+    dev->member = NULL;
+    gs__gate_open(&dev->gate, UINT32_MAX); /* unscheduled meanwhile: launches go on */
+    gs_warn("compute: lost gpushared's scheduler of %s; launches run unscheduled until it is "
+            "back",
+            dev->uuid);
+    char err[512];
+    for (int64_t nap = REJOIN_FIRST_NS;; nap = nap * 2 > REJOIN_MAX_NS ? REJOIN_MAX_NS : nap * 2) {
+        struct timespec ts = {.tv_sec = nap / 1000000000, .tv_nsec = nap % 1000000000};
+        nanosleep(&ts, NULL);
+        gs__gate_open(&dev->gate, UINT32_MAX); /* (the count of launches starts again) */
+        int result = take_part(dev, err, sizeof(err));
+        if (result == 0 && dev->member != NULL)
+            return 0;
+        if (result == 0 || result == GS_ENOENT || result == GS_EINVAL || result == GS_EACCES) {
+            gs_warn("compute: %s stays unscheduled: %s", dev->uuid,
+                    result == 0 ? "gpushared no longer schedules it" : err);
+            return GS_ENOENT;
+        }
+    }
 }
 
 void gs__compute_after_fork(void)
 {
     /* The driver refuses a child whose parent initialised it, and the agents are not copied:
-     * the child forgets the parent's memberships. */
+     * the child closes the parent's channels (gpushared must see the parent leave when it
+     * exits) and forgets its memberships. */
     __atomic_store_n(&compute.active, 0, __ATOMIC_RELEASE);
-    for (int i = 0; i < GS_MAX_DEVICES; i++)
-        gs_sched_after_fork(compute.devs[i].sched);
+    for (int i = 0; i < GS_MAX_DEVICES; i++) {
+        gs_smember_forget(compute.devs[i].member);
+        if (compute.devs[i].scheduled && compute.devs[i].gate.wake_fd >= 0)
+            close(compute.devs[i].gate.wake_fd);
+        compute.devs[i].scheduled = 0;
+    }
 }
 
 void gs__compute_exit(void)
 {
-    for (int i = 0; i < GS_MAX_DEVICES; i++) {
-        if (compute.devs[i].sched != NULL)
-            gs_sched_leave(compute.devs[i].sched); /* a held GPU goes to the next in line */
-    }
+    /* Nothing to do: the channels close with the process, and gpushared hands a slot it ran in
+     * to the next lease at once. */
 }
 
 /* ---- the gate ---- */
@@ -289,7 +310,7 @@ gs__gate_t *gs__compute_enter(void)
     if (__builtin_expect(!__atomic_load_n(&compute.active, __ATOMIC_RELAXED), 1))
         return NULL;
     gs__sched_dev_t *dev = current_dev();
-    if (dev == NULL || dev->sched == NULL)
+    if (dev == NULL)
         return NULL;
     gs__gate_t *gate = &dev->gate;
     uint64_t ctr = __atomic_fetch_add(&gate->ctr, GS_GATE_LAUNCH + 1, __ATOMIC_SEQ_CST);
@@ -328,8 +349,9 @@ void gs__gate_wait(gs__gate_t *gate)
             __atomic_fetch_sub(&gate->ctr, GS_GATE_LAUNCH + 1, __ATOMIC_RELEASE);
             word = again;
         }
-        __atomic_fetch_add(&gate->want, 1, __ATOMIC_SEQ_CST);
-        futex(&gate->want, FUTEX_WAKE_PRIVATE, 1, NULL);
+        uint64_t one = 1;
+        if (write(gate->wake_fd, &one, sizeof(one)) < 0)
+            gs_debug("compute: cannot wake the agent: %s", strerror(errno));
         struct timespec slice = {.tv_sec = 0, .tv_nsec = WAIT_SLICE_NS};
         futex(&gate->word, FUTEX_WAIT_PRIVATE, word, &slice);
     }

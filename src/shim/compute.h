@@ -2,14 +2,16 @@
 /* Compute shares inside the shim: the launch gate of each scheduled GPU, its agent thread, and
  * the drain of a process's work (compute.c, agent.c, drain.c).
  *
- * A process that takes part in a GPU's scheduler (gpushare/sched.h) has, per scheduled device,
- * a gate that every kernel launch passes. The gate is open while the process holds the GPU and
- * the launches of the current round are within its budget; otherwise the launching thread waits.
- * The agent thread of the device takes the GPU from the scheduler when a thread waits, opens the
- * gate for rounds of launches whose estimated device time fits the slot, and at the end of each
- * round closes it, waits for launches in progress, drains the process's work (cuCtxSynchronize
- * on each of its contexts on the device) and measures how long it took. At the end of the slot
- * it renews it (nobody else waits) or hands the GPU on. */
+ * A process of a gpushared lease takes part in the compute scheduler of each GPU it uses
+ * (gpushare/sched.h, run by gpushared) over a channel of its own (gpushare/sched_member.h), and
+ * has, per scheduled device, a gate that every kernel launch passes. The gate is open while the
+ * process runs in its lease's slot and the launches of the current round are within its budget;
+ * otherwise the launching thread waits (and wakes the agent through the gate's eventfd). The
+ * agent thread of the device asks for the GPU when a thread waits, opens the gate for rounds of
+ * launches whose estimated device time fits the slot, and at the end of each round closes it,
+ * waits for launches in progress, drains the process's work (cuCtxSynchronize on each of its
+ * contexts on the device) and measures how long it took. At the end of the slot it renews it
+ * (nobody else waits) or hands the GPU on. */
 #ifndef GS_SHIM_COMPUTE_H
 #define GS_SHIM_COMPUTE_H
 
@@ -17,7 +19,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "gpushare/sched.h"
+#include "gpushare/sched_member.h"
 
 /* ctr: launches in progress (low 32 bits) and launches admitted since the gate opened (high 32
  * bits; an attempt the gate refuses is taken back). */
@@ -28,24 +30,31 @@ typedef struct gs__gate {
     uint64_t ctr;
     uint32_t word;    /* futex: generation << 1 | open */
     uint32_t limit;   /* launches the round allows (read after word) */
-    uint32_t want;    /* futex of the agent: bumped by a thread that waits at the gate */
     uint32_t blocked; /* threads waiting at the gate */
+    int wake_fd;      /* eventfd: a thread that waits at the gate wakes the agent with it */
     int64_t first_ns; /* when the first launch after the gate opened was admitted, 0 = none */
 } gs__gate_t;
 
 typedef struct gs__sched_dev {
     gs__gate_t gate;
-    gs_sched_t *sched;
+    gs_smember_t *member; /* the channel to gpushared's scheduler; NULL while it is lost */
     CUdevice device;
     int ordinal;
+    int scheduled;    /* the device's launches pass the gate */
+    int lost;         /* the channel to gpushared broke: the agent takes part again */
     uint64_t cost_ns; /* estimated device time per launch (0 = not known yet), agent only */
-    gs_sched_share_t share;
-    char key[GS_SCHED_KEY_MAX];
+    uint32_t cap_pct; /* the cap the process asked for (GPUSHARE_COMPUTE_MAX), 0 = none */
     char uuid[48];
 } gs__sched_dev_t;
 
 /* Returns the device state of CUDA ordinal ordinal when it is scheduled, else NULL. */
 gs__sched_dev_t *gs__compute_dev(int ordinal);
+
+/* The channel to gpushared was lost (it restarted, or dropped the process): asks to take part
+ * again, with backoff, until gpushared answers; meanwhile the gate stays open. Returns 0 when
+ * the process takes part again, GS_ENOENT when its lease is gone (the device stays unscheduled).
+ * Agent thread only. */
+int gs__compute_rejoin(gs__sched_dev_t *dev);
 
 /* The slow path of a launch (compute.c): waits until the gate admits it; returns with the launch
  * counted as in progress. */

@@ -1,38 +1,49 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Runs leases of compute_worker processes on one simulated GPU and checks their compute shares
- * against gpusim's ground truth: the device time of each process (the wall time the device ran
- * its work: the union of its kernels' intervals on the device timeline, booked work not yet run
- * excluded), sampled every SAMPLE_MS. Never NVML.
+/* Runs leases of compute_worker processes on one simulated GPU through gpushared and checks their
+ * compute shares against gpusim's ground truth: the device time of each process (the wall time
+ * the device ran its work: the union of its kernels' intervals on the device timeline, booked
+ * work not yet run excluded), sampled every SAMPLE_MS. Never NVML.
  *
- * usage: compute_check ARG...   (run through run_sim.sh --shim: a fresh node, the shim preloaded)
+ * It starts its own gpushared (in GS_TEST_TMP) and runs each lease as `gpushare run --gpu-memory
+ * PROCS G [--compute G] [--compute-max C] -- compute_worker ...`, as a user would.
+ *
+ * usage: compute_check ARG...   (run through run_sim.sh --daemon: a fresh node)
  *   LEASE  name:key=value,...   g (guarantee %), c (cap %), procs, threads, streams, batch,
  *                               kernel (e.g. 4ms), graph (1 = graph launches), light (ms between
  *                               the kernels of a lightly loaded process), framework (1 = the
  *                               framework-like workload, bench/gpu/framework_pattern.h), sync
- *                               (its launches between synchronizations, default 8); defaults 1
- *                               process, 1 thread, legacy stream, batches of 4 kernels of 4ms
- *   EVENT  @T:pause:name | @T:resume:name   at T seconds, stop or restart the lease's launches
- *   CHECK  [A,B]:name=X~T    the lease's share of the GPU's time in [A,B) s is X +- T %
- *          [A,B]:name%=X~T   the lease's part of the device time of all leases is X +- T %
- *                            (for programs whose own gaps keep the GPU idle some of the time)
- *          [A,B]:name>=X     at least X %          [A,B]:name<=X   at most X %
- *          [A,B]:wait:name<=MS  no wait of the lease (time without device time while it has work,
- *                               measured to the sample) longer than MS ms in [A,B)
- *          [A,B]:total>=X    the GPU busy (all leases) at least X %
- * The run lasts until the last check's end; each check prints its target and what was achieved
- * side by side; the exit status is the number of failed checks. Light processes print their
- * kernel latencies (launch to end of synchronization) at the end. */
+ *                               (its launches between synchronizations, default 8), hostile (1 =
+ *                               the lease of another user whose process abuses the scheduler
+ *                               instead of working: compute_hostile.c), ns (1 = its processes in
+ *                               IPC, PID, mount and user namespaces of their own: unshare);
+ * defaults 1 process, 1 thread, legacy stream, batches of 4 kernels of 4ms The processes of ns
+ * leases must be listed under their host pids in gpushared's status, each under its lease (a failed
+ * check otherwise). EVENT  @T:pause:name | @T:resume:name   at T seconds, stop or restart the
+ * lease's launches CHECK  [A,B]:name=X~T    the lease's share of the GPU's time in [A,B) s is X +-
+ * T % [A,B]:name%=X~T   the lease's part of the device time of all leases is X +- T % (for programs
+ * whose own gaps keep the GPU idle some of the time) [A,B]:name>=X     at least X % [A,B]:name<=X
+ * at most X % [A,B]:wait:name<=MS  no wait of the lease (time without device time while it has
+ * work, measured to the sample) longer than MS ms in [A,B) [A,B]:total>=X    the GPU busy (all
+ * leases) at least X % The run lasts until the last check's end; each check prints its target and
+ * what was achieved side by side; the exit status is the number of failed checks. Light processes
+ * print their kernel latencies (launch to end of synchronization) at the end. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "gpushare/sched.h"
 #include "node.h"
+
+#include <jansson.h>
 
 #define MAX_LEASES  8
 #define MAX_PROCS   8
@@ -43,10 +54,13 @@
 
 typedef struct lease {
     char name[32];
-    unsigned g, c, procs, threads, streams, batch, graph, light, framework, sync;
+    unsigned g, c, procs, threads, streams, batch, graph, light, framework, sync, hostile, ns;
     char kernel[16];
-    pid_t pids[MAX_PROCS];
-    FILE *out[MAX_PROCS];
+    pid_t pids[MAX_PROCS]; /* its worker processes, as their PID namespace numbers them */
+    pid_t host[MAX_PROCS]; /* and as the host does */
+    uint64_t pidns;        /* that namespace (0: unknown) */
+    pid_t runner;          /* its gpushare run */
+    FILE *out;
 } lease_t;
 
 typedef struct event {
@@ -121,6 +135,10 @@ static void parse_lease(const char *arg)
             l->graph = v;
         else if (strcmp(key, "light") == 0)
             l->light = v;
+        else if (strcmp(key, "hostile") == 0)
+            l->hostile = v;
+        else if (strcmp(key, "ns") == 0)
+            l->ns = v;
         else if (strcmp(key, "framework") == 0)
             l->framework = v;
         else if (strcmp(key, "sync") == 0 && v >= 1)
@@ -182,57 +200,183 @@ static void parse_event(const char *arg)
     e->lease = find_lease(name);
 }
 
-static void set_percent(const char *variable, unsigned value)
+static char tmp[4096], sock[4200], build[4096];
+static pid_t daemon_pid;
+
+/* Starts gpushared on the node (its socket, state and log in GS_TEST_TMP) and waits until it
+ * answers. */
+static void start_daemon(void)
 {
-    char text[16];
-    snprintf(text, sizeof(text), "%u", value);
-    if (value > 0)
-        setenv(variable, text, 1);
-    else
-        unsetenv(variable);
+    snprintf(build, sizeof(build), "%s", getenv("GS_BUILD_DIR"));
+    snprintf(tmp, sizeof(tmp), "%s", getenv("GS_TEST_TMP") ? getenv("GS_TEST_TMP") : "/tmp");
+    chmod(tmp, 0755); /* a hostile lease's process runs as another user */
+    snprintf(sock, sizeof(sock), "%s/gpushared.sock", tmp);
+    setenv("GPUSHARE_SOCKET", sock, 1);
+    char conf[4200], state[4200], log[4200], bin[4200];
+    snprintf(conf, sizeof(conf), "%s/gpushare.conf", tmp);
+    snprintf(state, sizeof(state), "%s/state", tmp);
+    snprintf(log, sizeof(log), "%s/daemon.log", tmp);
+    snprintf(bin, sizeof(bin), "%s/bin/gpushared", build);
+    FILE *f = fopen(conf, "w");
+    if (f == NULL || fclose(f) != 0)
+        exit(3);
+    daemon_pid = fork();
+    if (daemon_pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        unsetenv("LD_PRELOAD");
+        const char *level = getenv("GS_CHECK_DAEMON_LOG"); /* e.g. debug */
+        execl(bin, bin, "--config", conf, "--state-dir", state, "--metrics-listen", "127.0.0.1:0",
+              "--log-level", level != NULL ? level : "info", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 400; i++) {
+        struct sockaddr_un addr = {.sun_family = AF_UNIX};
+        if (strlen(sock) >= sizeof(addr.sun_path))
+            break;
+        memcpy(addr.sun_path, sock, strlen(sock) + 1);
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        int up = connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0;
+        close(fd);
+        if (up)
+            return;
+        if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid)
+            break;
+        usleep(25000);
+    }
+    fprintf(stderr, "compute_check: gpushared did not start (see %s)\n", log);
+    exit(3);
+}
+
+static void stop_daemon(void)
+{
+    kill(daemon_pid, SIGTERM);
+    waitpid(daemon_pid, NULL, 0);
+}
+
+/* The argument list of lease l's gpushare run. */
+static void run_args(const lease_t *l, const char **argv, char bufs[][4200])
+{
+    int n = 0, b = 0;
+    snprintf(bufs[b], 4200, "%s/bin/gpushare", build);
+    argv[n++] = bufs[b++];
+    argv[n++] = "run";
+    snprintf(bufs[b], 4200, "%uG", l->procs); /* a context takes 518 MiB of its lease */
+    argv[n++] = "--gpu-memory";
+    argv[n++] = bufs[b++];
+    argv[n++] = "--name";
+    argv[n++] = l->name;
+    if (l->g > 0) {
+        snprintf(bufs[b], 4200, "%u", l->g);
+        argv[n++] = "--compute";
+        argv[n++] = bufs[b++];
+    }
+    if (l->c > 0) {
+        snprintf(bufs[b], 4200, "%u", l->c);
+        argv[n++] = "--compute-max";
+        argv[n++] = bufs[b++];
+    }
+    snprintf(bufs[b], 4200, "%s/tests/%s", build,
+             l->hostile ? "compute_hostile" : "compute_worker");
+    argv[n++] = "--";
+    argv[n++] = bufs[b++];
+    if (l->hostile) {
+        argv[n] = NULL;
+        return;
+    }
+    const char *opts[] = {"--kernel", "--batch", "--threads", "--streams", "--procs"};
+    unsigned values[] = {0, l->batch, l->threads, l->streams, l->procs};
+    for (int i = 0; i < 5; i++) {
+        argv[n++] = opts[i];
+        if (i == 0)
+            argv[n++] = l->kernel;
+        else {
+            snprintf(bufs[b], 4200, "%u", values[i]);
+            argv[n++] = bufs[b++];
+        }
+    }
+    if (l->graph)
+        argv[n++] = "--graph";
+    if (l->light) {
+        snprintf(bufs[b], 4200, "%u", l->light);
+        argv[n++] = "--light";
+        argv[n++] = bufs[b++];
+    }
+    if (l->framework) {
+        snprintf(bufs[b], 4200, "%u", l->sync);
+        argv[n++] = "--framework";
+        argv[n++] = bufs[b++];
+    }
+    argv[n] = NULL;
+}
+
+/* The host's pid of the process numbered nspid in PID namespace pidns, or -1. */
+static pid_t host_pid(uint64_t pidns, pid_t nspid)
+{
+    DIR *dir = opendir("/proc");
+    struct dirent *e;
+    pid_t found = -1;
+    while (dir != NULL && found < 0 && (e = readdir(dir)) != NULL) {
+        char path[300], link[64], status[4096];
+        int pid = atoi(e->d_name);
+        snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
+        ssize_t n = pid > 0 ? readlink(path, link, sizeof(link) - 1) : -1;
+        unsigned long long ino = 0;
+        if (n <= 0 || (link[n] = '\0', sscanf(link, "pid:[%llu]", &ino)) != 1 || ino != pidns)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/status", pid);
+        FILE *f = fopen(path, "r");
+        size_t len = f != NULL ? fread(status, 1, sizeof(status) - 1, f) : 0;
+        if (f != NULL)
+            fclose(f);
+        status[len] = '\0';
+        const char *line = strstr(status, "NSpid:"), *last = NULL;
+        for (const char *t = line; t != NULL && *t != '\n' && *t != '\0'; t++)
+            last = (*t == '\t' || *t == ' ') ? t + 1 : last;
+        if (last != NULL && atoi(last) == nspid)
+            found = pid;
+    }
+    if (dir != NULL)
+        closedir(dir);
+    return found;
 }
 
 static void start_lease(lease_t *l)
 {
-    char threads[16], streams[16], batch[16], light[16], sync[16];
-    snprintf(threads, sizeof(threads), "%u", l->threads);
-    snprintf(streams, sizeof(streams), "%u", l->streams);
-    snprintf(batch, sizeof(batch), "%u", l->batch);
-    snprintf(light, sizeof(light), "%u", l->light);
-    snprintf(sync, sizeof(sync), "%u", l->sync);
-    char worker[4200];
-    snprintf(worker, sizeof(worker), "%s/tests/compute_worker", getenv("GS_BUILD_DIR"));
+    const char *argv[40];
+    char bufs[12][4200];
+    run_args(l, argv, bufs);
+    int fds[2];
+    if (pipe(fds) != 0)
+        exit(3);
+    l->runner = fork();
+    if (l->runner == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        const char *preload = getenv("GS_JOB_PRELOAD");
+        if (preload != NULL && *preload != '\0')
+            setenv("LD_PRELOAD", preload, 1);
+        else
+            unsetenv("LD_PRELOAD");
+        if (l->hostile && (setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(126); /* another user: nobody */
+        execv(argv[0], (char **)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    l->out = fdopen(fds[0], "r");
+    char line[160];
     for (unsigned p = 0; p < l->procs; p++) {
-        int fds[2];
-        if (pipe(fds) != 0)
+        unsigned long long pidns = 0;
+        if (fgets(line, sizeof(line), l->out) == NULL ||
+            sscanf(line, "pid %d ns %llu", &l->pids[p], &pidns) < 1) {
+            fprintf(stderr, "compute_check: lease %s did not start (see gpushared's log)\n",
+                    l->name);
             exit(3);
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(fds[1], 1);
-            close(fds[0]);
-            setenv("GPUSHARE_LEASE_ID", l->name, 1);
-            set_percent("GPUSHARE_COMPUTE_SHARE", l->g);
-            set_percent("GPUSHARE_COMPUTE_MAX", l->c);
-            const char *argv[16] = {worker,      "--kernel", l->kernel,   "--batch", batch,
-                                    "--threads", threads,    "--streams", streams};
-            int n = 9;
-            if (l->graph)
-                argv[n++] = "--graph";
-            if (l->light) {
-                argv[n++] = "--light";
-                argv[n++] = light;
-            }
-            if (l->framework) {
-                argv[n++] = "--framework";
-                argv[n++] = sync;
-            }
-            argv[n] = NULL;
-            execv(worker, (char **)argv);
-            _exit(127);
         }
-        close(fds[1]);
-        l->pids[p] = pid;
-        l->out[p] = fdopen(fds[0], "r");
+        l->pidns = pidns;
+        l->host[p] = l->ns ? host_pid(pidns, l->pids[p]) : l->pids[p];
     }
 }
 
@@ -248,11 +392,13 @@ static void sample(gsim_node_t *node)
         int64_t total = 0;
         for (unsigned p = 0; p < leases[i].procs; p++) {
             for (int s = 0; s < GSIM_MAX_PROCS; s++) {
-                if (node->procs[s].pid != leases[i].pids[p])
+                const gsim_proc_t *rec = &node->procs[s];
+                /* Matched as gpusim records it: the pid in its own namespace, and that one. */
+                if (rec->pid == 0 || rec->ns_pid != leases[i].pids[p] ||
+                    (leases[i].pidns != 0 && rec->pidns != 0 && rec->pidns != leases[i].pidns))
                     continue;
-                total +=
-                    (int64_t)node->procs[s].active_ns[0] -
-                    gsim_timeline_future_union_ns(&node->dev[0].timeline, leases[i].pids[p], now);
+                total += (int64_t)rec->active_ns[0] -
+                         gsim_timeline_future_union_ns(&node->dev[0].timeline, rec->pid, now);
             }
         }
         sample_dev[n_samples][i] = total;
@@ -263,8 +409,10 @@ static void sample(gsim_node_t *node)
 
 static void signal_lease(const lease_t *l, int sig)
 {
-    for (unsigned p = 0; p < l->procs; p++)
-        kill(l->pids[p], sig);
+    for (unsigned p = 0; p < l->procs; p++) {
+        if (l->host[p] > 0)
+            kill(l->host[p], sig);
+    }
 }
 
 /* The sample nearest to t ns after start. */
@@ -377,19 +525,72 @@ static int evaluate(int64_t start)
     return failed;
 }
 
-static void finish(void)
+/* The name of the lease that gpushared's status lists host pid pid under ("" when none). */
+static void lease_of_pid(json_t *status, pid_t pid, char *name, size_t len)
 {
+    json_t *gpu = json_array_get(json_object_get(status, "gpus"), 0), *v;
+    json_int_t id = -1;
+    size_t i;
+    name[0] = '\0';
+    json_array_foreach(json_object_get(gpu, "processes"), i, v)
+    {
+        if (json_integer_value(json_object_get(v, "pid")) == pid)
+            id = json_integer_value(json_object_get(v, "lease"));
+    }
+    json_array_foreach(json_object_get(gpu, "leases"), i, v)
+    {
+        if (json_integer_value(json_object_get(v, "id")) == id)
+            snprintf(name, len, "%s", json_string_value(json_object_get(v, "name")));
+    }
+}
+
+/* The processes of the ns leases are listed under their host pids, each under its lease, in
+ * gpushared's status (the watchdog's view from NVML). Returns the failures. */
+static int check_attribution(void)
+{
+    char cmd[8400];
+    snprintf(cmd, sizeof(cmd), "%s/bin/gpushare status --processes --json", build);
+    FILE *f = popen(cmd, "r");
+    json_t *status = f != NULL ? json_loadf(f, 0, NULL) : NULL;
+    if (f != NULL)
+        pclose(f);
+    int failed = 0;
+    for (int i = 0; i < n_leases; i++) {
+        for (unsigned p = 0; leases[i].ns && p < leases[i].procs; p++) {
+            char name[64];
+            lease_of_pid(status, leases[i].host[p], name, sizeof(name));
+            int ok = strcmp(name, leases[i].name) == 0;
+            printf("%-36s %-14s %-10d %s\n", "processes of namespaced lease", leases[i].name,
+                   (int)leases[i].host[p], ok ? "ok" : "FAIL (not under its lease)");
+            failed += !ok;
+        }
+    }
+    json_decref(status);
+    return failed;
+}
+
+/* Stops the workers and prints what they said; returns how many hostile leases were let into a
+ * lease not their own (compute_hostile tries the 63 other ids: each must be refused). */
+static int finish(void)
+{
+    int breaches = 0;
     for (int i = 0; i < n_leases; i++)
         signal_lease(&leases[i], SIGTERM);
     for (int i = 0; i < n_leases; i++) {
-        for (unsigned p = 0; p < leases[i].procs; p++) {
-            char line[160];
-            while (leases[i].out[p] != NULL && fgets(line, sizeof(line), leases[i].out[p]))
-                printf("%s[%u]: %s", leases[i].name, p, line);
-            int status;
-            waitpid(leases[i].pids[p], &status, 0);
+        char line[160];
+        unsigned long refused = 0;
+        while (leases[i].out != NULL && fgets(line, sizeof(line), leases[i].out)) {
+            printf("%s: %s", leases[i].name, line);
+            unsigned long joins = 0;
+            sscanf(line, "hostile joins %lu refused %lu", &joins, &refused);
         }
+        if (leases[i].hostile && refused != 63) {
+            printf("%s: FAIL: joined %lu leases not its own\n", leases[i].name, 63 - refused);
+            breaches++;
+        }
+        waitpid(leases[i].runner, NULL, 0);
     }
+    return breaches;
 }
 
 int main(int argc, char **argv)
@@ -412,16 +613,7 @@ int main(int argc, char **argv)
     gsim_node_t *node;
     if (gsim_node_open(0, &node) != 0)
         return 3;
-    /* As gpushared does: the GPU's scheduler exists before any job, so best-effort processes
-     * (no share) always take part. */
-    const char *dir = getenv("GPUSHARE_SCHED_DIR");
-    char path[4200];
-    gs_sched_t *sched = NULL;
-    if (dir == NULL || gs_sched_path(dir, node->dev[0].uuid, path, sizeof(path)) != 0 ||
-        gs_sched_open_or_create(path, &sched) != 0) {
-        fprintf(stderr, "compute_check: cannot make the GPU's scheduler (GPUSHARE_SCHED_DIR)\n");
-        return 3;
-    }
+    start_daemon();
     int64_t start = gsim_now_ns();
     for (int i = 0; i < n_leases; i++)
         start_lease(&leases[i]);
@@ -439,7 +631,17 @@ int main(int argc, char **argv)
         usleep(SAMPLE_MS * 1000);
     }
     dump_timeline(node);
-    finish();
-    gs_sched_close(sched);
-    return evaluate(start);
+    if (getenv("GS_CHECK_CHARGED") != NULL) {
+        char cmd[8400];
+        snprintf(cmd, sizeof(cmd),
+                 "%s/bin/gpushare status --json | grep -o '\"compute_used_ms\":[0-9]*'", build);
+        if (system(cmd) != 0)
+            fprintf(stderr, "no status\n");
+        for (int i = 0; i < n_leases; i++)
+            printf("truth %s %.1f ms\n", leases[i].name, sample_dev[n_samples - 1][i] / 1e6);
+    }
+    int breaches = check_attribution();
+    breaches += finish();
+    stop_daemon();
+    return evaluate(start) + breaches;
 }

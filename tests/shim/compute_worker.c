@@ -13,8 +13,10 @@
  * a training step's 24 launches through cuLaunchKernelEx on a main and two side streams, kernels
  * of 20 us to 10 ms, cuCtxSynchronize every SYNC launches), the same sequence the real-GPU program
  * bench/gpu/framework.cu runs; --kernel, --batch, --streams and --graph do not apply.
+ * With --procs N it runs as N processes (of one lease when started under gpushare run). Each
+ * process prints "pid PID ns INODE" first: its pid in its PID namespace, and that namespace.
  * usage: compute_worker [--kernel DUR] [--batch N] [--threads T] [--streams S] [--graph]
- *                       [--light PERIOD_MS] [--framework SYNC] [--measure W,S] */
+ *                       [--light PERIOD_MS] [--framework SYNC] [--measure W,S] [--procs N] */
 #include <cuda.h>
 #include <pthread.h>
 #include <signal.h>
@@ -34,11 +36,12 @@ typedef struct options {
     char kernel[32];
     int batch, threads, streams, graph;
     int light_ms;
+    int procs;
     int framework;         /* launches between synchronizations; 0: not the framework workload */
     double warmup, window; /* --measure */
 } options_t;
 
-static options_t opt = {.kernel = "4ms", .batch = 4, .threads = 1, .streams = 0};
+static options_t opt = {.kernel = "4ms", .batch = 4, .threads = 1, .streams = 0, .procs = 1};
 static volatile sig_atomic_t stop, paused;
 static CUcontext context;
 static CUfunction kernel;
@@ -245,6 +248,8 @@ static void parse(int argc, char **argv)
             opt.streams = atoi(v), i++;
         else if (strcmp(argv[i], "--light") == 0)
             opt.light_ms = atoi(v), i++;
+        else if (strcmp(argv[i], "--procs") == 0)
+            opt.procs = atoi(v), i++;
         else if (strcmp(argv[i], "--graph") == 0)
             opt.graph = 1;
         else if (strcmp(argv[i], "--framework") == 0)
@@ -258,8 +263,8 @@ static void parse(int argc, char **argv)
         }
     }
     if (opt.batch < 1 || opt.threads < 1 || opt.threads > MAX_THREADS || opt.streams < 0 ||
-        opt.streams > MAX_STREAMS) {
-        fprintf(stderr, "compute_worker: bad --batch, --threads or --streams\n");
+        opt.streams > MAX_STREAMS || opt.procs < 1 || opt.procs > 16) {
+        fprintf(stderr, "compute_worker: bad --batch, --threads, --streams or --procs\n");
         exit(2);
     }
 }
@@ -267,6 +272,17 @@ static void parse(int argc, char **argv)
 int main(int argc, char **argv)
 {
     parse(argc, argv);
+    for (int p = 1; p < opt.procs; p++) {
+        if (fork() == 0)
+            break; /* the copies do the same work, each a process of its own */
+    }
+    char ns[64] = "";
+    ssize_t ns_len = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+    unsigned long long pidns = 0;
+    if (ns_len > 0 && (ns[ns_len] = '\0', sscanf(ns, "pid:[%llu]", &pidns) != 1))
+        pidns = 0;
+    printf("pid %d ns %llu\n", (int)getpid(), pidns); /* its pid in its own PID namespace */
+    fflush(stdout);
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Runs a program on a fresh simulated node (its own GPUSIM_STATE), optionally under the shim.
-# usage: run_sim.sh [--shim] [VAR=VALUE ...] -- PROGRAM [ARGS ...]
+# usage: run_sim.sh [--shim | --daemon] [VAR=VALUE ...] -- PROGRAM [ARGS ...]
+# --shim preloads the shim into PROGRAM; --daemon leaves preloading to gpushare run (PROGRAM
+# starts gpushared and jobs itself), with GS_JOB_PRELOAD what jobs need first.
 # In sanitizer builds the sanitizer runtime is preloaded ahead of the (instrumented) shim.
 set -euo pipefail
 build=${GS_BUILD_DIR:?GS_BUILD_DIR must name the build directory}
@@ -14,10 +16,13 @@ shim=""
 if [[ ${1:-} == --shim ]]; then
   shim=$build/lib/libgpushare.so
   shift
-  # The node's GPU schedulers (compute shares) live with the node, never in /dev/shm: gpusim
-  # GPUs of different nodes have the same UUIDs.
-  mkdir -p "$tmp/sched"
-  export GPUSHARE_SCHED_DIR=$tmp/sched
+elif [[ ${1:-} == --daemon ]]; then
+  shift
+  export GS_JOB_PRELOAD=
+  if [[ -n ${GS_SANITIZE:-} ]]; then
+    export GS_JOB_PRELOAD=$(gcc -print-file-name=libasan.so)
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-}:verify_asan_link_order=0:detect_leaks=0
+  fi
 fi
 while [[ $# -gt 0 && $1 != -- ]]; do
   export "${1?}"

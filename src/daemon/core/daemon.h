@@ -42,6 +42,9 @@ typedef struct gs__lease_events {
      * "expired", by whom, with the grace period (kill_grace). */
     void (*stop_job)(const struct gs__daemon *d, const gs__lease_t *lease, const char *event,
                      const char *by);
+    /* The lease ends (before it is freed): what the upper layers keep for it goes (its processes'
+     * places in the GPUs' compute schedulers). */
+    void (*ending)(struct gs__daemon *d, const gs__lease_t *lease);
 } gs__lease_events_t;
 
 typedef struct gs__daemon {
@@ -66,10 +69,10 @@ typedef struct gs__daemon {
     char hostname[64];
     gs__lease_events_t events; /* serve/'s callbacks */
     /* The gpu layer's state, kept here for it (gpu/gpu.h): core never looks inside. */
-    struct gs__inventory *inv;              /* the GPUs through NVML */
-    gs__gpu_usage_t usage[GS_MAX_DEVICES];  /* each GPU's last NVML reading */
-    struct gs__watchdog *watchdog;          /* what really runs on the GPUs */
-    struct gs_sched *sched[GS_MAX_DEVICES]; /* each GPU's compute scheduler */
+    struct gs__inventory *inv;             /* the GPUs through NVML */
+    gs__gpu_usage_t usage[GS_MAX_DEVICES]; /* each GPU's last NVML reading */
+    struct gs__watchdog *watchdog;         /* what really runs on the GPUs */
+    struct gs_sched_server *sched;         /* the GPUs' compute schedulers */
 } gs__daemon_t;
 
 /* Sets up d empty: no GPU, no lease, an empty queue, the daemon's identity and host name. */

@@ -195,6 +195,8 @@ int gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
     if (gs_log_enabled(GS_LOG_INFO))
         gs__lease_describe(d, lease, what, sizeof(what));
     gs__lease_modes_end(d, lease);
+    if (d->events.ending != NULL)
+        d->events.ending(d, lease);
     set_conn(d, lease, NULL);
     give(d, &lease->alloc);
     gs__regions_give_back(&d->region_pool, lease->region, lease->rec.uid, lease->rec.gid);

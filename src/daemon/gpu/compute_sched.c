@@ -1,79 +1,81 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The GPUs' compute schedulers: one scheduler region per GPU, made at start (see compute_sched.h).
- */
+/* The GPUs' compute schedulers: gpushared's scheduler server, its members and the leases' use
+ * (see compute_sched.h). */
 #include "compute_sched.h"
-
-#include <errno.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/core.h"
 #include "gpushare/error.h"
-#include "gpushare/log.h"
-#include "gpushare/sched.h"
+#include "gpushare/sched_server.h"
 
-void gs__compute_sched_dir(const gs__daemon_t *d, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s/sched", d->cfg.state_dir);
-}
+#include <stdio.h>
+#include <string.h>
 
-/* Opens GPU g's scheduler, making a new one when it is missing or not valid. */
-static int open_one(gs__daemon_t *d, unsigned g, const char *dir, char *err, size_t errlen)
+/* The scheduler's name of a lease: its id (whoever's processes present it were let in by the
+ * API). */
+static void key_of(const gs__lease_t *lease, char *key, size_t len)
 {
-    char path[GS__PATH_MAX + 96];
-    int result = gs_sched_path(dir, d->gpus[g].uuid, path, sizeof(path));
-    if (result == 0) {
-        result = gs_sched_open(path, &d->sched[g]);
-        if (result == GS_EVERSION || result == GS_ENOENT) {
-            unlink(path); /* left by another version, or garbage: jobs of this daemon use a new */
-            result = gs_sched_create(path, 0644, &d->sched[g]);
-        }
-    }
-    if (result != 0)
-        return gs_fail(err, errlen, result, "cannot make the compute scheduler of GPU %s in %s: %s",
-                       d->gpus[g].uuid, dir, gs_strerror(result));
-    return 0;
+    snprintf(key, len, "lease/%llu", (unsigned long long)lease->rec.id);
 }
 
 int gs__compute_sched_open(gs__daemon_t *d, char *err, size_t errlen)
 {
-    char dir[GS__PATH_MAX + 16];
-    gs__compute_sched_dir(d, dir, sizeof(dir));
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        int result = -errno;
-        return gs_fail(err, errlen, result, "cannot create %s: %s", dir, gs_strerror(result));
-    }
-    chmod(dir, 0755);
-    for (unsigned g = 0; g < d->n_gpus; g++) {
-        int result = open_one(d, g, dir, err, errlen);
-        if (result != 0)
-            return result;
-    }
-    return 0;
+    int result = gs_sched_server_new(d->n_gpus > 0 ? d->n_gpus : 1, &d->sched);
+    if (result != 0)
+        snprintf(err, errlen, "cannot start the compute schedulers: %s", gs_strerror(result));
+    return result;
 }
 
 void gs__compute_sched_close(gs__daemon_t *d)
 {
-    for (unsigned g = 0; g < GS_MAX_DEVICES; g++) {
-        gs_sched_close(d->sched[g]);
-        d->sched[g] = NULL;
+    gs_sched_server_free(d->sched);
+    d->sched = NULL;
+}
+
+int gs__compute_sched_add(gs__daemon_t *d, const gs__lease_t *lease, unsigned part,
+                          uint32_t cap_pct, int *fd, uint32_t *guarantee, uint32_t *cap, char *err,
+                          size_t errlen)
+{
+    gs_sched_member_info_t info;
+    memset(&info, 0, sizeof(info));
+    info.gpu = lease->alloc.part[part].gpu;
+    key_of(lease, info.key, sizeof(info.key));
+    uint32_t lease_cap = lease->rec.request.compute_max;
+    if (cap_pct != 0 && (lease_cap == 0 || cap_pct < lease_cap))
+        lease_cap = cap_pct; /* a process may cap its lease further, never raise the cap */
+    info.share.guarantee = lease->alloc.part[part].compute;
+    info.share.cap = lease_cap * 10;
+    if (info.share.cap != 0 && info.share.cap < info.share.guarantee)
+        info.share.cap = info.share.guarantee;
+    int result = gs_sched_server_add(d->sched, &info, fd);
+    if (result != 0) {
+        snprintf(err, errlen, "GPU %s's compute scheduler cannot take the process: %s",
+                 d->gpus[info.gpu].uuid,
+                 result == GS_ENOSPC ? "it has the most members it can" : gs_strerror(result));
+        return result;
     }
+    *guarantee = info.share.guarantee;
+    *cap = info.share.cap;
+    return 0;
+}
+
+void gs__compute_sched_drop(gs__daemon_t *d, const gs__lease_t *lease)
+{
+    char key[GS_SCHED_KEY_MAX];
+    key_of(lease, key, sizeof(key));
+    if (d->sched != NULL)
+        gs_sched_server_drop(d->sched, key);
 }
 
 uint64_t gs__compute_sched_lease_used(const gs__daemon_t *d, const gs__lease_t *lease,
                                       unsigned part)
 {
-    if (part >= lease->alloc.n || lease->alloc.part[part].gpu >= GS_MAX_DEVICES)
+    if (part >= lease->alloc.n || d->sched == NULL)
         return 0;
-    gs_sched_t *s = d->sched[lease->alloc.part[part].gpu];
     gs_sched_lease_info_t info[GS_SCHED_MAX_LEASES];
     char key[GS_SCHED_KEY_MAX];
-    /* The key the shim gives the lease's processes (compute.c): their uid and the lease id. */
-    snprintf(key, sizeof(key), "u%u/lease/%llu", (unsigned)lease->rec.uid,
-             (unsigned long long)lease->rec.id);
-    int n = s != NULL ? gs_sched_leases(s, info, GS_SCHED_MAX_LEASES) : 0;
+    key_of(lease, key, sizeof(key));
+    int n =
+        gs_sched_server_leases(d->sched, lease->alloc.part[part].gpu, info, GS_SCHED_MAX_LEASES);
     for (int i = 0; i < n; i++) {
         if (strcmp(info[i].key, key) == 0)
             return info[i].used_ns;

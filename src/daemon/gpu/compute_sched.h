@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The GPUs' compute schedulers (gpushare/sched.h): gpushared makes one per GPU at start, in
- * state_dir/sched (mode 0755; key files 0644, segments 0666 so that every user's jobs take part),
- * or takes over the one its previous run's jobs still use, keeps them open while it runs, passes
- * the directory to jobs (GPUSHARE_SCHED_DIR) and reads from them the device time each lease was
- * granted, for metrics and status. */
-#ifndef GS_DAEMON_GPU_SCHED_H
-#define GS_DAEMON_GPU_SCHED_H
+/* The GPUs' compute schedulers (gpushare/sched_server.h): gpushared runs them in a thread of its
+ * own; a lease's process takes part in the scheduler of one of the lease's GPUs over a channel
+ * that gpushared makes for it (the API's compute_join), and the lease leaves them all when it
+ * ends. Called on the event loop; the server serializes with its thread. */
+#ifndef GS_DAEMON_COMPUTE_SCHED_H
+#define GS_DAEMON_COMPUTE_SCHED_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -13,15 +12,23 @@
 struct gs__daemon;
 struct gs__lease;
 
-/* Writes the directory of the schedulers into buf. */
-void gs__compute_sched_dir(const struct gs__daemon *d, char *buf, size_t len);
-
-/* Makes (or, when valid, keeps) the scheduler of every GPU of d. Returns 0 or -errno with one
- * line in err. */
+/* Starts the schedulers of d's GPUs. Returns 0 or -errno with one line in err. */
 int gs__compute_sched_open(struct gs__daemon *d, char *err, size_t errlen);
 
-/* Closes them (a scheduler stays while jobs use it). */
+/* Stops them (the members' channels close: their processes run unscheduled until a restarted
+ * gpushared takes them back). */
 void gs__compute_sched_close(struct gs__daemon *d);
+
+/* Makes a process of lease a member of the scheduler of its part-th GPU, capped at cap_pct
+ * percent as well as by the lease's own cap: returns 0 and the member's end of its channel in
+ * *fd (the caller sends and closes it), with the share it was given in *guarantee and *cap (per
+ * mille); or a code with one line in err. */
+int gs__compute_sched_add(struct gs__daemon *d, const struct gs__lease *lease, unsigned part,
+                          uint32_t cap_pct, int *fd, uint32_t *guarantee, uint32_t *cap, char *err,
+                          size_t errlen);
+
+/* The lease ends: its processes leave every scheduler. */
+void gs__compute_sched_drop(struct gs__daemon *d, const struct gs__lease *lease);
 
 /* Device time the scheduler of the lease's part-th GPU granted it so far, in ns (0 when it has
  * no process there). */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The API's requests: parse, authorise by SO_PEERCRED, act, reply; the wait queue's service. */
 #include "api.h"
+#include "gpu/gpu.h"
 #include "views.h"
 
 #include "gpushare/version.h"
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Core's callbacks (gs__lease_events_t): a lease's holder is its connection. */
 static void held(struct gs__conn *conn, int delta)
@@ -30,10 +32,17 @@ static void stop_job(const gs__daemon_t *d, const gs__lease_t *lease, const char
     gs__conn_send(lease->conn, msg);
 }
 
+/* The lease ends: its processes leave the GPUs' compute schedulers. */
+static void ending(gs__daemon_t *d, const gs__lease_t *lease)
+{
+    gs__compute_sched_drop(d, lease);
+}
+
 void gs__api_attach(gs__daemon_t *d)
 {
     d->events.held = held;
     d->events.stop_job = stop_job;
+    d->events.ending = ending;
 }
 
 json_t *gs__api_error(const char *op, gs_wire_error_t code, const char *message)
@@ -377,6 +386,68 @@ static void handle_join(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
     }
 }
 
+/* The lease's part on the GPU with UUID uuid (its own, or its MIG instance's), or -1. */
+static int part_on(const gs__daemon_t *d, const gs__lease_t *lease, const char *uuid)
+{
+    for (unsigned i = 0; i < lease->alloc.n; i++) {
+        const gs__part_t *part = &lease->alloc.part[i];
+        if (strcmp(d->gpus[part->gpu].uuid, uuid) == 0 || strcmp(part->instance, uuid) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* A process of the lease asks to take part in the compute scheduler of one of its GPUs
+ * (gs_smember_join): where the GPU's mode has the shim schedule launches, the reply carries the
+ * lease's share and the process's own channel; elsewhere it says that launches are not
+ * scheduled there. Who may ask is who may join the lease's region. */
+static void handle_compute_join(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t *req)
+{
+    gs__lease_t *lease = lease_for(d, conn, "compute_join", req->lease_id);
+    if (lease == NULL)
+        return;
+    char msg[256];
+    int part = part_on(d, lease, req->gpu_uuid);
+    if (lease->rec.state != GS__LEASE_ACTIVE || lease->kill_at_ms != 0 || lease->expired) {
+        snprintf(msg, sizeof(msg), "lease %llu is ending: no process may join it",
+                 (unsigned long long)lease->rec.id);
+        gs__conn_send(conn, gs__api_error("compute_join", GS_WIRE_ENDED, msg));
+        return;
+    }
+    if (part < 0) {
+        snprintf(msg, sizeof(msg), "GPU %s is not one of lease %llu's", req->gpu_uuid,
+                 (unsigned long long)lease->rec.id);
+        gs__conn_send(conn, gs__api_error("compute_join", GS_WIRE_BAD_REQUEST, msg));
+        return;
+    }
+    json_t *reply = ok_reply("compute_join");
+    json_object_set_new(reply, "lease", json_integer((json_int_t)lease->rec.id));
+    if (!gs__lease_shim_compute(d, lease)) {
+        json_object_set_new(reply, "gate", json_false());
+        gs__conn_send(conn, reply);
+        return;
+    }
+    int fd = -1;
+    uint32_t guarantee = 0, cap = 0;
+    int result = gs__compute_sched_add(d, lease, (unsigned)part, req->cap_pct, &fd, &guarantee,
+                                       &cap, msg, sizeof(msg));
+    if (result != 0) {
+        json_decref(reply);
+        gs__conn_send(conn, gs__api_error("compute_join", GS_WIRE_INTERNAL, msg));
+        return;
+    }
+    json_object_set_new(reply, "gate", json_true());
+    json_object_set_new(reply, "guarantee", json_integer(guarantee));
+    json_object_set_new(reply, "cap", json_integer(cap));
+    result = gs__conn_send_fd(conn, reply, fd);
+    close(fd);
+    if (result != 0) {
+        snprintf(msg, sizeof(msg), "cannot pass the channel of lease %llu: %s",
+                 (unsigned long long)lease->rec.id, gs_strerror(result));
+        gs__conn_send(conn, gs__api_error("compute_join", GS_WIRE_INTERNAL, msg));
+    }
+}
+
 static void handle_hello(gs__daemon_t *d, gs__conn_t *conn)
 {
     const gs__cred_t *cred = gs__conn_cred(conn);
@@ -459,6 +530,9 @@ void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t
         break;
     case GS_OP_JOIN:
         handle_join(d, conn, req.lease_id);
+        break;
+    case GS_OP_COMPUTE_JOIN:
+        handle_compute_join(d, conn, &req);
         break;
     case GS_OP_LIST:
         handle_list(d, conn);

@@ -129,9 +129,6 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease)
         snprintf(number, sizeof(number), "%u", lease->rec.request.compute_max);
         set_text(env, "GPUSHARE_COMPUTE_MAX", number);
     }
-    char sched_dir[GS__PATH_MAX + 16];
-    gs__compute_sched_dir(d, sched_dir, sizeof(sched_dir));
-    set_text(env, "GPUSHARE_SCHED_DIR", sched_dir);
     snprintf(number, sizeof(number), "%llu", (unsigned long long)lease->rec.id);
     set_text(env, "GPUSHARE_LEASE_ID", number);
     gs__modes_env(d, lease, env);
