@@ -11,7 +11,10 @@ packages=(
   clang-format                              # style check
   libcmocka-dev                             # unit tests
   libsqlite3-dev sqlite3                    # the daemon's ledger
-  libjansson-dev                            # the JSON-lines API
+  libjansson-dev                            # the JSON-lines API, Kubernetes JSON
+  libcurl4-openssl-dev                      # the scheduler extender's API client (LIST + WATCH)
+  libmicrohttpd-dev                         # the scheduler extender's HTTP server
+  python3                                   # tests/k8s/apiserver.py, the stand-in API server
   libinih-dev                               # gpushare.conf
   coinor-libclp-dev                         # LP solver (COIN-OR CLP): placement's packing prices
   libcairo2-dev libfontconfig-dev           # PNG/SVG charts of `gpushare plan replay --plot`

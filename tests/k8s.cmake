@@ -5,3 +5,11 @@ gs_add_unit_test(test_placement_online SOURCES test_placement_online.c LIBS gs_p
 gs_add_unit_test(test_k8s_json SOURCES test_k8s_json.c LIBS gs_k8s_json)
 gs_add_unit_test(test_dra SOURCES test_dra.c LIBS gs_k8s_json)
 gs_add_unit_test(test_k8s_model SOURCES test_k8s_model.c LIBS gs_k8s)
+# libFuzzer targets of what the extender reads from outside: kube-scheduler's ExtenderArgs, and
+# the API server's objects (and the quantities in them).
+gs_add_fuzz_target(fuzz_extender_args SOURCES fuzz/fuzz_extender_args.c LIBS gs_k8s_server
+                   CORPUS "${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/extender_args")
+target_include_directories(fuzz_extender_args PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}/fuzz")
+gs_add_fuzz_target(fuzz_k8s_objects SOURCES fuzz/fuzz_k8s_objects.c LIBS gs_k8s_server
+                   CORPUS "${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/k8s_objects")
+target_include_directories(fuzz_k8s_objects PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}/fuzz")

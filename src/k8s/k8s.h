@@ -126,9 +126,10 @@ typedef struct gs_k8s_args {
     int pod_ok; /* the pod parsed (else pod_err says why) */
     gs_k8s_pod_t pod;
     char pod_err[GS_K8S_ERR_MAX];
-    size_t count;  /* candidate nodes */
-    char **names;  /* count names, owned */
-    json_t *nodes; /* the NodeList's items when given as objects (returned filtered) */
+    size_t count;       /* candidate nodes */
+    const char **names; /* count names, pointing into root */
+    json_t *nodes;      /* the NodeList's items when given as objects (returned filtered) */
+    json_t *root;       /* the parsed body, owned */
 } gs_k8s_args_t;
 
 /* Longest ExtenderArgs body the extender reads (a NodeList of 5,000 full Node objects fits). */
@@ -151,7 +152,8 @@ typedef enum gs_k8s_verdict {
 
 /* ExtenderFilterResult for args: the passing nodes as "nodenames" (or "nodes", the objects, when
  * args had objects), the others in "failedNodes" / "failedAndUnresolvableNodes" with
- * reason[i]; verdict NULL passes every node. With error set, only {"error": error}. Returns a
+ * reason[i]; verdict NULL passes every node. With error set, only {"error": error} (its bytes
+ * outside printable ASCII shown as "?"). Returns a
  * malloc'ed NUL-terminated JSON text, or NULL when memory is short. */
 char *gs_k8s_filter_result(const gs_k8s_args_t *args, const gs_k8s_verdict_t *verdict,
                            const char *const *reason, const char *error);

@@ -328,10 +328,9 @@ void gs_k8s_args_free(gs_k8s_args_t *args)
 {
     if (args == NULL)
         return;
-    for (size_t i = 0; i < args->count; i++)
-        free(args->names[i]);
     free(args->names);
     json_decref(args->nodes);
+    json_decref(args->root);
     memset(args, 0, sizeof(*args));
 }
 
@@ -357,8 +356,7 @@ static int read_names(const json_t *root, gs_k8s_args_t *args, char *err, size_t
         const char *name = objects ? gs_k8s_str(v, "metadata", "name", NULL) : json_string_value(v);
         if (name == NULL || name[0] == '\0' || strlen(name) >= GS_K8S_NAME_MAX)
             return gs__k8s_fail(err, errlen, GS_EFORMAT, "candidate node %zu has no valid name", i);
-        if ((args->names[i] = strdup(name)) == NULL)
-            return gs__k8s_fail(err, errlen, GS_ENOMEM, "out of memory");
+        args->names[i] = name;
         args->count = i + 1;
     }
     if (objects)
@@ -385,7 +383,7 @@ int gs_k8s_args_parse(const char *body, size_t len, gs_k8s_args_t *args, char *e
             args->pod_ok =
                 gs_k8s_pod_parse(pod, &args->pod, args->pod_err, sizeof(args->pod_err)) == 0;
     }
-    json_decref(root);
+    args->root = root;
     if (result != 0)
         gs_k8s_args_free(args);
     return result;
@@ -413,9 +411,17 @@ char *gs_k8s_filter_result(const gs_k8s_args_t *args, const gs_k8s_verdict_t *ve
     json_t *root = json_object();
     if (root == NULL)
         return NULL;
-    if (error != NULL)
-        return json_object_set_new(root, "error", json_string(error)) == 0 ? dump(root)
-                                                                           : dump(NULL);
+    if (error != NULL) { /* printable ASCII only: a parser's message may quote any bytes */
+        char text[GS_K8S_ERR_MAX * 2];
+        snprintf(text, sizeof(text), "%s", error);
+        for (char *c = text; *c != '\0'; c++)
+            *c = (unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e ? '?' : *c;
+        if (json_object_set_new(root, "error", json_string(text)) != 0) {
+            json_decref(root);
+            return NULL;
+        }
+        return dump(root);
+    }
     json_t *pass = json_array();
     int bad = pass == NULL;
     for (size_t i = 0; i < args->count && !bad; i++) {
@@ -440,16 +446,44 @@ char *gs_k8s_filter_result(const gs_k8s_args_t *args, const gs_k8s_verdict_t *ve
     return dump(root);
 }
 
+/* Appends s as a JSON string. */
+static int add_string(gs__k8s_buf_t *b, const char *s)
+{
+    int result = gs__k8s_buf_add(b, "\"", 1);
+    for (const char *p = s; result == 0 && *p != '\0'; p++) {
+        char esc[8];
+        unsigned char c = (unsigned char)*p;
+        if (c == '"' || c == '\\')
+            result = gs__k8s_buf_add(b, (char[]){'\\', (char)c}, 2);
+        else if (c < 0x20)
+            result = gs__k8s_buf_add(b, esc, (size_t)snprintf(esc, sizeof(esc), "\\u%04x", c));
+        else
+            result = gs__k8s_buf_add(b, p, 1);
+    }
+    return result == 0 ? gs__k8s_buf_add(b, "\"", 1) : result;
+}
+
+/* Written directly rather than through json_t: one allocation for 1,500 hosts instead of
+ * 4,500 (this answer is on every pod's path). */
 char *gs_k8s_priority_list(const gs_k8s_args_t *args, const int64_t *scores)
 {
-    json_t *list = json_array();
-    for (size_t i = 0; list != NULL && i < args->count; i++) {
-        json_t *hp = json_pack("{s:s,s:I}", "host", args->names[i], "score",
-                               (json_int_t)(scores != NULL ? scores[i] : 0));
-        if (hp == NULL || json_array_append_new(list, hp) != 0) {
-            json_decref(list);
-            return NULL;
-        }
+    gs__k8s_buf_t b = {.max = SIZE_MAX / 2};
+    int result = gs__k8s_buf_add(&b, "[", 1);
+    for (size_t i = 0; result == 0 && i < args->count; i++) {
+        char score[48];
+        int n = snprintf(score, sizeof(score), ",\"score\":%lld}",
+                         (long long)(scores != NULL ? scores[i] : 0));
+        result = gs__k8s_buf_add(&b, i > 0 ? ",{\"host\":" : "{\"host\":", i > 0 ? 9 : 8);
+        if (result == 0)
+            result = add_string(&b, args->names[i]);
+        if (result == 0)
+            result = gs__k8s_buf_add(&b, score, (size_t)n);
     }
-    return dump(list);
+    if (result == 0)
+        result = gs__k8s_buf_add(&b, "]", 1);
+    if (result != 0) {
+        free(b.data);
+        return NULL;
+    }
+    return b.data;
 }

@@ -252,8 +252,12 @@ static void watch_event(watcher_t *w, const char *line, size_t len)
 static size_t on_stream(char *data, size_t size, size_t n, void *p)
 {
     watcher_t *w = p;
+    long code = 0;
     if (gs__k8s_buf_add(&w->body, data, size * n) != 0)
         return 0;
+    curl_easy_getinfo(w->curl, CURLINFO_RESPONSE_CODE, &code);
+    if (code != 200) /* a Status, kept whole for the log line */
+        return size * n;
     char *start = w->body.data, *nl;
     while (!w->relist &&
            (nl = memchr(start, '\n', w->body.len - (size_t)(start - w->body.data))) != NULL) {
@@ -304,6 +308,8 @@ static void *follow(void *p)
     long backoff = 500;
     while (!atomic_load(&kw->stop)) {
         int result = list(w);
+        if (result == 0)
+            backoff = 500;
         while (result == 0 && !atomic_load(&kw->stop))
             result = watch(w);
         if (atomic_load(&kw->stop))

@@ -39,6 +39,7 @@ static void usage(FILE *out)
             "  --ca-file FILE              the API server's CA\n"
             "  --insecure-skip-tls-verify  (tests only)\n"
             "  --watch-seconds N           timeoutSeconds of each WATCH (300)\n"
+            "  --backoff-max S             longest wait between failed attempts (30)\n"
             "  --policy gpushare|fgd       the placement policy (gpushare)\n"
             "  --seed N                    the policy's fixed order of equal nodes (42)\n"
             "  --workload FILE             target workload (pod or job list as `gpushare plan`\n"
@@ -92,6 +93,9 @@ static int serve_option(serve_args_t *a, int opt, const char *arg)
     case 'w':
         a->kube.watch_seconds = strtol(arg, &end, 10);
         return *end == '\0' && a->kube.watch_seconds > 0 ? 0 : gs__ext_usage("--watch-seconds");
+    case 'b':
+        a->kube.backoff_max_ms = (long)(strtod(arg, &end) * 1000);
+        return *end == '\0' && a->kube.backoff_max_ms >= 500 ? 0 : gs__ext_usage("--backoff-max");
     case 'p':
         return gs_place_policy_parse(arg, &a->policy) == 0 &&
                        (a->policy == GS_PLACE_GPUSHARE || a->policy == GS_PLACE_FGD)
@@ -133,6 +137,7 @@ static int parse_serve(int argc, char **argv, serve_args_t *a)
                                          {"ca-file", required_argument, NULL, 'c'},
                                          {"insecure-skip-tls-verify", no_argument, NULL, 'k'},
                                          {"watch-seconds", required_argument, NULL, 'w'},
+                                         {"backoff-max", required_argument, NULL, 'b'},
                                          {"policy", required_argument, NULL, 'p'},
                                          {"seed", required_argument, NULL, 'S'},
                                          {"workload", required_argument, NULL, 'W'},

@@ -10,7 +10,8 @@ resourceVersion (one counter for all objects), creationTimestamp, generation. It
   GET    ?watch=true from a resourceVersion: ADDED / MODIFIED / DELETED lines, BOOKMARK with
          allowWatchBookmarks, ERROR 410 Gone for a resourceVersion older than it remembers;
          ends after timeoutSeconds
-  POST   create (generateName too), 409 when the name exists
+  POST   create (generateName too; the status of Nodes, Pods and ResourceClaims is dropped, as
+         the real server does), 409 when the name exists
   PUT    replace (409 on a stale metadata.resourceVersion); .../status replaces only the status
          of Pods and ResourceClaims, whose main PUT keeps it
   PATCH  application/merge-patch+json (on the object or its status)
@@ -25,7 +26,8 @@ Failure switch (tests): POST /_standin/mode with {"mode": M} (no token; loopback
 
   apiserver.py --port 0 --port-file F --token T [--read-token R] [--load objects.json]
 
-writes the port it listens on to F (atomically) once it serves. Python 3 standard library only.
+writes the port it listens on to F (atomically) once it serves. Objects of --load are stored as
+given, status included (the state of a running cluster). Python 3 standard library only.
 Not a real API server: no admission, defaulting, validation beyond names and kinds, labels or
 RBAC; one process, state in memory.
 """
@@ -353,6 +355,8 @@ class Handler(BaseHTTPRequestHandler):
                 random.choice(string.ascii_lowercase + string.digits) for _ in range(5))
         if not meta.get("name"):
             return self.fail(422, "Invalid", "metadata.name: Required value")
+        if RESOURCES[resource][3]:
+            obj.pop("status", None)  # as the real server: status is written through /status
         key = (resource, namespace, meta["name"])
         with self.store.lock:
             if key in self.store.objects:
