@@ -13,3 +13,13 @@ target_include_directories(fuzz_extender_args PRIVATE "${CMAKE_CURRENT_SOURCE_DI
 gs_add_fuzz_target(fuzz_k8s_objects SOURCES fuzz/fuzz_k8s_objects.c LIBS gs_k8s_server
                    CORPUS "${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/k8s_objects")
 target_include_directories(fuzz_k8s_objects PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}/fuzz")
+# End to end: the extender process, the stand-in API server and kube-scheduler's recorded
+# requests (curl), failures of the API server included.
+gs_add_script_test(test_extender_e2e SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/test_extender_e2e.sh"
+                   TIMEOUT 180)
+# The stand-in API server itself (shared with the DRA plugin's tests, issue 22).
+gs_add_script_test(test_k8s_apiserver SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/test_k8s_apiserver.sh"
+                   TIMEOUT 60)
+# The online replay of the default openb trace, seed 42 (about 25 s).
+gs_add_script_test(test_extender_replay SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/test_extender_replay.sh"
+                   TIMEOUT 900)

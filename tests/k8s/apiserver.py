@@ -54,7 +54,7 @@ RESOURCES = {
     "resourceclaims": ("/apis/resource.k8s.io/v1", "ResourceClaim", True, True),
     "deviceclasses": ("/apis/resource.k8s.io/v1", "DeviceClass", False, False),
 }
-EVENTS_KEPT = 100000  # older resourceVersions get 410 Gone
+EVENTS_KEPT = 100000  # events remembered (--history); older resourceVersions get 410 Gone
 
 
 class Store:
@@ -65,14 +65,15 @@ class Store:
         self.objects = {}  # (resource, namespace, name) -> object
         self.rv = 0
         self.events = []  # (rv, resource, type, object)
+        self.kept = EVENTS_KEPT
         self.mode = "ok"
 
     def _bump(self, resource, etype, obj):
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
         self.events.append((self.rv, resource, etype, copy.deepcopy(obj)))
-        if len(self.events) > EVENTS_KEPT:
-            del self.events[: len(self.events) - EVENTS_KEPT]
+        if len(self.events) > self.kept:
+            del self.events[: len(self.events) - self.kept]
         self.lock.notify_all()
 
     def oldest(self):
@@ -457,8 +458,10 @@ def main():
     ap.add_argument("--token", required=True, help="a token that may read and write")
     ap.add_argument("--read-token", help="a token that may only read")
     ap.add_argument("--load", help="JSON objects to create at start")
+    ap.add_argument("--history", type=int, default=EVENTS_KEPT, help="events remembered")
     args = ap.parse_args()
     store = Store()
+    store.kept = max(1, args.history)
     if args.load:
         load(store, args.load)
     Handler.store = store
