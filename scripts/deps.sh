@@ -14,7 +14,7 @@ packages=(
   libjansson-dev                            # the JSON-lines API, Kubernetes JSON
   libcurl4-openssl-dev                      # the scheduler extender's API client (LIST + WATCH)
   libmicrohttpd-dev                         # the scheduler extender's HTTP server
-  python3                                   # tests/k8s/apiserver.py, the stand-in API server
+  python3 python3-yaml                      # tests/k8s: the stand-in API server, manifest check
   libinih-dev                               # gpushare.conf
   coinor-libclp-dev                         # LP solver (COIN-OR CLP): placement's packing prices
   libcairo2-dev libfontconfig-dev           # PNG/SVG charts of `gpushare plan replay --plot`

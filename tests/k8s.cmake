@@ -23,3 +23,7 @@ gs_add_script_test(test_k8s_apiserver SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/test_k
 # The online replay of the default openb trace, seed 42 (about 25 s).
 gs_add_script_test(test_extender_replay SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/test_extender_replay.sh"
                    TIMEOUT 900)
+# deploy/kubernetes: parses, read-only RBAC of the extender, the scheduler settings it needs.
+add_test(NAME test_k8s_manifests COMMAND python3 "${CMAKE_CURRENT_SOURCE_DIR}/k8s/check_manifests.py"
+         "${CMAKE_SOURCE_DIR}/deploy/kubernetes")
+set_tests_properties(test_k8s_manifests PROPERTIES TIMEOUT 30 LABELS "integration")

@@ -418,6 +418,8 @@ static int64_t schedule(replay_t *r, size_t i, const gs_place_pod_t *p, gs__k8s_
         if (feasible(&r->rn[k], p, has_claim ? &claim : NULL))
             result = json_array_append_new(names, json_string(r->rn[k].name)) ? GS_ENOMEM : 0;
     }
+    if (result == 0 && r->opts->probe != NULL)
+        r->opts->probe(r->opts->probe_ctx, r->model, pod, i);
     char host[GS_K8S_NAME_MAX];
     int chosen = result == 0 ? choose(r, pod, names, host, sizeof(host)) : result;
     if (chosen == 1) {
