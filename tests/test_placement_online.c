@@ -165,8 +165,17 @@ static void test_score_decision(void **state)
     assert_int_equal(s, 62);
     assert_int_equal(gs_place_score_decision(f, &r, &on0, &s), 0);
     assert_int_equal(s, 37);
+    /* The policy's own choice on the node: GPU 1, 62 points. */
+    gs_place_decision_t own;
+    assert_int_equal(gs_place_score_node(f, &r, n, &s, &own), 0);
+    assert_int_equal(s, 62);
+    assert_int_equal(own.num_gpu, 1);
+    assert_int_equal(own.gpus[0], 1);
     gs_place_request_t big = req(1000, 1, 600);
     assert_int_equal(gs_place_score_decision(f, &big, &on1, &s), GS_ENOFIT);
+    assert_int_equal(gs_place_score_node(f, &big, n, &s, &own), 0); /* GPU 0 has room */
+    gs_place_request_t huge = req(64000, 1, 100);
+    assert_int_equal(gs_place_score_node(f, &huge, n, &s, &own), GS_ENOFIT);
     gs_place_decision_t wrong = {.node = n, .num_gpu = 2, .gpus = {0, 1}};
     assert_int_equal(gs_place_score_decision(f, &r, &wrong, &s), GS_EINVAL);
     assert_int_equal(gs_place_engine_new(c, GS_PLACE_BESTFIT, NULL, 1, &b), 0);

@@ -54,6 +54,13 @@ int gs_place_first_fit(const gs_place_cluster_t *cluster, int node, const uint8_
 int gs_place_score_decision(gs_place_engine_t *engine, const gs_place_request_t *req,
                             const gs_place_decision_t *d, int64_t *score);
 
+/* The policy's own score of req on node and the GPUs it would choose there (into *d), as
+ * gs_place_select compares nodes, for FGD and gpushare engines: what an extender that ignores
+ * the allocator's first fit would score. Returns 0, GS_ENOFIT (the node cannot take req) or
+ * GS_EINVAL. */
+int gs_place_score_node(gs_place_engine_t *engine, const gs_place_request_t *req, int node,
+                        int64_t *score, gs_place_decision_t *d);
+
 /* The node's place in the engine's fixed order of nodes, which breaks equal scores in
  * gs_place_select (the smaller rank wins). Returns 0 with *rank, or GS_EINVAL for a node the
  * engine has not seen. */

@@ -54,6 +54,8 @@ static void usage(FILE *out)
             "  --learn             the extender learns the workload instead of being given it\n"
             "  --lag N             results reach the extender N pods late (0)\n"
             "  --assume-seconds S  the extender's assumptions (30)\n"
+            "  --score-policy-gpus the extender scores the policy's own GPU choice on each node,\n"
+            "                      not the allocator's first fit (for comparison)\n"
             "  --published FILE    published_allocation_fgd_atc23.csv: FGD's published figure\n"
             "  --out FILE          one CSV row per (configuration, seed), published format\n");
 }
@@ -126,6 +128,9 @@ static int replay_option(replay_args_t *a, int opt, const char *arg, int *offlin
     case 'a':
         a->opts.assume_seconds = strtod(arg, &end);
         return *end == '\0' && a->opts.assume_seconds >= 0 ? 0 : gs__ext_usage("--assume-seconds");
+    case 'G':
+        a->opts.policy_gpus = 1;
+        return 0;
     case 'P':
         a->published = arg;
         return 0;
@@ -282,9 +287,10 @@ static void print_summary(const replay_args_t *a, const char *workload, summary_
                           uint32_t gpus)
 {
     printf("workload %s: seeds %llu..%llu (%d), inflate %g, %u GPUs; extender given the %s "
-           "workload, lag %u pods\n",
+           "workload, lag %u pods%s\n",
            workload, (unsigned long long)a->seeds[0], (unsigned long long)a->seeds[a->nseeds - 1],
-           a->nseeds, a->inflate, gpus, a->opts.learn ? "learned" : "trace's", a->opts.lag);
+           a->nseeds, a->inflate, gpus, a->opts.learn ? "learned" : "trace's", a->opts.lag,
+           a->opts.policy_gpus ? ", scoring the policy's GPU choice" : "");
     printf("%-30s %11s %13s %10s %8s %8s %9s %12s\n", "placement", "unalloc@100", "min..max",
            "vs first", "vs FGD", "neutral", "overrule", "replay (med)");
     double first = sums[0].sum / sums[0].runs;

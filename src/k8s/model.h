@@ -39,6 +39,8 @@ typedef struct gs_k8s_model_opts {
                                       * appears (as the engine does without a workload) */
     double assume_seconds;           /* a scored pod is assumed on its best node until the API
                                       * server shows where it went, at most this long; 0: off */
+    int policy_gpus;                 /* score the policy's own GPU choice on each node rather
+                                      * than the allocator's first fit (for comparison only) */
 } gs_k8s_model_opts_t;
 
 typedef struct gs_k8s_model gs_k8s_model_t;

@@ -64,9 +64,13 @@ static int64_t node_score(gs_k8s_model_t *m, gs__mcache_t *c, const gs_place_req
         return c->score[n->index];
     gs_place_decision_t d;
     int64_t s = INFEASIBLE;
-    if (gs_place_first_fit(m->cluster, n->index, n->order, n->ngpu, req, &d) != 0 ||
-        gs_place_score_decision(m->engine, req, &d, &s) != 0)
+    if (m->opts.policy_gpus) {
+        if (gs_place_score_node(m->engine, req, n->index, &s, &d) != 0)
+            s = INFEASIBLE;
+    } else if (gs_place_first_fit(m->cluster, n->index, n->order, n->ngpu, req, &d) != 0 ||
+               gs_place_score_decision(m->engine, req, &d, &s) != 0) {
         s = INFEASIBLE;
+    }
     if (c != NULL) {
         c->version[n->index] = n->version;
         c->score[n->index] = s;

@@ -141,7 +141,8 @@ static int setup_model(replay_t *r, const gs_place_nodes_t *nodes)
     gs_k8s_model_opts_t mo = {.policy = GS_PLACE_GPUSHARE,
                               .seed = r->opts->seed,
                               .workload = r->opts->learn ? NULL : r->pods,
-                              .assume_seconds = r->opts->assume_seconds};
+                              .assume_seconds = r->opts->assume_seconds,
+                              .policy_gpus = r->opts->policy_gpus};
     int result = gs_k8s_model_new(&mo, &r->model, r->err, r->errlen);
     for (int k = 0; k < GS_K8S_KINDS && result == 0; k++)
         gs_k8s_model_list_begin(r->model, (gs_k8s_kind_t)k);

@@ -26,6 +26,7 @@ typedef struct gs_k8s_replay_opts {
     unsigned lag;           /* scheduling results reach the extender this many pods late */
     double assume_seconds;  /* the extender's assumption of scored pods (0: off) */
     uint64_t gpu_memory;    /* bytes published per GPU (the traces have none): 32Gi when 0 */
+    int policy_gpus;        /* the extender scores the policy's own GPU choice (comparison) */
     /* Called before each pod is scheduled with the extender's model and the pod's object (a
      * benchmark times the verbs on the cluster's real states); NULL: none. */
     void (*probe)(void *ctx, gs_k8s_model_t *model, const json_t *pod, size_t i);

@@ -234,6 +234,24 @@ int gs_place_score_decision(gs_place_engine_t *engine, const gs_place_request_t 
     return 0;
 }
 
+int gs_place_score_node(gs_place_engine_t *engine, const gs_place_request_t *req, int node,
+                        int64_t *score, gs_place_decision_t *d)
+{
+    const gs_place_cluster_t *c = engine->cluster;
+    if (engine->ops->frag == NULL || node < 0 || (size_t)node >= c->count ||
+        (size_t)node >= engine->nodes_seen || gs_place_request_check(req, NULL, 0) != 0)
+        return GS_EINVAL;
+    const gs__node_t *n = &c->nodes[node];
+    if (!gs__node_feasible(n, req) || n->mem_left < req->mem_mib)
+        return GS_ENOFIT;
+    memset(d, 0, sizeof(*d));
+    d->node = node;
+    *score = gs__frag_score(engine, n, req);
+    if (req->num_gpu > 0)
+        gs__frag_choose(engine, n, req, d);
+    return 0;
+}
+
 int gs_place_node_rank(const gs_place_engine_t *engine, int node, uint64_t *rank)
 {
     if (node < 0 || (size_t)node >= engine->nodes_seen)
