@@ -12,9 +12,8 @@ packages=(
   libcmocka-dev                             # unit tests
   libsqlite3-dev sqlite3                    # the daemon's ledger
   libjansson-dev                            # the JSON-lines API, Kubernetes JSON
-  libcurl4-openssl-dev                      # the scheduler extender's API client (LIST + WATCH)
-  libmicrohttpd-dev                         # the scheduler extender's HTTP server
-  python3 python3-yaml                      # tests/k8s: the stand-in API server, manifest check
+  libssl-dev                                # the scheduler extender's HTTPS to the API server
+  python3 python3-yaml openssl              # tests/k8s: stand-in API server, manifests, TLS certs
   libinih-dev                               # gpushare.conf
   coinor-libclp-dev                         # LP solver (COIN-OR CLP): placement's packing prices
   libcairo2-dev libfontconfig-dev           # PNG/SVG charts of `gpushare plan replay --plot`

@@ -119,7 +119,29 @@ grep -q "warn: LIST [a-z]*: HTTP 401 (Unauthorized)" "$tmp/extender-401.log" || 
 stop_extender || fail "401: no clean stop"
 stop_apiserver
 
-# 6. Usage errors are one line and status 2.
+# 6. HTTPS: the API server's certificate verified against --ca-file (its address in the
+# certificate); a CA that did not sign it is refused with a line saying why.
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/key.pem" -out "$tmp/cert.pem" -days 1 \
+    -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/other.key" -out "$tmp/other.pem" -days 1 \
+    -subj /CN=other 2>/dev/null
+api_scheme=https start_apiserver --load "$k8s_dir/cluster.json" --tls-cert "$tmp/cert.pem" \
+    --tls-key "$tmp/key.pem"
+ext_log=extender-tls.log
+start_extender reader --ca-file "$tmp/cert.pem"
+ready_is 200 10 || fail "https: not ready with the right CA"
+expect_eq "$(verb prioritize "$requests/prioritize-share.json")" "$share" "https: answers"
+stop_extender || fail "https: no clean stop"
+ext_log=extender-badca.log
+start_extender reader --ca-file "$tmp/other.pem"
+sleep 2
+ready_is 503 5 || fail "https: ready with a CA that did not sign the server's certificate"
+grep -q "warn: [a-z]*: https://127.0.0.1:$api_port: TLS: " "$tmp/extender-badca.log" ||
+    fail "https: no log line for the refused certificate"
+stop_extender || fail "https (bad CA): no clean stop"
+stop_apiserver
+
+# 7. Usage errors are one line and status 2.
 expect_error 2 "gpushare-scheduler-extender: --policy is gpushare or fgd (see --help)" \
     "$extender" --policy random --server http://127.0.0.1:1
 expect_error 2 "gpushare-scheduler-extender: --listen wants ADDR:PORT (see --help)" \

@@ -1,31 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* kube-scheduler's extender verbs over HTTP (libmicrohttpd) on the model (extender.h). */
+/* kube-scheduler's extender verbs over HTTP (src/k8s/http.h) on the model (extender.h). */
 #include "extender.h"
+#include "http.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
 
-#include <arpa/inet.h>
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define THREADS      4
-#define CONNECTIONS  64
-#define IDLE_SECONDS 30
+#define THREADS 8
 
 struct gs_ext_server {
-    struct MHD_Daemon *daemon;
+    gs__khttp_server_t *http;
     gs_k8s_model_t *model;
 };
-
-/* A request being read. */
-typedef struct request {
-    gs__k8s_buf_t body; /* capped at GS_K8S_ARGS_MAX */
-    int too_big;
-} request_t;
 
 static double now_seconds(void)
 {
@@ -103,34 +94,13 @@ char *gs_ext_prioritize(gs_k8s_model_t *model, const char *body, size_t len)
 
 /* ---- HTTP ---- */
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned code, char *text, const char *type)
+static int ends_with(const char *s, size_t n, const char *suffix)
 {
-    if (text == NULL) {
-        code = MHD_HTTP_INTERNAL_SERVER_ERROR;
-        text = strdup("out of memory\n");
-        type = "text/plain";
-        if (text == NULL)
-            return MHD_NO;
-    }
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-    if (r == NULL) {
-        free(text);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    enum MHD_Result ok = MHD_queue_response(c, code, r);
-    MHD_destroy_response(r);
-    return ok;
+    size_t m = strlen(suffix);
+    return n >= m && strncmp(s + n - m, suffix, m) == 0;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-static enum MHD_Result health(gs_ext_server_t *s, struct MHD_Connection *c, int ready)
+static char *health(gs_ext_server_t *s, int ready, int *status)
 {
     gs_k8s_model_stats_t st;
     gs_k8s_model_stats(s->model, &st);
@@ -138,86 +108,47 @@ static enum MHD_Result health(gs_ext_server_t *s, struct MHD_Connection *c, int 
     char *text = malloc(512);
     if (text != NULL)
         snprintf(text, 512,
-                 "{\"synced\":%s,\"nodes\":%zu,\"gpuNodes\":%zu,\"gpus\":%zu,"
-                 "\"pods\":%zu,\"claims\":%zu,\"assumed\":%zu,\"answers\":%llu,\"neutral\":%llu}\n",
+                 "{\"synced\":%s,\"nodes\":%zu,\"gpuNodes\":%zu,\"gpus\":%zu,\"pods\":%zu,"
+                 "\"claims\":%zu,\"assumed\":%zu,\"answers\":%llu,\"neutral\":%llu}\n",
                  synced ? "true" : "false", st.nodes, st.gpu_nodes, st.gpus, st.pods, st.claims,
                  st.assumed, (unsigned long long)st.answers, (unsigned long long)st.neutral);
-    return reply(c, ready && !synced ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK, text,
-                 "application/json");
+    *status = ready && !synced ? 503 : 200;
+    return text;
 }
 
-/* Reads the body (capped), then answers the verb. */
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version, const char *data,
-                                  size_t *size, void **state)
+/* POST .../filter and .../prioritize (kube-scheduler appends the verb to its urlPrefix), GET
+ * /healthz and /readyz. */
+static char *on_request(void *ctx, const char *method, const char *path, const char *body,
+                        size_t len, int *status, const char **type)
 {
-    gs_ext_server_t *s = cls;
-    request_t *req = *state;
-    (void)version;
-    if (strcmp(method, "GET") == 0 && (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0))
-        return health(s, c, strcmp(url, "/readyz") == 0);
-    int filter = ends_with(url, "/filter"), prioritize = ends_with(url, "/prioritize");
-    if (strcmp(method, "POST") != 0 || (!filter && !prioritize))
-        return reply(c, MHD_HTTP_NOT_FOUND, strdup("not found\n"), "text/plain");
-    if (req == NULL) {
-        *state = req = calloc(1, sizeof(*req));
-        if (req != NULL)
-            req->body.max = GS_K8S_ARGS_MAX + 1;
-        return req != NULL ? MHD_YES : MHD_NO;
-    }
-    if (*size > 0) {
-        int result = req->too_big ? 0 : gs__k8s_buf_add(&req->body, data, *size);
-        if (result == GS_ENOMEM)
-            return MHD_NO;
-        req->too_big |= result == GS_ELIMIT;
-        *size = 0;
-        return MHD_YES;
-    }
-    if (req->too_big) {
-        gs_warn("%s: body over %u bytes refused", url, GS_K8S_ARGS_MAX);
-        return reply(c, MHD_HTTP_CONTENT_TOO_LARGE, strdup("body too large\n"), "text/plain");
-    }
-    const char *body = req->body.data != NULL ? req->body.data : "";
-    char *out = filter ? gs_ext_filter(s->model, body, req->body.len)
-                       : gs_ext_prioritize(s->model, body, req->body.len);
-    return reply(c, MHD_HTTP_OK, out, "application/json");
-}
-
-static void on_done(void *cls, struct MHD_Connection *c, void **state,
-                    enum MHD_RequestTerminationCode code)
-{
-    request_t *req = *state;
-    (void)cls, (void)c, (void)code;
-    if (req != NULL) {
-        free(req->body.data);
-        free(req);
-        *state = NULL;
-    }
+    gs_ext_server_t *s = ctx;
+    size_t n = strcspn(path, "?");
+    if (strcmp(method, "GET") == 0 && n == 8 && strncmp(path, "/healthz", 8) == 0)
+        return health(s, 0, status);
+    if (strcmp(method, "GET") == 0 && n == 7 && strncmp(path, "/readyz", 7) == 0)
+        return health(s, 1, status);
+    if (strcmp(method, "POST") == 0 && ends_with(path, n, "/filter"))
+        return gs_ext_filter(s->model, body, len);
+    if (strcmp(method, "POST") == 0 && ends_with(path, n, "/prioritize"))
+        return gs_ext_prioritize(s->model, body, len);
+    *status = 404;
+    *type = "text/plain";
+    return strdup("not found\n");
 }
 
 int gs_ext_server_start(const char *addr, uint16_t port, gs_k8s_model_t *model,
                         gs_ext_server_t **out, uint16_t *bound)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-    if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
-        return GS_EINVAL;
     gs_ext_server_t *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return GS_ENOMEM;
     s->model = model;
-    s->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, port, NULL, NULL,
-                                 on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                                 MHD_OPTION_THREAD_POOL_SIZE, (unsigned)THREADS,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONNECTIONS,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_SECONDS,
-                                 MHD_OPTION_NOTIFY_COMPLETED, on_done, s, MHD_OPTION_END);
-    if (s->daemon == NULL) {
+    int result =
+        gs__khttp_serve(addr, port, THREADS, GS_K8S_ARGS_MAX, on_request, s, &s->http, bound);
+    if (result != 0) {
         free(s);
-        return GS_EIO;
+        return result;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    if (bound != NULL)
-        *bound = info != NULL ? info->port : port;
     *out = s;
     return 0;
 }
@@ -226,6 +157,6 @@ void gs_ext_server_stop(gs_ext_server_t *s)
 {
     if (s == NULL)
         return;
-    MHD_stop_daemon(s->daemon);
+    gs__khttp_stop(s->http);
     free(s);
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare-scheduler-extender's HTTP side: kube-scheduler's filter and prioritize verbs on the
- * model (libmicrohttpd), and the same verbs on a request body for tests and benchmarks.
+ * model (src/k8s/http.h), and the same verbs on a request body for tests and benchmarks.
  *
- * Threading: the server answers on a pool of threads; the model serialises them. The verb
- * functions are thread-safe. */
+ * Threading: the server answers on a pool of 8 threads; the model serialises the verbs. The
+ * verb functions are thread-safe. */
 #ifndef GS_K8S_EXTENDER_H
 #define GS_K8S_EXTENDER_H
 
@@ -28,7 +28,8 @@ typedef struct gs_ext_server gs_ext_server_t;
  * verb to its urlPrefix), GET /healthz (200 while the process runs) and GET /readyz (200 when
  * the model is synced with the API server, else 503), on addr:port (port 0: any free port,
  * written to *bound). Bodies over GS_K8S_ARGS_MAX are refused (413); connections idle for 30 s
- * are closed. Returns 0, or GS_EINVAL (bad address) / GS_EIO (cannot listen). */
+ * are closed, and so are connections past the 64 waiting for a thread. Returns 0, or GS_EINVAL (bad
+ * address) / GS_EIO (cannot listen). */
 int gs_ext_server_start(const char *addr, uint16_t port, gs_k8s_model_t *model,
                         gs_ext_server_t **out, uint16_t *bound);
 

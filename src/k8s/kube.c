@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* LIST + WATCH of the API server into the extender's model with libcurl (kube.h). */
+/* LIST + WATCH of the API server into the extender's model (kube.h), over src/k8s/http.h. */
+#include "http.h"
 #include "kube.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
 
-#include <curl/curl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +23,7 @@ typedef struct watcher {
     struct gs_kube_watch *parent;
     gs_k8s_kind_t kind;
     pthread_t thread;
-    CURL *curl;
+    long code;          /* the status of the response being read */
     char rv[128];       /* resourceVersion to watch from */
     gs__k8s_buf_t body; /* a LIST page, or the watch's partial line */
     int relist;         /* an ERROR event asked for a new LIST */
@@ -82,11 +82,22 @@ int gs_kube_config_in_cluster(gs_kube_config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
-/* curl's progress callback: a nonzero return aborts the transfer (stop asked). */
-static int on_progress(void *p, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+/* Appends text percent-encoded (RFC 3986: unreserved characters as they are). */
+static void escape(char *out, size_t size, const char *text)
 {
-    (void)a, (void)b, (void)c, (void)d;
-    return atomic_load(&((watcher_t *)p)->parent->stop) != 0;
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0' && n + 4 < size; p++) {
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+            strchr("-._~", *p) != NULL) {
+            out[n++] = (char)*p;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[*p >> 4];
+            out[n++] = hex[*p & 15];
+        }
+    }
+    out[n] = '\0';
 }
 
 /* The URL of kind's path with query parameters (values escaped). */
@@ -94,66 +105,52 @@ static int make_url(watcher_t *w, char *url, size_t size, int watch, const char 
 {
     const gs_kube_config_t *cfg = &w->parent->cfg;
     const char *sel = selectors[w->kind];
-    char *esel = sel != NULL ? curl_easy_escape(w->curl, sel, 0) : NULL;
-    char *econt = cont != NULL ? curl_easy_escape(w->curl, cont, 0) : NULL;
-    char *erv = curl_easy_escape(w->curl, w->rv, 0);
+    char esel[256], econt[4096], erv[384];
+    escape(esel, sizeof(esel), sel != NULL ? sel : "");
+    escape(econt, sizeof(econt), cont != NULL ? cont : "");
+    escape(erv, sizeof(erv), w->rv);
     int n = watch ? snprintf(url, size,
-                             "%s%s?watch=true&allowWatchBookmarks=true&timeoutSeconds="
-                             "%ld&resourceVersion=%s%s%s",
-                             cfg->server, paths[w->kind], cfg->watch_seconds, erv ? erv : "",
-                             esel ? "&fieldSelector=" : "", esel ? esel : "")
+                             "%s%s?watch=true&allowWatchBookmarks=true&timeoutSeconds=%ld"
+                             "&resourceVersion=%s%s%s",
+                             cfg->server, paths[w->kind], cfg->watch_seconds, erv,
+                             sel ? "&fieldSelector=" : "", sel ? esel : "")
                   : snprintf(url, size, "%s%s?limit=%d%s%s%s%s", cfg->server, paths[w->kind],
-                             PAGE_LIMIT, esel ? "&fieldSelector=" : "", esel ? esel : "",
-                             econt ? "&continue=" : "", econt ? econt : "");
-    curl_free(esel);
-    curl_free(econt);
-    curl_free(erv);
+                             PAGE_LIMIT, sel ? "&fieldSelector=" : "", sel ? esel : "",
+                             cont ? "&continue=" : "", cont ? econt : "");
     return n > 0 && (size_t)n < size ? 0 : GS_ELIMIT;
 }
 
-static size_t on_body(char *data, size_t size, size_t n, void *p)
+static int on_body(void *p, const char *data, size_t len)
 {
-    return gs__k8s_buf_add(&((watcher_t *)p)->body, data, size * n) == 0 ? size * n : 0;
+    return gs__k8s_buf_add(&((watcher_t *)p)->body, data, len) != 0;
 }
 
 /* GET url; the response's status code in *code. Returns 0, or GS_EIO with a line logged. */
-static int get(watcher_t *w, const char *url, long timeout_ms,
-               size_t (*write)(char *, size_t, size_t, void *), long *code)
+static int get(watcher_t *w, const char *url, long timeout_ms, gs__khttp_sink_t sink, long *code)
 {
     const gs_kube_config_t *cfg = &w->parent->cfg;
-    char token[TOKEN_MAX], auth[TOKEN_MAX + 32];
-    struct curl_slist *headers = curl_slist_append(NULL, "Accept: application/json");
+    char token[TOKEN_MAX], auth[TOKEN_MAX + 32], err[GS_K8S_ERR_MAX];
+    const char *headers[1];
+    size_t nheaders = 0;
     if (cfg->token_file[0] != '\0' && read_small(cfg->token_file, token, sizeof(token)) == 0) {
         snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-        headers = curl_slist_append(headers, auth);
+        headers[nheaders++] = auth;
     }
-    curl_easy_reset(w->curl);
-    curl_easy_setopt(w->curl, CURLOPT_URL, url);
-    curl_easy_setopt(w->curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(w->curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(w->curl, CURLOPT_CONNECTTIMEOUT_MS, cfg->connect_timeout_ms);
-    curl_easy_setopt(w->curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(w->curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(w->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(w->curl, CURLOPT_XFERINFODATA, w);
-    curl_easy_setopt(w->curl, CURLOPT_WRITEFUNCTION, write);
-    curl_easy_setopt(w->curl, CURLOPT_WRITEDATA, w);
-    curl_easy_setopt(w->curl, CURLOPT_ACCEPT_ENCODING, "");
-    if (cfg->ca_file[0] != '\0')
-        curl_easy_setopt(w->curl, CURLOPT_CAINFO, cfg->ca_file);
-    if (cfg->insecure) {
-        curl_easy_setopt(w->curl, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(w->curl, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
+    gs__khttp_client_t client = {.ca_file = cfg->ca_file,
+                                 .insecure = cfg->insecure,
+                                 .connect_ms = cfg->connect_timeout_ms,
+                                 .total_ms = timeout_ms,
+                                 .idle_ms = timeout_ms,
+                                 .stop = &w->parent->stop};
     w->body.len = 0;
-    CURLcode rc = curl_easy_perform(w->curl);
-    curl_slist_free_all(headers);
-    *code = 0;
-    curl_easy_getinfo(w->curl, CURLINFO_RESPONSE_CODE, code);
-    if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && w->relist))
+    w->code = 0;
+    int result = gs__khttp_request(&client, "GET", url, headers, nheaders, NULL, 0, sink, w,
+                                   &w->code, err, sizeof(err));
+    *code = w->code;
+    if (result == 0)
         return 0;
     if (!atomic_load(&w->parent->stop))
-        gs_warn("%s: %s: %s", gs_k8s_kind_name(w->kind), cfg->server, curl_easy_strerror(rc));
+        gs_warn("%s: %s: %s", gs_k8s_kind_name(w->kind), cfg->server, err);
     return GS_EIO;
 }
 
@@ -248,16 +245,14 @@ static void watch_event(watcher_t *w, const char *line, size_t len)
     json_decref(ev);
 }
 
-/* The watch stream: JSON objects one per line. Returning less than given aborts (ERROR). */
-static size_t on_stream(char *data, size_t size, size_t n, void *p)
+/* The watch stream: JSON objects one per line. Returns nonzero to end it (ERROR). */
+static int on_stream(void *p, const char *data, size_t len)
 {
     watcher_t *w = p;
-    long code = 0;
-    if (gs__k8s_buf_add(&w->body, data, size * n) != 0)
+    if (gs__k8s_buf_add(&w->body, data, len) != 0)
+        return 1;
+    if (w->code != 200) /* a Status, kept whole for the log line */
         return 0;
-    curl_easy_getinfo(w->curl, CURLINFO_RESPONSE_CODE, &code);
-    if (code != 200) /* a Status, kept whole for the log line */
-        return size * n;
     char *start = w->body.data, *nl;
     while (!w->relist &&
            (nl = memchr(start, '\n', w->body.len - (size_t)(start - w->body.data))) != NULL) {
@@ -268,7 +263,7 @@ static size_t on_stream(char *data, size_t size, size_t n, void *p)
     size_t rest = w->body.len - (size_t)(start - w->body.data);
     memmove(w->body.data, start, rest);
     w->body.len = rest;
-    return w->relist ? 0 : size * n;
+    return w->relist;
 }
 
 /* One WATCH from w->rv. Returns 0 when it ended normally (resume), RELIST, or GS_EIO. */
@@ -328,10 +323,8 @@ static void *follow(void *p)
 int gs_kube_watch_start(const gs_kube_config_t *cfg, gs_k8s_model_t *model, gs_kube_watch_t **out)
 {
     gs_kube_watch_t *kw = calloc(1, sizeof(*kw));
-    if (kw == NULL || curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
-        free(kw);
+    if (kw == NULL)
         return GS_ENOMEM;
-    }
     kw->cfg = *cfg;
     kw->cfg.connect_timeout_ms = cfg->connect_timeout_ms ? cfg->connect_timeout_ms : 5000;
     kw->cfg.list_timeout_ms = cfg->list_timeout_ms ? cfg->list_timeout_ms : 60000;
@@ -344,9 +337,7 @@ int gs_kube_watch_start(const gs_kube_config_t *cfg, gs_k8s_model_t *model, gs_k
         watcher_t *w = &kw->w[k];
         w->parent = kw;
         w->kind = (gs_k8s_kind_t)k;
-        if ((w->curl = curl_easy_init()) == NULL)
-            result = GS_ENOMEM;
-        else if ((result = -pthread_create(&w->thread, NULL, follow, w)) == 0)
+        if ((result = -pthread_create(&w->thread, NULL, follow, w)) == 0)
             kw->started[k] = 1;
     }
     if (result != 0)
@@ -364,10 +355,7 @@ void gs_kube_watch_stop(gs_kube_watch_t *kw)
     for (int k = 0; k < GS_K8S_KINDS; k++) {
         if (kw->started[k])
             pthread_join(kw->w[k].thread, NULL);
-        if (kw->w[k].curl != NULL)
-            curl_easy_cleanup(kw->w[k].curl);
         free(kw->w[k].body.data);
     }
-    curl_global_cleanup();
     free(kw);
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A minimal Kubernetes API client for the scheduler extender: LIST + WATCH of Nodes, Pods,
  * ResourceSlices and ResourceClaims into the extender's model, over HTTPS with a bearer token and
- * a CA (libcurl), the way client-go's reflectors do.
+ * a CA (src/k8s/http.h on OpenSSL), the way client-go's reflectors do.
  *
- * Threading: gs_kube_watch_start runs one thread per kind; each owns its curl handle and applies
- * what it reads to the model (thread-safe). Start and stop from one thread. */
+ * Threading: gs_kube_watch_start runs one thread per kind; each makes its own requests and
+ * applies what it reads to the model (thread-safe). Start and stop from one thread. */
 #ifndef GS_K8S_KUBE_H
 #define GS_K8S_KUBE_H
 
@@ -37,7 +37,7 @@ typedef struct gs_kube_watch gs_kube_watch_t;
  * marked out of sync meanwhile). Returns 0, GS_ENOMEM or an error starting threads. */
 int gs_kube_watch_start(const gs_kube_config_t *cfg, gs_k8s_model_t *model, gs_kube_watch_t **out);
 
-/* Stops the threads (each within about a second, curl's progress callback) and frees. */
+/* Stops the threads (each within about 200 ms: every wait looks at the stop flag) and frees. */
 void gs_kube_watch_stop(gs_kube_watch_t *watch);
 
 /* The path a kind is listed at, with its field selector (slices of gpu.gpushare.io only, pods

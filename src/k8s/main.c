@@ -7,6 +7,7 @@
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
+#include "gpushare/version.h"
 
 #include <getopt.h>
 #include <signal.h>

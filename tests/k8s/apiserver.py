@@ -25,6 +25,7 @@ Failure switch (tests): POST /_standin/mode with {"mode": M} (no token; loopback
 "close" (close the connection without answering). Being down is being stopped: kill the PID.
 
   apiserver.py --port 0 --port-file F --token T [--read-token R] [--load objects.json]
+               [--tls-cert CERT.pem --tls-key KEY.pem] [--history N]
 
 writes the port it listens on to F (atomically) once it serves. Objects of --load are stored as
 given, status included (the state of a running cluster). Python 3 standard library only.
@@ -38,6 +39,7 @@ import datetime
 import json
 import os
 import random
+import ssl
 import string
 import sys
 import threading
@@ -459,6 +461,8 @@ def main():
     ap.add_argument("--read-token", help="a token that may only read")
     ap.add_argument("--load", help="JSON objects to create at start")
     ap.add_argument("--history", type=int, default=EVENTS_KEPT, help="events remembered")
+    ap.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM)")
+    ap.add_argument("--tls-key", help="the certificate's key (PEM)")
     args = ap.parse_args()
     store = Store()
     store.kept = max(1, args.history)
@@ -470,6 +474,10 @@ def main():
         Handler.tokens[args.read_token] = "read"
     server = ThreadingHTTPServer((args.address, args.port), Handler)
     server.daemon_threads = True
+    if args.tls_cert:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(args.tls_cert, args.tls_key)
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     tmp = args.port_file + ".tmp"
     with open(tmp, "w") as f:
         f.write("%d\n" % server.server_address[1])

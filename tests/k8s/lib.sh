@@ -18,7 +18,8 @@ wait_file() {
     return 1
 }
 
-# start_apiserver [ARGS...]: the stand-in with tokens "writer" and "reader"; sets $api_port.
+# start_apiserver [ARGS...]: the stand-in with tokens "writer" and "reader"; sets $api_port and
+# $api ($api_scheme://127.0.0.1:port: set api_scheme=https with --tls-cert).
 start_apiserver() {
     rm -f "$tmp/api.port"
     python3 "$k8s_dir/apiserver.py" --port-file "$tmp/api.port" --token writer \
@@ -26,7 +27,7 @@ start_apiserver() {
     apiserver_pid=$!
     wait_file "$tmp/api.port" 10 || { echo "the stand-in API server did not start" >&2; return 1; }
     api_port=$(cat "$tmp/api.port")
-    api="http://127.0.0.1:$api_port"
+    api="${api_scheme:-http}://127.0.0.1:$api_port"
 }
 
 stop_apiserver() {
