@@ -343,13 +343,51 @@ static void test_consume(void **state)
     assert_int_equal(gs_dra_consume(&plain, 1, 101, &v), GS_ENOFIT);
 }
 
+/* The order a driver publishes: tightest puts the device with the least room first, full or
+ * whole-taken devices last, MIG devices after all; index puts them back. */
+static void test_order(void **state)
+{
+    (void)state;
+    gs_dra_slice_t s;
+    two_gpus(&s); /* gpu-0 shared H100, gpu-1 exclusive A100 */
+    gs_dra_device_t *d = realloc(s.devices, 4 * sizeof(*d));
+    assert_non_null(d);
+    s.devices = d;
+    gs_dra_device_init(&d[2], 2, "GPU-cccc", "H100", GS_DRA_SHARED, 80 * GI, "");
+    gs_dra_device_init(&d[3], 3, "GPU-dddd", "H100", GS_DRA_MIG, 80 * GI, "");
+    s.count = 4;
+    gs_dra_usage_t use[4] = {
+        {.compute = 30, .allocations = 1}, {0}, {.compute = 80, .allocations = 2}, {0}};
+    assert_int_equal(gs_dra_milli_left(&d[0], &use[0]), 700);
+    assert_int_equal(gs_dra_milli_left(&d[1], &use[1]), 1000);
+    assert_int_equal(gs_dra_order_devices(&s, use, GS_PLACE_ORDER_TIGHTEST), 1);
+    const char *want[4] = {"gpu-2", "gpu-0", "gpu-1", "gpu-3"};
+    for (int i = 0; i < 4; i++)
+        assert_string_equal(s.devices[i].name, want[i]);
+    assert_int_equal(use[0].compute, 80); /* usage moved with its device */
+    assert_int_equal(gs_dra_order_devices(&s, use, GS_PLACE_ORDER_TIGHTEST), 0);
+    use[2].allocations = 1; /* the A100 (third) taken whole: still last of the GPUs */
+    assert_int_equal(gs_dra_order_devices(&s, use, GS_PLACE_ORDER_TIGHTEST), 0);
+    memset(&use[0], 0, sizeof(use[0])); /* gpu-2 free again: after gpu-0 */
+    assert_int_equal(gs_dra_order_devices(&s, use, GS_PLACE_ORDER_TIGHTEST), 1);
+    const char *now[4] = {"gpu-0", "gpu-2", "gpu-1", "gpu-3"};
+    for (int i = 0; i < 4; i++)
+        assert_string_equal(s.devices[i].name, now[i]);
+    assert_int_equal(gs_dra_order_devices(&s, use, GS_PLACE_ORDER_INDEX), 1);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(s.devices[i].index, i);
+    assert_int_equal(use[1].allocations, 1);
+    assert_int_equal(gs_dra_order_devices(&s, use, GS_PLACE_ORDER_POLICY), GS_EINVAL);
+    gs_dra_slice_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slice_json), cmocka_unit_test(test_slice_malformed),
         cmocka_unit_test(test_claim_json), cmocka_unit_test(test_claim_unsupported),
         cmocka_unit_test(test_allocate),   cmocka_unit_test(test_allocate_whole),
-        cmocka_unit_test(test_consume),
+        cmocka_unit_test(test_consume),    cmocka_unit_test(test_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include "k8s.h"
 
 #include "gpushare/placement.h"
+#include "gpushare/placement_online.h"
 
 #include <jansson.h>
 #include <stddef.h>
@@ -168,5 +169,20 @@ int gs_dra_allocate(const gs_dra_slice_t *slice, gs_dra_usage_t *usage, const ch
  * Returns 1 or 0 (also for requests the model does not handle). */
 int gs_dra_fits(const gs_dra_slice_t *slice, const gs_dra_usage_t *usage, const char *class,
                 const gs_dra_claim_t *claim);
+
+/* ---- the device order a driver publishes ---- */
+
+/* What is left of a device for the placement model, in milli-GPU of compute (0 for a device
+ * taken whole or a MIG device). */
+uint32_t gs_dra_milli_left(const gs_dra_device_t *dev, const gs_dra_usage_t *use);
+
+/* Puts the slice's devices (and usage[], one per device, with them) in the order `how` gives
+ * for what is taken of them (include/gpushare/placement_online.h): GS_PLACE_ORDER_INDEX by
+ * their index attribute, GS_PLACE_ORDER_TIGHTEST least compute left first (devices full or
+ * taken whole last, equal ones by index), so that the allocator's first fit is a best fit. MIG
+ * devices go last. For GS_PLACE_ORDER_POLICY the driver needs the policy's engine and calls
+ * gs_place_device_order on a model of its node. Returns 1 when the order changed (republish
+ * the slice), 0 when not, or GS_EINVAL (POLICY, or more than GS_DRA_DEVICES devices). */
+int gs_dra_order_devices(gs_dra_slice_t *slice, gs_dra_usage_t *usage, gs_place_order_t how);
 
 #endif

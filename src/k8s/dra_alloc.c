@@ -168,3 +168,47 @@ int gs_dra_allocate(const gs_dra_slice_t *slice, gs_dra_usage_t *usage, const ch
     free(results);
     return result;
 }
+
+uint32_t gs_dra_milli_left(const gs_dra_device_t *dev, const gs_dra_usage_t *use)
+{
+    if (dev->mode == GS_DRA_MIG || dev->compute.value == 0 || use->compute >= dev->compute.value ||
+        (!dev->multiple && use->allocations > 0))
+        return 0;
+    return (uint32_t)((dev->compute.value - use->compute) * GS_PLACE_MILLI / dev->compute.value);
+}
+
+/* The sort key of a device in an order: smaller first. */
+static uint64_t order_key(const gs_dra_device_t *dev, const gs_dra_usage_t *use,
+                          gs_place_order_t how)
+{
+    uint64_t index = (uint64_t)(dev->index < 0 ? 0 : dev->index) & 0xffffffffu;
+    uint64_t group = dev->mode == GS_DRA_MIG ? 2 : 0;
+    if (how == GS_PLACE_ORDER_TIGHTEST && group == 0) {
+        uint32_t left = gs_dra_milli_left(dev, use);
+        group = left == 0 ? 1 : 0;
+        return group << 62 | (uint64_t)left << 32 | index;
+    }
+    return group << 62 | index;
+}
+
+int gs_dra_order_devices(gs_dra_slice_t *slice, gs_dra_usage_t *usage, gs_place_order_t how)
+{
+    if ((how != GS_PLACE_ORDER_INDEX && how != GS_PLACE_ORDER_TIGHTEST) ||
+        slice->count > GS_DRA_DEVICES)
+        return GS_EINVAL;
+    int changed = 0;
+    for (size_t i = 1; i < slice->count; i++) { /* insertion sort: a node has few devices */
+        gs_dra_device_t dev = slice->devices[i];
+        gs_dra_usage_t use = usage[i];
+        uint64_t key = order_key(&dev, &use, how);
+        size_t j = i;
+        for (; j > 0 && order_key(&slice->devices[j - 1], &usage[j - 1], how) > key; j--) {
+            slice->devices[j] = slice->devices[j - 1];
+            usage[j] = usage[j - 1];
+        }
+        changed |= j != i;
+        slice->devices[j] = dev;
+        usage[j] = use;
+    }
+    return changed;
+}

@@ -332,10 +332,20 @@ static int choose(replay_t *r, json_t *pod, json_t *names, char *name, size_t le
     return chosen;
 }
 
-/* The plugin's new device order for node k after an allocation; republished when it changed. */
+/* The plugin's new device order for node k after an allocation; republished when it changed.
+ * The tightest order is the one the driver gets from gs_dra_order_devices; the policy's from
+ * gs_place_device_order on the plugins' view. */
 static int republish(replay_t *r, size_t k, size_t due)
 {
     rnode_t *n = &r->rn[k];
+    if (r->opts->order != GS_PLACE_ORDER_POLICY) {
+        int changed = gs_dra_order_devices(&n->slice, n->usage, r->opts->order);
+        if (changed <= 0)
+            return changed;
+        n->slice.generation++;
+        r->stats->republished++;
+        return queue(r, due, GS_K8S_SLICES, gs_dra_slice_json(&n->slice));
+    }
     gs_place_node_state_t st;
     if (gs_place_node_get(r->mirror, (int)k, &st) != 0)
         return GS_EINVAL;
