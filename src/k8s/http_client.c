@@ -221,8 +221,8 @@ static int feed(response_t *r, gs__khttp_chunks_t *d, const char *data, size_t l
 }
 
 /* Reads the response: its head, then its body into the sink. */
-static int exchange(gs__khttp_conn_t *c, gs__khttp_sink_t sink, void *ctx, long *status, char *err,
-                    size_t errlen)
+int gs__khttp_response(gs__khttp_conn_t *c, gs__khttp_sink_t sink, void *ctx, long *status,
+                       char *err, size_t errlen)
 {
     gs__k8s_buf_t in = {.max = HEAD_MAX + 65536};
     char chunk[65536], *end = NULL;
@@ -232,7 +232,7 @@ static int exchange(gs__khttp_conn_t *c, gs__khttp_sink_t sink, void *ctx, long 
     while (result == 0 && end == NULL) {
         ssize_t n = gs__khttp_read(c, chunk, sizeof(chunk));
         result = n > 0 ? gs__k8s_buf_add(&in, chunk, (size_t)n) : n == 0 ? GS_EPROTO : (int)n;
-        end = result == 0 ? strstr(in.data, "\r\n\r\n") : NULL;
+        end = result == 0 ? memmem(in.data, in.len, "\r\n\r\n", 4) : NULL;
     }
     if (result == 0 && (result = parse_response(in.data, &r)) == 0) {
         *status = r.status;
@@ -278,7 +278,7 @@ int gs__khttp_request(const gs__khttp_client_t *cl, const char *method, const ch
         if (result != 0)
             gs__k8s_fail(err, errlen, result, "sending the request: %s", gs_strerror(result));
         else
-            result = exchange(&c, sink, ctx, status, err, errlen);
+            result = gs__khttp_response(&c, sink, ctx, status, err, errlen);
     }
     if (c.ssl != NULL)
         SSL_free(c.ssl);

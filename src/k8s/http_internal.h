@@ -46,4 +46,13 @@ typedef struct gs__khttp_chunks {
 int gs__khttp_chunks(gs__khttp_chunks_t *d, const char *in, size_t len, gs__khttp_sink_t sink,
                      void *ctx, size_t *used);
 
+/* For tests and fuzzing: serves the requests of an already connected socket (non-blocking)
+ * until it closes, as the server's workers do; the caller closes fd. */
+void gs__khttp_serve_fd(gs__khttp_server_t *server, int fd);
+
+/* For tests and fuzzing: reads a response from a connection, as gs__khttp_request does after
+ * sending its request. Same returns. */
+int gs__khttp_response(gs__khttp_conn_t *c, gs__khttp_sink_t sink, void *ctx, long *status,
+                       char *err, size_t errlen);
+
 #endif

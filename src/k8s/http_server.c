@@ -119,7 +119,7 @@ static long read_head(session_t *x)
 {
     x->conn.deadline = gs__khttp_now_ms() + IDLE_MS;
     for (;;) {
-        char *end = x->in.len > 0 ? strstr(x->in.data, "\r\n\r\n") : NULL;
+        char *end = x->in.len > 0 ? memmem(x->in.data, x->in.len, "\r\n\r\n", 4) : NULL;
         if (end != NULL)
             return (long)(end - x->in.data) + 4;
         if (x->in.len > HEAD_MAX)
@@ -141,6 +141,7 @@ static void consume(session_t *x, size_t used)
 {
     memmove(x->in.data, x->in.data + used, x->in.len - used);
     x->in.len -= used;
+    x->in.data[x->in.len] = '\0';
 }
 
 /* Moves the request's body from x->in to body. Returns 0 or an error code (GS_ELIMIT: over
@@ -250,6 +251,11 @@ static void serve_connection(gs__khttp_server_t *s, int fd)
         ;
     free(x.in.data);
     free(body.data);
+}
+
+void gs__khttp_serve_fd(gs__khttp_server_t *s, int fd)
+{
+    serve_connection(s, fd);
 }
 
 static void *worker(void *p)
