@@ -233,13 +233,13 @@ static int claim_status(const json_t *alloc, gs_dra_claim_t *out, char *err, siz
     if (node != NULL && strlen(node) < sizeof(out->node))
         memcpy(out->node, node, strlen(node) + 1);
     if (n > GS_DRA_REQUESTS * 64)
-        return gs__k8s_fail(err, errlen, GS_EFORMAT, "claim %s: %zu results", out->name, n);
+        return gs_fail(err, errlen, GS_EFORMAT, "claim %s: %zu results", out->name, n);
     if (n > 0 && (out->results = calloc(n, sizeof(*out->results))) == NULL)
-        return gs__k8s_fail(err, errlen, GS_ENOMEM, "out of memory");
+        return gs_fail(err, errlen, GS_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         if (result_parse(json_array_get(results, i), &out->results[i]) != 0)
-            return gs__k8s_fail(err, errlen, GS_EFORMAT,
-                                "claim %s: malformed allocation result %zu", out->name, i);
+            return gs_fail(err, errlen, GS_EFORMAT, "claim %s: malformed allocation result %zu",
+                           out->name, i);
         out->nresults = i + 1;
     }
     return 0;
@@ -252,20 +252,19 @@ static int claim_parse(const json_t *obj, gs_dra_claim_t *out, char *err, size_t
     if (take_str(out->name, sizeof(out->name), gs_k8s_str(obj, "metadata", "name", NULL)) != 0 ||
         take_str(out->ns, sizeof(out->ns), ns != NULL ? ns : "default") != 0 ||
         (uid != NULL && take_str(out->uid, sizeof(out->uid), uid) != 0))
-        return gs__k8s_fail(err, errlen, GS_EFORMAT,
-                            "claim without a valid name, namespace or uid");
+        return gs_fail(err, errlen, GS_EFORMAT, "claim without a valid name, namespace or uid");
     const json_t *reqs =
         json_object_get(json_object_get(json_object_get(obj, "spec"), "devices"), "requests");
     size_t n = json_array_size(reqs);
     if (n > GS_DRA_REQUESTS)
-        return gs__k8s_fail(err, errlen, GS_EFORMAT, "claim %s: more than %d requests", out->name,
-                            GS_DRA_REQUESTS);
+        return gs_fail(err, errlen, GS_EFORMAT, "claim %s: more than %d requests", out->name,
+                       GS_DRA_REQUESTS);
     if (n > 0 && (out->requests = calloc(n, sizeof(*out->requests))) == NULL)
-        return gs__k8s_fail(err, errlen, GS_ENOMEM, "out of memory");
+        return gs_fail(err, errlen, GS_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         if (request_parse(json_array_get(reqs, i), &out->requests[i]) != 0)
-            return gs__k8s_fail(err, errlen, GS_EFORMAT, "claim %s: malformed request %zu",
-                                out->name, i);
+            return gs_fail(err, errlen, GS_EFORMAT, "claim %s: malformed request %zu", out->name,
+                           i);
         out->nrequests = i + 1;
     }
     const json_t *alloc = json_object_get(json_object_get(obj, "status"), "allocation");

@@ -97,7 +97,7 @@ static int device_parse(const json_t *d, int ours, gs_dra_device_t *dev, char *e
     memset(dev, 0, sizeof(*dev));
     if (take(dev->name, sizeof(dev->name), gs_k8s_str(d, "name", NULL)) != 0 ||
         dev->name[0] == '\0')
-        return gs__k8s_fail(err, errlen, GS_EFORMAT, "a device without a valid name");
+        return gs_fail(err, errlen, GS_EFORMAT, "a device without a valid name");
     if (!ours)
         return 0;
     const json_t *attrs = json_object_get(d, "attributes");
@@ -112,15 +112,15 @@ static int device_parse(const json_t *d, int ours, gs_dra_device_t *dev, char *e
              gs_k8s_str(attribute(attrs, "productName"), "string", NULL)) ||
         take(dev->driver_version, sizeof(dev->driver_version),
              gs_k8s_str(attribute(attrs, "cudaDriverVersion"), "version", NULL)))
-        return gs__k8s_fail(err, errlen, GS_EFORMAT,
-                            "device %s: missing or malformed mode, index, uuid, "
-                            "productName or cudaDriverVersion",
-                            dev->name);
+        return gs_fail(err, errlen, GS_EFORMAT,
+                       "device %s: missing or malformed mode, index, uuid, "
+                       "productName or cudaDriverVersion",
+                       dev->name);
     dev->index = json_integer_value(index);
     const json_t *caps = json_object_get(d, "capacity");
     if (capacity_parse(caps, "memory", &dev->memory) != 0 ||
         capacity_parse(caps, "compute", &dev->compute) != 0)
-        return gs__k8s_fail(err, errlen, GS_EFORMAT, "device %s: malformed capacity", dev->name);
+        return gs_fail(err, errlen, GS_EFORMAT, "device %s: malformed capacity", dev->name);
     dev->multiple = json_is_true(json_object_get(d, "allowMultipleAllocations"));
     return 0;
 }
@@ -144,15 +144,15 @@ int gs_dra_slice_parse(const json_t *obj, gs_dra_slice_t *out, char *err, size_t
         take(out->node, sizeof(out->node), gs_k8s_str(spec, "nodeName", NULL)) ||
         take(out->pool, sizeof(out->pool), gs_k8s_str(pool, "name", NULL)) ||
         out->driver[0] == '\0' || out->pool[0] == '\0')
-        return gs__k8s_fail(err, errlen, GS_EFORMAT, "slice without a valid driver or pool name");
+        return gs_fail(err, errlen, GS_EFORMAT, "slice without a valid driver or pool name");
     if (json_array_size(devices) > GS_DRA_DEVICES)
-        return gs__k8s_fail(err, errlen, GS_EFORMAT, "slice %s: more than %d devices", out->name,
-                            GS_DRA_DEVICES);
+        return gs_fail(err, errlen, GS_EFORMAT, "slice %s: more than %d devices", out->name,
+                       GS_DRA_DEVICES);
     out->generation = json_integer_value(json_object_get(pool, "generation"));
     out->slice_count = json_integer_value(json_object_get(pool, "resourceSliceCount"));
     size_t n = json_array_size(devices);
     if (n > 0 && (out->devices = calloc(n, sizeof(*out->devices))) == NULL)
-        return gs__k8s_fail(err, errlen, GS_ENOMEM, "out of memory");
+        return gs_fail(err, errlen, GS_ENOMEM, "out of memory");
     int ours = strcmp(out->driver, GS_DRA_DRIVER) == 0;
     for (size_t i = 0; i < n; i++) {
         int result = device_parse(json_array_get(devices, i), ours, &out->devices[i], err, errlen);

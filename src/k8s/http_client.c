@@ -71,7 +71,7 @@ static int dial(const url_t *u, gs__khttp_conn_t *c, char *err, size_t errlen)
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
     int rc = getaddrinfo(u->host, u->port, &hints, &ai), result = GS_ECONNREFUSED;
     if (rc != 0)
-        return gs__k8s_fail(err, errlen, GS_EIO, "%s: %s", u->host, gai_strerror(rc));
+        return gs_fail(err, errlen, GS_EIO, "%s: %s", u->host, gai_strerror(rc));
     for (struct addrinfo *a = ai; a != NULL && result != 0; a = a->ai_next) {
         c->fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (c->fd < 0)
@@ -92,8 +92,8 @@ static int dial(const url_t *u, gs__khttp_conn_t *c, char *err, size_t errlen)
         }
     }
     freeaddrinfo(ai);
-    return result != 0 ? gs__k8s_fail(err, errlen, result, "connect to %s:%s: %s", u->host, u->port,
-                                      gs_strerror(result))
+    return result != 0 ? gs_fail(err, errlen, result, "connect to %s:%s: %s", u->host, u->port,
+                                 gs_strerror(result))
                        : 0;
 }
 
@@ -103,9 +103,9 @@ static int tls_failed(gs__khttp_conn_t *c, char *err, size_t errlen)
     long v = SSL_get_verify_result(c->ssl);
     char buf[256];
     if (v != X509_V_OK)
-        return gs__k8s_fail(err, errlen, GS_EIO, "TLS: %s", X509_verify_cert_error_string(v));
+        return gs_fail(err, errlen, GS_EIO, "TLS: %s", X509_verify_cert_error_string(v));
     ERR_error_string_n(ERR_get_error(), buf, sizeof(buf));
-    return gs__k8s_fail(err, errlen, GS_EIO, "TLS: %s", buf);
+    return gs_fail(err, errlen, GS_EIO, "TLS: %s", buf);
 }
 
 /* TLS over the connected socket, the server verified against the CAs and its name or address. */
@@ -116,19 +116,19 @@ static int tls_start(const gs__khttp_client_t *cl, const url_t *u, gs__khttp_con
     int ip = inet_pton(AF_INET, u->host, addr) == 1 || inet_pton(AF_INET6, u->host, addr) == 1;
     SSL_CTX *ctx = *ctxp = SSL_CTX_new(TLS_client_method());
     if (ctx == NULL || (c->ssl = SSL_new(ctx)) == NULL)
-        return gs__k8s_fail(err, errlen, GS_ENOMEM, "TLS: out of memory");
+        return gs_fail(err, errlen, GS_ENOMEM, "TLS: out of memory");
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     if (!cl->insecure) {
         int ok = cl->ca_file != NULL && cl->ca_file[0] != '\0'
                      ? SSL_CTX_load_verify_locations(ctx, cl->ca_file, NULL)
                      : SSL_CTX_set_default_verify_paths(ctx);
         if (ok != 1)
-            return gs__k8s_fail(err, errlen, GS_EIO, "TLS: cannot read the CA file %s",
-                                cl->ca_file != NULL ? cl->ca_file : "(system)");
+            return gs_fail(err, errlen, GS_EIO, "TLS: cannot read the CA file %s",
+                           cl->ca_file != NULL ? cl->ca_file : "(system)");
         SSL_set_verify(c->ssl, SSL_VERIFY_PEER, NULL);
         if (ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), u->host) != 1
                : SSL_set1_host(c->ssl, u->host) != 1)
-            return gs__k8s_fail(err, errlen, GS_EIO, "TLS: cannot verify %s", u->host);
+            return gs_fail(err, errlen, GS_EIO, "TLS: cannot verify %s", u->host);
     }
     if (!ip)
         SSL_set_tlsext_host_name(c->ssl, u->host);
@@ -141,7 +141,7 @@ static int tls_start(const gs__khttp_client_t *cl, const url_t *u, gs__khttp_con
         if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
             return tls_failed(c, err, errlen);
         if ((result = gs__khttp_wait(c, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT)) != 0)
-            return gs__k8s_fail(err, errlen, result, "TLS: %s", gs_strerror(result));
+            return gs_fail(err, errlen, result, "TLS: %s", gs_strerror(result));
     }
 }
 
@@ -248,11 +248,11 @@ int gs__khttp_response(gs__khttp_conn_t *c, gs__khttp_sink_t sink, void *ctx, lo
     }
     free(in.data);
     if (result != 0)
-        gs__k8s_fail(err, errlen, result, "%s",
-                     result == GS_EPROTO      ? "not an HTTP response, or "
-                                                "cut short"
-                     : result == GS_ETIMEDOUT ? "timed out"
-                                              : gs_strerror(result));
+        gs_fail(err, errlen, result, "%s",
+                result == GS_EPROTO      ? "not an HTTP response, or "
+                                           "cut short"
+                : result == GS_ETIMEDOUT ? "timed out"
+                                         : gs_strerror(result));
     return result;
 }
 
@@ -266,7 +266,7 @@ int gs__khttp_request(const gs__khttp_client_t *cl, const char *method, const ch
     SSL_CTX *ctx_tls = NULL;
     *status = 0;
     if (parse_url(text, &u) != 0)
-        return gs__k8s_fail(err, errlen, GS_EINVAL, "malformed URL %s", text);
+        return gs_fail(err, errlen, GS_EINVAL, "malformed URL %s", text);
     int result = dial(&u, &c, err, errlen);
     if (result == 0 && u.tls)
         result = tls_start(cl, &u, &c, &ctx_tls, err, errlen);
@@ -276,7 +276,7 @@ int gs__khttp_request(const gs__khttp_client_t *cl, const char *method, const ch
         c.last = gs__khttp_now_ms();
         result = send_request(&c, method, &u, headers, nheaders, body, len);
         if (result != 0)
-            gs__k8s_fail(err, errlen, result, "sending the request: %s", gs_strerror(result));
+            gs_fail(err, errlen, result, "sending the request: %s", gs_strerror(result));
         else
             result = gs__khttp_response(&c, sink, ctx, status, err, errlen);
     }

@@ -18,10 +18,6 @@
 #define GS_K8S_ERR_MAX    256
 #define GS_K8S_POD_CLAIMS 16 /* resource claims per pod that the extender follows */
 
-/* Internal to src/k8s: writes a formatted message into err (when not NULL) and returns code. */
-int gs__k8s_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
 /* Internal to src/k8s: copies src into dst (size bytes with the NUL). Returns 0, or -1 when src
  * is NULL, empty while required, or too long (dst is then ""). */
 int gs__k8s_copy(char *dst, size_t size, const char *src, int required);

@@ -15,17 +15,6 @@ typedef unsigned __int128 u128;
 /* A node list longer than this is refused (kube-scheduler's clusters stop at 5,000 nodes). */
 #define NODES_MAX 1000000u
 
-int gs__k8s_fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err != NULL && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 /* ---- quantities ---- */
 
 /* The digits of a quantity's number: mant = all digits as one integer, frac = how many of them
@@ -196,7 +185,7 @@ static int quantity_of(const json_t *obj, const char *key, int milli, uint64_t *
         (milli ? gs_k8s_qty_milli(json_string_value(v), &q)
                : gs_k8s_qty_value(json_string_value(v), &q)) != 0 ||
         q < 0)
-        return gs__k8s_fail(err, errlen, GS_EFORMAT, "%s is not a quantity", key);
+        return gs_fail(err, errlen, GS_EFORMAT, "%s is not a quantity", key);
     *out = (uint64_t)q;
     return 0;
 }
@@ -206,7 +195,7 @@ int gs_k8s_node_parse(const json_t *obj, gs_k8s_node_t *out, char *err, size_t e
     memset(out, 0, sizeof(*out));
     const char *name = gs_k8s_str(obj, "metadata", "name", NULL);
     if (gs__k8s_copy(out->name, sizeof(out->name), name, 1) != 0)
-        return gs__k8s_fail(err, errlen, GS_EFORMAT, "node without a valid metadata.name");
+        return gs_fail(err, errlen, GS_EFORMAT, "node without a valid metadata.name");
     const json_t *alloc = json_object_get(json_object_get(obj, "status"), "allocatable");
     int result = quantity_of(alloc, "cpu", 1, &out->cpu_milli, err, errlen);
     if (result == 0)
@@ -283,13 +272,13 @@ static int pod_claims(const json_t *obj, gs_k8s_pod_t *pod, char *err, size_t er
     json_array_foreach(json_object_get(json_object_get(obj, "spec"), "resourceClaims"), i, c)
     {
         if (pod->nclaims == GS_K8S_POD_CLAIMS)
-            return gs__k8s_fail(err, errlen, GS_EFORMAT, "more than %d resource claims",
-                                GS_K8S_POD_CLAIMS);
+            return gs_fail(err, errlen, GS_EFORMAT, "more than %d resource claims",
+                           GS_K8S_POD_CLAIMS);
         gs_k8s_pod_claim_t *pc = &pod->claims[pod->nclaims++];
         const char *ref = gs_k8s_str(c, "name", NULL);
         const char *claim = gs_k8s_str(c, "resourceClaimName", NULL);
         if (gs__k8s_copy(pc->ref, sizeof(pc->ref), ref, 1) != 0)
-            return gs__k8s_fail(err, errlen, GS_EFORMAT, "a resource claim without a valid name");
+            return gs_fail(err, errlen, GS_EFORMAT, "a resource claim without a valid name");
         json_array_foreach(statuses, j, s)
         {
             const char *sref = gs_k8s_str(s, "name", NULL);
@@ -297,7 +286,7 @@ static int pod_claims(const json_t *obj, gs_k8s_pod_t *pod, char *err, size_t er
                 claim = gs_k8s_str(s, "resourceClaimName", NULL);
         }
         if (claim != NULL && gs__k8s_copy(pc->claim, sizeof(pc->claim), claim, 1) != 0)
-            return gs__k8s_fail(err, errlen, GS_EFORMAT, "resource claim %s: name too long", ref);
+            return gs_fail(err, errlen, GS_EFORMAT, "resource claim %s: name too long", ref);
     }
     return 0;
 }
@@ -314,8 +303,7 @@ int gs_k8s_pod_parse(const json_t *obj, gs_k8s_pod_t *out, char *err, size_t err
         gs__k8s_copy(out->uid, sizeof(out->uid), uid, 1) != 0 ||
         gs__k8s_copy(out->ns, sizeof(out->ns), ns != NULL ? ns : "default", 1) != 0 ||
         gs__k8s_copy(out->node, sizeof(out->node), node != NULL ? node : "", 0) != 0)
-        return gs__k8s_fail(err, errlen, GS_EFORMAT,
-                            "pod without a valid name, namespace, uid or node");
+        return gs_fail(err, errlen, GS_EFORMAT, "pod without a valid name, namespace, uid or node");
     out->terminal =
         phase != NULL && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
     int result = pod_requests(json_object_get(obj, "spec"), out, err, errlen);
@@ -341,21 +329,20 @@ static int read_names(const json_t *root, gs_k8s_args_t *args, char *err, size_t
     const json_t *items = json_object_get(json_object_get(root, "nodes"), "items");
     int objects = !json_is_array(list);
     if (objects && !json_is_array(items))
-        return gs__k8s_fail(err, errlen, GS_EFORMAT, "neither nodenames nor nodes.items is a list");
+        return gs_fail(err, errlen, GS_EFORMAT, "neither nodenames nor nodes.items is a list");
     if (objects)
         list = items;
     size_t n = json_array_size(list);
     if (n > NODES_MAX)
-        return gs__k8s_fail(err, errlen, GS_EFORMAT, "%zu candidate nodes (at most %u)", n,
-                            NODES_MAX);
+        return gs_fail(err, errlen, GS_EFORMAT, "%zu candidate nodes (at most %u)", n, NODES_MAX);
     args->names = calloc(n ? n : 1, sizeof(char *));
     if (args->names == NULL)
-        return gs__k8s_fail(err, errlen, GS_ENOMEM, "out of memory");
+        return gs_fail(err, errlen, GS_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const json_t *v = json_array_get(list, i);
         const char *name = objects ? gs_k8s_str(v, "metadata", "name", NULL) : json_string_value(v);
         if (name == NULL || name[0] == '\0' || strlen(name) >= GS_K8S_NAME_MAX)
-            return gs__k8s_fail(err, errlen, GS_EFORMAT, "candidate node %zu has no valid name", i);
+            return gs_fail(err, errlen, GS_EFORMAT, "candidate node %zu has no valid name", i);
         args->names[i] = name;
         args->count = i + 1;
     }
@@ -370,11 +357,10 @@ int gs_k8s_args_parse(const char *body, size_t len, gs_k8s_args_t *args, char *e
     json_error_t jerr;
     json_t *root = json_loadb(body, len, 0, &jerr);
     if (root == NULL)
-        return gs__k8s_fail(err, errlen, GS_EFORMAT, "not JSON: %s (line %d)", jerr.text,
-                            jerr.line);
+        return gs_fail(err, errlen, GS_EFORMAT, "not JSON: %s (line %d)", jerr.text, jerr.line);
     int result = json_is_object(root)
                      ? read_names(root, args, err, errlen)
-                     : gs__k8s_fail(err, errlen, GS_EFORMAT, "ExtenderArgs is not a JSON object");
+                     : gs_fail(err, errlen, GS_EFORMAT, "ExtenderArgs is not a JSON object");
     if (result == 0) {
         const json_t *pod = json_object_get(root, "pod");
         if (!json_is_object(pod))

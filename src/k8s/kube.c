@@ -71,9 +71,9 @@ int gs_kube_config_in_cluster(gs_kube_config_t *cfg, char *err, size_t errlen)
     const char *port = getenv("KUBERNETES_SERVICE_PORT");
     memset(cfg, 0, sizeof(*cfg));
     if (host == NULL || port == NULL)
-        return gs__k8s_fail(err, errlen, GS_ENOENT,
-                            "not in a pod (KUBERNETES_SERVICE_HOST "
-                            "unset): give --server and --token-file");
+        return gs_fail(err, errlen, GS_ENOENT,
+                       "not in a pod (KUBERNETES_SERVICE_HOST "
+                       "unset): give --server and --token-file");
     /* An IPv6 service address needs brackets in a URL. */
     snprintf(cfg->server, sizeof(cfg->server),
              strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);

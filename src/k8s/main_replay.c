@@ -328,7 +328,7 @@ int gs__ext_replay_main(int argc, char **argv)
     if (result == 0)
         result = gs_place_pods_read(a.pods, &pods, err, sizeof(err));
     if (result == 0 && a.out != NULL && (csv = fopen(a.out, "w")) == NULL)
-        result = gs__k8s_fail(err, sizeof(err), GS_EIO, "%s: cannot write", a.out);
+        result = gs_fail(err, sizeof(err), GS_EIO, "%s: cannot write", a.out);
     for (int c = 0; c < a.nconfigs && result == 0; c++) {
         for (int s = 0; s < a.nseeds && result == 0; s++) {
             gs_place_replay_result_t r;

@@ -28,10 +28,10 @@ int gs_k8s_model_new(const gs_k8s_model_opts_t *opts, gs_k8s_model_t **out, char
                      size_t errlen)
 {
     if (opts->policy != GS_PLACE_GPUSHARE && opts->policy != GS_PLACE_FGD)
-        return gs__k8s_fail(err, errlen, GS_EINVAL, "the extender scores with gpushare or fgd");
+        return gs_fail(err, errlen, GS_EINVAL, "the extender scores with gpushare or fgd");
     gs_k8s_model_t *m = calloc(1, sizeof(*m));
     if (m == NULL)
-        return gs__k8s_fail(err, errlen, GS_ENOMEM, "out of memory");
+        return gs_fail(err, errlen, GS_ENOMEM, "out of memory");
     m->opts = *opts;
     m->opts.workload = NULL;
     if (opts->workload != NULL && opts->workload->count > 0) {
@@ -39,7 +39,7 @@ int gs_k8s_model_new(const gs_k8s_model_opts_t *opts, gs_k8s_model_t **out, char
         m->workload.pods = malloc(n * sizeof(*m->workload.pods));
         if (m->workload.pods == NULL) {
             free(m);
-            return gs__k8s_fail(err, errlen, GS_ENOMEM, "out of memory");
+            return gs_fail(err, errlen, GS_ENOMEM, "out of memory");
         }
         memcpy(m->workload.pods, opts->workload->pods, n * sizeof(*m->workload.pods));
         m->workload.count = n;
@@ -410,7 +410,7 @@ int gs_k8s_model_apply(gs_k8s_model_t *m, gs_k8s_kind_t kind, gs_k8s_event_t eve
                                             char *, size_t) = {apply_node, apply_pod, apply_slice,
                                                                apply_claim};
     if ((int)kind < 0 || kind >= GS_K8S_KINDS || !json_is_object(obj))
-        return gs__k8s_fail(err, errlen, GS_EFORMAT, "not an object");
+        return gs_fail(err, errlen, GS_EFORMAT, "not an object");
     pthread_mutex_lock(&m->lock);
     int result = apply[kind](m, event, obj, err, errlen);
     pthread_mutex_unlock(&m->lock);
@@ -596,7 +596,7 @@ static int add_nodes(gs_k8s_model_t *m, char *err, size_t errlen)
     m->by_index = calloc(m->nodes.count ? m->nodes.count : 1, sizeof(*m->by_index));
     if (list == NULL || m->by_index == NULL || gs_place_cluster_new(&m->cluster) != 0) {
         free(list);
-        return gs__k8s_fail(err, errlen, GS_ENOMEM, "out of memory");
+        return gs_fail(err, errlen, GS_ENOMEM, "out of memory");
     }
     size_t n = 0;
     for (size_t i = 0; i < m->nodes.cap; i++) {
@@ -611,7 +611,7 @@ static int add_nodes(gs_k8s_model_t *m, char *err, size_t errlen)
     int result = 0;
     for (size_t i = 0; i < n && result == 0; i++) {
         if ((result = add_node(m, list[i])) != 0)
-            gs__k8s_fail(err, errlen, result, "node %s: %s", list[i]->name, gs_strerror(result));
+            gs_fail(err, errlen, result, "node %s: %s", list[i]->name, gs_strerror(result));
     }
     m->nindex = n;
     free(list);

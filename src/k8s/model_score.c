@@ -115,9 +115,8 @@ int gs__model_engine(gs_k8s_model_t *m, char *err, size_t errlen)
         result = gs_place_engine_new(m->cluster, m->opts.policy, w, m->opts.seed, &m->engine);
     gs_place_workload_free(w);
     m->shapes_changed = 0;
-    return result == 0
-               ? 0
-               : gs__k8s_fail(err, errlen, result, "placement engine: %s", gs_strerror(result));
+    return result == 0 ? 0
+                       : gs_fail(err, errlen, result, "placement engine: %s", gs_strerror(result));
 }
 
 /* Counts a pod's shape in the learned workload; the engine is rebuilt when a new shape appears
@@ -169,27 +168,27 @@ static int add_request(demand_t *d, const gs_dra_request_t *r, const char *claim
                        uint32_t *whole, char *why, size_t len)
 {
     if (strcmp(r->device_class, GS_DRA_CLASS) != 0)
-        return gs__k8s_fail(why, len, -1,
-                            "claim %s: request %s is for device class %s "
-                            "(another driver)",
-                            claim, r->name, r->device_class);
+        return gs_fail(why, len, -1,
+                       "claim %s: request %s is for device class %s "
+                       "(another driver)",
+                       claim, r->name, r->device_class);
     if (r->unsupported)
-        return gs__k8s_fail(why, len, -1,
-                            "claim %s: request %s uses %s (outside the "
-                            "placement model)",
-                            claim, r->name, r->why);
+        return gs_fail(why, len, -1,
+                       "claim %s: request %s uses %s (outside the "
+                       "placement model)",
+                       claim, r->name, r->why);
     if (r->models[0] != '\0' && d->models[0] != '\0' && strcmp(r->models, d->models) != 0)
-        return gs__k8s_fail(why, len, -1, "claim %s: requests for different GPU models", claim);
+        return gs_fail(why, len, -1, "claim %s: requests for different GPU models", claim);
     if (r->models[0] != '\0')
         snprintf(d->models, sizeof(d->models), "%s", r->models);
     /* A share names both capacities below the whole GPU: what it leaves out defaults to the
      * whole GPU (requestPolicy), which makes it a whole GPU. */
     if (r->has_compute && r->has_memory && r->compute < GS_DRA_COMPUTE) {
         if (r->count != 1)
-            return gs__k8s_fail(why, len, -1,
-                                "claim %s: request %s shares %lld GPUs (outside "
-                                "the placement model)",
-                                claim, r->name, (long long)r->count);
+            return gs_fail(why, len, -1,
+                           "claim %s: request %s shares %lld GPUs (outside "
+                           "the placement model)",
+                           claim, r->name, (long long)r->count);
         uint64_t compute = r->compute > 0 ? r->compute : 1;
         d->req.gpu_milli = (uint32_t)(compute * GS_PLACE_MILLI / GS_DRA_COMPUTE);
         d->req.gpu_mem_bytes = (r->memory + GS_DRA_MIB - 1) / GS_DRA_MIB * GS_DRA_MIB;
@@ -213,12 +212,12 @@ static int pod_demand(gs_k8s_model_t *m, const gs_k8s_pod_t *pod, demand_t *d, c
     for (size_t i = 0; i < pod->nclaims; i++) {
         char key[sizeof(d->claims[0])];
         if (pod->claims[i].claim[0] == '\0')
-            return gs__k8s_fail(why, len, -1, "claim %s of the pod is not created yet",
-                                pod->claims[i].ref);
+            return gs_fail(why, len, -1, "claim %s of the pod is not created yet",
+                           pod->claims[i].ref);
         snprintf(key, sizeof(key), "%s/%s", pod->ns, pod->claims[i].claim);
         const gs__mclaim_t *c = gs__k8s_map_get(&m->claims, key);
         if (c == NULL)
-            return gs__k8s_fail(why, len, -1, "claim %s not seen from the API server yet", key);
+            return gs_fail(why, len, -1, "claim %s not seen from the API server yet", key);
         for (size_t r = 0; r < c->claim.nrequests; r++) {
             const gs_dra_request_t *rq = &c->claim.requests[r];
             if (c->claim.allocated && strcmp(rq->device_class, GS_DRA_CLASS) == 0)
@@ -230,10 +229,10 @@ static int pod_demand(gs_k8s_model_t *m, const gs_k8s_pod_t *pod, demand_t *d, c
             snprintf(d->claims[d->nclaims++], sizeof(d->claims[0]), "%s", key);
     }
     if (shares > 1 || (shares > 0 && whole > 0) || whole > GS_PLACE_MAX_GPUS)
-        return gs__k8s_fail(why, len, -1,
-                            "%d shared and %u whole GPUs asked (outside the "
-                            "placement model)",
-                            shares, whole);
+        return gs_fail(why, len, -1,
+                       "%d shared and %u whole GPUs asked (outside the "
+                       "placement model)",
+                       shares, whole);
     d->req.num_gpu = shares > 0 ? 1 : whole;
     if (whole > 0)
         d->req.gpu_milli = GS_PLACE_MILLI;
@@ -261,27 +260,27 @@ static int prepare(gs_k8s_model_t *m, const gs_k8s_args_t *args, double now, gs_
     m->answers++;
     if (!(m->listed[GS_K8S_NODES] && m->listed[GS_K8S_PODS] && m->listed[GS_K8S_SLICES] &&
           m->listed[GS_K8S_CLAIMS]))
-        return gs__k8s_fail(a->why, sizeof(a->why), 0, "not listed from the API server yet");
+        return gs_fail(a->why, sizeof(a->why), 0, "not listed from the API server yet");
     for (int k = 0; k < GS_K8S_KINDS; k++) {
         if (m->broken[k])
-            return gs__k8s_fail(a->why, sizeof(a->why), 0, "out of sync with the API server (%s)",
-                                gs_k8s_kind_name((gs_k8s_kind_t)k));
+            return gs_fail(a->why, sizeof(a->why), 0, "out of sync with the API server (%s)",
+                           gs_k8s_kind_name((gs_k8s_kind_t)k));
     }
     if (!args->pod_ok)
-        return gs__k8s_fail(a->why, sizeof(a->why), 0, "malformed pod: %s", args->pod_err);
+        return gs_fail(a->why, sizeof(a->why), 0, "malformed pod: %s", args->pod_err);
     gs__model_assumed_expire(m, now);
     if (m->stale && gs__model_rebuild(m, err, sizeof(err)) != 0)
-        return gs__k8s_fail(a->why, sizeof(a->why), 0, "%s", err);
+        return gs_fail(a->why, sizeof(a->why), 0, "%s", err);
     if (pod_demand(m, &args->pod, d, a->why, sizeof(a->why)) != 0)
         return 0;
     if (observe(m, &args->pod, d) != 0)
         return GS_ENOMEM;
     if (m->shapes_changed && gs__model_engine(m, err, sizeof(err)) != 0)
-        return gs__k8s_fail(a->why, sizeof(a->why), 0, "%s", err);
+        return gs_fail(a->why, sizeof(a->why), 0, "%s", err);
     gs__model_flush(m);
     if (d->models[0] != '\0' && strcmp(d->models, "-") != 0 &&
         gs_place_model_mask(m->cluster, d->models, &d->req.model_mask) != 0)
-        return gs__k8s_fail(a->why, sizeof(a->why), 0, "GPU models %s: malformed", d->models);
+        return gs_fail(a->why, sizeof(a->why), 0, "GPU models %s: malformed", d->models);
     if (strcmp(d->models, "-") == 0)
         d->req.model_mask = GS_PLACE_MODEL_NONE;
     return 1;

@@ -186,9 +186,8 @@ static int setup_mirror(replay_t *r, const gs_place_nodes_t *nodes)
     if (result == 0)
         result = gs_place_engine_new(r->mirror, policy, w, r->opts->seed, &r->mirror_engine);
     gs_place_workload_free(w);
-    return result != 0
-               ? gs__k8s_fail(r->err, r->errlen, result, "plugin view: %s", gs_strerror(result))
-               : 0;
+    return result != 0 ? gs_fail(r->err, r->errlen, result, "plugin view: %s", gs_strerror(result))
+                       : 0;
 }
 
 static json_t *pod_json(const gs_place_pod_t *p, size_t i, const char *claim, const char *node)
@@ -315,7 +314,7 @@ static int choose(replay_t *r, json_t *pod, json_t *names, char *name, size_t le
     json_t *kept = json_object_get(result, "nodenames");
     if (!json_is_array(kept)) {
         json_decref(result);
-        return gs__k8s_fail(r->err, r->errlen, GS_EPROTO, "filter gave no node names");
+        return gs_fail(r->err, r->errlen, GS_EPROTO, "filter gave no node names");
     }
     int chosen = 0;
     if (json_array_size(kept) > 0) {
@@ -323,7 +322,7 @@ static int choose(replay_t *r, json_t *pod, json_t *names, char *name, size_t le
         json_t *list = text != NULL ? json_loads(text, 0, NULL) : NULL;
         free(text);
         const char *host = select_host(r, list);
-        chosen = host != NULL ? 1 : gs__k8s_fail(r->err, r->errlen, GS_EPROTO, "no priorities");
+        chosen = host != NULL ? 1 : gs_fail(r->err, r->errlen, GS_EPROTO, "no priorities");
         if (host != NULL)
             snprintf(name, len, "%s", host);
         json_decref(list);
@@ -357,7 +356,7 @@ static int republish(replay_t *r, size_t k, size_t due)
     uint8_t order[GS_PLACE_MAX_GPUS];
     if (gs_place_node_set(r->mirror, (int)k, &st) != 0 ||
         gs_place_device_order(r->mirror_engine, (int)k, r->opts->order, order) != 0)
-        return gs__k8s_fail(r->err, r->errlen, GS_EINVAL, "node %s: no device order", n->name);
+        return gs_fail(r->err, r->errlen, GS_EINVAL, "node %s: no device order", n->name);
     gs_dra_device_t dev[GS_PLACE_MAX_GPUS];
     gs_dra_usage_t use[GS_PLACE_MAX_GPUS];
     int changed = 0;
@@ -390,8 +389,8 @@ static int64_t bind(replay_t *r, size_t i, size_t k, const gs_place_pod_t *p, gs
     n->mem_left -= p->mem_mib;
     if (claim != NULL) {
         if (gs_dra_allocate(&n->slice, n->usage, GS_DRA_CLASS, claim, &r->share_seq) != 0)
-            return gs__k8s_fail(r->err, r->errlen, GS_EPROTO, "pod %zu: allocation failed on %s", i,
-                                n->name);
+            return gs_fail(r->err, r->errlen, GS_EPROTO, "pod %zu: allocation failed on %s", i,
+                           n->name);
         for (size_t j = 0; j < claim->nresults; j++)
             milli += claim->results[j].consumed
                          ? (int64_t)(claim->results[j].compute * GS_PLACE_MILLI / GS_DRA_COMPUTE)

@@ -239,7 +239,7 @@ int gs_place_replay_sequence(const gs_place_nodes_t *nodes, const gs_place_pods_
     *seq = NULL;
     *count = 0;
     if (n == 0 || !(opts->tune >= 0 && opts->tune < 1000))
-        return gs__place_fail(GS_EINVAL, err, errlen, "no pods, or invalid replay options");
+        return gs_fail(err, errlen, GS_EINVAL, "no pods, or invalid replay options");
     if ((result = gs_place_cluster_from_nodes(nodes, &s.cluster, err, errlen)) != 0)
         return result;
     s.reqs = malloc(n * sizeof(*s.reqs));
@@ -258,7 +258,7 @@ int gs_place_replay_sequence(const gs_place_nodes_t *nodes, const gs_place_pods_
         *count = s.nseq;
         s.seq = NULL;
     } else {
-        gs__place_fail(result, err, errlen, "replay sequence: %s", gs_strerror(result));
+        gs_fail(err, errlen, result, "replay sequence: %s", gs_strerror(result));
     }
     gs_place_cluster_free(s.cluster);
     free(s.reqs);
