@@ -156,6 +156,7 @@ static int parse_args(int argc, char **argv, replay_args_t *a)
                                          {"learn", no_argument, NULL, 'l'},
                                          {"lag", required_argument, NULL, 'g'},
                                          {"assume-seconds", required_argument, NULL, 'a'},
+                                         {"score-policy-gpus", no_argument, NULL, 'G'},
                                          {"published", required_argument, NULL, 'P'},
                                          {"out", required_argument, NULL, 'O'},
                                          {"help", no_argument, NULL, 'h'},
