@@ -77,6 +77,22 @@ api DELETE $slices/n2-gpu >/dev/null
 wait "$watcher"
 expect_eq "$(jq -c '[.type,.object.metadata.name,.object.metadata.resourceVersion]' "$tmp/watch" | tr '\n' ' ')" \
     '["MODIFIED","n1-gpu","7"] ["DELETED","n2-gpu","8"] ' "watch events"
+# A watch with a field selector sees an object leave it as DELETED (the pods the extender follows
+# are the unfinished ones: a pod that finishes leaves).
+pods=/api/v1/namespaces/ml/pods
+api POST $pods '{"metadata":{"name":"p1"},"spec":{},"status":{}}' >/dev/null
+rv=$(api GET $pods/p1 | cut -d' ' -f2- | jq -r .metadata.resourceVersion)
+curl -s --max-time 10 -H 'Authorization: Bearer reader' \
+    "$api/api/v1/pods?watch=true&resourceVersion=$rv&timeoutSeconds=2&fieldSelector=status.phase%21%3DSucceeded" \
+    >"$tmp/watch2" &
+watcher=$!
+sleep 0.5
+api PUT $pods/p1/status '{"metadata":{},"status":{"phase":"Running"}}' >/dev/null
+api PUT $pods/p1/status '{"metadata":{},"status":{"phase":"Succeeded"}}' >/dev/null
+api DELETE $pods/p1 >/dev/null
+wait "$watcher"
+expect_eq "$(jq -c '[.type,.object.status.phase]' "$tmp/watch2" | tr '\n' ' ')" \
+    '["MODIFIED","Running"] ["DELETED","Succeeded"] ' "an object leaving the selector"
 out=$(curl -s --max-time 5 -H 'Authorization: Bearer reader' "$api$slices?watch=true&resourceVersion=1&timeoutSeconds=1")
 expect_eq "$(jq -c '[.type,.object.code,.object.reason]' <<<"$out")" '["ERROR",410,"Expired"]' "too old"
 

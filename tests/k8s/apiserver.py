@@ -7,7 +7,8 @@ JSON exactly as clients send them, with what the real server adds: metadata.uid,
 resourceVersion (one counter for all objects), creationTimestamp, generation. It serves:
 
   GET    list (limit + continue, fieldSelector with =, == and != on dotted paths) and one object
-  GET    ?watch=true from a resourceVersion: ADDED / MODIFIED / DELETED lines, BOOKMARK with
+  GET    ?watch=true from a resourceVersion: ADDED / MODIFIED / DELETED lines (an object that
+         leaves the field selector is DELETED, one that enters it ADDED), BOOKMARK with
          allowWatchBookmarks, ERROR 410 Gone for a resourceVersion older than it remembers;
          ends after timeoutSeconds
   POST   create (generateName too; the status of Nodes, Pods and ResourceClaims is dropped, as
@@ -70,10 +71,10 @@ class Store:
         self.kept = EVENTS_KEPT
         self.mode = "ok"
 
-    def _bump(self, resource, etype, obj):
+    def _bump(self, resource, etype, obj, old=None):
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
-        self.events.append((self.rv, resource, etype, copy.deepcopy(obj)))
+        self.events.append((self.rv, resource, etype, copy.deepcopy(obj), old))
         if len(self.events) > self.kept:
             del self.events[: len(self.events) - self.kept]
         self.lock.notify_all()
@@ -311,11 +312,18 @@ class Handler(BaseHTTPRequestHandler):
                 if not news:
                     self.store.lock.wait(timeout=min(1.0, max(0.0, deadline - time.time())))
                     news = [e for e in self.store.events if e[0] > since]
-            for rv, r, etype, obj in news:
+            for rv, r, etype, obj, old in news:
                 since = rv
                 ns = obj["metadata"].get("namespace")
-                if r == resource and (namespace is None or ns == namespace) and \
-                        selected(obj, query.get("fieldSelector")):
+                if r != resource or (namespace is not None and ns != namespace):
+                    continue
+                # As the real server: an object that leaves the field selector is DELETED for
+                # this watch, one that enters it ADDED.
+                now = selected(obj, query.get("fieldSelector"))
+                before = old is not None and selected(old, query.get("fieldSelector"))
+                if etype == "MODIFIED" and now != before:
+                    etype = "ADDED" if now else "DELETED"
+                if now or (etype == "DELETED" and before):
                     self.chunk({"type": etype, "object": obj})
             if news and bookmarks:
                 api, kind = self.kind_list(resource)
@@ -402,7 +410,7 @@ class Handler(BaseHTTPRequestHandler):
             if stored.get("status") is None:
                 stored.pop("status", None)
             self.store.objects[key] = stored
-            self.store._bump(resource, "MODIFIED", stored)
+            self.store._bump(resource, "MODIFIED", stored, copy.deepcopy(old))
             stored = copy.deepcopy(stored)
         return self.send_json(200, stored)
 
