@@ -14,13 +14,35 @@
 #        scripts/licence-check.sh --files FILE...   the given ELF files
 #        scripts/licence-check.sh --classify FILE [LIBS]  one copyright file's class (ok|gpl)
 #                                                   and licence, for the named libraries
+#        scripts/licence-check.sh --review PACKAGE  the override line's package and SHA-256
+#                                                   for the package's copyright file now
 #        GS_LICENCE_OVERRIDE=DIR                    DIR/PKG/copyright is read instead of
 #                                                   /usr/share/doc/PKG/copyright (tests use it)
+#        GS_LICENCE_OVERRIDES=FILE                  the reviewed overrides (default:
+#                                                   scripts/licence-overrides.txt; tests use it)
+# A package of the reviewed overrides passes with the licence written there while its copyright
+# file is the one reviewed (same SHA-256), and fails, saying so, once Debian ships another.
 # Prints one line per package (ok or GPL-only, the licence, which libraries and files); exits 0
 # when none is GPL-only or unreadable, 1 otherwise, 2 on bad usage.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 override=${GS_LICENCE_OVERRIDE:-}
+overrides_file=${GS_LICENCE_OVERRIDES:-$here/licence-overrides.txt}
+
+# The reviewed overrides: reviewed_sha[PKG], reviewed_licence[PKG], reviewed_why[PKG].
+declare -A reviewed_sha reviewed_licence reviewed_why
+load_overrides() {
+  local line pkg sha rest
+  [[ -f $overrides_file ]] || return 0
+  while IFS= read -r line; do
+    [[ -z ${line// /} || $line == \#* ]] && continue
+    read -r pkg sha rest <<<"$line"
+    rest=${rest#| }
+    reviewed_sha[$pkg]=$sha
+    reviewed_licence[$pkg]=${rest%% | *}
+    reviewed_why[$pkg]=${rest#* | }
+  done <"$overrides_file"
+}
 
 # The class and licence of copyright file $1 for the libraries named $2 (scripts/licence-class.awk).
 classify() {
@@ -95,6 +117,16 @@ check_package() {
     echo "licence-check: FAIL $pkg: no $copyright, its licence cannot be read ($what)"
     return 1
   fi
+  if [[ -n ${reviewed_sha[$pkg]:-} ]]; then
+    local sha
+    sha=$(sha256sum "$copyright" | cut -d' ' -f1)
+    if [[ $sha == "${reviewed_sha[$pkg]}" ]]; then
+      echo "licence-check: ok   $pkg: ${reviewed_licence[$pkg]} (reviewed override, $(basename "$overrides_file"); $what)"
+      return 0
+    fi
+    echo "licence-check: FAIL $pkg: its copyright file changed since the override was reviewed (SHA-256 $sha, reviewed ${reviewed_sha[$pkg]}): read $copyright again and update $overrides_file ($what)"
+    return 1
+  fi
   IFS=$'\t' read -r class licence < <(classify "$copyright" "$libs")
   if [[ $class == gpl ]]; then
     echo "licence-check: FAIL $pkg is GPL-only: $licence ($copyright; $what)"
@@ -107,7 +139,12 @@ files=() root=
 case ${1:-} in
   --files) shift; files=("$@") ;;
   --classify) classify "$2" "${3:-}"; exit 0 ;;
-  -*) echo "usage: scripts/licence-check.sh [BUILD] | --files FILE... | --classify COPYRIGHT" >&2; exit 2 ;;
+  --review)
+    [[ -n ${2:-} ]] || { echo "usage: scripts/licence-check.sh --review PACKAGE" >&2; exit 2; }
+    echo "$2 $(sha256sum "/usr/share/doc/$2/copyright" | cut -d' ' -f1) | LICENCE | WHY"
+    exit 0
+    ;;
+  -*) echo "usage: scripts/licence-check.sh [BUILD] | --files FILE... | --classify COPYRIGHT | --review PACKAGE" >&2; exit 2 ;;
   *)
     root=$(cd "${1:-build}" && pwd)
     mapfile -t files < <(build_files "$root")
@@ -115,6 +152,7 @@ case ${1:-} in
 esac
 [[ ${#files[@]} -gt 0 ]] || { echo "licence-check: no ELF files to check" >&2; exit 2; }
 
+load_overrides
 fail=0
 links=$(linked "${files[@]}") || fail=1
 [[ -n $links ]] && mapfile -t paths < <(awk '{print $3}' <<<"$links" | sort -u) || paths=()

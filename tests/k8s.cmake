@@ -31,3 +31,13 @@ gs_add_unit_test(test_k8s_http SOURCES test_k8s_http.c LIBS gs_k8s_server)
 # ... and the HTTP it speaks (requests to the extender, responses from the API server, chunks).
 gs_add_fuzz_target(fuzz_khttp SOURCES fuzz/fuzz_khttp.c LIBS gs_k8s_server
                    CORPUS "${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/khttp")
+
+# The DRA kubelet plugin, gpushare-k8s (issue 22): gpushared on gpusim, the stand-in API server,
+# the plugin and the stand-in kubelet (tests/k8s/kubelet.py: python3-grpcio with messages that
+# protoc generates from its own copy of the kubelet's protocol).
+find_program(GS_PYTHON_GRPC python3 PATHS /usr/bin NO_DEFAULT_PATH)
+function(gs_add_dra_test name)
+  gs_add_script_test(${name} SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/k8s/${name}.sh" ${ARGN})
+  set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT "GS_PYTHON_GRPC=${GS_PYTHON_GRPC}")
+endfunction()
+gs_add_dra_test(test_dra_slices TIMEOUT 120 LABELS k8s)

@@ -34,6 +34,29 @@ out=$(GS_LICENCE_OVERRIDE=$tmp/override "$check" --files "$build/bin/gpushare" 2
 grep -qF "licence-check: FAIL $pkg is GPL-only: GPL-3+ (Files: *) ($tmp/override/$pkg/copyright;" <<<"$out" ||
   fail "no FAIL line for $pkg: $out"
 
+# 2b. The reviewed overrides (scripts/licence-overrides.txt): libcurl's libidn2 is read as GPL-only
+# without them; with them it passes while its copyright file is the reviewed one, and fails,
+# saying so, once the file changes.
+k8s=$build/bin/gpushare-k8s
+rc=0
+out=$(GS_LICENCE_OVERRIDES=/dev/null "$check" --files "$k8s" 2>&1) || rc=$?
+[[ $rc -eq 1 ]] || fail "gpushare-k8s passed without the reviewed overrides (exit $rc): $out"
+grep -q '^licence-check: FAIL libidn2-0 is GPL-only: GPL-3+' <<<"$out" ||
+  fail "libidn2-0 not read as GPL-only without its override: $out"
+out=$("$check" --files "$k8s" 2>&1) || fail "gpushare-k8s fails with the overrides: $out"
+grep -q '^licence-check: ok   libidn2-0: LGPL-3+ or GPL-2+ (reviewed override' <<<"$out" ||
+  fail "libidn2-0 not passed by its override: $out"
+mkdir -p "$tmp/override/libidn2-0"
+{ cat /usr/share/doc/libidn2-0/copyright; echo " (a later Debian revision)"; } \
+  >"$tmp/override/libidn2-0/copyright"
+rc=0
+out=$(GS_LICENCE_OVERRIDE=$tmp/override "$check" --files "$k8s" 2>&1) || rc=$?
+[[ $rc -eq 1 ]] || fail "a changed copyright file kept its override (exit $rc): $out"
+grep -q '^licence-check: FAIL libidn2-0: its copyright file changed since the override was reviewed' <<<"$out" ||
+  fail "no FAIL line for the changed copyright file: $out"
+expect_eq "$("$check" --review libidn2-0)" \
+  "libidn2-0 $(sha256sum /usr/share/doc/libidn2-0/copyright | cut -d' ' -f1) | LICENCE | WHY" "--review"
+
 # 3. A real GPL-only library where one is installed: a tiny program linked with GLPK.
 if [[ -f /usr/include/glpk.h ]] && cc -o "$tmp/glpk-user" -x c - -lglpk 2>/dev/null <<<'
 #include <glpk.h>

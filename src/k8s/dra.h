@@ -61,7 +61,22 @@ typedef struct gs_dra_device {
     gs_dra_capacity_t memory;  /* bytes */
     gs_dra_capacity_t compute; /* percent, value 100 */
     int multiple;              /* allowMultipleAllocations */
+    /* Mode mig: the device is one placement of one MIG profile on the GPU (a partitionable
+     * device): allocating it takes the memory slots and compute slices it consumes from the
+     * GPU's counter set, and the driver makes the instance there on prepare. "" / 0 otherwise. */
+    char profile[GS_DRA_SHORT];      /* attribute profile: "1g.10gb", "1g.10gb+me" */
+    uint32_t mig_start;              /* attribute placementStart: its first memory slot */
+    uint32_t mig_slots, mig_compute; /* memory slots and compute slices it consumes */
+    int mig_media;                   /* a media-extension profile (consumes the one "media") */
+    char counter_set[GS_DRA_SHORT];  /* the GPU's counter set, "gpu-<index>-mig" */
 } gs_dra_device_t;
+
+/* The shared counters of one MIG GPU (spec.sharedCounters[]): one counter per memory slot
+ * ("memory-slot-<s>", 1 each), "compute-slices" and "media-extensions". */
+typedef struct gs_dra_counter_set {
+    char name[GS_DRA_SHORT]; /* "gpu-<index>-mig" */
+    uint32_t slots, compute, media;
+} gs_dra_counter_set_t;
 
 /* Fills dev as gpushare's driver publishes a GPU of `memory` bytes in `mode`: name gpu-<index>,
  * capacity memory (rounded down to whole MiB) and compute 100; shared and mps GPUs allow
@@ -69,6 +84,16 @@ typedef struct gs_dra_device {
  * (memory) and min 1 step 1 (compute); exclusive and mig GPUs are whole devices. */
 void gs_dra_device_init(gs_dra_device_t *dev, int64_t index, const char *uuid, const char *product,
                         gs_dra_mode_t mode, uint64_t memory, const char *driver_version);
+
+/* Fills dev as one placement of a MIG profile on GPU `index` (mode mig): name
+ * gpu-<index>-mig-<profile without '.' and '+'>-<start>, attributes as a GPU's plus profile and
+ * placementStart, capacity memory (the instance's bytes) and compute (compute_pct), no
+ * requestPolicy, consuming memory slots start..start+slots-1, `compute` compute slices and, for
+ * a media-extension profile, the media counter of counter set gpu-<index>-mig. */
+void gs_dra_mig_device_init(gs_dra_device_t *dev, int64_t index, const char *uuid,
+                            const char *product, const char *driver_version, const char *profile,
+                            uint32_t start, uint32_t slots, uint32_t compute, int media,
+                            uint64_t memory, uint32_t compute_pct);
 
 /* A ResourceSlice of driver gpu.gpushare.io (pool = node name, one slice per pool). */
 typedef struct gs_dra_slice {
@@ -80,6 +105,10 @@ typedef struct gs_dra_slice {
     int64_t slice_count; /* resourceSliceCount */
     size_t count;
     gs_dra_device_t *devices; /* count devices, in the slice's order */
+    /* spec.sharedCounters: a slice has counter sets or devices, never both (the API's rule);
+     * the parser counts them (ncounters) and keeps none (counters stays NULL). */
+    size_t ncounters;
+    gs_dra_counter_set_t *counters;
 } gs_dra_slice_t;
 
 /* Parses a ResourceSlice. Devices are read with gpushare's attributes and capacities; a slice of

@@ -46,6 +46,29 @@ void gs_dra_device_init(gs_dra_device_t *dev, int64_t index, const char *uuid, c
                                        .step = one};
 }
 
+void gs_dra_mig_device_init(gs_dra_device_t *dev, int64_t index, const char *uuid,
+                            const char *product, const char *driver_version, const char *profile,
+                            uint32_t start, uint32_t slots, uint32_t compute, int media,
+                            uint64_t memory, uint32_t compute_pct)
+{
+    gs_dra_device_init(dev, index, uuid, product, GS_DRA_MIG, memory, driver_version);
+    char label[24]; /* profile names are short ("1g.10gb+me"): a DNS label of 63 at most */
+    size_t n = 0;
+    for (const char *p = profile; *p != '\0' && n + 1 < sizeof(label); p++)
+        if (*p != '.' && *p != '+')
+            label[n++] = *p;
+    label[n] = '\0';
+    snprintf(dev->name, sizeof(dev->name), "gpu-%lld-mig-%s-%u", (long long)index, label, start);
+    snprintf(dev->profile, sizeof(dev->profile), "%s", profile);
+    snprintf(dev->counter_set, sizeof(dev->counter_set), "gpu-%lld-mig", (long long)index);
+    dev->compute.value = compute_pct;
+    dev->compute.dflt = compute_pct;
+    dev->mig_start = start;
+    dev->mig_slots = slots;
+    dev->mig_compute = compute;
+    dev->mig_media = media;
+}
+
 /* ---- slices ---- */
 
 /* An attribute of the driver's domain: "name" or "gpu.gpushare.io/name". */
@@ -117,6 +140,14 @@ static int device_parse(const json_t *d, int ours, gs_dra_device_t *dev, char *e
                        "productName or cudaDriverVersion",
                        dev->name);
     dev->index = json_integer_value(index);
+    const json_t *start = json_object_get(attribute(attrs, "placementStart"), "int");
+    if (take(dev->profile, sizeof(dev->profile),
+             gs_k8s_str(attribute(attrs, "profile"), "string", NULL)) != 0 ||
+        (start != NULL && (!json_is_integer(start) || json_integer_value(start) < 0 ||
+                           json_integer_value(start) > 63)))
+        return gs_fail(err, errlen, GS_EFORMAT, "device %s: malformed profile or placementStart",
+                       dev->name);
+    dev->mig_start = (uint32_t)json_integer_value(start);
     const json_t *caps = json_object_get(d, "capacity");
     if (capacity_parse(caps, "memory", &dev->memory) != 0 ||
         capacity_parse(caps, "compute", &dev->compute) != 0)
@@ -130,6 +161,7 @@ void gs_dra_slice_free(gs_dra_slice_t *slice)
     if (slice == NULL)
         return;
     free(slice->devices);
+    free(slice->counters);
     memset(slice, 0, sizeof(*slice));
 }
 
@@ -150,6 +182,7 @@ int gs_dra_slice_parse(const json_t *obj, gs_dra_slice_t *out, char *err, size_t
                        GS_DRA_DEVICES);
     out->generation = json_integer_value(json_object_get(pool, "generation"));
     out->slice_count = json_integer_value(json_object_get(pool, "resourceSliceCount"));
+    out->ncounters = json_array_size(json_object_get(spec, "sharedCounters"));
     size_t n = json_array_size(devices);
     if (n > 0 && (out->devices = calloc(n, sizeof(*out->devices))) == NULL)
         return gs_fail(err, errlen, GS_ENOMEM, "out of memory");
@@ -192,6 +225,42 @@ static json_t *capacity_json(const gs_dra_capacity_t *c, int bytes)
     return out;
 }
 
+/* {"name": {"value": "N"}, ...}: a map of counters. */
+static int counter_add(json_t *map, const char *name, uint32_t value)
+{
+    char v[16];
+    snprintf(v, sizeof(v), "%u", value);
+    return json_object_set_new(map, name, json_pack("{s:s}", "value", v));
+}
+
+/* The counters of memory slots first..first+slots-1, compute slices and media extensions (a
+ * placement's consumption, or a whole counter set's from slot 0). */
+static json_t *counters_json(uint32_t first, uint32_t slots, uint32_t compute, uint32_t media)
+{
+    json_t *map = json_object();
+    char name[32];
+    for (uint32_t s = first; map != NULL && s < first + slots; s++) {
+        snprintf(name, sizeof(name), "memory-slot-%u", s);
+        counter_add(map, name, 1);
+    }
+    if (map != NULL && compute > 0)
+        counter_add(map, "compute-slices", compute);
+    if (map != NULL && media > 0)
+        counter_add(map, "media-extensions", media);
+    return map;
+}
+
+static void mig_json(const gs_dra_device_t *d, json_t *attrs, json_t *dev)
+{
+    json_object_set_new(attrs, "profile", json_pack("{s:s}", "string", d->profile));
+    json_object_set_new(attrs, "placementStart",
+                        json_pack("{s:I}", "int", (json_int_t)d->mig_start));
+    json_object_set_new(
+        dev, "consumesCounters",
+        json_pack("[{s:s,s:o}]", "counterSet", d->counter_set, "counters",
+                  counters_json(d->mig_start, d->mig_slots, d->mig_compute, d->mig_media ? 1 : 0)));
+}
+
 static json_t *device_json(const gs_dra_device_t *d)
 {
     json_t *attrs = json_pack("{s:{s:s},s:{s:s},s:{s:s},s:{s:I}}", "uuid", "string", d->uuid,
@@ -205,7 +274,20 @@ static json_t *device_json(const gs_dra_device_t *d)
                   "memory", capacity_json(&d->memory, 1), "compute", capacity_json(&d->compute, 0));
     if (dev != NULL && d->multiple)
         json_object_set_new(dev, "allowMultipleAllocations", json_true());
+    if (dev != NULL && d->profile[0] != '\0')
+        mig_json(d, attrs, dev);
     return dev;
+}
+
+static json_t *counter_sets_json(const gs_dra_slice_t *s)
+{
+    json_t *sets = json_array();
+    for (size_t i = 0; sets != NULL && i < s->ncounters; i++) {
+        const gs_dra_counter_set_t *c = &s->counters[i];
+        json_array_append_new(sets, json_pack("{s:s,s:o}", "name", c->name, "counters",
+                                              counters_json(0, c->slots, c->compute, c->media)));
+    }
+    return sets;
 }
 
 json_t *gs_dra_slice_json(const gs_dra_slice_t *s)
@@ -217,9 +299,17 @@ json_t *gs_dra_slice_json(const gs_dra_slice_t *s)
             return NULL;
         }
     }
-    json_t *spec = json_pack("{s:s,s:{s:s,s:I,s:I},s:o}", "driver", s->driver, "pool", "name",
-                             s->pool, "generation", (json_int_t)s->generation, "resourceSliceCount",
-                             (json_int_t)s->slice_count, "devices", devices);
+    json_t *spec = json_pack("{s:s,s:{s:s,s:I,s:I}}", "driver", s->driver, "pool", "name", s->pool,
+                             "generation", (json_int_t)s->generation, "resourceSliceCount",
+                             (json_int_t)s->slice_count);
+    if (spec != NULL && s->ncounters > 0 && s->counters != NULL) {
+        json_decref(devices);
+        json_object_set_new(spec, "sharedCounters", counter_sets_json(s));
+    } else if (spec != NULL) {
+        json_object_set_new(spec, "devices", devices);
+    } else {
+        json_decref(devices);
+    }
     if (spec != NULL && s->node[0] != '\0')
         json_object_set_new(spec, "nodeName", json_string(s->node));
     json_t *meta = json_object();

@@ -305,7 +305,10 @@ static int apply_slice(gs_k8s_model_t *m, gs_k8s_event_t ev, const json_t *obj, 
 {
     gs_dra_slice_t slice;
     int result = gs_dra_slice_parse(obj, &slice, err, errlen);
-    if (result != 0 || strcmp(slice.driver, GS_DRA_DRIVER) != 0) {
+    /* A pool's counter sets come in a slice of their own (the MIG GPUs' shared counters): it
+     * lists no device, and the node's devices are in its other slice. */
+    if (result != 0 || strcmp(slice.driver, GS_DRA_DRIVER) != 0 ||
+        (slice.count == 0 && slice.ncounters > 0)) {
         gs_dra_slice_free(&slice);
         return result;
     }

@@ -15,6 +15,7 @@ struct gs__inventory {
     gs_nvml_t nv; /* the library and its functions (gpushare/nvml_load.h) */
     int simulated;
     char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+    char cuda[16]; /* the CUDA driver API's version, "13.0"; "" when NVML cannot tell */
     unsigned count;
     nvmlDevice_t handles[GS_MAX_DEVICES];
     gs__gpu_info_t gpus[GS_MAX_DEVICES];
@@ -69,6 +70,10 @@ int gs__inventory_open(const char *library, gs__inventory_t **out, char *err, si
     }
     if (inv->nv.nvmlSystemGetDriverVersion(inv->driver, sizeof(inv->driver)) != NVML_SUCCESS)
         snprintf(inv->driver, sizeof(inv->driver), "unknown");
+    int cuda = 0;
+    if (inv->nv.nvmlSystemGetCudaDriverVersion_v2 != NULL &&
+        inv->nv.nvmlSystemGetCudaDriverVersion_v2(&cuda) == NVML_SUCCESS && cuda > 0)
+        snprintf(inv->cuda, sizeof(inv->cuda), "%d.%d", cuda / 1000, cuda % 1000 / 10);
     inv->simulated = access("/proc/driver/nvidia/version", F_OK) != 0;
     result = discover(inv, err, errlen);
     if (result != 0) {
@@ -171,4 +176,9 @@ int gs__inventory_processes(gs__inventory_t *inv, unsigned i, gs__gpu_process_t 
         free(infos);
     *count = listed;
     return rc == NVML_SUCCESS ? 0 : GS_EIO;
+}
+
+const char *gs__inventory_cuda_version(const gs__inventory_t *inv)
+{
+    return inv->cuda;
 }

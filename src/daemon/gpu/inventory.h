@@ -69,4 +69,8 @@ int gs__inventory_resolve(const gs__inventory_t *inv, const gs_nvml_fn_t *fns, s
 const char *gs__inventory_library(const gs__inventory_t *inv);
 const char *gs__inventory_driver(const gs__inventory_t *inv);
 
+/* The CUDA driver API version NVML reports (nvmlSystemGetCudaDriverVersion_v2), as "13.0"; ""
+ * when it cannot tell. Never NULL. */
+const char *gs__inventory_cuda_version(const gs__inventory_t *inv);
+
 #endif

@@ -414,6 +414,27 @@ static json_t *instance_view(const mig_gpu_t *st, unsigned k, const gs__cred_t *
     return v;
 }
 
+/* The GPU's profiles as NVML gives them, for clients that plan instances (gpushare-k8s
+ * publishes one device per profile and placement). */
+static json_t *profiles_view(const gs_mig_catalog_t *cat)
+{
+    json_t *list = json_array();
+    for (unsigned i = 0; list != NULL && i < cat->n_profiles; i++) {
+        const gs_mig_profile_t *p = &cat->profiles[i];
+        json_t *starts = json_array();
+        for (uint32_t s = 0; starts != NULL && s < 32; s++)
+            if ((p->starts >> s) & 1)
+                json_array_append_new(starts, json_integer(s));
+        json_array_append_new(list,
+                              json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:I, s:b}", "name", p->name,
+                                        "id", (json_int_t)p->id, "compute", (json_int_t)p->compute,
+                                        "slots", (json_int_t)p->size, "max_instances",
+                                        (json_int_t)p->max_instances, "starts", starts, "memory",
+                                        (json_int_t)p->memory_bytes, "media", p->media));
+    }
+    return list;
+}
+
 static void mig_describe(const gs__daemon_t *d, unsigned g, const gs__cred_t *cred, json_t *view)
 {
     const mig_gpu_t *st = state_of(&d->gpus[g]);
@@ -428,6 +449,11 @@ static void mig_describe(const gs__daemon_t *d, unsigned g, const gs__cred_t *cr
         json_pack("{s:b, s:o, s:s, s:I, s:I, s:I}", "enabled", st->enabled, "instances", instances,
                   "layout", st->enabled ? layout : "", "created", (json_int_t)st->created,
                   "destroyed", (json_int_t)st->destroyed, "reused", (json_int_t)st->reused);
+    if (mig != NULL && st->enabled) {
+        json_object_set_new(mig, "compute_slices", json_integer(st->cat.compute_slices));
+        json_object_set_new(mig, "memory_slots", json_integer(st->cat.memory_slots));
+        json_object_set_new(mig, "profiles", profiles_view(&st->cat));
+    }
     if (mig != NULL)
         json_object_set_new(view, "mig", mig);
     if (st->problem[0] != '\0')

@@ -360,6 +360,7 @@ json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, int proce
         "leases", (json_int_t)d->n_leases, "time_ms", (json_int_t)gs__wall_ms());
     /* Lease regions are memfds of the daemon: no directory to show (or to get wrong). */
     json_object_set_new(node, "regions", json_string("memfd"));
+    json_object_set_new(node, "cuda_driver", json_string(gs__inventory_cuda_version(d->inv)));
     json_object_set_new(node, "shim", json_string(d->cfg.shim));
     char mps_control[GS__PATH_MAX];
     gs__gpus_mps_control(d, mps_control, sizeof(mps_control));
