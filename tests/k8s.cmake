@@ -40,4 +40,9 @@ function(gs_add_dra_test name)
   gs_add_script_test(${name} SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/k8s/${name}.sh" ${ARGN})
   set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT "GS_PYTHON_GRPC=${GS_PYTHON_GRPC}")
 endfunction()
+gs_add_unit_test(test_dra_plugin SOURCES test_dra_plugin.c LIBS gs_k8s_plugin)
+# libFuzzer target of what the plugin reads from outside: claims, gpushared's status, GpuConfig,
+# its records, kubeconfigs and the kubelet's messages.
+gs_add_fuzz_target(fuzz_dra_plugin SOURCES fuzz/fuzz_dra_plugin.c LIBS gs_k8s_plugin
+                   CORPUS "${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/dra_plugin")
 gs_add_dra_test(test_dra_slices TIMEOUT 120 LABELS k8s)

@@ -92,8 +92,10 @@ static int mig_parse(const json_t *mig, gs__node_gpu_t *g)
     g->mig.memory_slots = (uint32_t)slots;
     json_array_foreach(profiles, i, p)
     {
-        if (profile_parse(p, &g->mig.profiles[i]) != 0)
-            return -1;
+        const gs_mig_profile_t *prof = &g->mig.profiles[i];
+        if (profile_parse(p, &g->mig.profiles[i]) != 0 || prof->compute > compute ||
+            prof->size > slots || (prof->starts >> (slots - prof->size + 1)) != 0)
+            return -1; /* an instance that does not fit the GPU */
         g->mig.n_profiles = (unsigned)i + 1;
     }
     return 0;
