@@ -200,13 +200,14 @@ static void test_gpuconfig(void **state)
 static json_t *claim_json(const char *results, const char *config)
 {
     char text[4096];
-    snprintf(text, sizeof(text),
-             "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":"
-             "{\"name\":\"c1\",\"namespace\":\"ml\",\"uid\":\"0b9d6c3e-1111-2222-3333-444455556666\"},"
-             "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":"
-             "{\"deviceClassName\":\"gpu.gpushare.io\"}}]}},\"status\":{\"allocation\":"
-             "{\"devices\":{\"results\":[%s],\"config\":[%s]}}}}",
-             results, config);
+    snprintf(
+        text, sizeof(text),
+        "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":"
+        "{\"name\":\"c1\",\"namespace\":\"ml\",\"uid\":\"0b9d6c3e-1111-2222-3333-444455556666\"},"
+        "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":"
+        "{\"deviceClassName\":\"gpu.gpushare.io\"}}]}},\"status\":{\"allocation\":"
+        "{\"devices\":{\"results\":[%s],\"config\":[%s]}}}}",
+        results, config);
     json_t *j = json_loads(text, 0, NULL);
     assert_non_null(j);
     return j;
@@ -238,11 +239,12 @@ static void test_plan_share(void **state)
     (void)state;
     gs__plan_t plan;
     char err[512];
-    assert_int_equal(plan_of(SHARE("gpu-0", "4Gi", "30"),
-                             CONFIG("FromClass", "\"computeMax\":90,\"timeLimit\":\"2h\"") ","
-                             CONFIG("FromClaim", "\"computeMax\":60"),
-                             &plan, err, sizeof(err)),
-                     0);
+    assert_int_equal(
+        plan_of(SHARE("gpu-0", "4Gi", "30"),
+                CONFIG("FromClass", "\"computeMax\":90,\"timeLimit\":\"2h\"") "," CONFIG(
+                    "FromClaim", "\"computeMax\":60"),
+                &plan, err, sizeof(err)),
+        0);
     assert_string_equal(plan.key, "k8s/0b9d6c3e-1111-2222-3333-444455556666/gpu");
     assert_string_equal(plan.request, "gpu");
     assert_int_equal(plan.ndevices, 1);
@@ -259,8 +261,9 @@ static void test_plan_share(void **state)
     assert_string_equal(plan.lease.name, "ml/c1");
     assert_string_equal(plan.lease.command, "claim ml/c1 request gpu");
     /* enforce memory: no guaranteed share. */
-    assert_int_equal(plan_of(SHARE("gpu-0", "4Gi", "30"), CONFIG("FromClaim", "\"enforce\":\"memory\""),
-                             &plan, err, sizeof(err)),
+    assert_int_equal(plan_of(SHARE("gpu-0", "4Gi", "30"),
+                             CONFIG("FromClaim", "\"enforce\":\"memory\""), &plan, err,
+                             sizeof(err)),
                      0);
     assert_int_equal(plan.lease.compute, 0);
 }
@@ -317,7 +320,8 @@ static void test_plan_refused(void **state)
         {SHARE("gpu-0", "4Gi", "30") "," SHARE("gpu-0", "4Gi", "30"), "", GS_ENOTSUP,
          "claim ml/c1: 2 devices of request gpu, not all whole GPUs: gpushare gives a container "
          "one share, one MIG instance, or whole GPUs"},
-        {"{\"request\":\"gpu\",\"driver\":\"gpu.gpushare.io\",\"pool\":\"n2\",\"device\":\"gpu-0\"}",
+        {"{\"request\":\"gpu\",\"driver\":\"gpu.gpushare.io\",\"pool\":\"n2\",\"device\":\"gpu-"
+         "0\"}",
          "", GS_ENOENT, "claim ml/c1: allocated on gpu-0 of pool n2, not on this node (n1)"},
         {WHOLE("gpu-0") ",{\"request\":\"gpu2\",\"driver\":\"gpu.gpushare.io\",\"pool\":\"n1\","
                         "\"device\":\"gpu-1\"}",
@@ -371,7 +375,9 @@ static void test_records(void **state)
     snprintf(r.uid, sizeof(r.uid), "../etc");
     assert_int_equal(gs__record_write(dir, &r, err, sizeof(err)), GS_EINVAL);
     static const char *const bad[] = {
-        "{}", "[]", "{\"version\":2}",
+        "{}",
+        "[]",
+        "{\"version\":2}",
         "{\"version\":1,\"uid\":\"A\",\"namespace\":\"n\",\"name\":\"c\",\"key\":\"k\","
         "\"cdi\":\"c\",\"prepared\":true,\"lease\":1}",
         "{\"version\":1,\"uid\":\"a\",\"namespace\":\"n\",\"name\":\"c\",\"key\":\"k\","
@@ -401,9 +407,8 @@ static void test_kubeconfig(void **state)
                                "users:\n"
                                "- name: u1\n  user:\n    token: abc.def\n"
                                "    client-key: keys/u1.key\n";
-    assert_int_equal(gs__kapi_kubeconfig_parse(yaml, strlen(yaml), "/etc/k", dir, &cfg, err,
-                                               sizeof(err)),
-                     0);
+    assert_int_equal(
+        gs__kapi_kubeconfig_parse(yaml, strlen(yaml), "/etc/k", dir, &cfg, err, sizeof(err)), 0);
     assert_string_equal(cfg.server, "https://10.0.0.1:6443");
     assert_string_equal(cfg.token, "abc.def");
     assert_string_equal(cfg.key_file, "/etc/k/keys/u1.key");
@@ -447,10 +452,14 @@ static void test_kubeconfig(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_node_parse),         cmocka_unit_test(test_node_slices),
-        cmocka_unit_test(test_gpuconfig),          cmocka_unit_test(test_plan_share),
-        cmocka_unit_test(test_plan_whole_and_mig), cmocka_unit_test(test_plan_refused),
-        cmocka_unit_test(test_records),            cmocka_unit_test(test_kubeconfig),
+        cmocka_unit_test(test_node_parse),
+        cmocka_unit_test(test_node_slices),
+        cmocka_unit_test(test_gpuconfig),
+        cmocka_unit_test(test_plan_share),
+        cmocka_unit_test(test_plan_whole_and_mig),
+        cmocka_unit_test(test_plan_refused),
+        cmocka_unit_test(test_records),
+        cmocka_unit_test(test_kubeconfig),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

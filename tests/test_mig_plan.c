@@ -154,6 +154,40 @@ static void test_evict_idle_only_when_needed(void **state)
     assert_int_equal(plan.start, 4);
 }
 
+/* A placement chosen elsewhere (gpushare-k8s: the Kubernetes scheduler's): exactly there, an
+ * idle instance of the profile there taken as it is, idle ones in the way destroyed, busy ones
+ * never. */
+static void test_plan_at(void **state)
+{
+    (void)state;
+    gs_mig_catalog_t cat = catalog("H100-80GB");
+    int one = prof(&cat, "1g.10gb"), three = prof(&cat, "3g.40gb");
+    gs_mig_layout_t layout = {0};
+    gs_mig_plan_t plan;
+    /* Empty: 3g.40gb at 0, not at 4 where gs_mig_plan would put it. */
+    assert_int_equal(gs_mig_plan(&cat, &layout, three, &plan), 0);
+    assert_int_equal(plan.start, 4);
+    assert_int_equal(gs_mig_plan_at(&cat, &layout, three, 0, &plan), 0);
+    assert_int_equal(plan.reuse, -1);
+    assert_int_equal(plan.start, 0);
+    assert_int_equal(plan.evict, 0);
+    /* An idle 3g.40gb at 0 and an idle 1g.10gb at 5. */
+    layout = (gs_mig_layout_t){
+        .n = 2, .inst = {{.profile = three, .start = 0}, {.profile = one, .start = 5}}};
+    assert_int_equal(gs_mig_plan_at(&cat, &layout, three, 0, &plan), 0);
+    assert_int_equal(plan.reuse, 0);
+    assert_int_equal(gs_mig_plan_at(&cat, &layout, three, 4, &plan), 0);
+    assert_int_equal(plan.reuse, -1);
+    assert_int_equal(plan.evict, 0x2); /* the idle 1g.10gb at 5 is in the way */
+    assert_int_equal(gs_mig_apply(&layout, three, &plan), 1);
+    assert_int_equal(layout.inst[1].start, 4);
+    /* A busy instance in the way: no; a start the profile does not have: invalid. */
+    layout = (gs_mig_layout_t){.n = 1, .inst = {{.profile = one, .start = 6, .busy = 1}}};
+    assert_int_equal(gs_mig_plan_at(&cat, &layout, three, 4, &plan), GS_ENOFIT);
+    assert_int_equal(gs_mig_plan_at(&cat, &layout, three, 2, &plan), GS_EINVAL);
+    assert_int_equal(gs_mig_plan_at(&cat, &layout, one, 7, &plan), GS_EINVAL);
+}
+
 static void test_limits(void **state)
 {
     (void)state;
@@ -182,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_placement_keeps_large_profiles),
         cmocka_unit_test(test_reuse_idle_instance),
         cmocka_unit_test(test_evict_idle_only_when_needed),
+        cmocka_unit_test(test_plan_at),
         cmocka_unit_test(test_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

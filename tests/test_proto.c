@@ -442,6 +442,25 @@ static void test_modes_and_mig_profiles(void **state)
            "--gpus to whole logical GPUs");
     assert_string_equal(gs_gpu_mode_name(GS_GPU_MODE_EXCLUSIVE), "exclusive");
     assert_string_equal(gs_gpu_mode_name((gs_gpu_mode_t)9), "?");
+    /* "mig_start": a placement chosen by the caller (gpushare-k8s), on one pinned GPU. */
+    assert_int_equal(
+        parse("{\"op\":\"acquire\",\"mig_profile\":\"3g.40gb\",\"mig_start\":4,\"gpus_at\":[1]}",
+              &req),
+        0);
+    assert_int_equal(req.lease.has_mig_start, 1);
+    assert_int_equal(req.lease.mig_start, 4);
+    obj = gs_proto_acquire_json(&req.lease);
+    text = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(text, "{\"gpus_at\":[1],\"mig_profile\":\"3g.40gb\",\"mig_start\":4,"
+                              "\"op\":\"acquire\",\"wait\":true}");
+    free(text);
+    json_decref(obj);
+    expect("{\"op\":\"acquire\",\"mig_profile\":\"3g.40gb\",\"mig_start\":4}", GS_EINVAL,
+           "\"mig_start\" is a memory slot from 0 to 15, on the one GPU of \"gpus_at\"");
+    expect("{\"op\":\"acquire\",\"gpu_memory\":\"4G\",\"mig_start\":0,\"gpus_at\":[0]}", GS_EINVAL,
+           "\"mig_start\" goes with \"mig_profile\" only");
+    expect("{\"op\":\"acquire\",\"mig_profile\":\"1g.10gb\",\"mig_start\":16,\"gpus_at\":[0]}",
+           GS_EINVAL, "\"mig_start\" must be from 0 to 15");
 }
 
 int main(void)

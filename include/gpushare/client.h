@@ -53,6 +53,8 @@ typedef enum gs_lease_kind {
 
 /* Room for a MIG profile name ("3g.20gb", "1g.10gb+me"), terminator included. */
 #define GS_MIG_PROFILE_MAX 32
+/* The largest "mig_start" (a memory slot; gpushare/mig.h's GS_MIG_SLOTS_MAX - 1). */
+#define GS_MIG_START_MAX 15
 
 /* Room for a user name in a request ("user"), terminator included. */
 #define GS_USER_NAME_MAX 64
@@ -88,6 +90,9 @@ typedef struct gs_lease_request {
     uint64_t time_limit_ms; /* "time_limit_ms": the lease ends this long after its grant */
     gs_gpu_mode_t mode;     /* "mode": GPUs of this mode only */
     char mig_profile[GS_MIG_PROFILE_MAX]; /* GS_LEASE_MIG: the profile's name */
+    int has_mig_start;  /* "mig_start" given: GS_LEASE_MIG only, with one GPU in gpus_at */
+    uint32_t mig_start; /* the instance's first memory slot, a placement chosen by the caller
+                         * (the Kubernetes scheduler's, for gpushare-k8s); 0..GS_MIG_START_MAX */
 } gs_lease_request_t;
 
 /* The requests of the protocol. */

@@ -94,6 +94,14 @@ int gs_mig_fits_at(const gs_mig_catalog_t *cat, const gs_mig_layout_t *layout, i
 int gs_mig_plan(const gs_mig_catalog_t *cat, const gs_mig_layout_t *layout, int p,
                 gs_mig_plan_t *out);
 
+/* Plans one more instance of profile p at memory slot start exactly (a placement chosen
+ * elsewhere: the Kubernetes scheduler's): an idle instance of p there is taken as it is, else
+ * idle instances in its way (and, for compute slices, others, smallest first) are destroyed.
+ * Returns 0 and *out, GS_ENOFIT (an instance held by a lease is in the way, or no room even
+ * then), or GS_EINVAL (a bad profile index or layout, a start not valid for the profile). */
+int gs_mig_plan_at(const gs_mig_catalog_t *cat, const gs_mig_layout_t *layout, int p,
+                   uint32_t start, gs_mig_plan_t *out);
+
 /* Applies a plan to layout: removes the evicted instances (later ones move down; layout indexes
  * change) and adds or reuses the instance, busy. Returns its new layout index, or GS_ENOSPC. */
 int gs_mig_apply(gs_mig_layout_t *layout, int p, const gs_mig_plan_t *plan);

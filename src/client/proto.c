@@ -49,6 +49,11 @@ static int check_kind(const gs_lease_request_t *req, char *err, size_t errlen)
             return gs_fail(err, errlen, GS_EINVAL, "GPU memory must be above zero");
         return 0;
     case GS_LEASE_MIG:
+        if (req->has_mig_start && (req->mig_start > GS_MIG_START_MAX || req->n_pinned != 1))
+            return gs_fail(err, errlen, GS_EINVAL,
+                           "\"mig_start\" is a memory slot from 0 to %d, on the one GPU of "
+                           "\"gpus_at\"",
+                           GS_MIG_START_MAX);
         return check_mig_profile(req->mig_profile, err, errlen);
     case GS_LEASE_NONE:
         break;
@@ -155,6 +160,8 @@ static int check_labels(const gs_lease_request_t *req, char *err, size_t errlen)
 
 int gs_lease_request_check(const gs_lease_request_t *req, char *err, size_t errlen)
 {
+    if (req->has_mig_start && req->kind != GS_LEASE_MIG)
+        return gs_fail(err, errlen, GS_EINVAL, "\"mig_start\" goes with \"mig_profile\" only");
     int result = check_kind(req, err, errlen);
     if (result == 0)
         result = check_owner(&req->owner, err, errlen);
@@ -482,6 +489,12 @@ static int parse_acquire_field(const char *key, const json_t *value, gs_lease_re
         return parse_memory(value, req, err, errlen);
     if (strcmp(key, "mig_profile") == 0)
         return parse_mig_profile(value, req, err, errlen);
+    if (strcmp(key, "mig_start") == 0) {
+        result = get_int(value, key, 0, GS_MIG_START_MAX, &v, err, errlen);
+        req->has_mig_start = 1;
+        req->mig_start = (uint32_t)v;
+        return result;
+    }
     if (strcmp(key, "mode") == 0)
         return parse_mode(value, req, err, errlen);
     if (strcmp(key, "compute") == 0)
@@ -802,6 +815,8 @@ json_t *gs_proto_acquire_json(const gs_lease_request_t *req)
         break;
     case GS_LEASE_MIG:
         bad |= json_object_set_new(obj, "mig_profile", json_string(req->mig_profile));
+        if (req->has_mig_start)
+            bad |= json_object_set_new(obj, "mig_start", json_integer(req->mig_start));
         break;
     case GS_LEASE_NONE:
         break;

@@ -267,6 +267,30 @@ int gs_mig_plan(const gs_mig_catalog_t *cat, const gs_mig_layout_t *layout, int 
     return GS_ENOFIT;
 }
 
+int gs_mig_plan_at(const gs_mig_catalog_t *cat, const gs_mig_layout_t *layout, int p,
+                   uint32_t start, gs_mig_plan_t *out)
+{
+    if (p < 0 || (unsigned)p >= cat->n_profiles || !valid_layout(cat, layout) ||
+        !start_valid(cat, &cat->profiles[p], start))
+        return GS_EINVAL;
+    *out = (gs_mig_plan_t){.reuse = -1, .start = start};
+    for (unsigned i = 0; i < layout->n; i++) {
+        if (layout->inst[i].profile == p && !layout->inst[i].busy &&
+            layout->inst[i].start == start) {
+            out->reuse = (int)i;
+            return 0;
+        }
+    }
+    candidate_t c;
+    for (int allow_evict = 0; allow_evict <= 1; allow_evict++) {
+        if (candidate_at(cat, layout, p, start, allow_evict, &c) == 0) {
+            out->evict = c.evict;
+            return 0;
+        }
+    }
+    return GS_ENOFIT;
+}
+
 int gs_mig_apply(gs_mig_layout_t *layout, int p, const gs_mig_plan_t *plan)
 {
     if (plan->reuse >= 0) {

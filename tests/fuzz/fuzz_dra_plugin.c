@@ -69,12 +69,13 @@ static void protobuf(int which, const uint8_t *data, size_t size)
 {
     ProtobufCMessage *m = NULL;
     if (which == 5)
-        m = (ProtobufCMessage *)k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__unpack(
-            NULL, size, data);
+        m = (ProtobufCMessage *)
+            k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__unpack(NULL, size,
+                                                                                         data);
     else if (which == 6)
         m = (ProtobufCMessage *)
-            k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__unpack(NULL, size,
-                                                                                          data);
+            k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__unpack(
+                NULL, size, data);
     else
         m = (ProtobufCMessage *)pluginregistration__registration_status__unpack(NULL, size, data);
     if (m != NULL)

@@ -77,6 +77,13 @@ static int profile_for(const gs__gpu_t *gpu, const mig_gpu_t *st, const gs_lease
     return gs_mig_profile_for(&st->cat, memory, (req->fraction_milli + 9) / 10);
 }
 
+/* Where one more instance of profile p goes for req: its own placement when it names one. */
+static int plan_for(const mig_gpu_t *st, const gs_lease_request_t *req, int p, gs_mig_plan_t *plan)
+{
+    return req->has_mig_start ? gs_mig_plan_at(&st->cat, &st->layout, p, req->mig_start, plan)
+                              : gs_mig_plan(&st->cat, &st->layout, p, plan);
+}
+
 static int mig_admit(const gs__gpu_t *gpu, const gs__ask_t *ask, gs__part_t *part)
 {
     const mig_gpu_t *st = state_of(gpu);
@@ -91,10 +98,13 @@ static int mig_admit(const gs__gpu_t *gpu, const gs__ask_t *ask, gs__part_t *par
     part->memory = prof->memory_bytes;
     part->compute = st->cat.compute_slices > 0 ? prof->compute * 1000 / st->cat.compute_slices : 0;
     part->plan.profile = p;
-    if (ask->idle)
-        return 0; /* every profile of the GPU fits an idle GPU */
+    gs_mig_layout_t empty = {0};
+    if (ask->idle) /* every profile of the GPU fits an idle GPU, at each of its starts */
+        return !ask->req->has_mig_start || gs_mig_fits_at(&st->cat, &empty, p, ask->req->mig_start)
+                   ? 0
+                   : GS_ENOTSUP;
     gs_mig_plan_t plan;
-    if (gs_mig_plan(&st->cat, &st->layout, p, &plan) != 0)
+    if (plan_for(st, ask->req, p, &plan) != 0)
         return GS_ENOFIT;
     part->plan.reuse = plan.reuse;
     part->plan.start = plan.start;
@@ -293,7 +303,7 @@ static int take_instance(mig_gpu_t *st, const gs__gpu_t *gpu, const gs__lease_t 
                          char *err, size_t errlen)
 {
     gs_mig_plan_t plan;
-    if (gs_mig_plan(&st->cat, &st->layout, p, &plan) != 0)
+    if (plan_for(st, &lease->rec.request, p, &plan) != 0)
         return gs_fail(err, errlen, GS_ENOFIT, "no room for a MIG %s instance any more",
                        st->cat.profiles[p].name);
     if (plan.reuse >= 0) {
