@@ -4,7 +4,11 @@
 extender's RBAC is read-only on exactly nodes, pods, resourceslices and resourceclaims; the
 scheduler configurations call the extender with the settings its results depend on
 (percentageOfNodesToScore 100, nodeCacheCapable, ignorable, weight over the in-tree scores);
-the Service, the container port, --listen and urlPrefix agree. Prints one line per problem."""
+the Service, the container port, --listen and urlPrefix agree. The DRA driver's (issue 22): its
+RBAC is exactly get on resourceclaims and nodes and what publishing its slices takes, its
+DaemonSet mounts the kubelet's directories and is not privileged, and its resource.k8s.io/v1
+objects (DeviceClass, ResourceClaimTemplates) pass tests/k8s/check_resource_v1.py with GpuConfig
+parameters gpushare-k8s accepts. Prints one line per problem."""
 import glob
 import os
 import re
@@ -12,11 +16,24 @@ import sys
 
 import yaml
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_resource_v1  # noqa: E402
+
 KINDS = {("v1", "Namespace"), ("v1", "ServiceAccount"), ("v1", "Service"), ("v1", "ConfigMap"),
          ("apps/v1", "Deployment"), ("rbac.authorization.k8s.io/v1", "ClusterRole"),
          ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
          ("rbac.authorization.k8s.io/v1", "Role"), ("rbac.authorization.k8s.io/v1", "RoleBinding"),
-         ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration")}
+         ("kubescheduler.config.k8s.io/v1", "KubeSchedulerConfiguration"),
+         ("apps/v1", "DaemonSet"), ("resource.k8s.io/v1", "DeviceClass"),
+         ("resource.k8s.io/v1", "ResourceClaimTemplate"),
+         ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
+         ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding")}
+PLUGIN_RULES = {("resourceclaims", "get"), ("nodes", "get"), ("resourceslices", "get"),
+                ("resourceslices", "list"), ("resourceslices", "create"),
+                ("resourceslices", "update"), ("resourceslices", "delete")}
+PLUGIN_MOUNTS = {"/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins/gpu.gpushare.io",
+                 "/var/run/cdi", "/run/gpushare"}
+GPUCONFIG = {"apiVersion", "kind", "computeMax", "timeLimit", "enforce"}
 EXTENDER_KEYS = {"urlPrefix", "filterVerb", "prioritizeVerb", "preemptVerb", "bindVerb", "weight",
                  "enableHTTPS", "tlsConfig", "httpTimeout", "nodeCacheCapable",
                  "managedResources", "ignorable"}
@@ -43,6 +60,35 @@ def check_scheduler_config(cfg, where):
             problems.append(where + ": urlPrefix is not http://HOST:8888/")
 
 
+def check_plugin(doc, where):
+    """The DRA driver's RBAC, DaemonSet and resource.k8s.io objects."""
+    kind, name = doc["kind"], doc.get("metadata", {}).get("name")
+    if kind == "ClusterRole" and name == "gpushare-k8s":
+        rules = {(r, v) for rule in doc["rules"] for r in rule["resources"] for v in rule["verbs"]}
+        if rules != PLUGIN_RULES:
+            problems.append(where + ": the plugin's rules are %s" % sorted(rules))
+    if kind == "DaemonSet" and name == "gpushare-k8s":
+        c = doc["spec"]["template"]["spec"]["containers"][0]
+        sc = c.get("securityContext", {})
+        mounts = {m["mountPath"] for m in c.get("volumeMounts", [])}
+        if sc.get("privileged") or sc.get("allowPrivilegeEscalation", True) or \
+                sc.get("capabilities", {}).get("drop") != ["ALL"]:
+            problems.append(where + ": the plugin is privileged or keeps capabilities")
+        if mounts != PLUGIN_MOUNTS:
+            problems.append(where + ": the plugin mounts %s" % sorted(mounts))
+        if not any(e.get("name") == "NODE_NAME" for e in c.get("env", [])):
+            problems.append(where + ": no NODE_NAME")
+    if doc.get("apiVersion") == "resource.k8s.io/v1":
+        before = len(check_resource_v1.problems)
+        check_resource_v1.check_object(where, doc)
+        problems.extend(check_resource_v1.problems[before:])
+        spec = doc["spec"].get("spec", doc["spec"])
+        for cfg in spec.get("devices", {}).get("config", []) + spec.get("config", []):
+            params = cfg.get("opaque", {}).get("parameters", {})
+            if set(params) - GPUCONFIG or params.get("kind") != "GpuConfig":
+                problems.append(where + ": GpuConfig with %s" % sorted(params))
+
+
 def check(doc, where):
     key = (doc.get("apiVersion"), doc.get("kind"))
     if key not in KINDS:
@@ -55,6 +101,7 @@ def check(doc, where):
             problems.append(where + ": the extender's resources are %s" % resources)
         if not verbs <= {"get", "list", "watch"}:
             problems.append(where + ": the extender may %s" % sorted(verbs))
+    check_plugin(doc, where)
     if doc["kind"] == "KubeSchedulerConfiguration":
         check_scheduler_config(doc, where)
     if doc["kind"] == "ConfigMap":
