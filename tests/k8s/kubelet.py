@@ -15,6 +15,8 @@ what the kubelet does with a DRA plugin:
              (a call that fails or a claim with an error is asked again after a backoff that
              doubles); prints the answer as JSON.
   unprepare  NodeUnprepareResources, retried the same way.
+  cycle      each claim prepared then unprepared, one after another, each call timed (one JSON
+             line per claim; bench/dra_prepare.sh).
   run-pod    the pod's life: reads the pod and its claims from the API server
              (spec.resourceClaims, status.resourceClaimStatuses), prepares them, starts the
              container with podman and the CDI devices prepare returned, waits for it, and
@@ -25,7 +27,7 @@ prepared claims, the pod's cgroup and sandbox, CRI instead of podman, health str
 30-second wipe of a deregistered driver's ResourceSlices.
 
   kubelet.py --protos DIR watch --registry DIR --state FILE
-  kubelet.py --protos DIR prepare|unprepare --state FILE --driver D --claim NS/NAME/UID...
+  kubelet.py --protos DIR prepare|unprepare|cycle --state FILE --driver D --claim NS/NAME/UID...
              [--retries N] [--backoff S] [--timeout S]
   kubelet.py --protos DIR run-pod --state FILE --driver D --api URL --token T --pod NS/NAME
              [--podman-arg ARG]... [--retries N] [--backoff S] -- COMMAND...
@@ -228,6 +230,20 @@ def dra_verb(args, dra, verb):
     return 0 if ok else 1
 
 
+def cycle(args, dra):
+    """Each claim prepared then unprepared, one after another, each call timed (bench/)."""
+    for ns, name, uid in parse_claims(args.claim):
+        t0 = time.monotonic()
+        prep = dra_call(args, dra, "Prepare", [(ns, name, uid)]).get(uid, {"error": "no answer"})
+        t1 = time.monotonic()
+        unprep = dra_call(args, dra, "Unprepare", [(ns, name, uid)]).get(uid, {"error": "none"})
+        t2 = time.monotonic()
+        print(json.dumps({"uid": uid, "prepare_ms": (t1 - t0) * 1e3,
+                          "unprepare_ms": (t2 - t1) * 1e3,
+                          "error": prep["error"] or unprep["error"]}), flush=True)
+    return 0
+
+
 # ---- a pod ----
 
 def api_get(args, path):
@@ -274,7 +290,7 @@ def main():
     w.add_argument("--registry", required=True)
     w.add_argument("--state", required=True)
     w.add_argument("--poll", type=float, default=0.1)
-    for verb in ("prepare", "unprepare", "run-pod"):
+    for verb in ("prepare", "unprepare", "cycle", "run-pod"):
         p = sub.add_parser(verb)
         p.add_argument("--state", required=True)
         p.add_argument("--driver", default="gpu.gpushare.io")
@@ -297,6 +313,8 @@ def main():
         if args.command and args.command[0] == "--":
             args.command = args.command[1:]
         return run_pod(args, dra)
+    if args.verb == "cycle":
+        return cycle(args, dra)
     return dra_verb(args, dra, "Prepare" if args.verb == "prepare" else "Unprepare")
 
 
