@@ -218,6 +218,7 @@ typedef struct gs__plugin_cfg {
     char gpushare[PATH_MAX];       /* the gpushare program on the host, for the CDI hooks */
     char driver_cdi[128];          /* the GPU driver's CDI kind (nvidia.com/gpu), "" none */
     char gpusim_cdi[GS_DRA_SHORT]; /* gpusim's node device to add (tests), "" none */
+    char lease_user[GS_USER_NAME_MAX]; /* the leases' user (root asks on its behalf), "" root */
     gs__kapi_cfg_t api;
     gs_place_order_t order; /* the device order published (index or tightest) */
     long resync_ms;         /* gpushared is looked at this often for the slices */

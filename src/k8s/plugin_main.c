@@ -48,6 +48,8 @@ static void usage(FILE *out)
             "                            (nvidia.com/gpu; default: none)\n"
             "  --gpusim-cdi NAME         add gpusim's node device " GS_PLUGIN_GPUSIM_KIND "=NAME "
             "(tests)\n"
+            "  --lease-user NAME         the user the leases are for, in gpushared's listings,\n"
+            "                            history and metrics (default: root, the plugin's)\n"
             "  --kubeconfig FILE         the API server and credentials of a kubeconfig\n"
             "  --server URL              the API server (default: the pod's service account)\n"
             "  --token-file FILE         bearer token, re-read at each request\n"
@@ -125,6 +127,8 @@ static int option(args_t *a, int opt, const char *arg)
         return copy_opt(c->driver_cdi, sizeof(c->driver_cdi), arg, "--driver-cdi");
     case 'M':
         return copy_opt(c->gpusim_cdi, sizeof(c->gpusim_cdi), arg, "--gpusim-cdi");
+    case 'U':
+        return copy_opt(c->lease_user, sizeof(c->lease_user), arg, "--lease-user");
     case 'o':
         return gs_place_order_parse(arg, &c->order) == 0 && c->order != GS_PLACE_ORDER_POLICY
                    ? 0
@@ -157,6 +161,7 @@ static int parse(args_t *a, int argc, char **argv)
                                          {"gpushare", 1, 0, 'G'},
                                          {"driver-cdi", 1, 0, 'D'},
                                          {"gpusim-cdi", 1, 0, 'M'},
+                                         {"lease-user", 1, 0, 'U'},
                                          {"kubeconfig", 1, 0, 'K'},
                                          {"server", 1, 0, 's'},
                                          {"token-file", 1, 0, 't'},

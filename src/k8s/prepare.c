@@ -190,6 +190,10 @@ int gs__prepare(gs__plugin_t *p, const char *ns, const char *uid, const char *na
         gs_fail(err, errlen, result, "claim %s/%s: %s", ns, name, why);
     if (result == 0)
         result = gs__plan_claim(claim, uid, p->cfg.node, node, plan, err, errlen);
+    if (result == 0 && p->cfg.lease_user[0] != '\0') {
+        plan->lease.owner.set = 1;
+        memcpy(plan->lease.owner.user, p->cfg.lease_user, sizeof(plan->lease.owner.user));
+    }
     if (result == 0 && plan->ndevices > 0) {
         gs__record_t rec = {.prepared = 0};
         snprintf(rec.uid, sizeof(rec.uid), "%s", uid);

@@ -25,8 +25,11 @@ typedef struct pub {
     gs__plugin_t *p;
     gs__kapi_t *api;
     int listed;         /* existing[] is what the API server has */
+    int no_partitions;  /* the API server drops MIG's counters: MIG GPUs are not published */
     int64_t generation; /* the pool's, as last published or found */
-    json_t *existing;   /* name -> the slice as the API server has it */
+    json_t *existing;   /* name -> the slice as last listed, or as last written (what was sent,
+                         * with the server's resourceVersion: a field the server drops must not
+                         * make every pass write again) */
     json_t *owner;      /* ownerReferences naming the Node, or NULL */
     char last_error[GS_PLUGIN_ERR_MAX];
 } pub_t;
@@ -113,6 +116,42 @@ static int same_as_existing(const pub_t *pub, json_t *const *want, size_t n)
     return 1;
 }
 
+/* Whether the slice has MIG's counters (sharedCounters, or devices that consume them). */
+static int has_partitions(const json_t *slice)
+{
+    const json_t *spec = json_object_get(slice, "spec"), *d;
+    size_t i;
+    if (json_array_size(json_object_get(spec, "sharedCounters")) > 0)
+        return 1;
+    json_array_foreach(json_object_get(spec, "devices"), i,
+                       d) if (json_object_get(d, "consumesCounters") != NULL) return 1;
+    return 0;
+}
+
+/* What the API server kept of what was written: a field it dropped is a feature gate it lacks
+ * (DRAConsumableCapacity, DRAPartitionableDevices). Without partitionable devices MIG GPUs
+ * would be allocated as independent devices that overlap: they are withdrawn. */
+static void check_kept(pub_t *pub, const json_t *sent, const json_t *reply)
+{
+    json_t *a = comparable(sent), *b = comparable(reply);
+    int same = json_equal(a, b);
+    json_decref(a);
+    json_decref(b);
+    if (same)
+        return;
+    const char *name = gs_k8s_str(sent, "metadata", "name", NULL);
+    if (has_partitions(sent) && !has_partitions(reply) && !pub->no_partitions) {
+        pub->no_partitions = 1;
+        gs_error("ResourceSlice %s: the API server dropped MIG's counters (feature gate "
+                 "DRAPartitionableDevices off): MIG GPUs are withdrawn from the slices",
+                 name);
+    } else {
+        gs_warn("ResourceSlice %s: the API server did not keep all of it (a feature gate off: "
+                "DRAConsumableCapacity for shares?)",
+                name);
+    }
+}
+
 /* Writes one wanted slice: PUT over the existing one, else POST. */
 static int write_slice(pub_t *pub, json_t *slice, char *err, size_t errlen)
 {
@@ -130,7 +169,11 @@ static int write_slice(pub_t *pub, json_t *slice, char *err, size_t errlen)
     int result = gs__kapi_call(pub->api, have != NULL ? "PUT" : "POST", path, slice, &status,
                                &reply, err, errlen);
     if (result == 0 && (status == 200 || status == 201)) {
-        json_object_set(pub->existing, name, reply);
+        json_t *kept = json_deep_copy(slice);
+        json_object_set_new(json_object_get(kept, "metadata"), "resourceVersion",
+                            json_string(gs_k8s_str(reply, "metadata", "resourceVersion", NULL)));
+        json_object_set_new(pub->existing, name, kept);
+        check_kept(pub, slice, reply);
     } else if (result == 0) {
         gs__kapi_status_text(status, reply, why, sizeof(why));
         result = gs_fail(err, errlen, status == 409 ? GS_EAGAIN : GS_EIO, "%s ResourceSlice %s: %s",
@@ -197,6 +240,10 @@ static int wanted(pub_t *pub, json_t **want, size_t *n, char *err, size_t errlen
     size_t count = 0;
     *n = 0;
     int result = node == NULL ? GS_ENOMEM : gs__gsd_node(pub->p->cfg.gpushared, node, err, errlen);
+    for (unsigned i = 0; result == 0 && pub->no_partitions && i < node->n; i++)
+        if (node->gpus[i].mode == GS_DRA_MIG)
+            snprintf(node->gpus[i].problem, sizeof(node->gpus[i].problem),
+                     "the API server keeps no partitionable devices");
     if (result == 0)
         result = gs__node_slices(node, pub->p->cfg.node, pub->generation, pub->p->cfg.order, slices,
                                  MAX_SLICES, &count);

@@ -27,6 +27,10 @@ Failure switch (tests): POST /_standin/mode with {"mode": M} (no token; loopback
 
   apiserver.py --port 0 --port-file F --token T [--read-token R] [--load objects.json]
                [--tls-cert CERT.pem --tls-key KEY.pem] [--history N]
+               [--feature-gates DRAPartitionableDevices=false,DRAConsumableCapacity=false]
+
+Feature gates off: as kube-apiserver without them, ResourceSlices are stored without the fields
+they guard (sharedCounters and consumesCounters; allowMultipleAllocations and requestPolicy).
 
 writes the port it listens on to F (atomically) once it serves. Objects of --load are stored as
 given, status included (the state of a running cluster). Python 3 standard library only.
@@ -140,10 +144,27 @@ def route(path):
     return None
 
 
+def drop_gated(obj, gates):
+    """Drops what a ResourceSlice may hold only with feature gates that are off."""
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    devices = [d for d in spec.get("devices") or [] if isinstance(d, dict)]
+    if not gates.get("DRAPartitionableDevices", True):
+        spec.pop("sharedCounters", None)
+        for d in devices:
+            d.pop("consumesCounters", None)
+    if not gates.get("DRAConsumableCapacity", True):
+        for d in devices:
+            d.pop("allowMultipleAllocations", None)
+            for cap in (d.get("capacity") or {}).values():
+                if isinstance(cap, dict):
+                    cap.pop("requestPolicy", None)
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     store = None
     tokens = {}
+    gates = {}
 
     def log_message(self, fmt, *args):  # quiet: tests read their own logs
         if os.environ.get("APISERVER_VERBOSE"):
@@ -346,6 +367,8 @@ class Handler(BaseHTTPRequestHandler):
             return None
         obj = copy.deepcopy(obj)
         obj["apiVersion"], obj["kind"] = api, kind
+        if resource == "resourceslices":
+            drop_gated(obj, self.gates)
         meta = obj.setdefault("metadata", {})
         if namespaced:
             if meta.get("namespace", namespace) != namespace:
@@ -471,6 +494,8 @@ def main():
     ap.add_argument("--history", type=int, default=EVENTS_KEPT, help="events remembered")
     ap.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM)")
     ap.add_argument("--tls-key", help="the certificate's key (PEM)")
+    ap.add_argument("--feature-gates", default="",
+                    help="GATE=false,...: DRAPartitionableDevices, DRAConsumableCapacity")
     args = ap.parse_args()
     store = Store()
     store.kept = max(1, args.history)
@@ -478,6 +503,8 @@ def main():
         load(store, args.load)
     Handler.store = store
     Handler.tokens = {args.token: "write"}
+    Handler.gates = {k: v.lower() == "true" for k, v in
+                     (g.split("=", 1) for g in args.feature_gates.split(",") if "=" in g)}
     if args.read_token:
         Handler.tokens[args.read_token] = "read"
     server = ThreadingHTTPServer((args.address, args.port), Handler)

@@ -96,3 +96,18 @@ start_api --port "$port"
 wait_eq 15 "1 gpu-0" bash -c "curl -s -H 'Authorization: Bearer writer' '$API/apis/resource.k8s.io/v1/resourceslices' | jq -r '[.items | length, ([.[].spec.devices // [] | .[].name] | join(\",\"))] | join(\" \")'"
 expect_eq "$(grep -c 'ResourceSlices: .*HTTP 403' "$WORK/plugin.log")" 1 "403 said once"
 pass "403 and a stopped API server are retried, each said once; a new API server gets the slices"
+
+# 8. An API server without DRAPartitionableDevices drops MIG's counters: the plugin withdraws the
+# MIG GPU (its placements would be allocated as independent, overlapping devices) and settles.
+port=${API##*:}
+kill "$API_PID"
+wait "$API_PID" 2>/dev/null || true
+"$GS_BUILD_DIR/sim/nvidia-smi" -i 1 -mig 1 >/dev/null
+start_api --port "$port" --feature-gates DRAPartitionableDevices=false
+wait_until 20 grep -q 'the API server dropped MIG.s counters (feature gate DRAPartitionableDevices off): MIG GPUs are withdrawn' "$WORK/plugin.log"
+wait_eq 15 "1 gpu-0" bash -c "curl -s -H 'Authorization: Bearer writer' '$API/apis/resource.k8s.io/v1/resourceslices' | jq -r '[.items | length, ([.[].spec.devices // [] | .[].name] | join(\",\"))] | join(\" \")'"
+gen=$(slices | jq '.items[0].spec.pool.generation')
+sleep 2
+expect_eq "$(slices | jq '.items[0].spec.pool.generation')" "$gen" "no write after settling"
+expect_eq "$(grep -c 'dropped MIG' "$WORK/plugin.log")" 1 "said once"
+pass "an API server without partitionable devices: MIG GPUs withdrawn, said once, no write loop"
