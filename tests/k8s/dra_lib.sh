@@ -12,6 +12,25 @@ API=
 PLUGIN_PID=
 KUBELET_PID=
 mkdir -p "$WORK/registry" "$WORK/plugin" "$WORK/cdi"
+
+# On failure, the plugin's and the stand-ins' logs too (then tests/daemon/lib.sh's cleanup).
+status_is() { return "$1"; }
+dra_cleanup() {
+  local rc=$? f
+  if [[ $rc -ne 0 ]]; then
+    for f in plugin.log kubelet.log apiserver.log; do
+      if [[ -s $WORK/$f ]]; then
+        echo "--- $f (last 30 lines)" >&2
+        tail -30 "$WORK/$f" >&2
+      fi
+    done
+  fi
+  # tests/daemon/lib.sh's cleanup takes $? as the test's status (and exits with it): call it right
+  # after a command that returns rc (errexit spares the left side of ||).
+  status_is "$rc" || cleanup
+  cleanup
+}
+trap dra_cleanup EXIT
 printf 'writer\n' >"$WORK/token"
 
 # start_api [ARGS...]: the stand-in API server (tokens writer and reader); sets $API.
