@@ -19,6 +19,20 @@
 
 #define CLAIMS_PATH "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s"
 
+/* Whether text is a DNS name of at most max characters (a label without dots): what Kubernetes
+ * names namespaces and claims with, and all that may go into the URL's path. */
+static int dns_name(const char *text, size_t max, int dots)
+{
+    size_t n = strlen(text);
+    if (n == 0 || n > max)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((text[i] >= 'a' && text[i] <= 'z') || (text[i] >= '0' && text[i] <= '9') ||
+              text[i] == '-' || (dots && text[i] == '.')))
+            return 0;
+    return 1;
+}
+
 /* Reads the claim from the API server: *claim, or a line naming the claim and the failure. */
 static int get_claim(gs__plugin_t *p, const char *ns, const char *name, json_t **claim, char *err,
                      size_t errlen)
@@ -181,6 +195,9 @@ int gs__prepare(gs__plugin_t *p, const char *ns, const char *uid, const char *na
     memset(out, 0, sizeof(*out));
     int result =
         node == NULL || plan == NULL ? gs_fail(err, errlen, GS_ENOMEM, "out of memory") : 0;
+    if (result == 0 && (!dns_name(ns, 63, 0) || !dns_name(name, 253, 1)))
+        result = gs_fail(err, errlen, GS_EINVAL, "claim %.64s/%.253s: not a namespace and name", ns,
+                         name);
     if (result == 0 && !gs__record_uid_ok(uid))
         result =
             gs_fail(err, errlen, GS_EINVAL, "claim %s/%s: malformed UID \"%.64s\"", ns, name, uid);
