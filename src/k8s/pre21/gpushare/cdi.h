@@ -19,14 +19,14 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define GS_CDI_KIND          "gpushare.io/gpu"
-#define GS_CDI_GPUSIM_KIND   "gpusim.gpushare.io/node"
-#define GS_CDI_VERSION       "0.5.0"
-#define GS_CDI_NAME_MAX      64
-#define GS_CDI_SOCKET_DIR    "/run/gpushare"                   /* in the container */
-#define GS_CDI_SHIM          "/usr/lib/gpushare/libgpushare.so" /* in the container */
-#define GS_CDI_GPUSIM_DIR    "/usr/lib/gpusim"                 /* in the container */
-#define GS_CDI_GPUSIM_STATE  "/var/lib/gpusim"                 /* in the container */
+#define GS_CDI_KIND         "gpushare.io/gpu"
+#define GS_CDI_GPUSIM_KIND  "gpusim.gpushare.io/node"
+#define GS_CDI_VERSION      "0.5.0"
+#define GS_CDI_NAME_MAX     64
+#define GS_CDI_SOCKET_DIR   "/run/gpushare"                    /* in the container */
+#define GS_CDI_SHIM         "/usr/lib/gpushare/libgpushare.so" /* in the container */
+#define GS_CDI_GPUSIM_DIR   "/usr/lib/gpusim"                  /* in the container */
+#define GS_CDI_GPUSIM_STATE "/var/lib/gpusim"                  /* in the container */
 
 /* What a keyed lease's spec is made of. */
 typedef struct gs_cdi_lease {
