@@ -78,12 +78,12 @@ static int no_fit(const gs__plan_t *plan, const gs__node_t *node, const char *wh
     } else {
         snprintf(need, sizeof(need), "%u whole GPU%s", r->gpus, r->gpus == 1 ? "" : "s");
     }
-    for (size_t i = 0, n = 0; i < plan->ndevices; i++) {
+    for (size_t i = 0, n = 0; i < plan->ndevices && n < sizeof(free_text); i++) {
         const gs__node_gpu_t *g = gs__node_gpu(node, plan->devices[i].gpu);
         if (g == NULL)
             continue;
         bytes_text(g->free, mem, sizeof(mem));
-        n += (size_t)snprintf(free_text + n, n < sizeof(free_text) ? sizeof(free_text) - n : 0,
+        n += (size_t)snprintf(free_text + n, sizeof(free_text) - n,
                               "%s%s had %s and %u %% of compute free (%u lease%s)", n ? "; " : "",
                               plan->devices[i].device, mem, 100 - g->compute_leased, g->leases,
                               g->leases == 1 ? "" : "s");
