@@ -30,7 +30,8 @@ prepared claims, the pod's cgroup and sandbox, CRI instead of podman, health str
   kubelet.py --protos DIR prepare|unprepare|cycle --state FILE --driver D --claim NS/NAME/UID...
              [--retries N] [--backoff S] [--timeout S]
   kubelet.py --protos DIR run-pod --state FILE --driver D --api URL --token T --pod NS/NAME
-             [--podman-arg ARG]... [--retries N] [--backoff S] -- COMMAND...
+             [--runtime "podman ... run --rm"] [--podman-arg ARG]... [--retries N] [--backoff S]
+             -- COMMAND...
 """
 
 import argparse
@@ -38,6 +39,7 @@ import atexit
 import importlib
 import json
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -273,7 +275,7 @@ def run_pod(args, dra):
         log("pod %s: claims not prepared: the pod does not start" % args.pod)
         return 125
     cdi = [i for a in answers.values() for d in a["devices"] for i in d["cdi"]]
-    cmd = ["podman", "run", "--rm"] + [x for i in dict.fromkeys(cdi) for x in ("--device", i)]
+    cmd = shlex.split(args.runtime) + [x for i in dict.fromkeys(cdi) for x in ("--device", i)]
     cmd += args.podman_arg + args.command
     log("pod %s: %s" % (args.pod, " ".join(cmd)))
     rc = subprocess.call(cmd)
@@ -301,7 +303,10 @@ def main():
             p.add_argument("--api", required=True)
             p.add_argument("--token", required=True)
             p.add_argument("--pod", required=True)
-            p.add_argument("--podman-arg", action="append", default=[])
+            p.add_argument("--runtime", default="podman run --rm",
+                           help="the command that starts a container, before its --device options")
+            p.add_argument("--podman-arg", action="append", default=[],
+                           help="options after the devices (--rootfs DIR last)")
             p.add_argument("command", nargs=argparse.REMAINDER)
         else:
             p.add_argument("--claim", action="append", required=True)
