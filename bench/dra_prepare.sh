@@ -59,7 +59,7 @@ fds_before=$(ls /proc/$plugin/fd | wc -l)
   "${args[@]}" >"$dir/times.jsonl" 2>>"$dir/kubelet.log"
 fds_after=$(ls /proc/$plugin/fd | wc -l)
 errors=$(jq -s '[.[] | select(.error != "")] | length' "$dir/times.jsonl")
-leases=$(GPUSHARE_SOCKET=$dir/gpushared.sock "$build/bin/gpushare" leases --json | jq '.leases | length')
+leases=$(GPUSHARE_SOCKET=$dir/gpushared.sock "$build/bin/gpushare" leases --json | jq length)
 specs=$(find "$dir/cdi" -type f | wc -l)
 records=$(find "$dir/plugin/claims" -type f | wc -l)
 

@@ -122,6 +122,34 @@ static void prepared(const gs__plugin_t *p, const gs__plan_t *plan, const gs__no
     }
 }
 
+/* What a claim's spec differs in from a spec of `gpushare cdi add` (gs_cdi_lease_spec):
+ *  - no poststop hook releasing the lease: a claim's lease lives until NodeUnprepareResources,
+ *    the claim's end, which may outlive a container (restarts, several containers of a pod);
+ *  - on an mps GPU, MPS's pipe directory mounted where the lease's environment names it (the
+ *    container's CUDA talks to the node's MPS server through it). */
+static int claim_edits(json_t *spec, const json_t *env)
+{
+    json_t *edits =
+        json_object_get(json_array_get(json_object_get(spec, "devices"), 0), "containerEdits");
+    json_t *hooks = json_object_get(edits, "hooks");
+    for (size_t i = json_array_size(hooks); i-- > 0;) {
+        const char *when = json_string_value(json_object_get(json_array_get(hooks, i), "hookName"));
+        if (when != NULL && strcmp(when, "poststop") == 0)
+            json_array_remove(hooks, i);
+    }
+    const char *pipe = json_string_value(json_object_get(env, "CUDA_MPS_PIPE_DIRECTORY"));
+    json_t *mounts = json_object_get(edits, "mounts");
+    if (pipe == NULL)
+        return 0;
+    if (!json_is_array(mounts))
+        return GS_EINVAL;
+    return json_array_append_new(mounts,
+                                 json_pack("{s:s, s:s, s:[s, s]}", "hostPath", pipe,
+                                           "containerPath", pipe, "options", "rw", "rbind")) == 0
+               ? 0
+               : GS_ENOMEM;
+}
+
 /* Writes the lease's CDI spec (again, when a retried prepare finds it). */
 static int write_spec(const gs__plugin_t *p, const gs__record_t *rec, const gs__gsd_lease_t *lease,
                       char *err, size_t errlen)
@@ -138,6 +166,8 @@ static int write_spec(const gs__plugin_t *p, const gs__record_t *rec, const gs__
     char why[GS_PLUGIN_ERR_MAX];
     json_t *spec = gs_cdi_lease_spec(&spec_of, why, sizeof(why));
     int result = spec == NULL ? GS_EINVAL : 0;
+    if (result == 0 && (result = claim_edits(spec, lease->env)) != 0)
+        snprintf(why, sizeof(why), "the spec of gpushare cdi has no mounts");
     if (result == 0)
         result = gs_cdi_remove(p->cfg.cdi_dir, GS_PLUGIN_CDI_KIND, rec->cdi, why, sizeof(why));
     if (result == 0)

@@ -129,5 +129,5 @@ slices() {
 
 # keyed_leases: "KEY:STATE" of gpushared's leases with a key, sorted.
 keyed_leases() {
-  gs leases --json | jq -r '[.leases[] | select(.key != null) | .key + ":" + .state] | sort | join(" ")'
+  gs leases --json | jq -r '[.[] | select(.key != null) | .key + ":" + .state] | sort | join(" ")'
 }

@@ -39,7 +39,7 @@ expect_eq "$(jq -cS ".\"$a\"" <<<"$out")" \
   "{\"devices\":[{\"cdi\":[\"gpushare.io/gpu=k8s-$a\"],\"device\":\"gpu-0\",\"pool\":\"node-a\",\"requests\":[\"gpu\"],\"share_id\":\"s-${a:0:8}\"}],\"error\":\"\"}" \
   "claim a's devices"
 expect_eq "$(keyed_leases)" "k8s/$a/gpu:active k8s/$b/gpu:active" "keyed leases"
-expect_eq "$(gs leases --json | jq -c '[.leases[] | select(.key != null) | [.gpus[0].memory_limit, .compute_share]] | sort')" \
+expect_eq "$(gs leases --json | jq -c '[.[] | select(.key != null) | [.gpus[0].memory_limit, .compute_share]] | sort')" \
   "[[$((4 * GI)),30],[$((8 * GI)),70]]" "the leases' memory and compute"
 expect_eq "$(leftovers "$a")" 2 "a's record and CDI spec"
 jq -e --arg n "k8s-$a" '.kind == "gpushare.io/gpu" and (.devices | map(.name) == [$n])' \
@@ -94,12 +94,12 @@ pass "kill -9 of the plugin between prepare and unprepare loses nothing"
 # 6. kill -9 of gpushared between prepare and unprepare: the lease comes back with its key; a
 # prepare again gives the same lease; unprepare ends it.
 e=$(claim ml e gpu gpu-0 2Gi 10)
-id=$(kubelet prepare --claim "ml/e/$e" >/dev/null && gs leases --json | jq ".leases[] | select(.key == \"k8s/$e/gpu\") | .id")
+id=$(kubelet prepare --claim "ml/e/$e" >/dev/null && gs leases --json | jq ".[] | select(.key == \"k8s/$e/gpu\") | .id")
 kill9_daemon
 start_daemon
 expect_eq "$(keyed_leases)" "k8s/$b/gpu:active k8s/$e/gpu:active" "leases after gpushared's restart"
 kubelet prepare --claim "ml/e/$e" >/dev/null || fail "prepare e again"
-expect_eq "$(gs leases --json | jq ".leases[] | select(.key == \"k8s/$e/gpu\") | .id")" "$id" "the same lease"
+expect_eq "$(gs leases --json | jq ".[] | select(.key == \"k8s/$e/gpu\") | .id")" "$id" "the same lease"
 kubelet unprepare --claim "ml/e/$e" >/dev/null || fail "unprepare e"
 expect_eq "$(keyed_leases)" "k8s/$b/gpu:active" "leases after e"
 pass "kill -9 of gpushared between prepare and unprepare doubles and loses nothing"
