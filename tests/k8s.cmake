@@ -48,3 +48,4 @@ gs_add_fuzz_target(fuzz_dra_plugin SOURCES fuzz/fuzz_dra_plugin.c LIBS gs_k8s_pl
 gs_add_dra_test(test_dra_slices TIMEOUT 120 LABELS k8s)
 gs_add_dra_test(test_dra_prepare TIMEOUT 180 LABELS k8s)
 gs_add_dra_test(test_dra_kubeconfig TIMEOUT 60 LABELS k8s)
+gs_add_dra_test(test_dra_order TIMEOUT 60 LABELS k8s)

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Helpers of the DRA plugin's tests (source after setting GPUSIM_DEVICES): gpushared on a fresh
 # gpusim node (tests/daemon/lib.sh), the stand-in API server (apiserver.py), gpushare-k8s and the
-# stand-in kubelet (kubelet.py), all in $WORK and stopped at exit.
-source "$GS_SOURCE_DIR/tests/daemon/lib.sh"
+# stand-in kubelet (kubelet.py), all in $WORK and stopped at exit. The container test sources
+# tests/containers/lib.sh first (podman in a private mount namespace; it has sourced
+# tests/daemon/lib.sh), whose cleanup then runs at exit.
+[[ -n ${WORK:-} ]] || source "$GS_SOURCE_DIR/tests/daemon/lib.sh"
 K8S=$GS_SOURCE_DIR/tests/k8s
 # The kubelet stand-in needs python3-grpcio and python3-protobuf: Debian's Python.
 PYGRPC=${GS_PYTHON_GRPC:-/usr/bin/python3}
@@ -27,8 +29,10 @@ dra_cleanup() {
   fi
   # tests/daemon/lib.sh's cleanup takes $? as the test's status (and exits with it): call it right
   # after a command that returns rc (errexit spares the left side of ||).
-  status_is "$rc" || cleanup
-  cleanup
+  local next=cleanup
+  declare -F ct_cleanup >/dev/null && next=ct_cleanup
+  status_is "$rc" || "$next"
+  "$next"
 }
 trap dra_cleanup EXIT
 printf 'writer\n' >"$WORK/token"
