@@ -118,8 +118,8 @@ static void test_bad_requests(void **state)
            "\"lease\" must be from 1 to 9223372036854775807");
     expect("{\"op\":\"list\",\"all\":true}", GS_EINVAL, "unknown or invalid field \"all\" in list");
     expect("{\"op\":\"steal\"}", GS_EINVAL,
-           "unknown op \"steal\" (hello, acquire, release, list, status, history, join or "
-           "compute_join)");
+           "unknown op \"steal\" (hello, acquire, release, list, status, history, join, "
+           "compute_join or attach)");
     expect("{\"op\":7}", GS_EINVAL, "a request needs \"op\": a string");
     expect("[1,2]", GS_EFORMAT, "a request must be a JSON object");
     expect("{\"op\":\"list\"", GS_EFORMAT,
