@@ -113,7 +113,7 @@ static void test_bad_requests(void **state)
            "\"wait\" must be true or false");
     expect("{\"op\":\"acquire\",\"gpu_memory\":\"1G\",\"pid\":0}", GS_EINVAL,
            "unknown field \"pid\" in acquire");
-    expect("{\"op\":\"release\"}", GS_EINVAL, "release needs \"lease\": the lease id");
+    expect("{\"op\":\"release\"}", GS_EINVAL, "release needs \"lease\": the lease id (or \"key\": a keyed lease's key), not both");
     expect("{\"op\":\"release\",\"lease\":-1}", GS_EINVAL,
            "\"lease\" must be from 1 to 9223372036854775807");
     expect("{\"op\":\"list\",\"all\":true}", GS_EINVAL, "unknown or invalid field \"all\" in list");
