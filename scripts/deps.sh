@@ -22,6 +22,8 @@ packages=(
   procps psmisc                             # ps, pkill, killall in tests
   slurmctld slurmd slurm-client munge       # the Slurm plugin's test cluster (tests/slurm)
   libslurm-dev                              # slurm/spank.h for spank_gpushare.so
+  podman crun busybox-static                # the container tests (tests/containers): rootful
+                                            # podman + crun, busybox for their image
 )
 
 if [[ ${1:-} == --list ]]; then

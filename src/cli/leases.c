@@ -107,11 +107,14 @@ static void print_row(const json_t *lease, int64_t now)
     gs__cli_time_left(lease, now, left, sizeof(left));
     gs__cli_fit(gs__cli_str(lease, "name"), 12, name, sizeof(name));
     char user[24];
-    printf("%5llu  %-10s %-12s %-5s %-22s %7s  %-10s %6s %6s  %s\n",
+    const char *key = gs__cli_str(lease, "key"); /* a keyed lease: its key before its command */
+    printf("%5llu  %-10s %-12s %-5s %-22s %7s  %-10s %6s %6s  %s%s%s",
            (unsigned long long)gs__cli_uint(lease, "id"),
            gs__cli_fit(gs__cli_str(lease, "user"), 10, user, sizeof(user)),
            name[0] != '\0' ? name : "-", gpus, both, compute, gs__cli_str(lease, "state"), age,
-           left, gs__cli_str(lease, "command"));
+           left, key[0] != '\0' ? "key=" : "", key, key[0] != '\0' ? " " : "");
+    fputs(gs__cli_str(lease, "command"), stdout);
+    putchar('\n');
 }
 
 /* A waiting request: a PENDING row with its position, then what it asks and why it waits. */

@@ -185,6 +185,8 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
         return set_path(ctx, cfg->runtime_dir, sizeof(cfg->runtime_dir), key, value);
     if (strcmp(key, "mps_control") == 0)
         return set_path(ctx, cfg->mps_control, sizeof(cfg->mps_control), key, value);
+    if (strcmp(key, "lease_admin_group") == 0)
+        return set_path(ctx, cfg->lease_admin_group, sizeof(cfg->lease_admin_group), key, value);
     if (strcmp(key, "metrics_listen") == 0) {
         uint32_t addr;
         uint16_t port;
@@ -349,7 +351,8 @@ static unsigned key_bit(const char *key)
                                        "max_connections_per_user",
                                        "max_queued_per_user",
                                        "max_output_per_connection",
-                                       "metrics_users"};
+                                       "metrics_users",
+                                       "lease_admin_group"};
     for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (strcmp(key, keys[i]) == 0)
             return 1u << i;

@@ -81,7 +81,8 @@ typedef struct gs__config {
     char shim[GS__PATH_MAX];        /* LD_PRELOAD for leases, "" = the client decides */
     char runtime_dir[GS__PATH_MAX]; /* MPS pipe and log directories (tmpfs) */
     char mps_control[GS__PATH_MAX]; /* nvidia-cuda-mps-control: a path, or a name in PATH */
-    unsigned idle_timeout_ms;       /* a connection with no lease that sends nothing is closed */
+    char lease_admin_group[64]; /* its members may, as root, lease for others and name cgroups */
+    unsigned idle_timeout_ms;   /* a connection with no lease that sends nothing is closed */
     unsigned queue_aging_ms;    /* a waiting request gains a priority point per this, 0 = never */
     unsigned kill_grace_ms;     /* SIGTERM to SIGKILL at a time limit or a release by another */
     unsigned watch_interval_ms; /* the watchdog's NVML scan; 0 = no watchdog */

@@ -63,7 +63,16 @@ typedef struct gs__lease {
     gs__proc_refs_t victims; /* the processes it signalled, until they are gone */
     unsigned reap_cursor;    /* where bounded reaping of its records goes on */
     int end_failed;          /* its row could not be deleted: ended again by the reaper */
+    void *serve_data;        /* what serve/ keeps for it (a keyed lease's socket), opaque here */
 } gs__lease_t;
+
+/* A keyed lease (rec.request.key set) belongs to no connection and no holder process: it lives
+ * until it is released (by its key or id) or its time limit, across restarts. Its processes are
+ * those holding its region and those in its cgroup (rec.request.cgroup), whatever their uid. */
+static inline int gs__lease_keyed(const gs__lease_t *lease)
+{
+    return lease->rec.request.key[0] != '\0';
+}
 
 /* Grants a lease for req on alloc to cred, held by conn: sets it up on its GPUs (their modes:
  * a MIG instance, ...), gives it a region, writes its ledger row (committed before this
@@ -105,6 +114,14 @@ int64_t gs__lease_expiry(const gs__lease_t *lease);
 
 /* Finds a lease by id, or NULL. */
 gs__lease_t *gs__lease_find(gs__daemon_t *d, uint64_t id);
+
+/* Finds the live keyed lease with key, or NULL. */
+gs__lease_t *gs__lease_find_key(gs__daemon_t *d, const char *key);
+
+/* The keyed lease's processes are cgroup's from now on (recorded in the ledger). Returns 0, or
+ * GS_EIO with one line in err (the lease keeps its old cgroup). */
+int gs__lease_set_cgroup(gs__daemon_t *d, gs__lease_t *lease, const char *cgroup, char *err,
+                         size_t errlen);
 
 /* Ends the lease when gs__lease_busy says nothing uses it any more, else marks it ENDING (the
  * reaper ends it later). Returns 1 when it ended. */

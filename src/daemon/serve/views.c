@@ -23,7 +23,8 @@ static const char *state_name(const gs__lease_t *lease)
 static json_t *request_view(const gs_lease_request_t *req)
 {
     json_t *obj = gs_proto_acquire_json(req);
-    static const char *const hidden[] = {"op", "wait", "command", "uid", "gid", "user"};
+    static const char *const hidden[] = {"op",  "wait", "command",   "uid",
+                                         "gid", "user", "capability"};
     for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
         json_object_del(obj, hidden[i]);
     return obj;
@@ -46,6 +47,10 @@ static void add_labels(json_t *obj, const gs__lease_t *lease)
     if (obj == NULL)
         return;
     json_object_set_new(obj, "name", json_string(lease->rec.request.name));
+    if (lease->rec.request.key[0] != '\0')
+        json_object_set_new(obj, "key", json_string(lease->rec.request.key));
+    if (lease->rec.request.cgroup[0] != '\0')
+        json_object_set_new(obj, "cgroup", json_string(lease->rec.request.cgroup));
     int64_t expiry = gs__lease_expiry(lease);
     if (expiry == 0)
         return;
@@ -367,4 +372,14 @@ json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, int proce
     json_t *queue = json_pack("{s:I, s:o}", "length", (json_int_t)d->queue.length, "requests",
                               gs__view_pending(d, cred));
     return json_pack("{s:o, s:o, s:o}", "node", node, "gpus", gpus, "queue", queue);
+}
+
+json_t *gs__view_lease_inside(const gs__daemon_t *d, const gs__lease_t *lease)
+{
+    json_t *obj = gs__view_lease(d, lease);
+    static const char *const host[] = {"client_pid", "region", "cgroup"};
+    for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++)
+        json_object_del(obj, host[i]);
+    json_object_del(json_object_get(obj, "request"), "cgroup");
+    return obj;
 }

@@ -12,6 +12,10 @@
 /* A lease with its live use (docs/api.md, "lease object"). New reference. */
 json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease);
 
+/* The lease as a connection on its own socket sees it (a container): gs__view_lease without
+ * what names the host (the holder's pid, the main socket's path, the cgroup). */
+json_t *gs__view_lease_inside(const gs__daemon_t *d, const gs__lease_t *lease);
+
 /* The environment the lease's job runs with: CUDA_VISIBLE_DEVICES, GPUSHARE_REGION,
  * GPUSHARE_MEMORY_LIMIT, GPUSHARE_COMPUTE_SHARE, GPUSHARE_COMPUTE_MAX, GPUSHARE_LEASE_ID. */
 json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease);
