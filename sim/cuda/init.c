@@ -99,8 +99,14 @@ static CUresult init_locked(void)
         return CUDA_ERROR_NO_DEVICE;
     gsim_domain_t domains[GSIM_MAX_DEVICES];
     int n = gsim_visible_domains(node, domains, GSIM_MAX_DEVICES);
-    if (n <= 0)
+    if (n <= 0) {
+        const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+        fprintf(stderr,
+                "gpusim: no device: CUDA_VISIBLE_DEVICES=\"%s\" names none of the GPUs of node "
+                "%s (%s); a job of gpushared's runs on its daemon's node (GPUSIM_STATE)\n",
+                visible != NULL ? visible : "", gsim_node_path(), node->config);
         return CUDA_ERROR_NO_DEVICE;
+    }
     gsim_node_lock(node);
     for (int i = 0; i < n; i++)
         describe_locked(node, i, domains[i]);

@@ -10,12 +10,14 @@
  *   queue.h, queue_pass.h  the wait queue and its service (priority, aging, backfill);
  *   ledger.h     the leases in SQLite and the history;
  *   regions.h    the leases' sealed memfd regions;
- *   config.h, users.h, clock.h  the configuration, per-user counters, the clocks.
+ *   config.h, users.h, clock.h  the configuration, per-user counters, the clocks;
+ *   claim.h      one gpushared per node: its claim on its state directory and its GPUs.
  * Private to core: place_engine.h, lease_procs.h. Core includes and calls nothing of gpu/ or
  * serve/ (scripts/check-layers.sh). One thread, the event loop, runs all of it. */
 #ifndef GS_DAEMON_CORE_H
 #define GS_DAEMON_CORE_H
 
+#include "claim.h"
 #include "clock.h"
 #include "config.h"
 #include "daemon.h"

@@ -120,6 +120,11 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
     json_object_set_new(reply, "state", json_string("granted"));
     json_object_set_new(reply, "lease", gs__view_lease(d, lease));
     json_object_set_new(reply, "env", gs__view_env(d, lease));
+    json_t *paths = gs__view_env_paths(d);
+    if (json_object_size(paths) > 0)
+        json_object_set_new(reply, "env_prepend", paths);
+    else
+        json_decref(paths);
     if (d->cfg.shim[0] != '\0')
         json_object_set_new(reply, "preload", json_string(d->cfg.shim));
     gs__conn_send(conn, reply);

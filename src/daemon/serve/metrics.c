@@ -368,8 +368,7 @@ int gs__metrics_start(gs__daemon_t *d, gs__metrics_t **out, char *err, size_t er
         return gs_fail(err, errlen, result, "cannot serve metrics on %s: %s", d->cfg.metrics_listen,
                        result == GS_EBUSY ? "the port is taken" : gs_strerror(result));
     }
-    *out = m;
-    gs__metrics_publish(m, d);
+    *out = m; /* published once the daemon has started (gs__metrics_publish) */
     gs_info("metrics on http://%s/metrics (per-lease series: %s)", d->cfg.metrics_listen,
             d->cfg.metrics_users == GS__METRICS_USERS_ALL ? "all, with users" : "none");
     return 0;

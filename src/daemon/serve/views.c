@@ -131,8 +131,22 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease)
     }
     snprintf(number, sizeof(number), "%llu", (unsigned long long)lease->rec.id);
     set_text(env, "GPUSHARE_LEASE_ID", number);
+    /* On gpusim the job runs on the daemon's node, whoever runs it. */
+    if (gs__inventory_sim_state(d->inv)[0] != '\0')
+        set_text(env, "GPUSIM_STATE", gs__inventory_sim_state(d->inv));
     gs__modes_env(d, lease, env);
     return env;
+}
+
+json_t *gs__view_env_paths(const gs__daemon_t *d)
+{
+    json_t *paths = json_object();
+    const char *dir = gs__inventory_sim_dir(d->inv);
+    if (dir[0] != '\0') {
+        set_text(paths, "LD_LIBRARY_PATH", dir); /* gpusim's libcuda.so.1 for CUDA programs */
+        set_text(paths, "PATH", dir);            /* its nvidia-smi */
+    }
+    return paths;
 }
 
 /* One lease's entry under one GPU of the status. */
