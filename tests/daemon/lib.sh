@@ -169,6 +169,18 @@ queue_length() {
   gs status --json | jq .queue.length
 }
 
+# check_metrics FILE: promtool check metrics finds FILE valid, and its lint nothing but what it
+# says of dcgm-exporter's own labels (modelName is camelCase), which gpushare's GPU series carry
+# so that dcgm-exporter's dashboards and joins work on them.
+check_metrics() {
+  local rc=0
+  promtool check metrics <"$1" >"$WORK/promtool.txt" 2>&1 || rc=$?
+  local other
+  other=$(grep -v "label names should be written in 'snake_case' not 'camelCase'$" "$WORK/promtool.txt" || true)
+  [[ ($rc == 0 || $rc == 3) && -z $other ]] ||
+    { cat "$WORK/promtool.txt" >&2; fail "promtool check metrics: status $rc"; }
+}
+
 # expect_eq ACTUAL EXPECTED WHAT
 expect_eq() {
   [[ "$1" == "$2" ]] || fail "$3: expected \"$2\", got \"$1\""

@@ -158,8 +158,8 @@ static int claim_gpu(gs__claim_t *claim, const char *dir, const gs__gpu_t *gpu, 
     if ((size_t)snprintf(path, GS__CLAIM_PATH_MAX, "%s/%s.pid", dir, gpu->uuid) >=
             GS__CLAIM_PATH_MAX ||
         strchr(gpu->uuid, '/') != NULL)
-        return gs_fail(err, errlen, GS_EINVAL, "GPU %u: UUID \"%s\" cannot name a file",
-                       gpu->index, gpu->uuid);
+        return gs_fail(err, errlen, GS_EINVAL, "GPU %u: UUID \"%s\" cannot name a file", gpu->index,
+                       gpu->uuid);
     pid_t holder = 0;
     int fd = take(path, &holder);
     if (fd == GS_EBUSY)
@@ -173,14 +173,13 @@ static int claim_gpu(gs__claim_t *claim, const char *dir, const gs__gpu_t *gpu, 
     return 0;
 }
 
-int gs__claim_gpus(gs__claim_t *claim, const gs__gpu_t *gpus, unsigned n, char *err,
-                   size_t errlen)
+int gs__claim_gpus(gs__claim_t *claim, const gs__gpu_t *gpus, unsigned n, char *err, size_t errlen)
 {
     const char *dir = GS__CLAIM_GPU_DIR;
     int result = make_dirs(dir);
     if (result != 0 && geteuid() != 0) {
-        gs_warn("cannot create %s (%s): this daemon of uid %u claims no GPU of the node",
-                dir, gs_strerror(result), (unsigned)geteuid());
+        gs_warn("cannot create %s (%s): this daemon of uid %u claims no GPU of the node", dir,
+                gs_strerror(result), (unsigned)geteuid());
         return 0;
     }
     if (result != 0)

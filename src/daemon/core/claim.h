@@ -6,8 +6,9 @@
  * holds it. gpushared claims its state directory (<state_dir>/gpushared.pid) before it opens
  * anything, and each GPU (/run/gpushare/gpus/<UUID>.pid, whatever the configuration says: a
  * GPU's UUID is unique, so a second daemon with another socket, state directory, runtime
- * directory and configuration still meets the first on its GPUs) before any GPU's mode starts. A daemon that finds a claim taken stops at once and
- * touches nothing of the first: no MPS control daemon, MIG instance, region or ledger row.
+ * directory and configuration still meets the first on its GPUs) before any GPU's mode starts. A
+ * daemon that finds a claim taken stops at once and touches nothing of the first: no MPS control
+ * daemon, MIG instance, region or ledger row.
  *
  * Ownership: the claim keeps its descriptors open until gs__claim_release (POSIX locks go when
  * any descriptor of the file closes: nothing else in the process opens these files). The event
@@ -46,8 +47,7 @@ int gs__claim_state(gs__claim_t *claim, const gs__config_t *cfg, char *err, size
  * (pid N): it holds GPU i (UUID)" in err, or -errno with one line in err; on failure nothing is
  * held of the GPUs. An ordinary user's daemon that cannot create the directory claims no GPU
  * (logged): only root's daemon owns a node's GPUs. */
-int gs__claim_gpus(gs__claim_t *claim, const gs__gpu_t *gpus, unsigned n, char *err,
-                   size_t errlen);
+int gs__claim_gpus(gs__claim_t *claim, const gs__gpu_t *gpus, unsigned n, char *err, size_t errlen);
 
 /* Lets go of everything held (at exit): the files are removed, the locks go. */
 void gs__claim_release(gs__claim_t *claim);

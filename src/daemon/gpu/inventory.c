@@ -34,6 +34,23 @@ static uint64_t driver_reserved(gs__inventory_t *inv, nvmlDevice_t device)
     return m.reserved < m.total ? m.reserved : 0;
 }
 
+/* Where the GPU is: its device file's number and PCI bus id, for the metrics' labels (as
+ * dcgm-exporter's: device="nvidiaN", pci_bus_id). Unknown ones stay -1 and "". */
+static void locate(gs__inventory_t *inv, unsigned i)
+{
+    gs__gpu_info_t *gpu = &inv->gpus[i];
+    unsigned minor = 0;
+    nvmlPciInfo_t pci;
+    gpu->minor = -1;
+    gpu->pci_bus_id[0] = '\0';
+    if (inv->nv.nvmlDeviceGetMinorNumber != NULL &&
+        inv->nv.nvmlDeviceGetMinorNumber(inv->handles[i], &minor) == NVML_SUCCESS)
+        gpu->minor = (int)minor;
+    if (inv->nv.nvmlDeviceGetPciInfo_v3 != NULL &&
+        inv->nv.nvmlDeviceGetPciInfo_v3(inv->handles[i], &pci) == NVML_SUCCESS)
+        snprintf(gpu->pci_bus_id, sizeof(gpu->pci_bus_id), "%s", pci.busId);
+}
+
 static int discover(gs__inventory_t *inv, char *err, size_t errlen)
 {
     unsigned count = 0;
@@ -55,6 +72,7 @@ static int discover(gs__inventory_t *inv, char *err, size_t errlen)
             return gs_nvml_fail(&inv->nv, rc, "device query", err, errlen);
         gpu->total = memory.total;
         gpu->reserved = driver_reserved(inv, inv->handles[i]);
+        locate(inv, i);
     }
     inv->count = count;
     return 0;

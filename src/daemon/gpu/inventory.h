@@ -26,6 +26,8 @@ typedef struct gs__gpu_info {
     char name[GS__NAME_MAX];
     uint64_t total;    /* bytes */
     uint64_t reserved; /* bytes the driver keeps for itself (NVML shows them used), 0 unknown */
+    int minor;         /* /dev/nvidiaN's N, -1 unknown */
+    char pci_bus_id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE]; /* "00000000:18:00.0", "" unknown */
 } gs__gpu_info_t;
 
 /* Loads the NVML library (a name for the dynamic linker or a path), initialises it and lists the

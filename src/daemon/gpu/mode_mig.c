@@ -446,7 +446,7 @@ static void mig_counter(const gs__daemon_t *d, FILE *f, const char *name, const 
                      : which == 1 ? st->destroyed
                      : which == 2 ? st->reused
                                   : (uint64_t)st->enabled;
-        fprintf(f, "%s{gpu=\"%u\",uuid=\"%s\"} %llu\n", name, d->gpus[g].index, d->gpus[g].uuid,
+        fprintf(f, "%s{gpu=\"%u\",UUID=\"%s\"} %llu\n", name, d->gpus[g].index, d->gpus[g].uuid,
                 (unsigned long long)v);
     }
 }
@@ -474,7 +474,7 @@ static void mig_metrics(const gs__daemon_t *d, FILE *f)
                 snprintf(lease, sizeof(lease), ",lease=\"%llu\"",
                          (unsigned long long)st->inst[k].lease);
             fprintf(f,
-                    "gpushare_mig_instance_memory_bytes{gpu=\"%u\",uuid=\"%s\",instance=\"%s\","
+                    "gpushare_mig_instance_memory_bytes{gpu=\"%u\",UUID=\"%s\",instance=\"%s\","
                     "gpu_instance=\"%u\",profile=\"%s\",state=\"%s\"%s} %llu\n",
                     d->gpus[g].index, d->gpus[g].uuid, st->inst[k].nv.uuid, st->inst[k].nv.gi,
                     p->name, st->inst[k].lease ? "leased" : "idle", lease,

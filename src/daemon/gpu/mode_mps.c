@@ -339,7 +339,7 @@ static void mps_describe(const gs__daemon_t *d, unsigned g, const gs__cred_t *cr
 
 static void gpu_label(FILE *f, const gs__gpu_t *gpu)
 {
-    fprintf(f, "{gpu=\"%u\",uuid=\"%s\"}", gpu->index, gpu->uuid);
+    fprintf(f, "{gpu=\"%u\",UUID=\"%s\"}", gpu->index, gpu->uuid);
 }
 
 static void mps_metrics(const gs__daemon_t *d, FILE *f)

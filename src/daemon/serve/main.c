@@ -168,7 +168,7 @@ static int load_config(gs__config_t *cfg, const options_t *opts)
     uint16_t port;
     if (result == 0 && opts->metrics_listen != NULL &&
         gs__config_parse_listen(opts->metrics_listen, &addr, &port) != 0) {
-        gs_error("--metrics-listen \"%s\" is not ADDRESS:PORT (e.g. 127.0.0.1:9400)",
+        gs_error("--metrics-listen \"%s\" is not ADDRESS:PORT (e.g. 127.0.0.1:9447)",
                  opts->metrics_listen);
         result = GS_EINVAL;
     }
