@@ -119,6 +119,7 @@ typedef struct job {
     int64_t kill_at_ms; /* SIGKILL deadline after the job was asked to stop, 0 = none */
     int64_t grace_ms;   /* the grace period it was given then, 0 = none yet */
     int killed;         /* the deadline passed: it got SIGKILL */
+    int stopped;        /* gpushared asked for the job to stop (said once) */
 } job_t;
 
 static int64_t now_ms(void)
@@ -176,29 +177,42 @@ static void on_stop(job_t *job, json_t *msg)
         gs__run_say(job->opts, json_incref(msg),
                     "lease %llu was released by %s: stopping the job (SIGTERM, SIGKILL in %s)",
                     (unsigned long long)job->lease, gs__cli_str(msg, "by"), after);
+    job->stopped = 1;
+    job->grace_ms = (int64_t)grace;
+    if (job->done)
+        return; /* gpushared's own SIGTERM was first: the job is gone (and reaped) already */
     kill(job->pid, SIGTERM);
     job->kill_at_ms = now_ms() + (int64_t)grace;
-    job->grace_ms = (int64_t)grace;
 }
 
-static void on_message(gs_client_t *client, job_t *job)
+/* Reads one message of gpushared's. Returns 1 when there was one, else 0. */
+static int on_message(gs_client_t *client, job_t *job)
 {
     json_t *msg = NULL;
     int result = gs_client_recv(client, 0, &msg);
     if (result == GS_ETIMEDOUT)
-        return;
+        return 0;
     if (result != 0) {
         gs__run_say(
             job->opts,
             json_pack("{s:s, s:I}", "event", "disconnected", "lease", (json_int_t)job->lease),
             "lost the connection to gpushared; the job keeps its lease");
         job->connected = 0;
-        return;
+        return 0;
     }
     const char *event = gs__cli_str(msg, "event");
-    if ((strcmp(event, "revoked") == 0 || strcmp(event, "expired") == 0) && job->kill_at_ms == 0)
+    if ((strcmp(event, "revoked") == 0 || strcmp(event, "expired") == 0) && !job->stopped)
         on_stop(job, msg);
     json_decref(msg);
+    return 1;
+}
+
+/* After the job's end: what gpushared said before it (who stopped the job: it writes that before
+ * it signals the job) is read and told, whichever of the two this process saw first. */
+static void drain(gs_client_t *client, job_t *job)
+{
+    for (int i = 0; i < 16 && job->connected && on_message(client, job); i++)
+        ;
 }
 
 /* Waits for the job while watching the daemon and forwarding signals. */
@@ -223,6 +237,7 @@ static void supervise(gs_client_t *client, job_t *job, int sigfd)
         if (n > 0 && job->connected && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
             on_message(client, job);
     }
+    drain(client, job);
 }
 
 /* Releases the lease after the job, saying how it ended, on the same connection or, when the

@@ -137,8 +137,13 @@ int gs__leases_restore(gs__daemon_t *d);
  * deleted, ...) is written again from the live leases. Sets d->fatal when it cannot be. */
 void gs__leases_check_ledger(gs__daemon_t *d);
 
-/* Nonzero while a process maps the lease's region or a process it signalled lives. */
+/* Nonzero while a process maps the lease's region or a process it signalled lives, or, once it
+ * was asked to stop by someone else, while its holder is connected (the holder reports how the
+ * job ended, then lets go: the reaper lets go for it after kill_grace and GS__HOLDER_REPORT_MS). */
 int gs__lease_busy(gs__lease_t *lease);
+
+/* How long past kill_grace a connected holder has to report its stopped job's end. */
+#define GS__HOLDER_REPORT_MS 5000
 
 /* Links a lease into d's list / unlinks it; takes / gives back its capacity. */
 void gs__lease_link(gs__daemon_t *d, gs__lease_t *lease);

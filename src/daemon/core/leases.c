@@ -212,6 +212,10 @@ int gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
 
 int gs__lease_busy(gs__lease_t *lease)
 {
+    /* Stopped by someone else while its holder is connected: the holder says how its job ended
+     * (release with the exit status or signal, for the history) and then lets go. */
+    if (lease->conn != NULL && lease->revoked_ms != 0)
+        return 1;
     int mapped = lease->region != NULL ? gs_region_in_use(lease->region) : 0;
     if (mapped != 0)
         return 1; /* an error answering counts as in use: never free capacity on a doubt */

@@ -29,7 +29,9 @@ static void stop_job(const gs__daemon_t *d, const gs__lease_t *lease, const char
     if (msg != NULL && lease->expired)
         json_object_set_new(msg, "time_limit_ms",
                             json_integer((json_int_t)lease->rec.request.time_limit_ms));
-    gs__conn_send(lease->conn, msg);
+    /* Out now, before core signals the job: the holder reads who stopped it before it sees its
+     * job die. */
+    gs__conn_send_now(lease->conn, msg);
 }
 
 /* The lease ends: its processes leave the GPUs' compute schedulers. */
@@ -361,7 +363,7 @@ static void handle_release(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t
     json_t *reply = ok_reply("release");
     json_object_set_new(reply, "lease", json_integer((json_int_t)req->lease_id));
     json_object_set_new(reply, "state", json_string(ended ? "ended" : "ending"));
-    if (!ended && req->force)
+    if (!ended)
         json_object_set_new(reply, "kill_grace_ms", json_integer(d->cfg.kill_grace_ms));
     gs__conn_send(conn, reply);
 }
