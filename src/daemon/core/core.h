@@ -8,6 +8,7 @@
  *   model.h      what a GPU can give and what a request takes (pure);
  *   place.h      which GPUs a request goes to (pure but for the engine's cache);
  *   queue.h, queue_pass.h  the wait queue and its service (priority, aging, backfill);
+ *   reasons.h    every refusal's and wait's reason, from one place;
  *   ledger.h     the leases in SQLite and the history;
  *   regions.h    the leases' sealed memfd regions;
  *   config.h, users.h, clock.h  the configuration, per-user counters, the clocks;
@@ -28,6 +29,7 @@
 #include "place.h"
 #include "queue.h"
 #include "queue_pass.h"
+#include "reasons.h"
 #include "regions.h"
 #include "users.h"
 

@@ -76,9 +76,16 @@ static int mps_admit(const gs__gpu_t *gpu, const gs__ask_t *ask, gs__part_t *par
 static void mps_why_not(const gs__gpu_t *gpu, const gs__ask_t *ask, char *buf, size_t len)
 {
     const mps_gpu_t *st = state_of(gpu);
-    if (served_kind(ask->req->kind) && (st == NULL || st->pid == 0))
+    if (!served_kind(ask->req->kind))
+        return;
+    if (st == NULL || st->pid == 0)
         snprintf(buf, len, "GPU %u (mps): its MPS control daemon is not running: %s", gpu->index,
                  st != NULL && st->error[0] != '\0' ? st->error : "not started");
+    else if (!ask->idle && st->uid != GS__UID_ANY && ask->uid != GS__UID_ANY && ask->uid != st->uid)
+        snprintf(buf, len,
+                 "GPU %u (%s, mps) serves %u lease%s of another user now: MPS runs one user's "
+                 "clients at a time",
+                 gpu->index, gs__gpu_model(gpu), st->n_leases, st->n_leases == 1 ? "" : "s");
 }
 
 /* ---- the control daemon ---- */

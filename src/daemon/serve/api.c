@@ -149,19 +149,18 @@ static void grant_waiter(gs__daemon_t *d, gs__waiter_t *w, const gs__alloc_t *al
 /* Refuses a request that cannot start now and may not wait, saying why. */
 static void refuse_no_fit(gs__daemon_t *d, gs__conn_t *conn, gs__waiter_t *w)
 {
-    char why[512], reason[384];
+    char why[512], reason[448];
     d->counters.rejected_no_fit++;
-    gs__queue_describe(d, w, reason, sizeof(reason));
-    snprintf(why, sizeof(why), "no room for this lease now: %s (%u lease%s, %u waiting)", reason,
-             d->n_leases, d->n_leases == 1 ? "" : "s", d->queue.length);
+    gs__reason_wait(d, w, reason, sizeof(reason));
+    snprintf(why, sizeof(why), "no room for this lease now: %s", reason);
     gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_NO_FIT, why));
 }
 
 /* Tells the caller its request waits: where in the queue and why. */
 static void reply_queued(gs__daemon_t *d, gs__conn_t *conn, const gs__waiter_t *w)
 {
-    char reason[384];
-    gs__queue_describe(d, w, reason, sizeof(reason));
+    char reason[448];
+    gs__reason_wait(d, w, reason, sizeof(reason));
     d->counters.queued++;
     json_t *reply = ok_reply("acquire");
     json_object_set_new(reply, "state", json_string("queued"));
@@ -583,8 +582,8 @@ void gs__api_expire(gs__daemon_t *d, int64_t now_ms)
     gs__waiter_t *w;
     while ((w = gs__queue_first_deadline(&d->queue)) != NULL && now_ms >= w->deadline_ms) {
         d->need_schedule = 1; /* what it held may now go to others */
-        char msg[512], reason[384];
-        gs__queue_describe(d, w, reason, sizeof(reason));
+        char msg[512], reason[448];
+        gs__reason_wait(d, w, reason, sizeof(reason));
         unqueue(d, w);
         d->counters.timeouts++;
         snprintf(msg, sizeof(msg), "no room within %.1f s (--timeout): gave up (%s)",

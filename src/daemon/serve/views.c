@@ -319,7 +319,7 @@ static json_t *pending_view(const gs__daemon_t *d, const gs__waiter_t *w, int64_
     const char *user = NULL;
     uid_t uid = waiter_user(w, &user);
     char reason[384];
-    gs__queue_describe(d, w, reason, sizeof(reason));
+    gs__reason_wait(d, w, reason, sizeof(reason));
     return json_pack("{s:I, s:s, s:I, s:s, s:s, s:i, s:I, s:o, s:I, s:s}", "position",
                      (json_int_t)w->wait.position, "user", user, "uid", (json_int_t)uid, "name",
                      w->req.name, "command", w->req.command, "priority", (int)w->req.priority,
