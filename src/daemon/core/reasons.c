@@ -272,8 +272,8 @@ static int find_index(const gs__gpu_t *gpus, unsigned n, unsigned index)
 
 /* The reason the first GPU that would serve req but cannot now gives (GS_EAGAIN), in why.
  * Returns 1 when there is one. */
-static int unavailable(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
-                       char *why, size_t whylen)
+static int unavailable(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, char *why,
+                       size_t whylen)
 {
     for (unsigned i = 0; i < n; i++) {
         gs__part_t part;

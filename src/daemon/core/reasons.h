@@ -6,7 +6,8 @@
  * caller's own leases by id, other users' as a count, root sees every lease with its user;
  * processes of no lease by the memory they hold), the mode or model that does not match, or
  * what the GPU's mode says (MPS serving another user, the MIG instances holding the slots: the
- * mode's why_not, mode_ops.h). Pure: reads the daemon's state, writes one line. The event loop's. */
+ * mode's why_not, mode_ops.h). Pure: reads the daemon's state, writes one line. The event loop's.
+ */
 #ifndef GS_DAEMON_REASONS_H
 #define GS_DAEMON_REASONS_H
 

@@ -20,7 +20,7 @@
 enum { EXIT_USAGE = 2, EXIT_RUNNING = 75, EXIT_CONFIG = 78 };
 
 typedef struct options {
-    int check_config;
+    int check_config; /* 1: text, 2: JSON (--json) */
     const char *config;
     const char *socket;
     const char *state_dir;
@@ -33,7 +33,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: gpushared [--config FILE] [--socket PATH] [--state-dir DIR]\n"
             "                 [--metrics-listen ADDR:PORT] [--log-level LEVEL]\n"
-            "       gpushared --check-config [--config FILE]\n"
+            "       gpushared --check-config [--json] [--config FILE]\n"
             "\n"
             "Grants GPU leases on this node; runs in the foreground (for systemd).\n"
             "  --config FILE             configuration (default %s; optional when absent)\n"
@@ -44,7 +44,8 @@ static void usage(FILE *out)
             "  --log-level LEVEL         error, warn, info (default) or debug\n"
             "  --check-config            read the configuration and the GPUs it applies to,\n"
             "                            say what is wrong (exit 78) or what it sets (exit 0);\n"
-            "                            touches nothing (a running gpushared may serve)\n"
+            "                            touches nothing (a running gpushared may serve);\n"
+            "  --json                    with --check-config: what it sets as JSON\n"
             "  --version                 print the version\n"
             "  -h, --help                this help\n"
             "See gpushared(8) and docs/api.md.\n",
@@ -61,6 +62,7 @@ static int parse_args(int argc, char **argv, options_t *opts)
         {"metrics-listen", required_argument, NULL, 'm'},
         {"log-level", required_argument, NULL, 'l'},
         {"check-config", no_argument, NULL, 'C'},
+        {"json", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
@@ -93,7 +95,10 @@ static int parse_args(int argc, char **argv, options_t *opts)
             }
             break;
         case 'C':
-            opts->check_config = 1;
+            opts->check_config |= 1;
+            break;
+        case 'J':
+            opts->check_config |= 2;
             break;
         case 'h':
             usage(stdout);
@@ -109,6 +114,10 @@ static int parse_args(int argc, char **argv, options_t *opts)
     }
     if (optind < argc) {
         fprintf(stderr, "gpushared: unexpected argument \"%s\" (see --help)\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (opts->check_config == 2) {
+        fprintf(stderr, "gpushared: --json goes with --check-config (see --help)\n");
         return EXIT_USAGE;
     }
     return 0;
@@ -317,12 +326,19 @@ static void raise_fd_limit(void)
 }
 
 /* gpushared --check-config: the configuration and the GPUs it applies to, as a daemon would
- * start with them, without claiming or starting anything. Returns 0 or EXIT_CONFIG. */
-static int check_config(gs__daemon_t *d)
+ * start with them, without claiming or starting anything (json: as one JSON object, which
+ * gpushare doctor reads). Returns 0 or EXIT_CONFIG. */
+static int check_config(gs__daemon_t *d, int json)
 {
     int result = open_gpus(d);
-    if (result == 0) {
-        const gs__config_t *cfg = &d->cfg;
+    const gs__config_t *cfg = &d->cfg;
+    if (result == 0 && json) {
+        json_t *view = gs__view_config(d);
+        char *text = json_dumps(view, JSON_COMPACT | JSON_ENSURE_ASCII);
+        printf("%s\n", text != NULL ? text : "{}");
+        free(text);
+        json_decref(view);
+    } else if (result == 0) {
         printf("%s: the configuration is valid\n",
                cfg->path[0] != '\0' ? cfg->path : "(no file: the defaults)");
         printf("socket %s, state_dir %s, metrics_listen %s, enforce %s, watch_interval %.1f s\n",
@@ -385,7 +401,7 @@ int main(int argc, char **argv)
     if (load_config(&d->cfg, &opts) != 0)
         status = EXIT_CONFIG;
     else if (opts.check_config)
-        status = check_config(d);
+        status = check_config(d, opts.check_config & 2);
     else
         status = run(d);
     free(d);

@@ -378,7 +378,31 @@ json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, int proce
     char mps_control[GS__PATH_MAX];
     gs__gpus_mps_control(d, mps_control, sizeof(mps_control));
     json_object_set_new(node, "mps_control", json_string(mps_control));
+    json_object_set_new(node, "gpusim_state", json_string(gs__inventory_sim_state(d->inv)));
+    json_object_set_new(node, "config", json_string(d->cfg.path));
     json_t *queue = json_pack("{s:I, s:o}", "length", (json_int_t)d->queue.length, "requests",
                               gs__view_pending(d, cred));
     return json_pack("{s:o, s:o, s:o}", "node", node, "gpus", gpus, "queue", queue);
+}
+
+json_t *gs__view_config(const gs__daemon_t *d)
+{
+    const gs__config_t *cfg = &d->cfg;
+    json_t *gpus = json_array();
+    for (unsigned g = 0; g < d->n_gpus; g++) {
+        const gs__gpu_t *gpu = &d->gpus[g];
+        json_array_append_new(gpus, json_pack("{s:I, s:s, s:s, s:s, s:I, s:I}", "index",
+                                              (json_int_t)gpu->index, "uuid", gpu->uuid, "name",
+                                              gpu->name, "mode", gs_gpu_mode_name(gpu->mode),
+                                              "overprovision", (json_int_t)gpu->overprovision,
+                                              "reserve", (json_int_t)gpu->reserve));
+    }
+    char mps_control[GS__PATH_MAX];
+    gs__gpus_mps_control(d, mps_control, sizeof(mps_control));
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:o}", "config", cfg->path,
+                     "socket", cfg->socket, "state_dir", cfg->state_dir, "runtime_dir",
+                     cfg->runtime_dir, "metrics_listen", cfg->metrics_listen, "enforce",
+                     gs__enforce_name(cfg->enforce), "nvml_library", gs__inventory_library(d->inv),
+                     "mps_control", mps_control, "simulated", gs__inventory_simulated(d->inv),
+                     "gpusim_state", gs__inventory_sim_state(d->inv), "gpus", gpus);
 }
