@@ -103,6 +103,11 @@ static void exec_job(char **cmd, char **envp, const sigset_t *old_mask, pid_t pa
     if (getppid() != parent)
         _exit(GS_EXIT_FAIL); /* gpushare died before the line above */
     sigprocmask(SIG_SETMASK, old_mask, NULL);
+    /* execvpe looks CMD up in this process's PATH: the job's (gpusim's directory first). */
+    for (char **e = envp; *e != NULL; e++) {
+        if (strncmp(*e, "PATH=", 5) == 0)
+            setenv("PATH", *e + 5, 1);
+    }
     execvpe(cmd[0], cmd, envp);
     int err = errno;
     fprintf(stderr, "gpushare: cannot run %s: %s\n", cmd[0], strerror(err));
