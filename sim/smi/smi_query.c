@@ -265,8 +265,9 @@ int smi_query_gpu(FILE *out, int only, const char *list, const char *format)
 {
     int header = 1, units = 1;
     if (format == NULL || parse_format(format, &header, &units) != 0) {
-        fprintf(stderr, "%s\n", format == NULL ? "Please specify the output format with --format."
-                                               : "Invalid format: use csv[,noheader][,nounits]");
+        fprintf(stderr, "%s\n",
+                format == NULL ? "Please specify the output format with --format."
+                               : "Invalid format: use csv[,noheader][,nounits]");
         return 2;
     }
     char copy[1024];

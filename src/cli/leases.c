@@ -151,6 +151,24 @@ static void print_list(const json_t *reply)
     json_array_foreach(pending, i, item) print_pending(item);
 }
 
+/* --json: the rows the text shows, as one array: the leases, then the waiting requests (state
+ * "pending", with their position and reason, and no id: they have no lease yet). */
+static void print_json(json_t *reply)
+{
+    json_t *rows = json_array();
+    size_t i;
+    json_t *item;
+    json_array_extend(rows, json_object_get(reply, "leases"));
+    json_array_foreach(json_object_get(reply, "pending"), i, item)
+    {
+        json_t *row = json_deep_copy(item);
+        json_object_set_new(row, "state", json_string("pending"));
+        json_array_append_new(rows, row);
+    }
+    gs__cli_print_json(rows);
+    json_decref(rows);
+}
+
 int gs_cli_leases(int argc, char **argv)
 {
     list_opts_t opts;
@@ -166,7 +184,7 @@ int gs_cli_leases(int argc, char **argv)
     if (result != GS_EXIT_OK)
         return result;
     if (opts.cli.json)
-        gs__cli_print_json(json_object_get(reply, "leases"));
+        print_json(reply);
     else
         print_list(reply);
     json_decref(reply);

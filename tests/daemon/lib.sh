@@ -154,9 +154,9 @@ job_of() {
   pgrep -P "$1"
 }
 
-# lease_count: how many leases the caller sees.
+# lease_count: how many leases the caller sees (leases --json lists waiting requests too).
 lease_count() {
-  gs leases --json | jq length
+  gs leases --json | jq '[.[] | select(.state != "pending")] | length'
 }
 
 # memory_used: the bytes the caller's leases use (from their regions).

@@ -65,14 +65,15 @@ typedef struct gs__lease {
     int end_failed;          /* its row could not be deleted: ended again by the reaper */
 } gs__lease_t;
 
-/* Grants a lease for req on alloc to cred, held by conn: sets it up on its GPUs (their modes:
- * a MIG instance, ...), gives it a region, writes its ledger row (committed before this
- * returns) and takes the capacity. Returns 0 and *out, GS_EGPU when a GPU's mode could not set
- * it up, or -errno, with one line in err; nothing is granted (and nothing left behind) when the
- * row cannot be written. */
+/* Grants a lease for req (asked for at submitted_at_ms, CLOCK_REALTIME: its history shows how
+ * long it waited) on alloc to cred, held by conn: sets it up on its GPUs (their modes: a MIG
+ * instance, ...), gives it a region, writes its ledger row (committed before this returns) and
+ * takes the capacity. Returns 0 and *out, GS_EGPU when a GPU's mode could not set it up, or
+ * -errno, with one line in err; nothing is granted (and nothing left behind) when the row cannot
+ * be written. */
 int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cred,
-                    const gs_lease_request_t *req, const gs__alloc_t *alloc, gs__lease_t **out,
-                    char *err, size_t errlen);
+                    const gs_lease_request_t *req, int64_t submitted_at_ms,
+                    const gs__alloc_t *alloc, gs__lease_t **out, char *err, size_t errlen);
 
 /* Ends the lease now: deletes its row, then gives the capacity and the region back, frees it
  * and asks for a schedule; why is logged. Returns 0, or GS_EIO when the row cannot be deleted:

@@ -103,14 +103,15 @@ static void lease_cred(const gs__conn_t *conn, const gs_lease_request_t *req, gs
 }
 
 static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *req,
-                  const gs__alloc_t *alloc)
+                  int64_t submitted_at_ms, const gs__alloc_t *alloc)
 {
     gs__cred_t owner;
     lease_cred(conn, req, &owner);
     const gs__cred_t *cred = &owner;
     gs__lease_t *lease = NULL;
     char err[GS__PATH_MAX + 128];
-    int result = gs__lease_grant(d, conn, cred, req, alloc, &lease, err, sizeof(err));
+    int result =
+        gs__lease_grant(d, conn, cred, req, submitted_at_ms, alloc, &lease, err, sizeof(err));
     if (result != 0) {
         gs_error("cannot grant a lease to user %s: %s", cred->user, err);
         gs__conn_send(conn, gs__api_error("acquire",
@@ -142,7 +143,9 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
 static void grant_waiter(gs__daemon_t *d, gs__waiter_t *w, const gs__alloc_t *alloc)
 {
     unqueue(d, w);
-    grant(d, w->owner, &w->req, alloc);
+    /* When it was asked for, on the wall clock (the queue keeps the monotonic one). */
+    int64_t submitted = gs__wall_ms() - (gs__now_ms() - w->queued_ms);
+    grant(d, w->owner, &w->req, submitted, alloc);
     free(w);
 }
 

@@ -52,6 +52,18 @@ static void usage(FILE *out)
             GS__DEFAULT_CONFIG, GS__DEFAULT_STATE_DIR, GS__DEFAULT_METRICS);
 }
 
+/* Nonzero when the long option getopt_long just returned (name) was written as an abbreviation
+ * ("--state" for --state-dir): options are taken only as written in full. */
+static int abbreviated(char **argv, const char *name)
+{
+    const char *word = argv[optind - 1];
+    if (optarg != NULL && optarg == argv[optind - 1] && optind >= 2)
+        word = argv[optind - 2];
+    size_t n = strlen(name);
+    return strncmp(word, "--", 2) == 0 &&
+           !(strncmp(word + 2, name, n) == 0 && (word[2 + n] == '\0' || word[2 + n] == '='));
+}
+
 /* Returns 0, or the exit status when the process should stop (help, version, usage error). */
 static int parse_args(int argc, char **argv, options_t *opts)
 {
@@ -69,9 +81,16 @@ static int parse_args(int argc, char **argv, options_t *opts)
     };
     memset(opts, 0, sizeof(*opts));
     opts->level = GS_LOG_INFO;
-    int c;
+    int c, li = -1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+", longopts, &li)) != -1) {
+        if (li >= 0 && c != '?' && abbreviated(argv, longopts[li].name)) {
+            fprintf(stderr, "gpushared: unknown option \"%s\" (did you mean --%s?)\n",
+                    argv[optind - 1 - (optarg != NULL && optarg == argv[optind - 1])],
+                    longopts[li].name);
+            return EXIT_USAGE;
+        }
+        li = -1;
         switch (c) {
         case 'c':
             opts->config = optarg;
