@@ -366,6 +366,18 @@ int gs_place_gpu_model_known(const char *model)
     return 0;
 }
 
+uint64_t gs_place_gpu_model_memory(const char *model)
+{
+    size_t n = strlen(model);
+    for (size_t i = 0; i < sizeof(gpu_models) / sizeof(gpu_models[0]); i++) {
+        const char *full = gpu_models[i];
+        size_t family = strcspn(full, "-");
+        if (strcasecmp(model, full) == 0 || (n == family && strncasecmp(model, full, n) == 0))
+            return (uint64_t)gpu_model_mib[i] << 20;
+    }
+    return 0;
+}
+
 const char *gs_place_gpu_model_name(size_t i)
 {
     return i < sizeof(gpu_models) / sizeof(gpu_models[0]) ? gpu_models[i] : NULL;

@@ -141,6 +141,19 @@ static int pick_group(const gs__gpu_t *gpus, unsigned n, const query_t *q, unsig
     return 0;
 }
 
+/* The memory an allocation gives, to compare candidates: less is a better fit. */
+static uint64_t alloc_memory(const gs__alloc_t *a)
+{
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < a->n; i++)
+        sum += a->part[i].memory;
+    return sum;
+}
+
+/* --gpus N: the fewest GPUs that can give it; among the groups of GPUs of one overprovision
+ * factor that can, the one whose slots give the least (a logical GPU is the smallest that fits:
+ * a quarter of an A100 before a whole H100, which larger requests may need), or with spread the
+ * most. */
 static int place_slots(const gs__gpu_t *gpus, unsigned n, const query_t *q, gs__policy_t policy,
                        gs__alloc_t *out)
 {
@@ -149,17 +162,23 @@ static int place_slots(const gs__gpu_t *gpus, unsigned n, const query_t *q, gs__
         if (total % g != 0)
             continue;
         unsigned s = total / g;
+        int found = 0;
         /* Each distinct overprovision factor is a group; parts of one lease share one. */
         for (unsigned i = 0; i < n; i++) {
             unsigned k = overprovision_of(&gpus[i]);
             int first = 1;
             for (unsigned j = 0; j < i; j++)
                 first &= overprovision_of(&gpus[j]) != k;
-            if (!first || s > k)
+            gs__alloc_t candidate;
+            if (!first || s > k || pick_group(gpus, n, q, k, g, s, policy, &candidate) != 0)
                 continue;
-            if (pick_group(gpus, n, q, k, g, s, policy, out) == 0)
-                return 0;
+            uint64_t mine = alloc_memory(&candidate), best = found ? alloc_memory(out) : 0;
+            if (!found || (policy == GS__POLICY_SPREAD ? mine > best : mine < best))
+                *out = candidate;
+            found = 1;
         }
+        if (found)
+            return 0;
     }
     return GS_ENOFIT;
 }
