@@ -11,6 +11,7 @@
  * takes leases of one user at a time (others wait or go to other GPUs). The GPU's compute mode
  * is left as it is: MPS works in the default mode. */
 #include "mode.h"
+#include "mps_busy.h"
 #include "mps_ctl.h"
 
 #include "gpushare/error.h"
@@ -44,6 +45,7 @@ typedef struct mps_gpu {
     unsigned n_servers, n_clients;
     int32_t servers[MAX_SERVERS];
     int32_t clients[MAX_CLIENTS];
+    gs__mps_busy_t busy; /* the leases' device time (mps_busy.h) */
 } mps_gpu_t;
 
 static mps_gpu_t *state_of(const gs__gpu_t *gpu)
@@ -138,6 +140,7 @@ static int mps_start(gs__daemon_t *d, unsigned g, char *err, size_t errlen)
         return result;
     }
     gpu->mode_state = st;
+    gs__mps_busy_init(&st->busy, d, g);
     /* A daemon left by a gpushared that was killed still serves its leases: keep it. */
     if (gs__mps_ctl_find(&st->ctl, &st->pid, &st->start))
         gs_info("GPU %u: found its MPS control daemon again (pid %d, pipe directory %s)",
@@ -215,6 +218,14 @@ static void mps_tick(gs__daemon_t *d, unsigned g, int64_t now_ms)
     }
     if (st->pid != 0 || st->poll.pid != 0)
         poll_servers(st, now_ms);
+    if (st->n_leases > 0)
+        gs__mps_busy_tick(&st->busy, d, now_ms);
+}
+
+static uint64_t mps_device_ns(const gs__daemon_t *d, const gs__lease_t *lease, unsigned i)
+{
+    const mps_gpu_t *st = state_of(&d->gpus[lease->alloc.part[i].gpu]);
+    return st != NULL ? gs__mps_busy_ns(&st->busy, lease->rec.id) : 0;
 }
 
 static void mps_stop(gs__daemon_t *d, unsigned g)
@@ -395,6 +406,7 @@ const gs__mode_ops_t gs__mode_mps_ops = {
     .describe = mps_describe,
     .tick = mps_tick,
     .metrics = mps_metrics,
+    .device_ns = mps_device_ns,
     .stop = mps_stop,
     .leave = mps_leave,
 };

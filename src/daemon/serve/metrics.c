@@ -212,8 +212,8 @@ static void render_leases(FILE *f, const gs__daemon_t *d, const lease_row_t *row
         fprintf(f, " %u\n", rows[r].lease->rec.request.compute_max);
     }
     family(f, "gpushare_lease_compute_seconds_total", "counter",
-           "Device time the GPU's compute scheduler granted the lease (its slots, drains "
-           "included).");
+           "Device time the lease used: the slots the GPU's compute scheduler granted it "
+           "(drains included); on an mps GPU its processes' busy time (NVML) at its share.");
     for (unsigned r = 0; r < n; r++) {
         for (unsigned i = 0; i < rows[r].lease->alloc.n; i++) {
             fputs("gpushare_lease_compute_seconds_total", f);
