@@ -24,3 +24,10 @@ rc=$?
 set -e
 expect_eq "$rc:$out" '1:gpushare plan: node type t: the memory of its GPU model "gpu" is not known (give model=A100-40GB, T4, ...): job job-1 is given by its memory' "a type without a model"
 pass "plan --job 10G: the share of each type's GPU, a misfit named, a type without a model refused"
+
+# The example workload the package installs (data/traces/example): plan replay reads it.
+out=$("$BIN/gpushare" plan replay --nodes "$GS_SOURCE_DIR/data/traces/example/nodes.csv" \
+  --pods "$GS_SOURCE_DIR/data/traces/example/pods.csv" --policy gpushare,fgd --json)
+expect_eq "$(jq -c '[.total_gpus, [.policies[].policy], ([.policies[].unallocated_at_100.mean] | all(. >= 0 and . < 100))]' <<<"$out")" \
+  '[362,["gpushare","fgd"],true]' "the example workload replayed"
+pass "plan replay on the example workload the package ships"
