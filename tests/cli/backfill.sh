@@ -40,7 +40,8 @@ if [[ $who != root ]]; then
   listing=$(as_user2 leases)
   grep -Eq "^ +- +$(fit "$who" 10) +whole +- +- +- +PENDING #1 " <<<"$listing" || fail "no PENDING row: $listing"
   grep -Fxq "       --gpus 1 --gpu-type A100-40GB: $reason" <<<"$listing" || fail "no reason: $listing"
-  expect_eq "$(as_user2 leases --json)" "[]" "the user's granted leases"
+  expect_eq "$(as_user2 leases --json | jq -c '[.[] | [.state, .name]]')" '[["pending","whole"]]' \
+    "the user's leases --json: the waiting request only"
 fi
 pass "a whole-GPU request waits on the busy A100: status and leases show it PENDING #1, and why"
 
@@ -67,7 +68,7 @@ pass "a request that would delay the one ahead is refused (75) or waits behind i
 rm "$WORK/hold"
 wait_until 5 grep -q W "$WORK/order"
 expect_eq "$(tr -d '\n' <"$WORK/order")" BW "jobs started so far"
-expect_eq "$(gs leases --json | jq -c '[.[] | [.name, .gpus[0].index]] | sort')" '[["small",1],["whole",0]]' "leases"
+expect_eq "$(gs leases --json | jq -c '[.[] | select(.state != "pending") | [.name, .gpus[0].index]] | sort')" '[["small",1],["whole",0]]' "leases"
 wait_until 10 grep -q L "$WORK/order"
 expect_eq "$(tr -d '\n' <"$WORK/order")" BWL "service order"
 rm "$WORK/holdB"

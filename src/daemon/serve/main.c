@@ -64,6 +64,48 @@ static int abbreviated(char **argv, const char *name)
            !(strncmp(word + 2, name, n) == 0 && (word[2 + n] == '\0' || word[2 + n] == '='));
 }
 
+/* One option getopt_long returned. Returns 0 to go on, -1 to stop with status 0 (help,
+ * version), or the exit status of a usage error (printed). */
+static int take_option(options_t *opts, int c, char **argv)
+{
+    switch (c) {
+    case 'c':
+        opts->config = optarg;
+        return 0;
+    case 's':
+        opts->socket = optarg;
+        return 0;
+    case 'd':
+        opts->state_dir = optarg;
+        return 0;
+    case 'm':
+        opts->metrics_listen = optarg;
+        return 0;
+    case 'l':
+        if (gs_log_level_parse(optarg, &opts->level) == 0)
+            return 0;
+        fprintf(stderr, "gpushared: --log-level \"%s\" must be error, warn, info or debug\n",
+                optarg);
+        return EXIT_USAGE;
+    case 'C':
+        opts->check_config |= 1;
+        return 0;
+    case 'J':
+        opts->check_config |= 2;
+        return 0;
+    case 'h':
+        usage(stdout);
+        return -1;
+    case 'V':
+        printf("gpushared %s\n", GS_VERSION);
+        return -1;
+    default:
+        fprintf(stderr, "gpushared: unknown or incomplete option \"%s\" (see --help)\n",
+                argv[optind - 1]);
+        return EXIT_USAGE;
+    }
+}
+
 /* Returns 0, or the exit status when the process should stop (help, version, usage error). */
 static int parse_args(int argc, char **argv, options_t *opts)
 {
@@ -91,45 +133,9 @@ static int parse_args(int argc, char **argv, options_t *opts)
             return EXIT_USAGE;
         }
         li = -1;
-        switch (c) {
-        case 'c':
-            opts->config = optarg;
-            break;
-        case 's':
-            opts->socket = optarg;
-            break;
-        case 'd':
-            opts->state_dir = optarg;
-            break;
-        case 'm':
-            opts->metrics_listen = optarg;
-            break;
-        case 'l':
-            if (gs_log_level_parse(optarg, &opts->level) != 0) {
-                fprintf(stderr,
-                        "gpushared: --log-level \"%s\" must be error, warn, info or "
-                        "debug\n",
-                        optarg);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'C':
-            opts->check_config |= 1;
-            break;
-        case 'J':
-            opts->check_config |= 2;
-            break;
-        case 'h':
-            usage(stdout);
-            return -1;
-        case 'V':
-            printf("gpushared %s\n", GS_VERSION);
-            return -1;
-        default:
-            fprintf(stderr, "gpushared: unknown or incomplete option \"%s\" (see --help)\n",
-                    argv[optind - 1]);
-            return EXIT_USAGE;
-        }
+        int status = take_option(opts, c, argv);
+        if (status != 0)
+            return status;
     }
     if (optind < argc) {
         fprintf(stderr, "gpushared: unexpected argument \"%s\" (see --help)\n", argv[optind]);
