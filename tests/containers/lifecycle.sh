@@ -12,6 +12,7 @@ GPUSIM_DEVICES=H100-80GB
 T=$GS_BUILD_DIR/tests
 HOLD=$T/cuda_progs/memhold
 make_image "$HOLD" "$T/gs-daemon-tool"
+CONFIG=$'[daemon]\nenforce = report'  # (the default is kill: here the bypass must stay to be seen)
 start_node
 gs cdi add a --gpu-memory 4G --dir "$CDI" >/dev/null
 gs cdi add b --gpu-memory 4G --dir "$CDI" >/dev/null

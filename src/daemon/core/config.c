@@ -48,7 +48,7 @@ void gs__config_defaults(gs__config_t *cfg)
     cfg->idle_timeout_ms = GS__DEFAULT_IDLE_MS;
     cfg->watch_interval_ms = GS__DEFAULT_WATCH_MS;
     cfg->watch_tolerance = GS__DEFAULT_TOLERANCE;
-    cfg->enforce = GS__ENFORCE_REPORT;
+    cfg->enforce = GS__ENFORCE_KILL;
     cfg->queue_aging_ms = GS__DEFAULT_AGING_MS;
     cfg->kill_grace_ms = GS__DEFAULT_GRACE_MS;
     cfg->max_connections_per_user = GS__DEFAULT_MAX_CONNS;
@@ -192,7 +192,7 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
         uint16_t port;
         if (gs__config_parse_listen(value, &addr, &port) != 0)
             return bad(ctx,
-                       "metrics_listen \"%s\" is not ADDRESS:PORT (e.g. 127.0.0.1:9400; "
+                       "metrics_listen \"%s\" is not ADDRESS:PORT (e.g. 127.0.0.1:9447; "
                        "port 0 turns metrics off)",
                        value);
         return set_path(ctx, cfg->metrics_listen, sizeof(cfg->metrics_listen), key, value);

@@ -16,7 +16,7 @@
 /* GS_CONFIG_PATH and GS_STATE_DIR follow the install prefix (cmake/gs_paths.cmake). */
 #define GS__DEFAULT_CONFIG    GS_CONFIG_PATH
 #define GS__DEFAULT_STATE_DIR GS_STATE_DIR
-#define GS__DEFAULT_METRICS   "127.0.0.1:9400"
+#define GS__DEFAULT_METRICS   "127.0.0.1:9447"
 #define GS__DEFAULT_IDLE_MS   10000
 #define GS__DEFAULT_WATCH_MS  1000
 #define GS__DEFAULT_TOLERANCE (UINT64_C(128) << 20)

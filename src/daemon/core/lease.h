@@ -74,14 +74,15 @@ static inline int gs__lease_keyed(const gs__lease_t *lease)
     return lease->rec.request.key[0] != '\0';
 }
 
-/* Grants a lease for req on alloc to cred, held by conn: sets it up on its GPUs (their modes:
- * a MIG instance, ...), gives it a region, writes its ledger row (committed before this
- * returns) and takes the capacity. Returns 0 and *out, GS_EGPU when a GPU's mode could not set
- * it up, or -errno, with one line in err; nothing is granted (and nothing left behind) when the
- * row cannot be written. */
+/* Grants a lease for req (asked for at submitted_at_ms, CLOCK_REALTIME: its history shows how
+ * long it waited) on alloc to cred, held by conn: sets it up on its GPUs (their modes: a MIG
+ * instance, ...), gives it a region, writes its ledger row (committed before this returns) and
+ * takes the capacity. Returns 0 and *out, GS_EGPU when a GPU's mode could not set it up, or
+ * -errno, with one line in err; nothing is granted (and nothing left behind) when the row cannot
+ * be written. */
 int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cred,
-                    const gs_lease_request_t *req, const gs__alloc_t *alloc, gs__lease_t **out,
-                    char *err, size_t errlen);
+                    const gs_lease_request_t *req, int64_t submitted_at_ms,
+                    const gs__alloc_t *alloc, gs__lease_t **out, char *err, size_t errlen);
 
 /* Ends the lease now: deletes its row, then gives the capacity and the region back, frees it
  * and asks for a schedule; why is logged. Returns 0, or GS_EIO when the row cannot be deleted:
@@ -154,8 +155,13 @@ int gs__leases_restore(gs__daemon_t *d);
  * deleted, ...) is written again from the live leases. Sets d->fatal when it cannot be. */
 void gs__leases_check_ledger(gs__daemon_t *d);
 
-/* Nonzero while a process maps the lease's region or a process it signalled lives. */
+/* Nonzero while a process maps the lease's region or a process it signalled lives, or, once it
+ * was asked to stop by someone else, while its holder is connected (the holder reports how the
+ * job ended, then lets go: the reaper lets go for it after kill_grace and GS__HOLDER_REPORT_MS). */
 int gs__lease_busy(gs__lease_t *lease);
+
+/* How long past kill_grace a connected holder has to report its stopped job's end. */
+#define GS__HOLDER_REPORT_MS 5000
 
 /* Links a lease into d's list / unlinks it; takes / gives back its capacity. */
 void gs__lease_link(gs__daemon_t *d, gs__lease_t *lease);

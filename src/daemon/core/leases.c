@@ -100,8 +100,8 @@ static void fill_record(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *c
 }
 
 int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cred,
-                    const gs_lease_request_t *req, const gs__alloc_t *alloc, gs__lease_t **out,
-                    char *err, size_t errlen)
+                    const gs_lease_request_t *req, int64_t submitted_at_ms,
+                    const gs__alloc_t *alloc, gs__lease_t **out, char *err, size_t errlen)
 {
     /* Finding another user's regions after a restart and stopping their processes both need
      * root: a daemon of an ordinary user serves that user only. */
@@ -115,6 +115,9 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
     lease->alloc = *alloc;
     lease->rec.id = gs__ledger_next_id(d->ledger);
     fill_record(d, lease, cred, req);
+    lease->rec.submitted_at_ms = submitted_at_ms > 0 && submitted_at_ms <= lease->rec.granted_at_ms
+                                     ? submitted_at_ms
+                                     : lease->rec.granted_at_ms;
     /* The GPUs' modes first (a MIG instance, ...): what they set up goes into the record. */
     if (gs__lease_modes_grant(d, lease, err, errlen) != 0) {
         free(lease);
@@ -212,6 +215,10 @@ int gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
 
 int gs__lease_busy(gs__lease_t *lease)
 {
+    /* Stopped by someone else while its holder is connected: the holder says how its job ended
+     * (release with the exit status or signal, for the history) and then lets go. */
+    if (lease->conn != NULL && lease->revoked_ms != 0)
+        return 1;
     int mapped = lease->region != NULL ? gs_region_in_use(lease->region) : 0;
     if (mapped != 0)
         return 1; /* an error answering counts as in use: never free capacity on a doubt */

@@ -30,7 +30,9 @@ static void stop_job(const gs__daemon_t *d, const gs__lease_t *lease, const char
     if (msg != NULL && lease->expired)
         json_object_set_new(msg, "time_limit_ms",
                             json_integer((json_int_t)lease->rec.request.time_limit_ms));
-    gs__conn_send(lease->conn, msg);
+    /* Out now, before core signals the job: the holder reads who stopped it before it sees its
+     * job die. */
+    gs__conn_send_now(lease->conn, msg);
 }
 
 /* The lease ends: its processes leave the GPUs' compute schedulers. */
@@ -103,14 +105,15 @@ static void lease_cred(const gs__conn_t *conn, const gs_lease_request_t *req, gs
 }
 
 static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *req,
-                  const gs__alloc_t *alloc)
+                  int64_t submitted_at_ms, const gs__alloc_t *alloc)
 {
     gs__cred_t owner;
     lease_cred(conn, req, &owner);
     const gs__cred_t *cred = &owner;
     gs__lease_t *lease = NULL;
     char err[GS__PATH_MAX + 128];
-    int result = gs__lease_grant(d, conn, cred, req, alloc, &lease, err, sizeof(err));
+    int result =
+        gs__lease_grant(d, conn, cred, req, submitted_at_ms, alloc, &lease, err, sizeof(err));
     if (result != 0) {
         gs_error("cannot grant a lease to user %s: %s", cred->user, err);
         gs__conn_send(conn, gs__api_error("acquire",
@@ -122,6 +125,11 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
     json_object_set_new(reply, "state", json_string("granted"));
     json_object_set_new(reply, "lease", gs__view_lease(d, lease));
     json_object_set_new(reply, "env", gs__view_env(d, lease));
+    json_t *paths = gs__view_env_paths(d);
+    if (json_object_size(paths) > 0)
+        json_object_set_new(reply, "env_prepend", paths);
+    else
+        json_decref(paths);
     if (d->cfg.shim[0] != '\0')
         json_object_set_new(reply, "preload", json_string(d->cfg.shim));
     if (gs__lease_keyed(lease))
@@ -139,26 +147,27 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
 static void grant_waiter(gs__daemon_t *d, gs__waiter_t *w, const gs__alloc_t *alloc)
 {
     unqueue(d, w);
-    grant(d, w->owner, &w->req, alloc);
+    /* When it was asked for, on the wall clock (the queue keeps the monotonic one). */
+    int64_t submitted = gs__wall_ms() - (gs__now_ms() - w->queued_ms);
+    grant(d, w->owner, &w->req, submitted, alloc);
     free(w);
 }
 
 /* Refuses a request that cannot start now and may not wait, saying why. */
 static void refuse_no_fit(gs__daemon_t *d, gs__conn_t *conn, gs__waiter_t *w)
 {
-    char why[512], reason[384];
+    char why[512], reason[448];
     d->counters.rejected_no_fit++;
-    gs__queue_describe(d, w, reason, sizeof(reason));
-    snprintf(why, sizeof(why), "no room for this lease now: %s (%u lease%s, %u waiting)", reason,
-             d->n_leases, d->n_leases == 1 ? "" : "s", d->queue.length);
+    gs__reason_wait(d, w, reason, sizeof(reason));
+    snprintf(why, sizeof(why), "no room for this lease now: %s", reason);
     gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_NO_FIT, why));
 }
 
 /* Tells the caller its request waits: where in the queue and why. */
 static void reply_queued(gs__daemon_t *d, gs__conn_t *conn, const gs__waiter_t *w)
 {
-    char reason[384];
-    gs__queue_describe(d, w, reason, sizeof(reason));
+    char reason[448];
+    gs__reason_wait(d, w, reason, sizeof(reason));
     d->counters.queued++;
     json_t *reply = ok_reply("acquire");
     json_object_set_new(reply, "state", json_string("queued"));
@@ -388,7 +397,7 @@ static void handle_release(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t
     json_t *reply = ok_reply("release");
     json_object_set_new(reply, "lease", json_integer((json_int_t)id));
     json_object_set_new(reply, "state", json_string(ended ? "ended" : "ending"));
-    if (!ended && req->force)
+    if (!ended)
         json_object_set_new(reply, "kill_grace_ms", json_integer(d->cfg.kill_grace_ms));
     gs__conn_send(conn, reply);
 }
@@ -616,8 +625,8 @@ void gs__api_expire(gs__daemon_t *d, int64_t now_ms)
     gs__waiter_t *w;
     while ((w = gs__queue_first_deadline(&d->queue)) != NULL && now_ms >= w->deadline_ms) {
         d->need_schedule = 1; /* what it held may now go to others */
-        char msg[512], reason[384];
-        gs__queue_describe(d, w, reason, sizeof(reason));
+        char msg[512], reason[448];
+        gs__reason_wait(d, w, reason, sizeof(reason));
         unqueue(d, w);
         d->counters.timeouts++;
         snprintf(msg, sizeof(msg), "no room within %.1f s (--timeout): gave up (%s)",

@@ -38,6 +38,11 @@ gs__user_t *gs__conn_user(const gs__conn_t *conn);
  * max_output_per_connection is cut off. */
 void gs__conn_send(gs__conn_t *conn, json_t *msg);
 
+/* Like gs__conn_send, and the connection's output is written now, as far as the socket takes it
+ * (the rest, and a connection found gone, wait for the loop's flush): for a message that must
+ * reach the client before something else the loop does next. */
+void gs__conn_send_now(gs__conn_t *conn, json_t *msg);
+
 /* Like gs__conn_send, and fd (not taken: a duplicate is sent) travels with the line
  * (SCM_RIGHTS). Returns 0, or -errno when fd cannot be duplicated (nothing is queued). The
  * connection reads no further request until the line has left. */

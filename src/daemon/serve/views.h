@@ -20,6 +20,15 @@ json_t *gs__view_lease_inside(const gs__daemon_t *d, const gs__lease_t *lease);
  * GPUSHARE_MEMORY_LIMIT, GPUSHARE_COMPUTE_SHARE, GPUSHARE_COMPUTE_MAX, GPUSHARE_LEASE_ID. */
 json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease);
 
+/* What the configuration sets, as gpushared --check-config --json prints it (a new reference):
+ * its file, socket, state and runtime directories, metrics_listen, enforce, the NVML library,
+ * the MPS control program, gpusim's node, and each GPU with its mode, overprovision and reserve. */
+json_t *gs__view_config(const gs__daemon_t *d);
+
+/* The directories a lease's job puts ahead of its search paths ("env_prepend": {"PATH": DIR,
+ * "LD_LIBRARY_PATH": DIR}): gpusim's, on a simulated node; empty otherwise. A new reference. */
+json_t *gs__view_env_paths(const gs__daemon_t *d);
+
 /* The node's GPUs with their leases as cred may see them: its own leases (root: all) in
  * detail, the others only as a count and a sum; with processes, each GPU's processes the same
  * way (gpu/proc_view.h); the queue, with cred's waiting requests (root: all). New reference. */
