@@ -22,6 +22,8 @@ packages=(
   procps psmisc                             # ps, pkill, killall in tests
   slurmctld slurmd slurm-client munge       # the Slurm plugin's test cluster (tests/slurm)
   libslurm-dev                              # slurm/spank.h for spank_gpushare.so
+  podman crun busybox-static                # the container tests (tests/containers): rootful
+                                            # podman + crun, busybox for their image
   libgrpc-dev libprotobuf-c-dev protobuf-c-compiler  # gpushare-k8s: the kubelet's gRPC services
   libcurl4-openssl-dev libyaml-dev          # gpushare-k8s: the API server, kubeconfigs
   python3-grpcio python3-protobuf protobuf-compiler  # tests: the stand-in kubelet

@@ -245,7 +245,7 @@ static void test_plan_share(void **state)
                     "FromClaim", "\"computeMax\":60"),
                 &plan, err, sizeof(err)),
         0);
-    assert_string_equal(plan.key, "k8s/0b9d6c3e-1111-2222-3333-444455556666/gpu");
+    assert_string_equal(plan.lease.key, "k8s/0b9d6c3e-1111-2222-3333-444455556666/gpu");
     assert_string_equal(plan.request, "gpu");
     assert_int_equal(plan.ndevices, 1);
     assert_string_equal(plan.devices[0].device, "gpu-0");
@@ -285,8 +285,8 @@ static void test_plan_whole_and_mig(void **state)
     assert_int_equal(plan_of(WHOLE("gpu-2-mig-3g40gb-4"), "", &plan, err, sizeof(err)), 0);
     assert_int_equal(plan.lease.kind, GS_LEASE_MIG);
     assert_string_equal(plan.lease.mig_profile, "3g.40gb");
-    assert_int_equal(plan.has_mig_start, 1);
-    assert_int_equal(plan.mig_start, 4);
+    assert_int_equal(plan.lease.has_mig_start, 1);
+    assert_int_equal(plan.lease.mig_start, 4);
     assert_int_equal(plan.lease.pinned[0], 2);
     /* Results of other drivers only: nothing to do. */
     assert_int_equal(plan_of("{\"request\":\"gpu\",\"driver\":\"other.io\",\"pool\":\"n1\","

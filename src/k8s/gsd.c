@@ -87,10 +87,6 @@ int gs__gsd_acquire(const char *socket, const gs__plan_t *plan, gs__gsd_lease_t 
                     size_t errlen)
 {
     json_t *msg = gs_proto_acquire_json(&plan->lease), *reply = NULL;
-    if (msg != NULL)
-        json_object_set_new(msg, "key", json_string(plan->key));
-    if (msg != NULL && plan->has_mig_start)
-        json_object_set_new(msg, "mig_start", json_integer(plan->mig_start));
     int result = call(socket, msg, &reply, err, errlen);
     if (result == 0)
         result = reply_failure(reply, "lease", err, errlen);

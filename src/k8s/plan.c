@@ -121,8 +121,8 @@ static int lease_of(const ctx_t *c, gs__plan_t *plan, take_t take, const gs_dra_
         req->kind = GS_LEASE_MIG;
         if (gs__k8s_copy(req->mig_profile, sizeof(req->mig_profile), dev->profile, 1) != 0)
             return FAIL(c, GS_EINVAL, "MIG profile \"%.40s\" is too long", dev->profile);
-        plan->has_mig_start = 1;
-        plan->mig_start = dev->mig_start;
+        req->has_mig_start = 1;
+        req->mig_start = dev->mig_start;
     } else {
         req->kind = GS_LEASE_GPUS;
         req->gpus = (uint32_t)plan->ndevices;
@@ -132,6 +132,9 @@ static int lease_of(const ctx_t *c, gs__plan_t *plan, take_t take, const gs_dra_
         req->pinned[i] = (uint8_t)plan->devices[i].gpu;
     req->compute_max = cfg->compute_max;
     req->time_limit_ms = cfg->time_limit_ms;
+    if (snprintf(req->key, sizeof(req->key), "k8s/%s/%s", c->claim->uid, plan->request) >=
+        (int)sizeof(req->key))
+        return FAIL(c, GS_EINVAL, "its UID and request name are too long for a lease key");
     snprintf(req->name, sizeof(req->name), "%.40s/%.20s", c->claim->ns, c->claim->name);
     snprintf(req->command, sizeof(req->command), "claim %.63s/%.100s request %.63s", c->claim->ns,
              c->claim->name, plan->request);
@@ -186,9 +189,6 @@ static int plan_parsed(const ctx_t *c, const json_t *obj, const char *uid, gs__p
     char why[GS_PLUGIN_ERR_MAX];
     if (gs__gpuconfig_for(obj, plan->request, &cfg, why, sizeof(why)) != 0)
         return FAIL(c, GS_EINVAL, "%s", why);
-    if (snprintf(plan->key, sizeof(plan->key), "k8s/%s/%s", claim->uid, plan->request) >=
-        (int)sizeof(plan->key))
-        return FAIL(c, GS_EINVAL, "its UID and request name are too long for a lease key");
     return lease_of(c, plan, take, &dev, last, &cfg);
 }
 

@@ -33,12 +33,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GS_PLUGIN_NAME        "gpushare-k8s"
-#define GS_PLUGIN_ERR_MAX     512 /* one claim's error line */
-#define GS_PLUGIN_DEVICES     64  /* devices of one slice when any consumes counters (the API's) */
-#define GS_PLUGIN_CDI_KIND    "gpushare.io/gpu"
-#define GS_PLUGIN_GPUSIM_KIND "gpusim.gpushare.io/node"
-#define GS_PLUGIN_KEY_MAX     128 /* a keyed lease's key, as gpushared takes it */
+#define GS_PLUGIN_NAME    "gpushare-k8s"
+#define GS_PLUGIN_ERR_MAX 512 /* one claim's error line */
+#define GS_PLUGIN_DEVICES 64  /* devices of one slice when any consumes counters (the API's) */
 
 /* ---- the node (node.c) ---- */
 
@@ -124,10 +121,8 @@ typedef struct gs__plan {
     char name[GS_K8S_NAME_MAX];
     char uid[GS_K8S_UID_MAX];
     char request[GS_DRA_SHORT];
-    char key[GS_PLUGIN_KEY_MAX]; /* k8s/<claim uid>/<request> */
-    gs_lease_request_t lease;
-    int has_mig_start; /* a MIG placement: its instance starts at memory slot mig_start */
-    uint32_t mig_start;
+    gs_lease_request_t lease; /* keyed: lease.key is k8s/<claim uid>/<request>; a MIG placement
+                               * has lease.mig_start */
     size_t ndevices;
     struct gs__plan_device {
         char device[GS_DRA_SHORT];
@@ -157,10 +152,10 @@ typedef struct gs__record {
     char uid[GS_K8S_UID_MAX];
     char ns[GS_K8S_LABEL_MAX];
     char name[GS_K8S_NAME_MAX];
-    char key[GS_PLUGIN_KEY_MAX]; /* the lease's key */
-    char cdi[GS_DRA_SHORT];      /* the CDI device's name (kind gpushare.io/gpu) */
-    int prepared;                /* 0: being prepared (a lease may or may not exist yet) */
-    uint64_t lease;              /* the lease's id once prepared */
+    char key[GS_LEASE_KEY_MAX]; /* the lease's key */
+    char cdi[GS_DRA_SHORT];     /* the CDI device's name (kind gpushare.io/gpu) */
+    int prepared;               /* 0: being prepared (a lease may or may not exist yet) */
+    uint64_t lease;             /* the lease's id once prepared */
 } gs__record_t;
 
 /* Nonzero when uid may name a record file: 1 to 63 of [a-z0-9-] (Kubernetes UIDs are UUIDs). */

@@ -4,6 +4,7 @@
  * node's GPUs as ResourceSlices; gpushared gives the leases. */
 #include "service.h"
 
+#include "gpushare/cdi.h"
 #include "gpushare/error.h"
 #include "gpushare/log.h"
 #include "gpushare/version.h"
@@ -46,7 +47,7 @@ static void usage(FILE *out)
             "                            one beside gpushare-k8s)\n"
             "  --driver-cdi KIND         the GPU driver's CDI devices to add, by GPU UUID\n"
             "                            (nvidia.com/gpu; default: none)\n"
-            "  --gpusim-cdi NAME         add gpusim's node device " GS_PLUGIN_GPUSIM_KIND "=NAME "
+            "  --gpusim-cdi NAME         add gpusim's node device " GS_CDI_GPUSIM_KIND "=NAME "
             "(tests)\n"
             "  --lease-user NAME         the user the leases are for, in gpushared's listings,\n"
             "                            history and metrics (default: root, the plugin's)\n"

@@ -97,9 +97,9 @@ static void cdi_ids(const gs__plugin_t *p, const gs__plan_t *plan, const gs__nod
                     const char *cdi, struct gs__prepared_device *d)
 {
     d->ncdi = 0;
-    snprintf(d->cdi[d->ncdi++], sizeof(d->cdi[0]), "%s=%s", GS_PLUGIN_CDI_KIND, cdi);
+    snprintf(d->cdi[d->ncdi++], sizeof(d->cdi[0]), "%s=%s", GS_CDI_KIND, cdi);
     if (p->cfg.gpusim_cdi[0] != '\0')
-        snprintf(d->cdi[d->ncdi++], sizeof(d->cdi[0]), "%s=%s", GS_PLUGIN_GPUSIM_KIND,
+        snprintf(d->cdi[d->ncdi++], sizeof(d->cdi[0]), "%s=%s", GS_CDI_GPUSIM_KIND,
                  p->cfg.gpusim_cdi);
     for (size_t i = 0; p->cfg.driver_cdi[0] != '\0' && i < plan->ndevices; i++) {
         const gs__node_gpu_t *g = gs__node_gpu(node, plan->devices[i].gpu);
@@ -122,34 +122,6 @@ static void prepared(const gs__plugin_t *p, const gs__plan_t *plan, const gs__no
     }
 }
 
-/* What a claim's spec differs in from a spec of `gpushare cdi add` (gs_cdi_lease_spec):
- *  - no poststop hook releasing the lease: a claim's lease lives until NodeUnprepareResources,
- *    the claim's end, which may outlive a container (restarts, several containers of a pod);
- *  - on an mps GPU, MPS's pipe directory mounted where the lease's environment names it (the
- *    container's CUDA talks to the node's MPS server through it). */
-static int claim_edits(json_t *spec, const json_t *env)
-{
-    json_t *edits =
-        json_object_get(json_array_get(json_object_get(spec, "devices"), 0), "containerEdits");
-    json_t *hooks = json_object_get(edits, "hooks");
-    for (size_t i = json_array_size(hooks); i-- > 0;) {
-        const char *when = json_string_value(json_object_get(json_array_get(hooks, i), "hookName"));
-        if (when != NULL && strcmp(when, "poststop") == 0)
-            json_array_remove(hooks, i);
-    }
-    const char *pipe = json_string_value(json_object_get(env, "CUDA_MPS_PIPE_DIRECTORY"));
-    json_t *mounts = json_object_get(edits, "mounts");
-    if (pipe == NULL)
-        return 0;
-    if (!json_is_array(mounts))
-        return GS_EINVAL;
-    return json_array_append_new(mounts,
-                                 json_pack("{s:s, s:s, s:[s, s]}", "hostPath", pipe,
-                                           "containerPath", pipe, "options", "rw", "rbind")) == 0
-               ? 0
-               : GS_ENOMEM;
-}
-
 /* Writes the lease's CDI spec (again, when a retried prepare finds it). */
 static int write_spec(const gs__plugin_t *p, const gs__record_t *rec, const gs__gsd_lease_t *lease,
                       char *err, size_t errlen)
@@ -162,14 +134,14 @@ static int write_spec(const gs__plugin_t *p, const gs__record_t *rec, const gs__
         .shim = p->cfg.shim[0] != '\0' ? p->cfg.shim : lease->preload,
         .gpushare = p->cfg.gpushare,
         .main_socket = p->cfg.gpushared[0] != '\0' ? p->cfg.gpushared : NULL,
+        .keep_lease = 1, /* the claim's lease lives until NodeUnprepareResources, which may
+                          * outlive a container (restarts, several containers of a pod) */
     };
     char why[GS_PLUGIN_ERR_MAX];
     json_t *spec = gs_cdi_lease_spec(&spec_of, why, sizeof(why));
     int result = spec == NULL ? GS_EINVAL : 0;
-    if (result == 0 && (result = claim_edits(spec, lease->env)) != 0)
-        snprintf(why, sizeof(why), "the spec of gpushare cdi has no mounts");
     if (result == 0)
-        result = gs_cdi_remove(p->cfg.cdi_dir, GS_PLUGIN_CDI_KIND, rec->cdi, why, sizeof(why));
+        result = gs_cdi_remove(p->cfg.cdi_dir, GS_CDI_KIND, rec->cdi, why, sizeof(why));
     if (result == 0)
         result = gs_cdi_write(p->cfg.cdi_dir, spec, why, sizeof(why));
     json_decref(spec);
@@ -197,7 +169,8 @@ static int make(gs__plugin_t *p, const gs__plan_t *plan, const gs__node_t *node,
     else if (result != 0)
         result = gs_fail(err, errlen, result, "claim %s/%s: %s", plan->ns, plan->name, why);
     if (result == 0 && (result = write_spec(p, rec, &lease, err, errlen)) != 0 && !lease.existing &&
-        gs__gsd_release(p->cfg.gpushared, plan->key, state, sizeof(state), why, sizeof(why)) != 0)
+        gs__gsd_release(p->cfg.gpushared, plan->lease.key, state, sizeof(state), why,
+                        sizeof(why)) != 0)
         gs_warn("claim %s/%s: its lease stays: %s", plan->ns, plan->name, why);
     if (result == 0) {
         rec->prepared = 1;
@@ -208,9 +181,9 @@ static int make(gs__plugin_t *p, const gs__plan_t *plan, const gs__node_t *node,
         gs__record_remove(p->records, rec->uid, why, sizeof(why)) != 0)
         gs_warn("%s", why);
     if (result == 0)
-        gs_info("claim %s/%s (%s): lease %llu%s, CDI %s=%s", plan->ns, plan->name, plan->key,
+        gs_info("claim %s/%s (%s): lease %llu%s, CDI %s=%s", plan->ns, plan->name, plan->lease.key,
                 (unsigned long long)lease.id, lease.existing ? " (prepared already)" : "",
-                GS_PLUGIN_CDI_KIND, rec->cdi);
+                GS_CDI_KIND, rec->cdi);
     json_decref(lease.env);
     return result;
 }
@@ -246,7 +219,7 @@ int gs__prepare(gs__plugin_t *p, const char *ns, const char *uid, const char *na
         snprintf(rec.uid, sizeof(rec.uid), "%s", uid);
         snprintf(rec.ns, sizeof(rec.ns), "%s", plan->ns);
         snprintf(rec.name, sizeof(rec.name), "%s", plan->name);
-        snprintf(rec.key, sizeof(rec.key), "%s", plan->key);
+        snprintf(rec.key, sizeof(rec.key), "%s", plan->lease.key);
         snprintf(rec.cdi, sizeof(rec.cdi), "k8s-%s", uid);
         result = make(p, plan, node, &rec, err, errlen);
         if (result == 0)
@@ -275,8 +248,7 @@ int gs__unprepare(gs__plugin_t *p, const char *ns, const char *uid, const char *
                                   sizeof(why))) != 0)
         return gs_fail(err, errlen, result, "claim %s/%s: cannot release its lease: %s", ns, name,
                        why);
-    if ((result = gs_cdi_remove(p->cfg.cdi_dir, GS_PLUGIN_CDI_KIND, rec.cdi, why, sizeof(why))) !=
-        0)
+    if ((result = gs_cdi_remove(p->cfg.cdi_dir, GS_CDI_KIND, rec.cdi, why, sizeof(why))) != 0)
         return gs_fail(err, errlen, result, "claim %s/%s: cannot remove its CDI spec: %s", ns, name,
                        why);
     if ((result = gs__record_remove(p->records, uid, why, sizeof(why))) != 0)

@@ -24,12 +24,17 @@ spec=$(gs leases --json | jq -r ".[] | select(.id == $id) | .region")
 bg "${AS_USER2[@]}" env GPUSHARE_REGION="$spec" "$HOSTILE" forge 1024 600
 wait_until 5 pgrep -u "$USER2" -f "gs-hostile forge 1024 600" >/dev/null
 escaped=$(pgrep -u "$USER2" -f "gs-hostile forge 1024 600")
-out=$(gs2 release "$id")
-sleep 2 # more than kill_grace: the job is gone, the escaped process is not
+# The user's release waits out kill_grace (1 s) and 7 s more, then says what holds the lease.
+set +e
+out=$(gs2 release "$id" 2>&1)
+rc=$?
+set -e
+expect_eq "$rc" 1 "exit status of the user's release"
+expect_eq "$out" "gpushare: lease $id is still ending 8 s after its release: processes still hold its region (see gpushare status --processes; root may release it --force)" "the user's release"
 expect_eq "$(lease_state "$id")" ending "the lease after its user's release"
 process_gone "$escaped" && fail "the escaped process was stopped without force"
 out=$(gs release --force "$id")
-expect_eq "$out" "lease $id ended (released by force)" "release --force"
+expect_eq "$out" "lease $id released by force" "release --force"
 expect_eq "$(lease_count)" 0 "leases after release --force"
 expect_eq "$(gs status --json | jq '.gpus[0].memory_leased')" 0 "memory leased"
 process_gone "$escaped" || fail "the process holding the region survived release --force"

@@ -37,7 +37,7 @@ static void plan(json_t *obj, const gs__node_t *node)
     if (result != 0 && (strncmp(err, "claim ", 6) != 0 || p.ndevices != 0))
         abort();
     if (result == 0 && p.ndevices > 0 &&
-        (strncmp(p.key, "k8s/", 4) != 0 || p.lease.n_pinned != p.ndevices))
+        (strncmp(p.lease.key, "k8s/", 4) != 0 || p.lease.n_pinned != p.ndevices))
         abort();
 }
 

@@ -8,14 +8,17 @@
  *   model.h      what a GPU can give and what a request takes (pure);
  *   place.h      which GPUs a request goes to (pure but for the engine's cache);
  *   queue.h, queue_pass.h  the wait queue and its service (priority, aging, backfill);
+ *   reasons.h    every refusal's and wait's reason, from one place;
  *   ledger.h     the leases in SQLite and the history;
  *   regions.h    the leases' sealed memfd regions;
- *   config.h, users.h, clock.h  the configuration, per-user counters, the clocks.
+ *   config.h, users.h, clock.h  the configuration, per-user counters, the clocks;
+ *   claim.h      one gpushared per node: its claim on its state directory and its GPUs.
  * Private to core: place_engine.h, lease_procs.h. Core includes and calls nothing of gpu/ or
  * serve/ (scripts/check-layers.sh). One thread, the event loop, runs all of it. */
 #ifndef GS_DAEMON_CORE_H
 #define GS_DAEMON_CORE_H
 
+#include "claim.h"
 #include "clock.h"
 #include "config.h"
 #include "daemon.h"
@@ -26,6 +29,7 @@
 #include "place.h"
 #include "queue.h"
 #include "queue_pass.h"
+#include "reasons.h"
 #include "regions.h"
 #include "users.h"
 

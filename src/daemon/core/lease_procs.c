@@ -3,6 +3,7 @@
 #include "lease_procs.h"
 
 #include "gpushare/error.h"
+#include "gpushare/region.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -221,7 +222,38 @@ static int add_lease_procs(const gs__lease_procs_query_t *q, const proc_table_t 
             added++;
     }
     free(frontier);
+    for (size_t i = 0; q->cgroup != NULL && q->cgroup[0] != '\0' && i < t->n; i++) {
+        if (t->v[i].pid != getpid() && t->v[i].pid != 1 &&
+            gs__proc_in_cgroup(t->v[i].pid, q->cgroup) && list_add(list, &t->v[i]) > 0)
+            added++;
+    }
     return added;
+}
+
+/* Nonzero when the cgroup named at line (a /proc/PID/cgroup line's path, up to its end) is path
+ * or below it. */
+static int under(const char *line, size_t len, const char *path)
+{
+    size_t n = strlen(path);
+    return len >= n && memcmp(line, path, n) == 0 && (len == n || line[n] == '/');
+}
+
+int gs__proc_in_cgroup(pid_t pid, const char *path)
+{
+    char buf[4096];
+    if (gs_proc_read(pid, "cgroup", buf, sizeof(buf)) == 0)
+        return 0;
+    /* Lines are "ID:CONTROLLERS:PATH": the path follows the second ':'. */
+    for (char *line = buf, *end; *line != '\0'; line = *end != '\0' ? end + 1 : end) {
+        end = strchr(line, '\n');
+        if (end == NULL)
+            end = line + strlen(line);
+        char *colon = memchr(line, ':', (size_t)(end - line));
+        colon = colon != NULL ? memchr(colon + 1, ':', (size_t)(end - colon - 1)) : NULL;
+        if (colon != NULL && under(colon + 1, (size_t)(end - colon - 1), path))
+            return 1;
+    }
+    return 0;
 }
 
 int gs__lease_procs_find(const gs__lease_procs_query_t *q, gs__proc_refs_t *list)

@@ -33,7 +33,13 @@ typedef struct gs__lease_procs_query {
     uint64_t holder_start;     /* ... if it is still this one ... */
     uid_t uid;                 /* ... whose real uid is this */
     int with_holder;           /* the holder itself too (it is the lease's user's own client) */
+    const char *cgroup;        /* every process in this cgroup or below (any hierarchy), root's
+                                  too: a keyed lease's container (NULL: none) */
 } gs__lease_procs_query_t;
+
+/* Nonzero when process pid is in cgroup path (absolute, as /proc/PID/cgroup writes it) or a
+ * cgroup below it, in any hierarchy (cgroup v2's "0::", or a v1 controller's). */
+int gs__proc_in_cgroup(pid_t pid, const char *path);
 
 /* Adds to list the processes q names that are not in it yet, never the daemon itself nor
  * pid 1. Returns how many were added, or -errno. */

@@ -47,7 +47,8 @@ static const char *const schema =
     " state TEXT NOT NULL,"  /* active | ending */
     " granted_at INTEGER NOT NULL,"
     " updated_at INTEGER NOT NULL,"
-    " region_ino INTEGER NOT NULL DEFAULT 0)"; /* its memfd's inode, found again after a restart */
+    " region_ino INTEGER NOT NULL DEFAULT 0," /* its memfd's inode, found again after a restart */
+    " submitted_at INTEGER NOT NULL DEFAULT 0)"; /* when it was asked for (issue 27), 0 unknown */
 
 /* Schema 2: ended leases, kept for `gpushare history`. */
 static const char *const history_schema =
@@ -59,22 +60,23 @@ static const char *const history_schema =
     " granted_at INTEGER NOT NULL, ended_at INTEGER NOT NULL,"
     " memory_limit INTEGER NOT NULL, peak_memory INTEGER NOT NULL, oom_events INTEGER NOT NULL,"
     " exit_status INTEGER, signal INTEGER," /* NULL: not reported */
-    " end_reason TEXT NOT NULL);"
+    " end_reason TEXT NOT NULL,"
+    " submitted_at INTEGER NOT NULL DEFAULT 0);" /* issue 27; 0: not known (rows before it) */
     "CREATE INDEX IF NOT EXISTS history_ended ON history (ended_at)";
 
 static const char *const sql[ST_COUNT] = {
     [ST_PUT] =
         ("INSERT OR REPLACE INTO leases (id, uid, gid, user, command, client_pid, "
          "client_start, request, parts, compute_share, region, state, granted_at, "
-         "updated_at, region_ino) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-         "?13, ?13, ?14)"),
+         "updated_at, region_ino, submitted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+         "?11, ?12, ?13, ?13, ?14, ?15)"),
     [ST_STATE] = ("UPDATE leases SET state = ?2, updated_at = strftime('%s','now') * 1000 "
                   "WHERE id = ?1"),
     [ST_DELETE] = "DELETE FROM leases WHERE id = ?1",
     [ST_HISTORY] = ("INSERT OR REPLACE INTO history (id, uid, user, name, command, request, gpus, "
                     "granted_at, ended_at, memory_limit, peak_memory, oom_events, exit_status, "
-                    "signal, end_reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                    "?12, ?13, ?14, ?15)"),
+                    "signal, end_reason, submitted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+                    "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"),
 };
 
 static const char *state_name(gs__lease_state_t state)
@@ -142,6 +144,27 @@ static int check_integrity(gs__ledger_t *ledger, char *err, size_t errlen)
     return result;
 }
 
+/* Ledgers from before issue 27 have no submitted_at: their rows read 0 (not known). */
+static int add_submitted(gs__ledger_t *ledger, char *why, size_t whylen)
+{
+    static const char *const tables[] = {"leases", "history"};
+    for (int i = 0; i < 2; i++) {
+        char query[160], alter[128];
+        int64_t has = 0;
+        snprintf(query, sizeof(query),
+                 "SELECT COUNT(*) FROM pragma_table_info('%s') WHERE name = 'submitted_at'",
+                 tables[i]);
+        snprintf(alter, sizeof(alter),
+                 "ALTER TABLE %s ADD COLUMN submitted_at INTEGER NOT NULL DEFAULT 0", tables[i]);
+        int result = query_int(ledger, query, &has, why, whylen);
+        if (result == 0 && has == 0)
+            result = exec(ledger, alter, why, whylen);
+        if (result != 0)
+            return result;
+    }
+    return 0;
+}
+
 static int setup(gs__ledger_t *ledger, char *err, size_t errlen)
 {
     char why[256] = "";
@@ -178,6 +201,8 @@ static int setup(gs__ledger_t *ledger, char *err, size_t errlen)
     if (result == 0 && has_ino == 0)
         result = exec(ledger, "ALTER TABLE leases ADD COLUMN region_ino INTEGER NOT NULL DEFAULT 0",
                       why, sizeof(why));
+    if (result == 0)
+        result = add_submitted(ledger, why, sizeof(why));
     if (result == 0)
         result = exec(ledger, "PRAGMA user_version=3", why, sizeof(why));
     for (int i = 0; result == 0 && i < ST_COUNT; i++) {
@@ -341,6 +366,7 @@ int gs__ledger_put(gs__ledger_t *ledger, const gs__lease_record_t *rec, char *wh
     sqlite3_bind_text(stmt, 12, state_name(rec->state), -1, SQLITE_STATIC);
     sqlite3_bind_int64(stmt, 13, rec->granted_at_ms);
     sqlite3_bind_int64(stmt, 14, (sqlite3_int64)rec->region_ino);
+    sqlite3_bind_int64(stmt, 15, rec->submitted_at_ms);
     if (result != 0) {
         result = gs_fail(why, whylen, GS_EIO, "%s", gs_strerror(result));
         sqlite3_reset(stmt);
@@ -433,6 +459,7 @@ static int decode_row(sqlite3_stmt *stmt, gs__lease_record_t *rec)
     rec->state = strcmp(column_text(stmt, 11), "ending") == 0 ? GS__LEASE_ENDING : GS__LEASE_ACTIVE;
     rec->granted_at_ms = sqlite3_column_int64(stmt, 12);
     rec->region_ino = (uint64_t)sqlite3_column_int64(stmt, 13);
+    rec->submitted_at_ms = sqlite3_column_int64(stmt, 14);
     return 0;
 }
 
@@ -442,8 +469,8 @@ int gs__ledger_load(gs__ledger_t *ledger, int (*fn)(void *arg, const gs__lease_r
     sqlite3_stmt *stmt = NULL;
     if (sqlite3_prepare_v2(ledger->db,
                            "SELECT id, uid, gid, user, command, client_pid, client_start, "
-                           "request, parts, compute_share, region, state, granted_at, region_ino "
-                           "FROM leases ORDER BY id",
+                           "request, parts, compute_share, region, state, granted_at, region_ino, "
+                           "submitted_at FROM leases ORDER BY id",
                            -1, &stmt, NULL) != SQLITE_OK) {
         gs_error("cannot read the ledger %s: %s", ledger->path, sqlite3_errmsg(ledger->db));
         return GS_EIO;
@@ -560,6 +587,7 @@ int gs__ledger_history_add(gs__ledger_t *ledger, const gs__history_entry_t *e)
     if (e->job_end.known && e->job_end.signal != 0)
         sqlite3_bind_int64(stmt, 14, e->job_end.signal);
     sqlite3_bind_text(stmt, 15, e->reason != NULL ? e->reason : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(stmt, 16, rec->submitted_at_ms);
     if (result != 0) {
         sqlite3_reset(stmt);
         sqlite3_clear_bindings(stmt);
@@ -605,6 +633,13 @@ static json_t *history_row(sqlite3_stmt *stmt)
     set_nullable(obj, "exit_status", stmt, 12);
     set_nullable(obj, "signal", stmt, 13);
     json_object_set_new(obj, "end_reason", json_string(column_text(stmt, 14)));
+    /* When it was asked for and how long it waited (issue 27); null for rows from before. */
+    int64_t submitted = sqlite3_column_int64(stmt, 15);
+    json_object_set_new(obj, "submitted_at_ms",
+                        submitted > 0 ? json_integer(submitted) : json_null());
+    json_object_set_new(obj, "queue_wait_ms",
+                        submitted > 0 ? json_integer(granted > submitted ? granted - submitted : 0)
+                                      : json_null());
     return obj;
 }
 
@@ -615,7 +650,8 @@ int gs__ledger_history(gs__ledger_t *ledger, const gs_history_query_t *q, int64_
     if (sqlite3_prepare_v2(ledger->db,
                            "SELECT id, uid, user, name, command, request, gpus, granted_at, "
                            "ended_at, memory_limit, peak_memory, oom_events, exit_status, signal, "
-                           "end_reason FROM history WHERE ended_at >= ?1 AND (?2 < 0 OR uid = ?2) "
+                           "end_reason, submitted_at FROM history WHERE ended_at >= ?1 AND "
+                           "(?2 < 0 OR uid = ?2) "
                            "AND (?3 IS NULL OR user = ?3) ORDER BY ended_at DESC, id DESC "
                            "LIMIT ?4",
                            -1, &stmt, NULL) != SQLITE_OK) {

@@ -112,17 +112,24 @@ static uint64_t region_charge(const gs__lease_t *lease, const gs__nvml_proc_t *p
     return rec != NULL && part >= 0 && part < GS_MAX_DEVICES ? rec->used[part] : 0;
 }
 
-/* The lease p belongs to: the lease whose holder is p's nearest ancestor (p itself included),
+/* The lease p belongs to: a keyed lease whose cgroup p is in (a container's processes descend
+ * from the container runtime, not from any holder); else the lease whose holder is p's nearest
+ * ancestor (p itself included, never a keyed lease's: it has no holder),
  * else a lease of p's user whose region lists p. */
 static const gs__lease_t *owner_of(const gs__daemon_t *d, const gs__nvml_proc_t *p)
 {
     if (!p->alive)
         return NULL;
+    for (const gs__lease_t *l = d->leases; l != NULL; l = l->next) {
+        if (gs__lease_keyed(l) && l->rec.request.cgroup[0] != '\0' &&
+            gs__proc_in_cgroup(p->pid, l->rec.request.cgroup))
+            return l;
+    }
     gs__proc_chain_t chain;
     gs__proc_ancestors(p->pid, &chain);
     for (unsigned j = 0; j < chain.n; j++) {
         for (const gs__lease_t *l = d->leases; l != NULL; l = l->next) {
-            if (l->rec.client_pid > 1 && l->rec.client_pid == chain.pid[j] &&
+            if (!gs__lease_keyed(l) && l->rec.client_pid > 1 && l->rec.client_pid == chain.pid[j] &&
                 (l->rec.client_start == 0 || l->rec.client_start == chain.start[j]))
                 return l;
         }

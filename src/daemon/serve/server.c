@@ -4,6 +4,7 @@
 #include "server.h"
 #include "api.h"
 #include "conn.h"
+#include "lease_socket.h"
 #include "metrics.h"
 
 #include "gpushare/error.h"
@@ -137,7 +138,7 @@ static int admit(server_t *s, int fd, gs__cred_t *cred, gs__user_t **user)
     return 0;
 }
 
-static void accept_one(server_t *s, int fd)
+static void accept_one(server_t *s, int fd, uint64_t lease_only)
 {
     gs__cred_t cred;
     gs__user_t *user = NULL;
@@ -157,6 +158,7 @@ static void accept_one(server_t *s, int fd)
     conn->cred = cred;
     conn->user = user;
     conn->events = EPOLLIN;
+    conn->lease_only = lease_only;
     user->conns++;
     conn->next = s->conns;
     if (s->conns != NULL)
@@ -193,8 +195,39 @@ static void accept_all(server_t *s)
                 gs_warn("accept: %s", gs_strerror(-errno));
             return;
         }
-        accept_one(s, fd);
+        accept_one(s, fd, 0);
     }
+}
+
+void gs__server_take(server_t *s, int fd, uint64_t lease_only)
+{
+    accept_one(s, fd, lease_only);
+}
+
+int gs__server_watch(server_t *s, int fd, uintptr_t tag)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
+    return epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : -errno;
+}
+
+void gs__server_unwatch(server_t *s, int fd)
+{
+    epoll_ctl(s->epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+gs__daemon_t *gs__server_daemon(server_t *s)
+{
+    return s->d;
+}
+
+uint64_t gs__conn_lease_only(const gs__conn_t *conn)
+{
+    return conn->lease_only;
+}
+
+struct server *gs__conn_server(const gs__conn_t *conn)
+{
+    return conn->server;
 }
 
 /* The connection ended: let the API drop its queued request and leases now; the memory goes at
@@ -402,6 +435,10 @@ static void dispatch(server_t *s, struct epoll_event *ev)
         on_signals(s);
         return;
     }
+    if (ev->data.u64 & 1u) { /* a keyed lease's socket (lease_socket.c) */
+        gs__lease_socket_accept((gs__lease_socket_t *)(uintptr_t)(ev->data.u64 & ~(uint64_t)1));
+        return;
+    }
     gs__conn_t *conn = ev->data.ptr;
     if (conn->dead)
         return;
@@ -521,6 +558,16 @@ static int open_signals(void)
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+/* The keyed leases restored from the ledger listen on their sockets again. */
+static void open_lease_sockets(server_t *s)
+{
+    char err[GS__PATH_MAX + 128];
+    for (gs__lease_t *lease = s->d->leases; lease != NULL; lease = lease->next) {
+        if (gs__lease_keyed(lease) && gs__lease_socket_open(s, lease, err, sizeof(err)) != 0)
+            gs_error("%s", err);
+    }
+}
+
 int gs__server_run(gs__daemon_t *d, gs__metrics_t *metrics, char *err, size_t errlen)
 {
     server_t s = {
@@ -541,7 +588,10 @@ int gs__server_run(gs__daemon_t *d, gs__metrics_t *metrics, char *err, size_t er
         goto out;
     }
     gs_info("listening on %s", d->cfg.socket);
+    open_lease_sockets(&s);
     loop(&s);
+    for (gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next)
+        gs__lease_socket_close(lease, 0); /* listening again at the next start */
     for (gs__conn_t *conn = s.conns; conn != NULL; conn = conn->next)
         conn->dead = 1; /* leases stay: their holders keep them through a restart */
     free_dead(&s);

@@ -7,7 +7,9 @@
  * lease's own socket inside the container), the shim mounted read-only and preloaded, the lease's
  * socket directory mounted at /run/gpushare, and two OCI hooks run by the runtime on the host:
  * createRuntime tells gpushared the container's cgroup (gpushare cdi hook attach), poststop
- * releases the lease (gpushare cdi hook release). On a real node NVIDIA's own spec
+ * releases the lease (gpushare cdi hook release) unless the lease outlives its containers (a
+ * Kubernetes claim's lives until the kubelet unprepares it). A lease on an mps GPU also gets
+ * MPS's pipe directory, where its environment names it. On a real node NVIDIA's own spec
  * (nvidia.com/gpu=0) injects the driver beside it; on gpusim, gs_cdi_gpusim_spec's spec plays
  * that part. Specs are written as CDI version 0.5.0: they use nothing newer, and Debian 12's
  * podman 4.3 refuses 0.6.0.
@@ -37,6 +39,10 @@ typedef struct gs_cdi_lease {
     const char *shim;        /* libgpushare.so on the host */
     const char *gpushare;    /* the gpushare program on the host, for the hooks */
     const char *main_socket; /* gpushared's socket, for the hooks (NULL: the default) */
+    const char *spec_dir;    /* where the spec is written: the release hook removes it there
+                                (NULL: it stays, its writer removes it) */
+    int keep_lease;          /* nonzero: no poststop hook; the lease outlives its containers and its
+                                writer releases it (gpushare-k8s, on NodeUnprepareResources) */
 } gs_cdi_lease_t;
 
 /* Checks a device name. Returns 0 or GS_EINVAL with one line in err. */
@@ -51,6 +57,16 @@ json_t *gs_cdi_lease_spec(const gs_cdi_lease_t *lease, char *err, size_t errlen)
  * GPUSIM_DEVICES. NULL with one line in err. */
 json_t *gs_cdi_gpusim_spec(const char *name, const char *sim_dir, const char *state_dir,
                            const char *devices, char *err, size_t errlen);
+
+/* Checks that dir is a writable directory without a device kind=name yet. Returns 0, or
+ * GS_EACCES or GS_EEXIST with one line in err. gs_cdi_write checks the same. */
+int gs_cdi_check(const char *dir, const char *kind, const char *name, char *err, size_t errlen);
+
+/* The key of the lease whose spec in dir defines device GS_CDI_KIND=name (its hooks' --key).
+ * Returns 0, GS_ENOENT (no such spec) or GS_EINVAL (not one of gs_cdi_lease_spec's), with one
+ * line in err. */
+int gs_cdi_spec_key(const char *dir, const char *name, char *key, size_t len, char *err,
+                    size_t errlen);
 
 /* Writes spec into directory dir as KIND-NAME.json (kind with '/' as '_'), atomically (a whole
  * file or none). Refuses, with one line in err, a directory that is not one or not writable and
