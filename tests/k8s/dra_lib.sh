@@ -131,6 +131,11 @@ slices() {
   api GET "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D$NODE"
 }
 
+# sorted WORD...: the words sorted as keyed_leases sorts them (bytes), on one line.
+sorted() {
+  printf '%s\n' "$@" | LC_ALL=C sort | paste -sd' '
+}
+
 # keyed_leases: "KEY:STATE" of gpushared's leases with a key, sorted.
 keyed_leases() {
   gs leases --json | jq -r '[.[] | select(.key != null) | .key + ":" + .state] | sort | join(" ")'
