@@ -133,7 +133,8 @@ static int write_spec(const gs__plugin_t *p, const gs__record_t *rec, const gs__
         .socket = lease->socket,
         .shim = p->cfg.shim[0] != '\0' ? p->cfg.shim : lease->preload,
         .gpushare = p->cfg.gpushare,
-        .main_socket = p->cfg.gpushared[0] != '\0' ? p->cfg.gpushared : NULL,
+        /* the hooks run with the container runtime's environment, not the plugin's */
+        .main_socket = gs_client_socket_path(p->cfg.gpushared[0] != '\0' ? p->cfg.gpushared : NULL),
         .keep_lease = 1, /* the claim's lease lives until NodeUnprepareResources, which may
                           * outlive a container (restarts, several containers of a pod) */
     };

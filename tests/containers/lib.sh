@@ -53,7 +53,10 @@ SIM=(--device gpusim.gpushare.io/node=sim)
 
 ct_cleanup() {
   local rc=$?
-  "${PODMAN[@]}" rm -f -a -t 0 >/dev/null 2>&1 || true
+  # Under errexit, the (exit $rc) that hands the status to cleanup would end the script here
+  # (the EXIT trap runs once) and leave gpushared and the test's directory behind.
+  set +e
+  "${PODMAN[@]}" rm -f -a -t 0 >/dev/null 2>&1
   (exit $rc)
   cleanup
 }

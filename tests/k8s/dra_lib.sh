@@ -13,12 +13,16 @@ NODE=node-a
 API=
 PLUGIN_PID=
 KUBELET_PID=
-mkdir -p "$WORK/registry" "$WORK/plugin" "$WORK/cdi"
+# Where the plugin writes CDI specs: tests/containers/lib.sh's $CDI (podman reads it), else the
+# test's own directory.
+DRA_CDI=${CDI:-$WORK/cdi}
+mkdir -p "$WORK/registry" "$WORK/plugin" "$DRA_CDI"
 
-# On failure, the plugin's and the stand-ins' logs too (then tests/daemon/lib.sh's cleanup).
-status_is() { return "$1"; }
+# On failure, the plugin's and the stand-ins' logs too, then the cleanup of tests/daemon/lib.sh
+# (or of tests/containers/lib.sh, which calls it), which takes $? as the test's status.
 dra_cleanup() {
-  local rc=$? f
+  local rc=$? f next=cleanup
+  set +e # (exit $rc) below must hand the status on, not end the script under errexit
   if [[ $rc -ne 0 ]]; then
     for f in plugin.log kubelet.log apiserver.log; do
       if [[ -s $WORK/$f ]]; then
@@ -27,11 +31,8 @@ dra_cleanup() {
       fi
     done
   fi
-  # tests/daemon/lib.sh's cleanup takes $? as the test's status (and exits with it): call it right
-  # after a command that returns rc (errexit spares the left side of ||).
-  local next=cleanup
   declare -F ct_cleanup >/dev/null && next=ct_cleanup
-  status_is "$rc" || "$next"
+  (exit $rc)
   "$next"
 }
 trap dra_cleanup EXIT
@@ -66,7 +67,7 @@ api_mode() {
 # start_plugin [ARGS...]: gpushare-k8s for node $NODE against the stand-in; sets $PLUGIN_PID.
 start_plugin() {
   bg env "LD_PRELOAD=$JOB_PRELOAD" "$PLUGIN" --node-name "$NODE" --registry-dir "$WORK/registry" \
-    --plugin-dir "$WORK/plugin" --cdi-dir "$WORK/cdi" --server "$API" \
+    --plugin-dir "$WORK/plugin" --cdi-dir "$DRA_CDI" --server "$API" \
     --token-file "$WORK/token" --gpushare "$BIN/gpushare" --shim "$GS_BUILD_DIR/lib/libgpushare.so" \
     --resync 0.3 --log-level debug "$@" >>"$WORK/plugin.log" 2>&1
   PLUGIN_PID=$!
@@ -124,6 +125,14 @@ claim() {
       {devices: {results: [$r], config: $cfg}, nodeSelector: {nodeSelectorTerms: [{matchFields:
       [{key: "metadata.name", operator: "In", values: [$node]}]}]}}}' <<<"$obj")" >/dev/null
   echo "$uid"
+}
+
+# leftovers UID: what exists of a claim besides its lease: its CDI spec and its record.
+leftovers() {
+  local n=0
+  [[ -e $WORK/plugin/claims/$1.json ]] && n=$((n + 1))
+  n=$((n + $(grep -l "k8s-$1" "$DRA_CDI"/* 2>/dev/null | wc -l)))
+  echo "$n"
 }
 
 # slices: the node's ResourceSlices as the stand-in stores them (a List).

@@ -20,13 +20,6 @@ start_plugin --no-publish
 start_kubelet
 GI=1073741824
 
-# leftovers UID: what exists of a claim besides its lease: its CDI spec and its record.
-leftovers() {
-  local n=0
-  [[ -e $WORK/plugin/claims/$1.json ]] && n=$((n + 1))
-  n=$((n + $(grep -l "k8s-$1" "$WORK"/cdi/* 2>/dev/null | wc -l)))
-  echo "$n"
-}
 gpu0() {
   gs status --json | jq -r ".gpus[0].$1"
 }
