@@ -77,8 +77,10 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
                          LABELS "shim;compute" RUN_SERIAL TRUE)
   endfunction()
   # Acceptance 1: guarantees.
+  # The GPU busy at least 97 % of the time: hand-overs cost what they cost on the H100 (1-2 %;
+  # issue 20: gpusim's cost 4-6 % before its calibration). data/gpu-facts/gpusim-vs-h100.md.
   gs_add_compute_test(compute_guarantee_30_70 a:g=30 b:g=70 [1,4]:a=30~3 [1,4]:b=70~3
-                      [1,4]:wait:a<=200 [1,4]:wait:b<=200)
+                      [1,4]:wait:a<=200 [1,4]:wait:b<=200 [1,4]:total>=97)
   gs_add_compute_test(compute_guarantee_10_90 a:g=10 b:g=90 [1,4]:a=10~2 [1,4]:b=90~3
                       [1,4]:wait:a<=200)
   gs_add_compute_test(compute_guarantee_four a:g=10 b:g=20 c:g=30 d:g=40 [1,4]:a=10~3
