@@ -77,8 +77,10 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
                          LABELS "shim;compute" RUN_SERIAL TRUE)
   endfunction()
   # Acceptance 1: guarantees.
+  # The GPU busy at least 97 % of the time: hand-overs cost what they cost on the H100 (1-2 %;
+  # issue 20: gpusim's cost 4-6 % before its calibration). data/gpu-facts/gpusim-vs-h100.md.
   gs_add_compute_test(compute_guarantee_30_70 a:g=30 b:g=70 [1,4]:a=30~3 [1,4]:b=70~3
-                      [1,4]:wait:a<=200 [1,4]:wait:b<=200)
+                      [1,4]:wait:a<=200 [1,4]:wait:b<=200 [1,4]:total>=97)
   gs_add_compute_test(compute_guarantee_10_90 a:g=10 b:g=90 [1,4]:a=10~2 [1,4]:b=90~3
                       [1,4]:wait:a<=200)
   gs_add_compute_test(compute_guarantee_four a:g=10 b:g=20 c:g=30 d:g=40 [1,4]:a=10~3
@@ -102,8 +104,10 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   gs_add_compute_test(compute_sync_each a:g=30,batch=1 b:g=70,batch=1 [1,4]:a%=30~3
                       [1,4]:b%=70~3 [1,4]:total>=90)
   gs_add_compute_test(compute_graphs a:g=30,graph=1 b:g=70,graph=1 [1,4]:a=30~3 [1,4]:b=70~3)
-  gs_add_compute_test(compute_long_kernels a:g=30,kernel=150ms,batch=1 b:g=70 [1,5]:a=30~3
-                      [1,5]:b=70~3)
+  # 150 ms kernels are paid back over the next rounds: a window's ends can each hold one kernel
+  # not yet paid back (150 ms of 4 s is 3.75 points), so this case is measured over 7 s.
+  gs_add_compute_test(compute_long_kernels a:g=30,kernel=150ms,batch=1 b:g=70 [1,8]:a=30~3
+                      [1,8]:b=70~3)
 
   # Issue 20: a lease of another user whose process abuses its GPU's scheduler (stalls in its
   # slots, churns, floods, sends garbage, never reads, asks for other leases): with a guarantee

@@ -42,6 +42,19 @@ expect_eq "$(key_lease test/one)" "$id" "the keyed lease after a restart"
 expect_eq "$(printf '%s\n' '{"op":"list"}' | "$T/gs-daemon-tool" send "$sock" 500 | sed -n 1p | jq -c '[.leases[].id]')" "[$id]" "list through the lease's socket"
 pass "the keyed lease and its socket are back after a restart"
 
+# A lease's socket answers for the lease, not for its uid: root's waiting request is not listed
+# there (it is on the main socket).
+send '{"op":"acquire","key":"test/two","gpu_memory":"60G"}' >/dev/null
+printf '%s\n' '{"op":"acquire","gpu_memory":"30G"}' | "$T/gs-daemon-tool" send "$GPUSHARE_SOCKET" 5000 >/dev/null &
+waiter=$!
+pending_main() { send '{"op":"list"}' | jq '.pending | length'; }
+wait_eq 3 1 pending_main
+expect_eq "$(printf '%s\n' '{"op":"list"}' | "$T/gs-daemon-tool" send "$sock" 500 | sed -n 1p | jq -c .pending)" "[]" "pending requests through the lease's socket"
+send '{"op":"release","key":"test/two"}' >/dev/null
+kill "$waiter" 2>/dev/null || true
+wait "$waiter" 2>/dev/null || true
+pass "a lease's socket lists no waiting requests, not even those of its uid"
+
 # Release by key; then the key names nothing ("none" for root, whose hooks repeat themselves).
 expect_eq "$(send '{"op":"release","key":"test/one"}' | jq -c '[.lease, .state]')" "[$id,\"ended\"]" "release by key"
 expect_eq "$(send '{"op":"release","key":"test/one"}' | jq -r .state)" none "a second release by key"

@@ -515,7 +515,8 @@ static void handle_list(gs__daemon_t *d, gs__conn_t *conn)
     }
     json_t *reply = ok_reply("list");
     json_object_set_new(reply, "leases", leases);
-    json_object_set_new(reply, "pending", gs__view_pending(d, cred));
+    /* On a lease's own socket the caller is its capability, not its uid: no one's requests. */
+    json_object_set_new(reply, "pending", only == 0 ? gs__view_pending(d, cred) : json_array());
     gs__conn_send(conn, reply);
 }
 
