@@ -12,10 +12,11 @@ claims=${BENCH_CLAIMS:-50}
 py=${GS_PYTHON_GRPC:-/usr/bin/python3}
 dir=$(mktemp -d /tmp/gs-bench-dra.XXXXXX)
 pids=()
+keep=0
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  rm -rf "$dir"
+  [[ $keep == 1 ]] || rm -rf "$dir"
 }
 trap cleanup EXIT
 export GPUSIM_STATE=$dir/sim GPUSIM_DEVICES=H100-80GB GPUSHARE_SOCKET=$dir/gpushared.sock
@@ -54,9 +55,15 @@ for i in $(seq "$claims"); do
   args+=(--claim "bench/c$i/$uid")
 done
 
+# The first claim also opens what the plugin keeps (its connection to the API server): its file
+# descriptors are counted after it, and again after the last.
+cycle() {
+  "$py" "$src/tests/k8s/kubelet.py" --protos "$src/tests/k8s/proto" cycle --state "$dir/kubelet.json" \
+    "$@" >>"$dir/times.jsonl" 2>>"$dir/kubelet.log"
+}
+cycle "${args[@]:0:2}"
 fds_before=$(ls /proc/$plugin/fd | wc -l)
-"$py" "$src/tests/k8s/kubelet.py" --protos "$src/tests/k8s/proto" cycle --state "$dir/kubelet.json" \
-  "${args[@]}" >"$dir/times.jsonl" 2>>"$dir/kubelet.log"
+cycle "${args[@]:2}"
 fds_after=$(ls /proc/$plugin/fd | wc -l)
 errors=$(jq -s '[.[] | select(.error != "")] | length' "$dir/times.jsonl")
 leases=$(GPUSHARE_SOCKET=$dir/gpushared.sock "$build/bin/gpushare" leases --json | jq length)
@@ -76,13 +83,14 @@ method: $claims ResourceClaims (1 GiB and 2 % of one simulated H100 each, alloca
   kubelet's side (a new channel per call, as after a kubelet restart: connection setup included).
   A prepare reads the claim from the API server, gpushared's status, acquires the keyed lease,
   writes the claim's record (twice, each fsync'ed) and its CDI spec; an unprepare releases the
-  lease and removes the spec and the record. After the $claims, the plugin's open file
-  descriptors, gpushared's leases, CDI specs and records are counted.
+  lease and removes the spec and the record. The plugin's open file descriptors are counted
+  after the first claim (which opens the connection to the API server that the plugin keeps)
+  and after the last; gpushared's leases, CDI specs and records after the last.
   Machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $(df -T "$dir" | awk 'NR == 2 {print $2}') at $dir.
 prepare:   p50 $(pct prepare_ms 50) ms, p99 $(pct prepare_ms 99) ms, max $(pct prepare_ms 100) ms
 unprepare: p50 $(pct unprepare_ms 50) ms, p99 $(pct unprepare_ms 99) ms, max $(pct unprepare_ms 100) ms
 errors: $errors of $claims
-left behind: plugin fds $fds_before before, $fds_after after; leases $leases; CDI specs $specs; records $records
+left behind: plugin fds $fds_before after the first claim, $fds_after after the last; leases $leases; CDI specs $specs; records $records
 EOM
 [[ $errors -eq 0 && $fds_after -le $fds_before && $leases -eq 0 && $specs -eq 0 && $records -eq 0 ]] ||
-  { echo "bench/dra_prepare.sh: something failed or was left behind (logs in $dir)" >&2; trap - EXIT; exit 1; }
+  { echo "bench/dra_prepare.sh: something failed or was left behind (logs in $dir)" >&2; keep=1; exit 1; }
