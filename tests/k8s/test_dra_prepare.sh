@@ -6,7 +6,8 @@
 # twice gives one lease; unprepare ends the lease and frees its memory within 1 s; a plugin killed
 # with -9, or a gpushared killed with -9, between prepare and unprepare loses and doubles nothing;
 # a MIG placement is made where the scheduler put it; every bad input is one line per claim with
-# nothing half-made; the gRPC server answers unknown methods and garbage as gRPC servers do.
+# nothing half-made; the gRPC server answers unknown methods and garbage as gRPC servers do. From
+# the plugin's restart on, its leases are on a user's behalf (--lease-user nobody).
 export GPUSIM_DEVICES=H100-80GB,H100-80GB
 source "$(dirname "$0")/dra_lib.sh"
 "$GS_BUILD_DIR/sim/nvidia-smi" -i 1 -mig 1 >/dev/null
@@ -82,7 +83,7 @@ pass "unprepare ends the lease and frees its memory within 1 s; twice is fine"
 d=$(claim ml d gpu gpu-0 2Gi 10)
 kubelet prepare --claim "ml/d/$d" >/dev/null || fail "prepare d"
 kill9_plugin
-start_plugin --no-publish
+start_plugin --no-publish --lease-user nobody # (from here on: leases on a user's behalf)
 wait_registered
 kubelet unprepare --claim "ml/d/$d" --retries 5 --backoff 0.2 >/dev/null || fail "unprepare d"
 expect_eq "$(keyed_leases)" "k8s/$b/gpu:active" "leases after d"
@@ -97,7 +98,7 @@ kill9_daemon
 start_daemon
 expect_eq "$(keyed_leases)" "$(sorted "k8s/$b/gpu:active" "k8s/$e/gpu:active")" "leases after gpushared's restart"
 kubelet prepare --claim "ml/e/$e" >/dev/null || fail "prepare e again"
-expect_eq "$(gs leases --json | jq ".[] | select(.key == \"k8s/$e/gpu\") | .id")" "$id" "the same lease"
+expect_eq "$(gs leases --json | jq -r ".[] | select(.key == \"k8s/$e/gpu\") | \"\(.id) \(.user)\"")" "$id nobody" "the same lease, on nobody's behalf"
 kubelet unprepare --claim "ml/e/$e" >/dev/null || fail "unprepare e"
 expect_eq "$(keyed_leases)" "k8s/$b/gpu:active" "leases after e"
 pass "kill -9 of gpushared between prepare and unprepare doubles and loses nothing"
