@@ -63,11 +63,12 @@ wait_eq 10 0 lease_count
 
 # Finding 9: the user's gpushare run is stopped (SIGSTOP); root releases the lease: the daemon
 # stops the job itself.
-bg "${AS_USER2[@]}" "$BIN/gpushare" run --gpu-memory 1G -- sleep 600
+# (sleep 617: a duration of this test's own, since other tests may run sleeps as the same user.)
+bg "${AS_USER2[@]}" "$BIN/gpushare" run --gpu-memory 1G -- sleep 617
 wait_eq 5 1 lease_count
 id=$(user2_lease)
-wait_until 5 pgrep -u "$USER2" -x sleep >/dev/null
-job=$(pgrep -u "$USER2" -x sleep)
+wait_until 5 pgrep -u "$USER2" -fx "sleep 617" >/dev/null
+job=$(pgrep -u "$USER2" -fx "sleep 617")
 client=$(ps -o ppid= -p "$job" | tr -d ' ')
 kill -STOP "$client"
 gs release "$id" >/dev/null
