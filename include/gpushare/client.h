@@ -166,8 +166,10 @@ int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char
  * json_decref's it), or NULL when out of memory. */
 json_t *gs_proto_acquire_json(const gs_lease_request_t *req);
 
-/* Checks a lease name: 1 to GS_LEASE_NAME_MAX - 1 bytes of valid UTF-8 without control
- * characters. Returns 0 or GS_EINVAL with a message in err. Thread-safe. */
+/* Checks a lease name: 1 to GS_LEASE_NAME_MAX - 1 bytes of valid UTF-8 holding only printable
+ * characters of the general categories L, M, N, P and S and the space, none of them
+ * default-ignorable (no controls, no format characters such as U+200B or U+FEFF): a name shows
+ * as itself in listings. Returns 0 or GS_EINVAL with a message in err. Thread-safe. */
 int gs_lease_name_check(const char *name, char *err, size_t errlen);
 
 /* Adds the GPU models of a comma-separated list ("T4,A100-40GB") to req->gpu_types (each 1 to

@@ -1,10 +1,36 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Per-user counters behind the per-user limits: connections and queued requests of each uid. */
+/* Per-user counters behind the per-user limits (connections, queued requests, unread output of
+ * each uid) and the per-user, per-cause rate limit of the lines a user's actions make the daemon
+ * log. */
 #ifndef GS_DAEMON_USERS_H
 #define GS_DAEMON_USERS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+/* What a user's warnings are about: each cause is rate-limited on its own. */
+typedef enum gs__warn_cause {
+    GS__WARN_CONNS = 0, /* refused a connection: at its limit */
+    GS__WARN_DENIED,    /* asked for what it may not (another user's lease, root's options) */
+    GS__WARN_BAD_LINE,  /* sent a line that is not a request, or too long */
+    GS__WARN_OUTPUT,    /* does not read its replies */
+    GS__WARN_STUCK,     /* a lease of its cannot end */
+    GS__WARN_REFUSED,   /* requests refused (info lines: never fits, gave up, no room) */
+    GS__WARN_IDLE,      /* idle connections closed (info lines) */
+    GS__WARN_N
+} gs__warn_cause_t;
+
+/* At most GS__WARN_BURST lines of one cause per GS__WARN_WINDOW_MS per user; the next line
+ * logged says how many were left out. */
+#define GS__WARN_BURST     5
+#define GS__WARN_WINDOW_MS 10000
+
+typedef struct gs__warn_state {
+    int64_t window_ms;   /* when the current window started (CLOCK_MONOTONIC) */
+    unsigned logged;     /* lines logged in it */
+    uint64_t suppressed; /* lines left out since the last one logged */
+} gs__warn_state_t;
 
 typedef struct gs__user {
     struct gs__user *next; /* in its bucket */
@@ -12,8 +38,10 @@ typedef struct gs__user {
     char name[64];     /* from the passwd database, looked up once (or the uid in digits) */
     unsigned conns;    /* connections open */
     unsigned queued;   /* requests waiting */
-    int64_t warned_ms; /* when a refusal of this user was last logged (CLOCK_MONOTONIC) */
-    uint64_t refused;  /* refusals not logged since */
+    size_t output;     /* bytes of replies its connections have not read yet */
+    unsigned leases;   /* leases it holds (each a region memfd the daemon maps) */
+    gs__warn_state_t warn[GS__WARN_N];
+    char note[80]; /* gs__users_suppressed's text */
 } gs__user_t;
 
 #define GS__USERS_BUCKETS 64
@@ -28,9 +56,13 @@ typedef struct gs__users {
  * out of memory. */
 gs__user_t *gs__users_get(gs__users_t *users, uid_t uid);
 
-/* Nonzero when a refusal of u should be logged now (at most one line per 5 s per user; the
- * count of the others is in u->refused, which the caller reports and clears). */
-int gs__users_log_due(gs__user_t *u, int64_t now_ms);
+/* Nonzero when a line of u about cause may be logged now; otherwise counts it as left out. */
+int gs__users_warn_due(gs__user_t *u, gs__warn_cause_t cause, int64_t now_ms);
+
+/* For the line being logged (after gs__users_warn_due said yes): " (N more like this left out
+ * since the last one)", or "" when none was; clears the count. The text lives in u until the
+ * next call. u may be NULL (""). */
+const char *gs__users_suppressed(gs__user_t *u, gs__warn_cause_t cause);
 
 /* Frees every entry. */
 void gs__users_free(gs__users_t *users);

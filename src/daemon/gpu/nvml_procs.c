@@ -112,6 +112,11 @@ int gs__proc_read(pid_t pid, gs__proc_info_t *info)
     return 0;
 }
 
+int gs__proc_parent(pid_t pid, pid_t *ppid, uint64_t *start)
+{
+    return read_stat(pid, ppid, start);
+}
+
 void gs__proc_ancestors(pid_t pid, gs__proc_chain_t *chain)
 {
     chain->n = 0;

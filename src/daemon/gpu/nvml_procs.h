@@ -54,6 +54,10 @@ void gs__nvml_procs_free(gs__nvml_procs_t *procs);
 /* Reads pid's facts from /proc. Returns 0, or GS_ENOENT when it is gone (or a zombie). */
 int gs__proc_read(pid_t pid, gs__proc_info_t *info);
 
+/* Reads pid's parent and start time from /proc/PID/stat. Returns 0, or GS_ENOENT when it is gone
+ * (or a zombie). */
+int gs__proc_parent(pid_t pid, pid_t *ppid, uint64_t *start);
+
 /* A process and its ancestors by the parent links in /proc, nearest first. */
 #define GS__CHAIN_MAX 256
 typedef struct gs__proc_chain {

@@ -199,17 +199,6 @@ static void admit(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
     free(w);
 }
 
-/* A user (root excepted) holds at most this many leases: each maps a region in the daemon. */
-#define GS__LEASES_PER_USER 1024
-
-static unsigned leases_of(const gs__daemon_t *d, uid_t uid)
-{
-    unsigned n = 0;
-    for (const gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next)
-        n += lease->rec.uid == uid;
-    return n;
-}
-
 /* Completes req->owner (uid, gid and name) from the passwd database: a name gives the uid, a
  * uid gives the name (its number when it has no entry), and either gives the primary group
  * unless a gid was given. Returns 0, or GS_EINVAL with the reason in why. */
@@ -254,8 +243,10 @@ static int authorise(gs__conn_t *conn, gs_lease_request_t *req)
         return -1;
     }
     if (req->owner.set && cred->uid != 0) {
-        gs_warn("user %s (pid %d) asked for a lease on behalf of another user: refused", cred->user,
-                (int)cred->pid);
+        gs__user_t *user = gs__conn_user(conn);
+        if (gs__users_warn_due(user, GS__WARN_DENIED, gs__now_ms()))
+            gs_warn("user %s (pid %d) asked for a lease on behalf of another user: refused%s",
+                    cred->user, (int)cred->pid, gs__users_suppressed(user, GS__WARN_DENIED));
         gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_PERMISSION_DENIED,
                                           "only root may ask for a lease on behalf of another "
                                           "user (\"uid\", \"gid\", \"user\")"));
@@ -281,9 +272,14 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
                                           "this connection already waits for a lease"));
         return;
     }
-    if (cred->uid != 0 && leases_of(d, cred->uid) >= GS__LEASES_PER_USER) {
-        snprintf(why, sizeof(why), "user %s already holds %d leases, the most one user may hold",
-                 cred->user, GS__LEASES_PER_USER);
+    /* A user (root excepted) holds at most max_leases_per_user leases: each maps a region (a
+     * memfd of 384 KiB) in the daemon. */
+    const gs__user_t *holder = gs__users_get(&d->users, cred->uid);
+    if (cred->uid != 0 && holder != NULL && holder->leases >= d->cfg.max_leases_per_user) {
+        snprintf(why, sizeof(why),
+                 "user %s already holds %u leases, the most one user may hold "
+                 "(max_leases_per_user)",
+                 cred->user, holder->leases);
         gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_TOO_MANY, why));
         return;
     }
@@ -300,7 +296,10 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
     int possible = gs__place_possible(d->gpus, d->n_gpus, req, why, sizeof(why));
     if (possible != 0) {
         d->counters.rejected_never++;
-        gs_info("user %s (pid %d): refused: %s", cred->user, (int)cred->pid, why);
+        gs__user_t *user = gs__conn_user(conn);
+        if (gs__users_warn_due(user, GS__WARN_REFUSED, gs__now_ms()))
+            gs_info("user %s (pid %d): refused: %s%s", cred->user, (int)cred->pid, why,
+                    gs__users_suppressed(user, GS__WARN_REFUSED));
         gs__conn_send(
             conn,
             gs__api_error("acquire",
@@ -325,8 +324,11 @@ static gs__lease_t *lease_for(gs__daemon_t *d, gs__conn_t *conn, const char *op,
     }
     if (cred->uid != 0 && cred->uid != lease->rec.uid) {
         snprintf(msg, sizeof(msg), "lease %llu belongs to another user", (unsigned long long)id);
-        gs_warn("user %s (pid %d) tried to %s lease %llu of user %s", cred->user, (int)cred->pid,
-                op, (unsigned long long)id, lease->rec.user);
+        gs__user_t *user = gs__conn_user(conn);
+        if (gs__users_warn_due(user, GS__WARN_DENIED, gs__now_ms()))
+            gs_warn("user %s (pid %d) tried to %s lease %llu of user %s%s", cred->user,
+                    (int)cred->pid, op, (unsigned long long)id, lease->rec.user,
+                    gs__users_suppressed(user, GS__WARN_DENIED));
         gs__conn_send(conn, gs__api_error(op, GS_WIRE_PERMISSION_DENIED, msg));
         return NULL;
     }
@@ -378,6 +380,7 @@ static void handle_join(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
     }
     json_t *reply = ok_reply("join");
     json_object_set_new(reply, "lease", json_integer((json_int_t)id));
+    gs__lease_add_member(lease, gs__conn_cred(conn));
     int result = gs__conn_send_fd(conn, reply, gs_region_fd(lease->region));
     if (result != 0) {
         snprintf(msg, sizeof(msg), "cannot pass the region of lease %llu: %s",
@@ -422,6 +425,7 @@ static void handle_compute_join(gs__daemon_t *d, gs__conn_t *conn, const gs_requ
     }
     json_t *reply = ok_reply("compute_join");
     json_object_set_new(reply, "lease", json_integer((json_int_t)lease->rec.id));
+    gs__lease_add_member(lease, gs__conn_cred(conn));
     if (!gs__lease_shim_compute(d, lease)) {
         json_object_set_new(reply, "gate", json_false());
         gs__conn_send(conn, reply);

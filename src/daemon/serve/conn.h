@@ -52,4 +52,7 @@ void gs__server_pending(struct server *s, gs__conn_t *conn);
 /* The server's limit of unread output per connection, in bytes. */
 size_t gs__server_out_max(const struct server *s);
 
+/* The server's limit of unread output of all of one user's connections, in bytes. */
+unsigned gs__server_user_out_max(const struct server *s);
+
 #endif

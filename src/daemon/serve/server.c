@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -63,6 +64,11 @@ size_t gs__server_out_max(const server_t *s)
     return s->d->cfg.max_output_per_connection;
 }
 
+unsigned gs__server_user_out_max(const server_t *s)
+{
+    return s->d->cfg.max_output_per_user;
+}
+
 static void idle_remove(server_t *s, gs__conn_t *conn)
 {
     if (conn->idle_prev != NULL)
@@ -102,18 +108,17 @@ static void turn_away(server_t *s, int fd, gs__user_t *user, const gs__cred_t *c
     if (n > 0 && (size_t)n < sizeof(line))
         send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     close(fd);
-    if (gs__users_log_due(user, gs__now_ms())) {
+    if (gs__users_warn_due(user, GS__WARN_CONNS, gs__now_ms()))
         gs_warn("user %s has %u connections (max_connections_per_user): refused another%s",
-                cred->user, user->conns,
-                user->refused > 0 ? " (and more since the last line)" : "");
-        user->refused = 0;
-    }
+                cred->user, user->conns, gs__users_suppressed(user, GS__WARN_CONNS));
     (void)s;
 }
 
-/* Reads who is calling; refuses a user at their connection limit. Returns 0 or -1 (fd closed).
- * A refusal costs a few system calls: a flood of connections delays the others behind it in the
- * socket's queue as little as possible. */
+/* Reads who is calling; refuses a user at their connection limit, and a caller whose process is
+ * gone (a zombie that connected: its pid names nothing the daemon may ever signal, and may
+ * soon be another user's). Returns 0 or -1 (fd closed). A refusal costs a few system calls: a
+ * flood of connections delays the others behind it in the socket's queue as little as
+ * possible. */
 static int admit(server_t *s, int fd, gs__cred_t *cred, gs__user_t **user)
 {
     struct ucred uc;
@@ -132,8 +137,13 @@ static int admit(server_t *s, int fd, gs__cred_t *cred, gs__user_t **user)
         turn_away(s, fd, *user, cred);
         return -1;
     }
-    if (!gs_proc_alive(uc.pid, &cred->start))
-        cred->start = 0;
+    if (gs__proc_peer(fd, uc.pid, uc.uid, &cred->start) != 0) {
+        close(fd);
+        if (gs__users_warn_due(*user, GS__WARN_DENIED, gs__now_ms()))
+            gs_warn("user %s: refused a connection from pid %d: that process is gone%s",
+                    cred->user, (int)uc.pid, gs__users_suppressed(*user, GS__WARN_DENIED));
+        return -1;
+    }
     return 0;
 }
 
@@ -229,8 +239,10 @@ static void too_long(server_t *s, gs__conn_t *conn)
     snprintf(msg, sizeof(msg), "request line longer than %d bytes: closing the connection",
              GS_PROTO_LINE_MAX);
     gs__conn_send(conn, gs__api_error(NULL, GS_WIRE_TOO_LONG, msg));
-    gs_warn("client pid %d (user %s) sent a line longer than %d bytes: closed", (int)conn->cred.pid,
-            conn->cred.user, GS_PROTO_LINE_MAX);
+    if (gs__users_warn_due(conn->user, GS__WARN_BAD_LINE, gs__now_ms()))
+        gs_warn("client pid %d (user %s) sent a line longer than %d bytes: closed%s",
+                (int)conn->cred.pid, conn->cred.user, GS_PROTO_LINE_MAX,
+                gs__users_suppressed(conn->user, GS__WARN_BAD_LINE));
     s->d->counters.bad_requests++;
     gs__conn_close(conn);
 }
@@ -330,6 +342,15 @@ static void free_dead(server_t *s)
     }
 }
 
+/* Whether the connection sent something not handled yet: a request that waited out a stall of
+ * the daemon in the socket's buffer (or a paused connection's buffer) was asked in time. */
+static int has_input(const gs__conn_t *conn)
+{
+    int pending = 0;
+    return (conn->in_len > 0 && memchr(conn->in, '\n', conn->in_len) != NULL) ||
+           (ioctl(conn->fd, FIONREAD, &pending) == 0 && pending > 0);
+}
+
 /* Closes the connections that asked nothing for idle_timeout and hold nothing, from the oldest
  * activity on; one that holds a lease or a queued request is looked at again a timeout later. */
 static void close_idle(server_t *s, int64_t now)
@@ -340,7 +361,7 @@ static void close_idle(server_t *s, int64_t now)
         idle_remove(s, conn);
         if (conn->dead || conn->closing)
             continue;
-        if (gs__api_conn_busy(s->d, conn)) {
+        if (gs__api_conn_busy(s->d, conn) || has_input(conn)) {
             touch(s, conn, now);
             continue;
         }
@@ -352,8 +373,10 @@ static void close_idle(server_t *s, int64_t now)
         snprintf(msg, sizeof(msg), "no request within %.1f s: closing the connection",
                  timeout / 1000.0);
         gs__conn_send(conn, gs__api_error(NULL, GS_WIRE_IDLE_TIMEOUT, msg));
-        gs_info("client pid %d (user %s) sent nothing for %.1f s: closed", (int)conn->cred.pid,
-                conn->cred.user, timeout / 1000.0);
+        if (gs__users_warn_due(conn->user, GS__WARN_IDLE, now))
+            gs_info("client pid %d (user %s) sent nothing for %.1f s: closed%s",
+                    (int)conn->cred.pid, conn->cred.user, timeout / 1000.0,
+                    gs__users_suppressed(conn->user, GS__WARN_IDLE));
         gs__conn_close(conn);
     }
 }
