@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,7 +32,15 @@ static void usage(void)
             "       gs-hostile pipeline SOCKET N      send N status requests, read nothing, hold\n"
             "       gs-hostile tcpidle PORT N         open N idle connections to 127.0.0.1:PORT\n"
             "       gs-hostile hold SOCKET N LINE     send LINE N times on one connection, print\n"
-            "                                         how many were granted, hold the leases\n");
+            "                                         how many were granted, hold the leases\n"
+            "       gs-hostile adopt PID FD [SECONDS] take the region open as PID's FD as a\n"
+            "                                         member (never joined through gpushared),\n"
+            "                                         stay SECONDS ignoring SIGTERM\n"
+            "       gs-hostile zombie SOCKET LINE     connect from a child that exits at once (a\n"
+            "                                         zombie), send LINE, print the child's pid\n"
+            "                                         and the reply, reap the child, hold\n"
+            "       gs-hostile tcpflood PORT SECONDS  connect to 127.0.0.1:PORT as fast as it can\n"
+            "                                         (1000 kept open, the oldest closed)\n");
 }
 
 /* The region's descriptor as a process of the lease gets it: joined from gpushared, or the
@@ -267,8 +276,87 @@ static int hold_leases(char **argv)
     return 0;
 }
 
+static int adopt(int argc, char **argv)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/proc/%s/fd/%s", argv[2], argv[3]);
+    double seconds = argc > 4 ? atof(argv[4]) : 3600;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    gs_region_t *region = NULL;
+    if (fd < 0 || gs_region_adopt(fd, GS_REGION_SEALED | GS_REGION_MEMBER, &region) != 0) {
+        fprintf(stderr, "gs-hostile: cannot adopt %s\n", path);
+        return 1;
+    }
+    printf("adopted %s\n", path);
+    fflush(stdout);
+    signal(SIGTERM, SIG_IGN);
+    struct timespec nap = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
+    for (double waited = 0; waited < seconds; waited += 0.05)
+        nanosleep(&nap, NULL);
+    return 0;
+}
+
+/* The pid-reuse attack of issue 28: the process that connects is a zombie when the daemon
+ * accepts; the connection lives on in its parent. */
+static int zombie(char **argv)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", argv[2]);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 ? 0 : 1);
+    struct timespec nap = {.tv_sec = 0, .tv_nsec = 200 * 1000 * 1000};
+    nanosleep(&nap, NULL); /* the child exited: a zombie, not reaped */
+    send(fd, argv[3], strlen(argv[3]), MSG_NOSIGNAL);
+    send(fd, "\n", 1, MSG_NOSIGNAL);
+    char buf[4096];
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    ssize_t n = poll(&pfd, 1, 3000) > 0 ? recv(fd, buf, sizeof(buf) - 1, 0) : -1;
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    printf("zombie %d: %s\n", (int)child, n > 0 ? buf : n == 0 ? "closed" : "no reply");
+    fflush(stdout);
+    waitpid(child, NULL, 0);
+    hold();
+    return 0;
+}
+
+static int tcpflood(char **argv)
+{
+    int port = atoi(argv[2]);
+    double seconds = atof(argv[3]);
+    raise_fd_limit();
+    static int fds[1000];
+    unsigned next = 0, opened = 0;
+    for (unsigned i = 0; i < 1000; i++)
+        fds[i] = -1;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        if (fds[next] >= 0)
+            close(fds[next]);
+        fds[next] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sin = {.sin_family = AF_INET,
+                                  .sin_port = htons((uint16_t)port),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        if (fds[next] >= 0 && connect(fds[next], (struct sockaddr *)&sin, sizeof(sin)) == 0)
+            opened++;
+        next = (next + 1) % 1000;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
+    printf("opened %u\n", opened);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && strcmp(argv[1], "adopt") == 0)
+        return adopt(argc, argv);
+    if (argc >= 4 && strcmp(argv[1], "zombie") == 0)
+        return zombie(argv);
+    if (argc >= 4 && strcmp(argv[1], "tcpflood") == 0)
+        return tcpflood(argv);
     if (argc >= 5 && strcmp(argv[1], "hold") == 0)
         return hold_leases(argv);
     if (argc >= 2 && strcmp(argv[1], "resize") == 0)

@@ -317,8 +317,8 @@ static void test_name_invisible(void **state)
         0xE0001, /* language tag */
         0xE0041, /* tag latin capital letter A */
         0xE007F, /* cancel tag */
-        0x200C,  0x200D, 0x200E, 0x202E, 0x2066, 0x061C, 0x034F, 0x115F, 0x3164,
-        0xFE0F,  0xFFA0, 0xE0100, 0x180B, 0x00A0, 0x2028, 0x3000, 0x0085, 0xE000, 0x0378,
+        0x200C,  0x200D,  0x200E, 0x202E, 0x2066, 0x061C, 0x034F, 0x115F, 0x3164, 0xFE0F,
+        0xFFA0,  0xE0100, 0x180B, 0x00A0, 0x2028, 0x3000, 0x0085, 0xE000, 0x0378,
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         char utf8[5] = {0}, name[32], why[256];
@@ -329,8 +329,8 @@ static void test_name_invisible(void **state)
             snprintf(utf8, sizeof(utf8), "%c%c%c", 0xE0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3F),
                      0x80 | (cp & 0x3F));
         else
-            snprintf(utf8, sizeof(utf8), "%c%c%c%c", 0xF0 | (cp >> 18),
-                     0x80 | ((cp >> 12) & 0x3F), 0x80 | ((cp >> 6) & 0x3F), 0x80 | (cp & 0x3F));
+            snprintf(utf8, sizeof(utf8), "%c%c%c%c", 0xF0 | (cp >> 18), 0x80 | ((cp >> 12) & 0x3F),
+                     0x80 | ((cp >> 6) & 0x3F), 0x80 | (cp & 0x3F));
         for (size_t f = 0; f < 3; f++) {
             if (f == 0)
                 snprintf(name, sizeof(name), "%salice", utf8);
@@ -348,9 +348,12 @@ static void test_name_invisible(void **state)
         }
     }
     char why[256];
-    static const char *const fine[] = {"train \xc3\xa9", "\xe8\xae\xad\xe7\xbb\x83 job-1",
-                                       "cafe\xcc\x81", "r\xc3\xa9sum\xc3\xa9 (v2) #3 $5 \xe2\x82\xac",
-                                       "\xd0\xbc\xd0\xbe\xd0\xb4\xd0\xb5\xd0\xbb\xd1\x8c", "a b"};
+    static const char *const fine[] = {"train \xc3\xa9",
+                                       "\xe8\xae\xad\xe7\xbb\x83 job-1",
+                                       "cafe\xcc\x81",
+                                       "r\xc3\xa9sum\xc3\xa9 (v2) #3 $5 \xe2\x82\xac",
+                                       "\xd0\xbc\xd0\xbe\xd0\xb4\xd0\xb5\xd0\xbb\xd1\x8c",
+                                       "a b"};
     for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++)
         assert_int_equal(gs_lease_name_check(fine[i], why, sizeof(why)), 0);
     /* Not UTF-8: an overlong encoding, a surrogate, beyond U+10FFFF, a stray byte. */

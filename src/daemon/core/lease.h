@@ -17,8 +17,8 @@
  * someone else, or forced (root), is stopped by the daemon itself: its processes (the
  * descendants of its holder and of the processes that joined it, lease_procs.h) get SIGTERM,
  * then SIGKILL after kill_grace, and its capacity comes back only once they are gone; one still
- * in use GS__STOP_REPORT_MS later is reported once and left to root. A lease whose ledger row cannot be deleted keeps its capacity until it
- * can. */
+ * in use gs__stop_report_ms later is reported once and left to root. A lease whose ledger row
+ * cannot be deleted keeps its capacity until it can. */
 #ifndef GS_DAEMON_LEASE_H
 #define GS_DAEMON_LEASE_H
 
@@ -60,7 +60,7 @@ typedef struct gs__lease {
     char end_reason[96];     /* why it is ending, for the history ("" while active) */
     int64_t kill_at_ms;      /* being stopped: when SIGKILL follows the SIGTERM, 0 = not */
     int killed;              /* the SIGKILL was sent (its processes looked for a last time) */
-    int stop_reported;       /* still in use GS__STOP_REPORT_MS after the SIGKILL: said once,
+    int stop_reported;       /* still in use gs__stop_report_ms after the SIGKILL: said once,
                                 left to root */
     int forced;              /* stopped by force: every process holding its region, not only its
                                 job */
@@ -116,12 +116,13 @@ gs__lease_t *gs__lease_find(gs__daemon_t *d, uint64_t id);
  * reaper ends it later). Returns 1 when it ended. */
 int gs__lease_end_when_idle(gs__daemon_t *d, gs__lease_t *lease, const char *why);
 
-/* How long after the SIGKILL a lease still in use is reported (once) and left to root. */
-#define GS__STOP_REPORT_MS 10000
+/* How long after the SIGKILL a lease still in use is reported (once) and left to root:
+ * kill_grace, at least 1 s. */
+int64_t gs__stop_report_ms(const gs__daemon_t *d);
 
 /* One step of stopping a lease's processes (the reaper, every pass): once kill_grace has passed,
  * looks for them a last time and sends SIGKILL (again at each pass to those still there); a
- * lease still in use GS__STOP_REPORT_MS later is reported once and looked at no further than
+ * lease still in use gs__stop_report_ms later is reported once and looked at no further than
  * its region's lock. Costs the lease's own processes, never a pass over the node's. */
 void gs__lease_stop_step(gs__daemon_t *d, gs__lease_t *lease, int64_t now);
 

@@ -33,7 +33,7 @@ typedef struct gs__proc_ref {
 
 /* What /proc says of a live process (not a zombie). */
 typedef struct gs__proc_id {
-    uint64_t start;   /* start time, clock ticks since boot */
+    uint64_t start; /* start time, clock ticks since boot */
     pid_t ppid;
     uid_t ruid, euid; /* real and effective uid */
 } gs__proc_id_t;

@@ -317,6 +317,11 @@ static void stop_processes(gs__daemon_t *d, gs__lease_t *lease, int force)
             (unsigned long long)lease->rec.id, left, found, d->cfg.kill_grace_ms / 1000.0);
 }
 
+int64_t gs__stop_report_ms(const gs__daemon_t *d)
+{
+    return d->cfg.kill_grace_ms > 1000 ? (int64_t)d->cfg.kill_grace_ms : 1000;
+}
+
 /* Said once of a lease that is still in use well after its processes got SIGKILL: what keeps it
  * is not its job (a process that joined it from elsewhere), or root's, or beyond a signal. */
 static void report_stuck(gs__daemon_t *d, gs__lease_t *lease)
@@ -328,7 +333,7 @@ static void report_stuck(gs__daemon_t *d, gs__lease_t *lease)
     gs_warn("lease %llu (user %s) cannot end: processes still use its region %.1f s after its "
             "job was killed (processes that are not its job's%s); it stays ending, its capacity "
             "taken, until they exit or root stops them (gpushare release --force %llu)%s",
-            (unsigned long long)lease->rec.id, lease->rec.user, GS__STOP_REPORT_MS / 1000.0,
+            (unsigned long long)lease->rec.id, lease->rec.user, gs__stop_report_ms(d) / 1000.0,
             lease->forced ? ", root's, or ones no signal stops" : "",
             (unsigned long long)lease->rec.id, gs__users_suppressed(u, GS__WARN_STUCK));
 }
@@ -348,7 +353,7 @@ void gs__lease_stop_step(gs__daemon_t *d, gs__lease_t *lease, int64_t now)
     unsigned left = gs__lease_procs_signal(&lease->victims, SIGKILL);
     if (left > 0)
         gs_debug("lease %llu: SIGKILL to %u processes", (unsigned long long)lease->rec.id, left);
-    if (now >= lease->kill_at_ms + GS__STOP_REPORT_MS && gs__lease_busy(lease))
+    if (now >= lease->kill_at_ms + gs__stop_report_ms(d) && gs__lease_busy(lease))
         report_stuck(d, lease);
 }
 
@@ -362,8 +367,7 @@ static void tell_holder(gs__daemon_t *d, gs__lease_t *lease, const char *event, 
             d->events.stop_job(d, lease, event, by);
     } else if (!lease->rec.request.owner.set && lease->rec.client_start != 0) {
         /* Through a pidfd, once the start time and owner show it is still the holder. */
-        gs__proc_signal(lease->rec.client_pid, lease->rec.client_start, holder_uid(lease),
-                        SIGTERM);
+        gs__proc_signal(lease->rec.client_pid, lease->rec.client_start, holder_uid(lease), SIGTERM);
     }
 }
 

@@ -35,11 +35,11 @@ typedef struct gs__warn_state {
 typedef struct gs__user {
     struct gs__user *next; /* in its bucket */
     uid_t uid;
-    char name[64];     /* from the passwd database, looked up once (or the uid in digits) */
-    unsigned conns;    /* connections open */
-    unsigned queued;   /* requests waiting */
-    size_t output;     /* bytes of replies its connections have not read yet */
-    unsigned leases;   /* leases it holds (each a region memfd the daemon maps) */
+    char name[64];   /* from the passwd database, looked up once (or the uid in digits) */
+    unsigned conns;  /* connections open */
+    unsigned queued; /* requests waiting */
+    size_t output;   /* bytes of replies its connections have not read yet */
+    unsigned leases; /* leases it holds (each a region memfd the daemon maps) */
     gs__warn_state_t warn[GS__WARN_N];
     char note[80]; /* gs__users_suppressed's text */
 } gs__user_t;

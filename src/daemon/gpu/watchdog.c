@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #define LOG_PROCS_MAX 4 /* processes named in one log line */
-#define MPS_SERVER       "nvidia-cuda-mps-server"
+#define MPS_SERVER    "nvidia-cuda-mps-server"
 
 /* What the latest scan found of one lease. */
 typedef struct lease_real {

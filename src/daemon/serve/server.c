@@ -140,8 +140,8 @@ static int admit(server_t *s, int fd, gs__cred_t *cred, gs__user_t **user)
     if (gs__proc_peer(fd, uc.pid, uc.uid, &cred->start) != 0) {
         close(fd);
         if (gs__users_warn_due(*user, GS__WARN_DENIED, gs__now_ms()))
-            gs_warn("user %s: refused a connection from pid %d: that process is gone%s",
-                    cred->user, (int)uc.pid, gs__users_suppressed(*user, GS__WARN_DENIED));
+            gs_warn("user %s: refused a connection from pid %d: that process is gone%s", cred->user,
+                    (int)uc.pid, gs__users_suppressed(*user, GS__WARN_DENIED));
         return -1;
     }
     return 0;
