@@ -116,10 +116,15 @@ typedef struct gs_history_query {
     int64_t since_ms;            /* "since_ms": ended at or after (ms since the epoch), 0 = all */
     char user[GS_USER_NAME_MAX]; /* "user": only this user's, "" = the caller's (root: all) */
     uint32_t limit;              /* "limit": at most this many, 1..GS_HISTORY_MAX */
+    int64_t before_ms;           /* "before": [ended_at_ms, id], the cursor of a page: rows that */
+    int64_t before_id;           /* ended before it (0, 0: from the most recent) */
 } gs_history_query_t;
 
 #define GS_HISTORY_MAX     10000
 #define GS_HISTORY_DEFAULT 100
+/* One reply holds at most this many rows and about this many bytes; "next" asks for the rest. */
+#define GS_HISTORY_PAGE       500
+#define GS_HISTORY_PAGE_BYTES (512 * 1024)
 
 /* One parsed request line. */
 typedef struct gs_request {

@@ -129,6 +129,11 @@ static void print_header(const json_t *status, int64_t now)
     localtime_r(&t, &tm);
     strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", &tm);
     printf("%-*s%s\n", WIDTH - (int)strlen(stamp), counts, stamp);
+    const json_t *ledger = json_object_get(node, "ledger");
+    if (json_is_true(json_object_get(ledger, "disk_full")))
+        printf("the ledger's filesystem is full: the history is not written (%llu ended leases "
+               "so far); grants go on from the room kept for them\n",
+               (unsigned long long)gs__cli_uint(ledger, "history_dropped"));
     printf("GPU %-16s %-9s %7s %27s %7s %5s\n", "NAME", "MODE", "FREE", "USED / LEASED / TOTAL",
            "COMPUTE", "UTIL");
 }

@@ -136,6 +136,9 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
         gs__regions_take(&d->region_pool, &rcfg, cred->uid, cred->gid, &lease->region, err, errlen);
     lease->rec.region_ino = gs__regions_ino(lease->region);
     char why[160];
+    /* The first live lease: the marker is on disk before its row (ledger.h). */
+    if (result == 0 && d->n_leases == 0)
+        gs__ledger_mark(d->ledger, 1, lease->rec.id);
     if (result == 0 && (result = gs__ledger_put(d->ledger, &lease->rec, why, sizeof(why))) != 0) {
         result = gs_fail(err, errlen, result, "cannot record the lease in the ledger: %s", why);
         gs__regions_give_back(&d->region_pool, lease->region, cred->uid, cred->gid);
@@ -207,6 +210,8 @@ int gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
     give(d, &lease->alloc);
     gs__regions_give_back(&d->region_pool, lease->region, lease->rec.uid, lease->rec.gid);
     unlink_lease(d, lease);
+    if (d->n_leases == 0)
+        gs__ledger_mark(d->ledger, 0, 0);
     gs_info("lease %llu ended (%s): user %s, %s, held %.1f s", (unsigned long long)lease->rec.id,
             why, lease->rec.user, what, (double)(gs__wall_ms() - lease->rec.granted_at_ms) / 1e3);
     d->counters.ended++;
@@ -430,7 +435,7 @@ void gs__leases_expire(gs__daemon_t *d, int64_t wall_ms)
     for (gs__lease_t *lease = d->leases; lease != NULL; lease = next) {
         next = lease->next;
         int64_t expiry = gs__lease_expiry(lease);
-        if (expiry == 0 || lease->expired)
+        if (expiry == 0 || lease->expired || lease->rec.damaged[0] != '\0')
             continue;
         if (expiry <= wall_ms)
             expire(d, lease);

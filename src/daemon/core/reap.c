@@ -53,8 +53,8 @@ void gs__leases_reap(gs__daemon_t *d)
             reap_stopping(d, lease, now);
             continue;
         }
-        if (lease->conn != NULL || lease->end_failed)
-            continue;
+        if (lease->conn != NULL || lease->end_failed || lease->rec.damaged[0] != '\0')
+            continue; /* a damaged lease waits for root */
         int active = lease->rec.state == GS__LEASE_ACTIVE;
         if (active && gs__lease_holder_alive(lease))
             continue;

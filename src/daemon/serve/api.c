@@ -335,6 +335,28 @@ static gs__lease_t *lease_for(gs__daemon_t *d, gs__conn_t *conn, const char *op,
     return lease;
 }
 
+/* A lease whose ledger row could not be read whole: root decides, and its release ends it at
+ * once (nothing is known of its processes but what the row said). */
+static void release_damaged(gs__daemon_t *d, gs__conn_t *conn, gs__lease_t *lease)
+{
+    const gs__cred_t *cred = gs__conn_cred(conn);
+    char msg[256];
+    uint64_t id = lease->rec.id;
+    if (cred->uid != 0) {
+        snprintf(msg, sizeof(msg),
+                 "lease %llu's ledger row is damaged (%.120s): only root may release it",
+                 (unsigned long long)id, lease->rec.damaged);
+        gs__conn_send(conn, gs__api_error("release", GS_WIRE_PERMISSION_DENIED, msg));
+        return;
+    }
+    gs_info("lease %llu (damaged row) released by %s", (unsigned long long)id, cred->user);
+    int ended = gs__lease_end(d, lease, "its damaged row released by root") == 0;
+    json_t *reply = ok_reply("release");
+    json_object_set_new(reply, "lease", json_integer((json_int_t)id));
+    json_object_set_new(reply, "state", json_string(ended ? "ended" : "ending"));
+    gs__conn_send(conn, reply);
+}
+
 static void handle_release(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t *req)
 {
     const gs__cred_t *cred = gs__conn_cred(conn);
@@ -346,6 +368,10 @@ static void handle_release(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t
     gs__lease_t *lease = lease_for(d, conn, "release", req->lease_id);
     if (lease == NULL)
         return;
+    if (lease->rec.damaged[0] != '\0') {
+        release_damaged(d, conn, lease);
+        return;
+    }
     int ended;
     if (req->job_end.known)
         lease->job_end = req->job_end;
@@ -372,7 +398,7 @@ static void handle_join(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
         return;
     char msg[160];
     if (lease->rec.state != GS__LEASE_ACTIVE || lease->kill_at_ms != 0 || lease->expired ||
-        lease->region == NULL) {
+        lease->region == NULL || lease->rec.damaged[0] != '\0') {
         snprintf(msg, sizeof(msg), "lease %llu %s: no process may join it", (unsigned long long)id,
                  lease->region == NULL ? "has no region" : "is ending");
         gs__conn_send(conn, gs__api_error("join", GS_WIRE_ENDED, msg));
@@ -411,7 +437,8 @@ static void handle_compute_join(gs__daemon_t *d, gs__conn_t *conn, const gs_requ
         return;
     char msg[256];
     int part = part_on(d, lease, req->gpu_uuid);
-    if (lease->rec.state != GS__LEASE_ACTIVE || lease->kill_at_ms != 0 || lease->expired) {
+    if (lease->rec.state != GS__LEASE_ACTIVE || lease->kill_at_ms != 0 || lease->expired ||
+        lease->rec.damaged[0] != '\0') {
         snprintf(msg, sizeof(msg), "lease %llu is ending: no process may join it",
                  (unsigned long long)lease->rec.id);
         gs__conn_send(conn, gs__api_error("compute_join", GS_WIRE_ENDED, msg));
@@ -491,12 +518,19 @@ static void handle_history(gs__daemon_t *d, gs__conn_t *conn, const gs_history_q
     json_t *leases = NULL;
     int64_t uid = cred->uid == 0 ? -1 : (int64_t)cred->uid;
     const char *user = cred->uid == 0 && q->user[0] != '\0' ? q->user : NULL;
-    if (gs__ledger_history(d->ledger, q, uid, user, &leases) != 0) {
+    gs_history_query_t next;
+    int more = 0;
+    if (gs__ledger_history(d->ledger, q, uid, user, &leases, &next, &more) != 0) {
         gs__conn_send(conn, gs__api_error("history", GS_WIRE_INTERNAL, "cannot read the history"));
         return;
     }
     json_t *reply = ok_reply("history");
     json_object_set_new(reply, "leases", leases);
+    /* A page: the rest is asked for with "before" (docs/api.md). */
+    if (more)
+        json_object_set_new(reply, "next",
+                            json_pack("{s:[I, I], s:I}", "before", (json_int_t)next.before_ms,
+                                      (json_int_t)next.before_id, "limit", (json_int_t)next.limit));
     gs__conn_send(conn, reply);
 }
 
