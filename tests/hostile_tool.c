@@ -40,7 +40,10 @@ static void usage(void)
             "                                         zombie), send LINE, print the child's pid\n"
             "                                         and the reply, reap the child, hold\n"
             "       gs-hostile tcpflood PORT SECONDS  connect to 127.0.0.1:PORT as fast as it can\n"
-            "                                         (1000 kept open, the oldest closed)\n");
+            "                                         (1000 kept open, the oldest closed)\n"
+            "       gs-hostile stall SOCKET N         open N connections, print \"opened\", at\n"
+            "                                         SIGUSR1 send a status request on each and\n"
+            "                                         count the replies and idle_timeout errors\n");
 }
 
 /* The region's descriptor as a process of the lease gets it: joined from gpushared, or the
@@ -349,8 +352,48 @@ static int tcpflood(char **argv)
     return 0;
 }
 
+static volatile sig_atomic_t go;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    go = 1;
+}
+
+/* Issue 28, finding 12: requests sent while the daemon is stalled are answered, not closed as
+ * idle. */
+static int stall(char **argv)
+{
+    int n = atoi(argv[3]), replies = 0, idle = 0;
+    raise_fd_limit();
+    signal(SIGUSR1, on_usr1);
+    int *fds = calloc((size_t)n, sizeof(int));
+    for (int i = 0; fds != NULL && i < n; i++)
+        fds[i] = unix_conn(argv[2]);
+    printf("opened\n");
+    fflush(stdout);
+    while (!go)
+        pause();
+    static const char req[] = "{\"op\":\"hello\"}\n";
+    for (int i = 0; fds != NULL && i < n; i++)
+        if (fds[i] >= 0)
+            send(fds[i], req, sizeof(req) - 1, MSG_NOSIGNAL);
+    for (int i = 0; fds != NULL && i < n; i++) {
+        char buf[512];
+        struct pollfd pfd = {.fd = fds[i], .events = POLLIN};
+        ssize_t got = fds[i] >= 0 && poll(&pfd, 1, 10000) > 0 ? recv(fds[i], buf, 511, 0) : -1;
+        buf[got > 0 ? got : 0] = '\0';
+        replies += strstr(buf, "\"ok\":true") != NULL;
+        idle += strstr(buf, "idle_timeout") != NULL;
+    }
+    printf("replies %d, idle_timeout %d\n", replies, idle);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && strcmp(argv[1], "stall") == 0)
+        return stall(argv);
     if (argc >= 4 && strcmp(argv[1], "adopt") == 0)
         return adopt(argc, argv);
     if (argc >= 4 && strcmp(argv[1], "zombie") == 0)

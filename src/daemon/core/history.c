@@ -69,8 +69,8 @@ int gs__history_counts_load(gs__ledger_t *ledger)
     ledger->counts = calloc(1, sizeof(*ledger->counts));
     sqlite3_stmt *stmt = NULL;
     if (ledger->counts == NULL ||
-        sqlite3_prepare_v2(ledger->db, "SELECT uid, COUNT(*) FROM history GROUP BY uid", -1,
-                           &stmt, NULL) != SQLITE_OK)
+        sqlite3_prepare_v2(ledger->db, "SELECT uid, COUNT(*) FROM history GROUP BY uid", -1, &stmt,
+                           NULL) != SQLITE_OK)
         return GS_EIO;
     int rc;
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
