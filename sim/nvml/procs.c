@@ -125,6 +125,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t de
                                                                  unsigned int *infoCount,
                                                                  nvmlProcessInfo_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_COMPUTE);
 }
 
@@ -132,6 +133,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t de
                                                                  unsigned int *infoCount,
                                                                  nvmlProcessInfo_v2_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_COMPUTE);
 }
 
@@ -139,6 +141,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t devic
                                                               unsigned int *infoCount,
                                                               nvmlProcessInfo_v1_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_COMPUTE);
 }
 
@@ -146,6 +149,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t
                                                                     unsigned int *infoCount,
                                                                     nvmlProcessInfo_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_MPS);
 }
 
@@ -153,6 +157,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t
                                                                     unsigned int *infoCount,
                                                                     nvmlProcessInfo_v2_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_MPS);
 }
 
@@ -160,6 +165,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t de
                                                                  unsigned int *infoCount,
                                                                  nvmlProcessInfo_v1_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_MPS);
 }
 
@@ -167,6 +173,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d
                                                                   unsigned int *infoCount,
                                                                   nvmlProcessInfo_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_GRAPHICS);
 }
 
@@ -174,6 +181,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t d
                                                                   unsigned int *infoCount,
                                                                   nvmlProcessInfo_v2_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_GRAPHICS);
 }
 
@@ -181,11 +189,13 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t devi
                                                                unsigned int *infoCount,
                                                                nvmlProcessInfo_v1_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_GRAPHICS);
 }
 
 GS_NVML_API nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     gsim_node_t *node = gsim_nvml_node();
     if (node != NULL)
