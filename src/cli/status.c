@@ -181,8 +181,9 @@ static void print_unmanaged(const json_t *gpu)
     const json_t *row;
     json_array_foreach(json_object_get(gpu, "unmanaged"), i, row)
     {
-        char used[32], line[512], fitted[160];
-        gs__cli_bytes(gs__cli_uint(row, "memory_used"), used, sizeof(used));
+        char used[32] = "memory NVML cannot tell (N/A)", line[512], fitted[160];
+        if (json_is_integer(json_object_get(row, "memory_used")))
+            gs__cli_bytes(gs__cli_uint(row, "memory_used"), used, sizeof(used));
         snprintf(line, sizeof(line), "  ! UNMANAGED pid %llu (%s) holds %s: %s",
                  (unsigned long long)gs__cli_uint(row, "pid"), gs__cli_str(row, "user"), used,
                  gs__cli_str(row, "command"));

@@ -31,6 +31,7 @@ typedef struct gs__nvml_proc {
     unsigned gpu; /* index into the daemon's GPUs (NVML index order) */
     pid_t pid;
     uint64_t used; /* NVML's usedGpuMemory on that GPU, bytes (0 when NVML does not say) */
+    int unknown;   /* NVML said N/A: its memory is unknown, not 0 (watchdog.h counts it) */
     int alive;     /* /proc knows the process (info is valid) */
     gs__proc_info_t info;
 } gs__nvml_proc_t;

@@ -145,14 +145,29 @@ static int measure_leases(const gs__daemon_t *d, gs__watchdog_t *w)
     return 0;
 }
 
-/* Memory held on GPU g beyond what the leases account for. */
+/* What GPU g holds that no process's known memory explains: its used memory (NVML, with the
+ * driver's reserve) less the reserve and the processes NVML gave a figure for. */
+static uint64_t unexplained(const gs__daemon_t *d, const gs__watchdog_t *w, unsigned g)
+{
+    uint64_t known = d->gpus[g].driver_reserved + w->procs.listed[g];
+    return d->usage[g].used > known ? d->usage[g].used - known : 0;
+}
+
+/* Memory held on GPU g beyond what the leases account for. A process of no lease whose memory
+ * NVML reports as N/A is not counted as 0: what the GPU holds beyond every known figure is
+ * taken to be its (issue 25). */
 static uint64_t outside_of(const gs__daemon_t *d, const gs__watchdog_t *w, unsigned g)
 {
     uint64_t bytes = 0;
+    int unknown = 0;
     for (unsigned i = 0; i < w->procs.n; i++) {
-        if (w->procs.procs[i].gpu == g && w->verdicts[i].part < 0)
+        if (w->procs.procs[i].gpu == g && w->verdicts[i].part < 0) {
             bytes += w->procs.procs[i].used;
+            unknown |= w->procs.procs[i].unknown && w->procs.procs[i].alive;
+        }
     }
+    if (unknown)
+        bytes += unexplained(d, w, g);
     unsigned r = 0;
     for (const gs__lease_t *l = d->leases; l != NULL && r < w->n_leases; l = l->next, r++) {
         int k = part_on(l, g);
@@ -191,6 +206,8 @@ static void log_unmanaged(const gs__daemon_t *d, const gs__nvml_proc_t *p, uint6
 {
     char size[32], of_lease[96] = "";
     gs_qty_format_human(p->used, size, sizeof(size));
+    if (p->unknown)
+        snprintf(size, sizeof(size), "memory NVML cannot tell (N/A)");
     if (lease != 0)
         snprintf(of_lease, sizeof(of_lease), " (a process of lease %llu, which has no share of it)",
                  (unsigned long long)lease);
@@ -327,8 +344,8 @@ static void kill_unmanaged(const gs__daemon_t *d, gs__watchdog_t *w)
             continue;
         char why[128], size[32];
         gs_qty_format_human(p->used, size, sizeof(size));
-        snprintf(why, sizeof(why), "it held %s on GPU %u outside any lease", size,
-                 d->gpus[p->gpu].index);
+        snprintf(why, sizeof(why), "it held %s on GPU %u outside any lease",
+                 p->unknown ? "memory NVML cannot tell (N/A)" : size, d->gpus[p->gpu].index);
         kill_one(w, p, 1, why);
     }
 }
@@ -445,11 +462,13 @@ json_t *gs__watchdog_unmanaged_view(const gs__daemon_t *d, unsigned g, uid_t vie
             *others_bytes += p->used;
             continue;
         }
-        json_array_append_new(rows, json_pack("{s:I, s:s, s:I, s:s, s:I, s:I}", "pid",
-                                              (json_int_t)p->pid, "user", p->info.user, "uid",
-                                              (json_int_t)p->info.uid, "command", p->info.command,
-                                              "memory_used", (json_int_t)p->used, "lease",
-                                              (json_int_t)w->verdicts[i].lease));
+        /* A memory NVML cannot tell is shown as unknown (null), never as 0. */
+        json_array_append_new(
+            rows,
+            json_pack("{s:I, s:s, s:I, s:s, s:o, s:I}", "pid", (json_int_t)p->pid, "user",
+                      p->info.user, "uid", (json_int_t)p->info.uid, "command", p->info.command,
+                      "memory_used", p->unknown ? json_null() : json_integer((json_int_t)p->used),
+                      "lease", (json_int_t)w->verdicts[i].lease));
     }
     return rows;
 }
