@@ -10,3 +10,11 @@ if(TARGET gsim_nvml AND TARGET gpushare_shim AND TARGET gsim_mps_control)
   gs_add_script_test(daemon_faults_restore SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/faults_restore.sh"
                      TIMEOUT 120 LABELS "daemon;faults")
 endif()
+# The drain hole: drain.c against a fake driver.
+if(TARGET gpushare_shim)
+  gs_add_unit_test(test_shim_drain SOURCES test_shim_drain.c "${CMAKE_SOURCE_DIR}/src/shim/drain.c"
+                   LIBS gs_common Threads::Threads LABELS faults)
+  target_include_directories(test_shim_drain PRIVATE "${CUDA_INCLUDE_DIR}"
+                             "${CMAKE_SOURCE_DIR}/src/shim")
+  target_compile_definitions(test_shim_drain PRIVATE __CUDA_API_VERSION_INTERNAL)
+endif()
