@@ -18,3 +18,13 @@ if(TARGET gpushare_shim)
                              "${CMAKE_SOURCE_DIR}/src/shim")
   target_compile_definitions(test_shim_drain PRIVATE __CUDA_API_VERSION_INTERNAL)
 endif()
+# The suite: the interposer of the ledger's writes and the wall clock, and its short run.
+if(TARGET gsim_cuda AND TARGET gpushare_shim AND TARGET gsim_nvml AND TARGET gsim_mps_control)
+  add_library(gs_fault_io SHARED faults/fault_io.c)
+  set_target_properties(gs_fault_io PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${GS_TEST_DIR}"
+                        C_VISIBILITY_PRESET hidden)
+  target_link_libraries(gs_fault_io PRIVATE ${CMAKE_DL_LIBS} Threads::Threads)
+  gs_add_script_test(faults_short SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/faults/run.sh"
+                     TIMEOUT 240 LABELS "daemon;faults")
+  set_tests_properties(faults_short PROPERTIES SKIP_RETURN_CODE 77)
+endif()
