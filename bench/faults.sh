@@ -21,5 +21,4 @@ faults injected between the operations (4 in 10 steps) and the invariants checke
 step; seed $seed, $seconds s. Reproduce: BENCH_FAULTS_SEED=$seed bench/faults.sh (or
 tests/faults/run.sh $seed $seconds). Machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg).
 EOM
-GS_BUILD_DIR=$build FAULTS_KEEP=${BENCH_FAULTS_KEEP:-} bash "$(dirname "$0")/../tests/faults/run.sh" "$seed" "$seconds" 2>&1 |
-  cat
+GS_BUILD_DIR=$build FAULTS_KEEP=${BENCH_FAULTS_KEEP:-} bash "$(dirname "$0")/../tests/faults/run.sh" "$seed" "$seconds"
