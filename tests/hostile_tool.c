@@ -41,6 +41,14 @@ static void usage(void)
             "                                         and the reply, reap the child, hold\n"
             "       gs-hostile tcpflood PORT SECONDS  connect to 127.0.0.1:PORT as fast as it can\n"
             "                                         (1000 kept open, the oldest closed)\n"
+            "       gs-hostile keep SOCKET ID... [--forge] a child joins the leases, passes their\n"
+            "                                         regions over and exits; this process takes\n"
+            "                                         them as a member (never joined itself),\n"
+            "                                         rewrites every record with --forge, holds\n"
+            "       gs-hostile histhold SOCKET N LINE N connections: each acquires with LINE, then\n"
+            "                                         asks for its history and reads nothing\n"
+            "       gs-hostile histloop SOCKET N      N connections asking for their history in\n"
+            "                                         a loop, reading every reply\n"
             "       gs-hostile stall SOCKET N         open N connections, print \"opened\", at\n"
             "                                         SIGUSR1 send a status request on each and\n"
             "                                         count the replies and idle_timeout errors\n");
@@ -352,6 +360,135 @@ static int tcpflood(char **argv)
     return 0;
 }
 
+/* Sends fd over sock (SCM_RIGHTS) with one byte. */
+static int send_fd(int sock, int fd)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof(control));
+    char byte = 'r';
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                         .msg_controllen = sizeof(control.buf)};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fd(int sock)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    char byte;
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                         .msg_controllen = sizeof(control.buf)};
+    if (recvmsg(sock, &msg, 0) != 1)
+        return -1;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    int fd = -1;
+    if (c != NULL && c->cmsg_type == SCM_RIGHTS)
+        memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    return fd;
+}
+
+/* Rewrites every record of the region mapped from fd (pid 1, attached all ones). */
+static void forge_fd(int fd)
+{
+    region_layout_t *map = mmap(NULL, sizeof(*map), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED)
+        return;
+    for (int i = 0; i < GS_REGION_MAX_PROCS; i++) {
+        map->procs[i].pid = 1;
+        map->procs[i].start_time = 1;
+    }
+    map->attached = UINT32_MAX;
+}
+
+/* Issue 28, finding 2: regions held by a process that is neither the holder's descendant nor a
+ * process that joined (a child joined and passed them over). */
+static int keep(int argc, char **argv)
+{
+    int forge_too = strcmp(argv[argc - 1], "--forge") == 0;
+    int n = argc - 3 - forge_too, pair[2], kept = 0;
+    raise_fd_limit();
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+        return 1;
+    pid_t child = fork();
+    if (child == 0) {
+        for (int i = 0; i < n; i++) {
+            char spec[512], why[256];
+            gs_region_t *region = NULL;
+            snprintf(spec, sizeof(spec), "gpushared:%s:%s", argv[3 + i], argv[2]);
+            if (gs_region_join(spec, &region, why, sizeof(why)) == 0)
+                send_fd(pair[1], gs_region_fd(region));
+        }
+        _exit(0);
+    }
+    close(pair[1]);
+    for (int fd; (fd = recv_fd(pair[0])) >= 0;) {
+        gs_region_t *region = NULL;
+        if (gs_region_adopt(fd, GS_REGION_SEALED | GS_REGION_MEMBER, &region) == 0)
+            kept++;
+        if (forge_too)
+            forge_fd(fd);
+    }
+    waitpid(child, NULL, 0);
+    printf("kept %d\n", kept);
+    fflush(stdout);
+    signal(SIGTERM, SIG_IGN);
+    hold();
+    return 0;
+}
+
+/* Issue 28, finding 3: N connections, each holding a lease (never idle) and one unread history
+ * reply. */
+static int histhold(char **argv)
+{
+    int n = atoi(argv[3]), held = 0;
+    raise_fd_limit();
+    static char buf[1 << 16];
+    static const char ask[] = "{\"op\":\"history\",\"limit\":5000}\n";
+    for (int i = 0; i < n; i++) {
+        int fd = unix_conn(argv[2]);
+        size_t have = 0;
+        if (fd < 0 || send(fd, argv[4], strlen(argv[4]), MSG_NOSIGNAL) < 0 ||
+            send(fd, "\n", 1, MSG_NOSIGNAL) < 0 || read_line(fd, buf, sizeof(buf), &have) != 1)
+            continue;
+        held += send(fd, ask, sizeof(ask) - 1, MSG_NOSIGNAL) > 0;
+    }
+    printf("held %d\n", held);
+    fflush(stdout);
+    hold();
+    return 0;
+}
+
+static int histloop(char **argv)
+{
+    int n = atoi(argv[3]);
+    raise_fd_limit();
+    for (int i = 1; i < n; i++) {
+        if (fork() == 0)
+            break;
+    }
+    static char buf[1 << 20];
+    static const char ask[] = "{\"op\":\"history\",\"limit\":5000}\n";
+    int fd = unix_conn(argv[2]);
+    for (;;) {
+        size_t have = 0;
+        if (fd < 0 || send(fd, ask, sizeof(ask) - 1, MSG_NOSIGNAL) < 0 ||
+            read_line(fd, buf, sizeof(buf), &have) < 0)
+            return 1;
+    }
+}
+
 static volatile sig_atomic_t go;
 
 static void on_usr1(int sig)
@@ -392,6 +529,12 @@ static int stall(char **argv)
 
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && strcmp(argv[1], "keep") == 0)
+        return keep(argc, argv);
+    if (argc >= 5 && strcmp(argv[1], "histhold") == 0)
+        return histhold(argv);
+    if (argc >= 4 && strcmp(argv[1], "histloop") == 0)
+        return histloop(argv);
     if (argc >= 4 && strcmp(argv[1], "stall") == 0)
         return stall(argv);
     if (argc >= 4 && strcmp(argv[1], "adopt") == 0)
