@@ -18,6 +18,7 @@ dir=$(mktemp -d /tmp/gs-bench-hostile.XXXXXX)
 chmod 755 "$dir"
 export GPUSIM_STATE=$dir/sim GPUSIM_DEVICES=H100-80GB LD_LIBRARY_PATH=$build/sim
 sock=$dir/gpushared.sock
+export GPUSHARE_SOCKET=$sock
 mport=$((20000 + RANDOM % 10000)) # the metrics endpoint (a scenario floods it)
 # The attacks hold 1,000 leases: the per-user cap (256 by default) is raised for them.
 printf '[daemon]\nmax_leases_per_user = 1024\nkill_grace = 1\n' >"$dir/gpushare.conf"
@@ -29,6 +30,8 @@ stop_attack() {
   [[ ${#pids[@]} -gt 0 ]] || return 0
   for p in "${pids[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
   wait "${pids[@]}" 2>/dev/null || true
+  # (runuser may start a session of its own: the attacker's processes of this run, by pid.)
+  for p in $(pgrep -u gpushare-test -f "$dir" || true); do kill -KILL "$p" 2>/dev/null || true; done
   pids=()
 }
 trap 'stop_attack; kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$dir"' EXIT
@@ -39,7 +42,7 @@ attack() {
   pids+=($!)
 }
 leases() {
-  "$build/bin/gpushare" --socket "$sock" leases --json 2>/dev/null | jq length
+  "$build/bin/gpushare" leases --json 2>/dev/null | jq length
 }
 rss_mib() {
   awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$daemon/status"
@@ -82,7 +85,7 @@ measure "20,000 connections opening"
 measure "20,000 connections held (256 kept)"
 stop_attack
 
-"$build/bin/gpushare" --socket "$sock" run --gpu-memory 80G -- sleep 3600 >/dev/null 2>&1 &
+"$build/bin/gpushare" run --gpu-memory 80G -- sleep 3600 >/dev/null 2>&1 &
 holder=$!
 for _ in $(seq 100); do [[ $(leases) == 1 ]] && break; sleep 0.05; done
 req='{"op":"acquire","gpu_memory":"40G","command":"flood"}'
@@ -105,10 +108,10 @@ as_attacker() {
   "${attacker[@]}" "$@"
 }
 ids_of_attacker() {
-  "$build/bin/gpushare" --socket "$sock" leases --json | jq -r ".[] | select(.user == \"gpushare-test\") | .id"
+  "$build/bin/gpushare" leases --json | jq -r ".[] | select(.user == \"gpushare-test\") | .id"
 }
 count() {
-  "$build/bin/gpushare" --socket "$sock" leases --json | jq "[.[] | select($1)] | length"
+  "$build/bin/gpushare" leases --json | jq "[.[] | select($1)] | length"
 }
 
 # 1. 1000 leases past their time limit, kept ending by a process that is neither their holder's

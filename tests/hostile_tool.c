@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -41,12 +42,13 @@ static void usage(void)
             "                                         and the reply, reap the child, hold\n"
             "       gs-hostile tcpflood PORT SECONDS  connect to 127.0.0.1:PORT as fast as it can\n"
             "                                         (1000 kept open, the oldest closed)\n"
-            "       gs-hostile keep SOCKET ID... [--forge] a child joins the leases, passes their\n"
+            "       gs-hostile keep SOCKET ID... [--forge]\n"
+            "                                         a child joins the leases, passes their\n"
             "                                         regions over and exits; this process takes\n"
             "                                         them as a member (never joined itself),\n"
             "                                         rewrites every record with --forge, holds\n"
-            "       gs-hostile histhold SOCKET N LINE N connections: each acquires with LINE, then\n"
-            "                                         asks for its history and reads nothing\n"
+            "       gs-hostile histhold SOCKET N LINE N connections: each acquires with LINE,\n"
+            "                                         then asks for its history, reads nothing\n"
             "       gs-hostile histloop SOCKET N      N connections asking for their history in\n"
             "                                         a loop, reading every reply\n"
             "       gs-hostile stall SOCKET N         open N connections, print \"opened\", at\n"
@@ -323,7 +325,9 @@ static int zombie(char **argv)
     send(fd, "\n", 1, MSG_NOSIGNAL);
     char buf[4096];
     struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    ssize_t n = poll(&pfd, 1, 3000) > 0 ? recv(fd, buf, sizeof(buf) - 1, 0) : -1;
+    ssize_t n = poll(&pfd, 1, 3000) > 0 ? recv(fd, buf, sizeof(buf) - 1, 0) : -2;
+    if (n == -1 && errno == ECONNRESET)
+        n = 0; /* closed with the request unread */
     buf[n > 0 ? n : 0] = '\0';
     buf[strcspn(buf, "\n")] = '\0';
     printf("zombie %d: %s\n", (int)child, n > 0 ? buf : n == 0 ? "closed" : "no reply");
@@ -370,7 +374,9 @@ static int send_fd(int sock, int fd)
     memset(&control, 0, sizeof(control));
     char byte = 'r';
     struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.buf,
                          .msg_controllen = sizeof(control.buf)};
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
@@ -388,7 +394,9 @@ static int recv_fd(int sock)
     } control;
     char byte;
     struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.buf,
                          .msg_controllen = sizeof(control.buf)};
     if (recvmsg(sock, &msg, 0) != 1)
         return -1;
@@ -475,8 +483,10 @@ static int histloop(char **argv)
     int n = atoi(argv[3]);
     raise_fd_limit();
     for (int i = 1; i < n; i++) {
-        if (fork() == 0)
+        if (fork() == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* they go with the first */
             break;
+        }
     }
     static char buf[1 << 20];
     static const char ask[] = "{\"op\":\"history\",\"limit\":5000}\n";

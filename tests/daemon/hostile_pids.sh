@@ -27,8 +27,14 @@ victim_on() {
 }
 
 # The attack: the connecting process is a zombie when the daemon accepts (its parent holds the
-# connection); the pid is then reused by root's process.
+# connection); the pid is then reused by root's process. The daemon is stopped while the child
+# connects and exits, so that it accepts a zombie's connection every time (running, it may accept
+# before the child exits: then the holder's start time is known and a reused pid is still never
+# signalled, but the refusal is not what is tested).
+kill -STOP "$DAEMON_PID"
 bg "${AS_USER2[@]}" "$HOSTILE" zombie "$GPUSHARE_SOCKET" '{"op":"acquire","gpu_memory":"1M","time_limit_ms":1000}' >"$WORK/zombie.out"
+sleep 0.5
+kill -CONT "$DAEMON_PID"
 wait_until 10 grep -q zombie "$WORK/zombie.out"
 read -r _ pid reply <<<"$(cat "$WORK/zombie.out")"
 pid=${pid%:}
