@@ -41,8 +41,8 @@ attack() {
   setsid "${attacker[@]}" "$@" >/dev/null 2>&1 &
   pids+=($!)
 }
-leases() {
-  "$build/bin/gpushare" leases --json 2>/dev/null | jq length
+leases() { # granted leases (the listing has the waiting requests too, state pending)
+  "$build/bin/gpushare" leases --json 2>/dev/null | jq '[.[] | select(.state != "pending")] | length'
 }
 rss_mib() {
   awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$daemon/status"
@@ -108,7 +108,7 @@ as_attacker() {
   "${attacker[@]}" "$@"
 }
 ids_of_attacker() {
-  "$build/bin/gpushare" leases --json | jq -r ".[] | select(.user == \"gpushare-test\") | .id"
+  "$build/bin/gpushare" leases --json | jq -r ".[] | select(.user == \"gpushare-test\" and .id != null) | .id"
 }
 count() {
   "$build/bin/gpushare" leases --json | jq "[.[] | select($1)] | length"

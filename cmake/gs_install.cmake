@@ -3,7 +3,9 @@
 #   runtime (package gpushare)     gpushared, gpushare, libgpushare.so, spank_gpushare.so, the client
 #                                  header, library and pkg-config file, man pages, systemd unit,
 #                                  configuration (/etc/gpushare/gpushare.conf, a conffile), the
-#                                  copyright file (packaging/copyright)
+#                                  copyright file (packaging/copyright), the Grafana dashboard
+#                                  and alert rules (DATADIR/gpushare/monitoring), an example
+#                                  workload for plan replay (DATADIR/gpushare/traces/example)
 #   sim     (package gpushare-sim) gpusim under LIBEXECDIR/gpushare/sim: off every search path, so
 #                                  a GPU node never loads it by accident; a test node points
 #                                  nvml_library (and LD_LIBRARY_PATH for jobs) at it; its own
@@ -38,6 +40,13 @@ install(FILES "${CMAKE_BINARY_DIR}/packaging/gpushared.service"
 install(FILES packaging/gpushare.conf.example DESTINATION "${CMAKE_INSTALL_FULL_SYSCONFDIR}/gpushare"
         RENAME gpushare.conf COMPONENT runtime)
 install(FILES packaging/gpushare.conf.example DESTINATION "${CMAKE_INSTALL_DOCDIR}" COMPONENT runtime)
+# A workload to try gpushare plan replay on: the project's own synthetic trace (the openb traces
+# are not for redistribution, THIRD-PARTY.md).
+install(FILES data/traces/example/nodes.csv data/traces/example/pods.csv
+        DESTINATION "${CMAKE_INSTALL_DATADIR}/gpushare/traces/example" COMPONENT runtime)
+# Monitoring: a Grafana dashboard and Prometheus alert rules for gpushared's series.
+install(FILES packaging/monitoring/gpushare-dashboard.json packaging/monitoring/gpushare-alerts.yml
+        DESTINATION "${CMAKE_INSTALL_DATADIR}/gpushare/monitoring" COMPONENT runtime)
 
 # Each package's copyright file (Debian's machine-readable format, Debian policy 12.5; it refers to
 # /usr/share/common-licenses/Apache-2.0 for the licence's text). The sim component's doc

@@ -14,6 +14,9 @@ set(GS_STATE_DIR "/var/lib/gpushare")
 # The shim as gpushare finds it from its own directory, so an installed tree can move (DESTDIR).
 file(RELATIVE_PATH GS_SHIM_FROM_BINDIR "${CMAKE_INSTALL_FULL_BINDIR}"
      "${CMAKE_INSTALL_FULL_LIBDIR}/gpushare/libgpushare.so")
+# gpushared as gpushare doctor finds it (to read the configuration with gpushared --check-config).
+file(RELATIVE_PATH GS_SBIN_FROM_BINDIR "${CMAKE_INSTALL_FULL_BINDIR}"
+     "${CMAKE_INSTALL_FULL_SBINDIR}/gpushared")
 file(RELATIVE_PATH GS_SIM_FROM_BINDIR "${CMAKE_INSTALL_FULL_BINDIR}"
      "${CMAKE_INSTALL_FULL_LIBEXECDIR}/gpushare/sim")
 

@@ -11,7 +11,9 @@ packages=(
   clang-format                              # style check
   libcmocka-dev                             # unit tests
   libsqlite3-dev sqlite3                    # the daemon's ledger
-  libjansson-dev                            # the JSON-lines API
+  libjansson-dev                            # the JSON-lines API, Kubernetes JSON
+  libssl-dev                                # the scheduler extender's HTTPS to the API server
+  python3 python3-yaml openssl              # tests/k8s: stand-in API server, manifests, TLS certs
   libinih-dev                               # gpushare.conf
   coinor-libclp-dev                         # LP solver (COIN-OR CLP): placement's packing prices
   libcairo2-dev libfontconfig-dev           # PNG/SVG charts of `gpushare plan replay --plot`
@@ -20,6 +22,8 @@ packages=(
   procps psmisc                             # ps, pkill, killall in tests
   slurmctld slurmd slurm-client munge       # the Slurm plugin's test cluster (tests/slurm)
   libslurm-dev                              # slurm/spank.h for spank_gpushare.so
+  podman crun busybox-static                # the container tests (tests/containers): rootful
+                                            # podman + crun, busybox for their image
 )
 
 if [[ ${1:-} == --list ]]; then

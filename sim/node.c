@@ -13,6 +13,9 @@
 
 /* Process-slot liveness locks live on bytes far beyond the end of the file. */
 #define SLOT_LOCK_BASE (INT64_C(1) << 40)
+/* Every process with the node open holds a read lock on this byte (its own open file
+ * description): a node that some process maps is never rebuilt under it. */
+#define MAPPED_LOCK (SLOT_LOCK_BASE - 1)
 
 typedef struct node_handle {
     gsim_node_t *node;
@@ -103,8 +106,19 @@ static void make_uuid(char *out, const char *prefix, uint64_t seed)
              (unsigned long long)(b & UINT64_C(0xffffffffffff)));
 }
 
+/* A node's GPUs have UUIDs of their own, as real GPUs do (gpushared claims GPUs by UUID): they
+ * are derived from the node's path, so two nodes never share one and a node rebuilt at the same
+ * path keeps them. */
+static uint64_t path_seed(const char *path)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a */
+    for (const char *p = path; *p != '\0'; p++)
+        h = (h ^ (unsigned char)*p) * UINT64_C(0x100000001b3);
+    return h;
+}
+
 static void init_device(gsim_device_t *dev, const gsim_model_t *model, const gsim_model_t *table,
-                        unsigned index)
+                        unsigned index, uint64_t seed)
 {
     memset(dev, 0, sizeof(*dev));
     dev->model_index = (uint32_t)(model - table);
@@ -112,13 +126,13 @@ static void init_device(gsim_device_t *dev, const gsim_model_t *model, const gsi
     dev->total_bytes = model->fb_mib << 20;
     dev->reserved_bytes = model->reserved_mib << 20;
     snprintf(dev->name, sizeof(dev->name), "NVIDIA %s", model->name);
-    make_uuid(dev->uuid, "GPU", index);
+    make_uuid(dev->uuid, "GPU", seed + index);
     snprintf(dev->pci_bus_id, sizeof(dev->pci_bus_id), "00000000:%02X:00.0", 0x18 + index * 0x10);
     dev->gi_next_id = 1;
 }
 
 /* Initialises a zeroed node for the device spec. Returns 0 or -EINVAL (message printed). */
-static int init_node(gsim_node_t *node, const char *spec)
+static int init_node(gsim_node_t *node, const char *spec, uint64_t seed)
 {
     const gsim_model_t *models[GSIM_MAX_DEVICES];
     char err[160];
@@ -139,7 +153,7 @@ static int init_node(gsim_node_t *node, const char *spec)
     node->n_devices = (uint32_t)n;
     node->pidns = gsim_pidns_of(0);
     for (int i = 0; i < n; i++)
-        init_device(&node->dev[i], models[i], table, (unsigned)i);
+        init_device(&node->dev[i], models[i], table, (unsigned)i, seed);
     node->size = sizeof(gsim_node_t);
     node->version = GSIM_VERSION;
     node->magic = GSIM_MAGIC;
@@ -174,7 +188,7 @@ static int create_state(const char *path, const char *spec, int replace)
     result = map_fd(fd, &node);
     if (result != 0)
         goto out;
-    result = init_node(node, spec);
+    result = init_node(node, spec, path_seed(path));
     if (result != 0)
         goto out;
     if (replace)
@@ -265,6 +279,22 @@ void gsim_node_unlock(gsim_node_t *node)
     pthread_mutex_unlock(&node->lock);
 }
 
+/* Nonzero when another process has the node open (its lock on MAPPED_LOCK). */
+static int mapped_elsewhere(int fd)
+{
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = MAPPED_LOCK, .l_len = 1};
+    if (fcntl(fd, F_OFD_GETLK, &fl) != 0)
+        return 1; /* cannot tell: keep it */
+    return fl.l_type != F_UNLCK;
+}
+
+/* Says that this process has the node open (MAPPED_LOCK), through its own description fd. */
+static void hold_mapped(int fd)
+{
+    struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = MAPPED_LOCK, .l_len = 1};
+    fcntl(fd, F_OFD_SETLK, &fl);
+}
+
 static int any_process_alive(gsim_node_t *node, int fd)
 {
     for (int i = 0; i < GSIM_MAX_PROCS; i++) {
@@ -336,17 +366,19 @@ static int open_existing(const char *path, const char *spec, int *fd_out, gsim_n
     if (result == 0 && (node->magic != GSIM_MAGIC || node->version != GSIM_VERSION ||
                         node->size != sizeof(gsim_node_t)))
         result = -ESTALE;
-    if (result == 0 && !same_devices(node, spec)) {
-        const char *why = has_mig_state(node)           ? "has MIG state"
-                          : any_process_alive(node, fd) ? "is in use"
-                                                        : NULL;
+    /* GPUSIM_DEVICES unset: the node as it is (a job uses the node its daemon made). */
+    if (result == 0 && spec != NULL && spec[0] != '\0' && !same_devices(node, spec)) {
+        const char *why = has_mig_state(node) ? "has MIG state"
+                          : any_process_alive(node, fd) || mapped_elsewhere(fd)
+                              ? "is in use (a running gpushared or job has it open)"
+                              : NULL;
         if (why == NULL)
             result = -ESTALE;
-        else
+        else if (spec != NULL && spec[0] != '\0')
             fprintf(stderr,
-                    "gpusim: node state %s has devices \"%s\" and %s; ignoring "
-                    "GPUSIM_DEVICES=\"%s\" (remove the state directory to start afresh)\n",
-                    path, node->config, why, spec != NULL ? spec : "");
+                    "gpusim: node %s has devices \"%s\" and %s: not rebuilt for "
+                    "GPUSIM_DEVICES=\"%s\" (unset it to use the node as it is)\n",
+                    path, node->config, why, spec);
     }
     if (result != 0) {
         if (node != NULL)
@@ -354,6 +386,7 @@ static int open_existing(const char *path, const char *spec, int *fd_out, gsim_n
         close(fd);
         return result;
     }
+    hold_mapped(fd);
     *fd_out = fd;
     *node_out = node;
     return 0;
@@ -450,6 +483,7 @@ static int reopen_after_fork(void)
     }
     if (handle.fd >= 0)
         close(handle.fd);
+    hold_mapped(fd);
     handle.fd = fd;
     handle.fd_pid = getpid();
     handle.slot = -1;
@@ -497,6 +531,11 @@ int gsim_node_open(int register_process, gsim_node_t **node)
         *node = handle.node;
     pthread_mutex_unlock(&open_mutex);
     return result;
+}
+
+const char *gsim_node_path(void)
+{
+    return handle.node != NULL ? handle.path : "";
 }
 
 gsim_proc_t *gsim_node_self(gsim_node_t *node)

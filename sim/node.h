@@ -191,6 +191,9 @@ typedef struct gsim_domain {
  * Returns 0 and *node, or a negative errno with one line printed to stderr naming the cause. */
 int gsim_node_open(int register_process, gsim_node_t **node);
 
+/* The path of the node's state file once gsim_node_open succeeded ("" before). */
+const char *gsim_node_path(void);
+
 /* Locks / unlocks the node. Lock recovers from a dead owner. Never fails on a valid node. */
 void gsim_node_lock(gsim_node_t *node);
 void gsim_node_unlock(gsim_node_t *node);

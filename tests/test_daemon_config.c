@@ -31,13 +31,13 @@ static void test_defaults(void **state)
     gs__config_defaults(&cfg);
     assert_string_equal(cfg.socket, "/run/gpushare/gpushared.sock");
     assert_string_equal(cfg.state_dir, "/var/lib/gpushare");
-    assert_string_equal(cfg.metrics_listen, "127.0.0.1:9400");
+    assert_string_equal(cfg.metrics_listen, "127.0.0.1:9447");
     assert_string_equal(cfg.nvml_library, "libnvidia-ml.so.1");
     assert_string_equal(cfg.shim, "");
     assert_int_equal(cfg.idle_timeout_ms, 10000);
     assert_int_equal(cfg.watch_interval_ms, 1000);
     assert_int_equal(cfg.watch_tolerance, 128 * MIB);
-    assert_int_equal(cfg.enforce, GS__ENFORCE_REPORT);
+    assert_int_equal(cfg.enforce, GS__ENFORCE_KILL); /* issue 27: a hard limit is enforced */
     assert_int_equal(cfg.queue_aging_ms, 60000);
     assert_int_equal(cfg.kill_grace_ms, 10000);
     assert_int_equal(cfg.max_connections_per_user, 256);
@@ -144,13 +144,13 @@ static void test_watchdog_keys(void **state)
     char err[GS__CONFIG_ERRMAX];
     assert_int_equal(parse(&cfg,
                            "[daemon]\nwatch_interval = 0.25\nwatch_tolerance = 64M\n"
-                           "enforce = kill\n",
+                           "enforce = report\n",
                            err),
                      0);
     assert_int_equal(cfg.watch_interval_ms, 250);
     assert_int_equal(cfg.watch_tolerance, 64 * MIB);
-    assert_int_equal(cfg.enforce, GS__ENFORCE_KILL);
-    assert_string_equal(gs__enforce_name(cfg.enforce), "kill");
+    assert_int_equal(cfg.enforce, GS__ENFORCE_REPORT);
+    assert_string_equal(gs__enforce_name(cfg.enforce), "report");
     assert_int_equal(parse(&cfg, "[daemon]\nwatch_interval = 0\nwatch_tolerance = 0\n", err), 0);
     assert_int_equal(cfg.watch_interval_ms, 0);
     assert_int_equal(cfg.watch_tolerance, 0);
@@ -173,7 +173,7 @@ static void test_errors_name_file_and_line(void **state)
                  "kill_grace, watch_interval, watch_tolerance, enforce, max_connections_per_user, "
                  "max_queued_per_user, max_output_per_connection, max_output_per_user, "
                  "max_leases_per_user, history_max_rows, history_max_rows_per_user, "
-                 "history_max_days, metrics_users)");
+                 "history_max_days, metrics_users, lease_admin_group)");
     expect_error("[daemon]\nmax_leases_per_user = 0\n",
                  "test.conf:2: max_leases_per_user \"0\" must be a whole number from 1 to 65536");
     expect_error("[daemon]\nmax_output_per_user = 1K\n",
@@ -222,7 +222,7 @@ static void test_errors_name_file_and_line(void **state)
                  "test.conf:2: syntax error (expected [section] or key = value)");
     expect_error("[daemon]\nmetrics_listen = localhost\n",
                  "test.conf:2: metrics_listen \"localhost\" is not ADDRESS:PORT (e.g. "
-                 "127.0.0.1:9400; port 0 turns metrics off)");
+                 "127.0.0.1:9447; port 0 turns metrics off)");
     expect_error("[daemon]\nidle_timeout = 0\n",
                  "test.conf:2: idle_timeout \"0\" must be seconds from 0.1 to 3600");
     expect_error("[daemon]\nkill_grace = 0\n",
@@ -240,9 +240,9 @@ static void test_listen_parser(void **state)
     (void)state;
     uint32_t addr;
     uint16_t port;
-    assert_int_equal(gs__config_parse_listen("127.0.0.1:9400", &addr, &port), 0);
+    assert_int_equal(gs__config_parse_listen("127.0.0.1:9447", &addr, &port), 0);
     assert_int_equal(addr, 0x7f000001);
-    assert_int_equal(port, 9400);
+    assert_int_equal(port, 9447);
     assert_int_equal(gs__config_parse_listen("0.0.0.0:0", &addr, &port), 0);
     assert_int_equal(port, 0);
     assert_int_equal(gs__config_parse_listen("127.0.0.1:65536", &addr, &port), GS_EINVAL);
@@ -298,7 +298,8 @@ static void test_packaged_example(void **state)
     assert_int_equal(s.reserve, 0);
     assert_int_equal(cfg.watch_interval_ms, 1000);
     assert_int_equal(cfg.watch_tolerance, 128 * MIB);
-    assert_int_equal(cfg.enforce, GS__ENFORCE_REPORT);
+    assert_int_equal(cfg.enforce, GS__ENFORCE_KILL);
+    assert_string_equal(cfg.metrics_listen, "127.0.0.1:9447");
 }
 
 int main(void)

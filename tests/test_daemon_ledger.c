@@ -54,6 +54,7 @@ static gs__lease_record_t record(uint64_t id)
     rec.region_ino = 4242 + id;
     rec.state = GS__LEASE_ACTIVE;
     rec.granted_at_ms = 1700000000000;
+    rec.submitted_at_ms = 1699999990000; /* it waited 10 s (issue 27) */
     return rec;
 }
 
@@ -315,7 +316,8 @@ static void test_history(void **state)
               "\"memory_limit\":42949672960,\"peak_memory\":2147483648}],\"granted_at_ms\":"
               "1700000000000,\"ended_at_ms\":1700000060000,\"duration_ms\":60000,"
               "\"memory_limit\":47244640256,\"peak_memory\":3221225472,\"oom_events\":3,"
-              "\"exit_status\":7,\"signal\":null,\"end_reason\":\"released\"}");
+              "\"exit_status\":7,\"signal\":null,\"end_reason\":\"released\","
+              "\"submitted_at_ms\":1699999990000,\"queue_wait_ms\":10000}");
     free(text);
     const json_t *first = json_array_get(rows, 0);
     assert_int_equal(json_integer_value(json_object_get(first, "id")), 2);

@@ -254,6 +254,31 @@ static void test_multi_gpu_slots(void **state)
     assert_int_equal(a.part[0].gpu, 1); /* the first kind (K=2) with room: GPU 1 */
 }
 
+/* Issue 27: --gpus 1 gets the smallest logical GPU that fits (a quarter of an A100, not a whole
+ * H100 that a larger request may need); spread the largest. */
+static void test_smallest_logical_gpu(void **state)
+{
+    (void)state;
+    gs__gpu_t gs[2] = {gpu(0, 80 * GIB, 0, 1), gpu(1, 40 * GIB, 0, 4)};
+    gs__alloc_t a;
+    gs_lease_request_t one = gpus_req(1);
+    assert_int_equal(take(gs, 2, &one, &a), 0);
+    assert_int_equal(a.n, 1);
+    assert_int_equal(a.part[0].gpu, 1);
+    assert_int_equal(a.part[0].slots, 1);
+    assert_int_equal(a.part[0].memory, 10 * GIB);
+    assert_int_equal(gs__place(gs, 2, &one, GS__POLICY_SPREAD, &a), 0);
+    assert_int_equal(a.part[0].gpu, 0);
+    /* Two logical GPUs: still half an A100 before the whole H100. */
+    gs_lease_request_t two = gpus_req(2);
+    assert_int_equal(take(gs, 2, &two, &a), 0);
+    assert_int_equal(a.part[0].gpu, 1);
+    assert_int_equal(a.part[0].memory, 20 * GIB);
+    /* Three more: the A100 has one slot left, the H100 is one: no GPUs of one kind give three. */
+    gs_lease_request_t three = gpus_req(3);
+    assert_int_equal(take(gs, 2, &three, &a), GS_ENOFIT);
+}
+
 static void test_bestfit_and_spread(void **state)
 {
     (void)state;
@@ -486,6 +511,7 @@ int main(void)
         cmocka_unit_test(test_overprovision_four_logical),
         cmocka_unit_test(test_slots_and_fractions_mix),
         cmocka_unit_test(test_multi_gpu_slots),
+        cmocka_unit_test(test_smallest_logical_gpu),
         cmocka_unit_test(test_bestfit_and_spread),
         cmocka_unit_test(test_engine_policies),
         cmocka_unit_test(test_never_fits),

@@ -91,7 +91,7 @@ static gs__waiter_t *queue(const char *name, uint64_t memory, const char *type, 
 static const char *why(const gs__waiter_t *w)
 {
     static char buf[256];
-    gs__queue_describe(d, w, buf, sizeof(buf));
+    gs__reason_wait(d, w, buf, sizeof(buf));
     return buf;
 }
 
@@ -109,7 +109,7 @@ static void test_backfill(void **state)
     assert_int_equal(whole->wait.kind, GS__WAIT_NO_ROOM);
     assert_int_equal(whole->wait.position, 1);
     assert_int_equal(whole->wait.held, 1); /* the A100 */
-    assert_string_equal(why(whole), "GPU 0 (A100-40GB) is in use by 1 lease");
+    assert_string_equal(why(whole), "GPU 0 (A100-40GB) is in use by 1 lease (30 GiB)");
 
     queue("small", GIB, NULL, 0, 1);
     gs__waiter_t *five = queue("five", 5 * GIB, "A100", 0, 2);
@@ -127,7 +127,9 @@ static void test_backfill(void **state)
     assert_int_equal(a100->mem_leased, 40 * GIB);
     assert_int_equal(five->wait.kind, GS__WAIT_NO_ROOM);
     assert_int_equal(five->wait.position, 1);
-    assert_string_equal(why(five), "GPU 0 (A100-40GB) has 0 B free of the 5 GiB it needs");
+    assert_string_equal(
+        why(five),
+        "GPU 0 (A100-40GB) has 0 B free of the 5 GiB it needs; held by 1 lease (40 GiB)");
 }
 
 /* A request that no GPU has room for waits on the GPU it is closest to fitting on; requests
@@ -144,7 +146,8 @@ static void test_holds_the_closest_gpu(void **state)
     assert_string_equal(granted, "t");
     assert_int_equal(big->wait.held, 2);               /* the T4 */
     assert_int_equal(d->gpus[0].mem_leased, 36 * GIB); /* tiny went to the A100 */
-    assert_string_equal(why(big), "GPU 1 (T4-16GB) has 6 GiB free of the 8 GiB it needs");
+    assert_string_equal(
+        why(big), "GPU 1 (T4-16GB) has 6 GiB free of the 8 GiB it needs; held by 1 lease (10 GiB)");
 }
 
 /* Aging: one point per queue_aging ms of waiting lifts a low-priority request that waited long
@@ -200,8 +203,9 @@ static void test_gpu_types(void **state)
     assert_int_equal(gs_lease_add_gpu_types(&req, "V100,H100", NULL, 0), 0);
     assert_int_equal(gs__place_possible(d->gpus, d->n_gpus, &req, reason, sizeof(reason)),
                      GS_ENOFIT);
-    assert_string_equal(reason, "no GPU of this node is a V100 or H100 (it has NVIDIA A100-40GB, "
-                                "NVIDIA T4-16GB)");
+    assert_string_equal(reason,
+                        "no GPU of this node is a V100 or an H100 (it has NVIDIA A100-40GB, "
+                        "NVIDIA T4-16GB)");
 }
 
 int main(void)

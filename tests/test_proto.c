@@ -113,13 +113,14 @@ static void test_bad_requests(void **state)
            "\"wait\" must be true or false");
     expect("{\"op\":\"acquire\",\"gpu_memory\":\"1G\",\"pid\":0}", GS_EINVAL,
            "unknown field \"pid\" in acquire");
-    expect("{\"op\":\"release\"}", GS_EINVAL, "release needs \"lease\": the lease id");
+    expect("{\"op\":\"release\"}", GS_EINVAL,
+           "release needs \"lease\": the lease id (or \"key\": a keyed lease's key), not both");
     expect("{\"op\":\"release\",\"lease\":-1}", GS_EINVAL,
            "\"lease\" must be from 1 to 9223372036854775807");
     expect("{\"op\":\"list\",\"all\":true}", GS_EINVAL, "unknown or invalid field \"all\" in list");
     expect("{\"op\":\"steal\"}", GS_EINVAL,
-           "unknown op \"steal\" (hello, acquire, release, list, status, history, join or "
-           "compute_join)");
+           "unknown op \"steal\" (hello, acquire, release, list, status, history, join, "
+           "compute_join or attach)");
     expect("{\"op\":7}", GS_EINVAL, "a request needs \"op\": a string");
     expect("[1,2]", GS_EFORMAT, "a request must be a JSON object");
     expect("{\"op\":\"list\"", GS_EFORMAT,

@@ -50,6 +50,11 @@ static void test_bytes_units(void **state)
     assert_int_equal(bytes_ok("4g", 0), 4 * GIB);
     assert_int_equal(bytes_ok("4Gi", 0), 4 * GIB);
     assert_int_equal(bytes_ok("4GiB", 0), 4 * GIB);
+    /* Issue 27: 4gb as 4GB (lowercase), as people type it; 4Gb (gigabits) stays refused. */
+    assert_int_equal(bytes_ok("4gb", 0), 4 * GIB);
+    assert_int_equal(bytes_ok("4GB", 0), 4 * GIB);
+    assert_int_equal(bytes_ok("512mb", 0), 512 * MIB);
+    assert_int_equal(bytes_ok("4gib", 0), 4 * GIB);
     assert_int_equal(bytes_ok("1.5G", 0), 3 * GIB / 2);
     assert_int_equal(bytes_ok("2T", 0), 2 * 1024 * GIB);
     assert_int_equal(bytes_ok("1P", 0), UINT64_C(1) << 50);
@@ -114,6 +119,7 @@ static void test_bytes_errors(void **state)
     bytes_bad("4G ", GS_EINVAL, "unknown unit");
     bytes_bad(" 4G", GS_EINVAL, "expected a number");
     bytes_bad("4Gb", GS_EINVAL, "unknown unit");
+    bytes_bad("4gbit", GS_EINVAL, "unknown unit");
     bytes_bad("1e9", GS_EINVAL, "unknown unit");
     bytes_bad("1.5", GS_EINVAL, "below 1M");
     bytes_bad("0.1K", GS_EINVAL, "below 1M");

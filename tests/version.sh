@@ -19,6 +19,10 @@ expect_eq "$(sed -n 's/^#define GS_VERSION "\(.*\)"$/\1/p' "$build/include/gpush
 expect_eq "$("$build/bin/gpushare" --version)" "gpushare $version" "gpushare --version"
 expect_eq "$("$build/bin/gpushare" version)" "gpushare $version" "gpushare version"
 expect_eq "$("$build/bin/gpushared" --version)" "gpushared $version" "gpushared --version"
+if [[ -x $build/bin/gpushare-scheduler-extender ]]; then
+  expect_eq "$("$build/bin/gpushare-scheduler-extender" --version)" \
+    "gpushare-scheduler-extender $version" "gpushare-scheduler-extender --version"
+fi
 tmp=$(mktemp -d /tmp/gs-version.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 if [[ -x $build/sim/nvidia-smi ]]; then

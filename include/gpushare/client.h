@@ -54,6 +54,16 @@ typedef enum gs_lease_kind {
 /* Room for a MIG profile name ("3g.20gb", "1g.10gb+me"), terminator included. */
 #define GS_MIG_PROFILE_MAX 32
 
+/* A keyed lease's key ("podman/<container id>", "k8s/<claim uid>/<request>"): 3 to
+ * GS_LEASE_KEY_MAX - 1 bytes of [A-Za-z0-9._:-] in at least two '/'-separated parts, no empty
+ * part, no "." or ".." part. */
+#define GS_LEASE_KEY_MAX 128
+/* A cgroup path ("/kubepods/...", "/libpod_parent/libpod-<id>"): absolute, at most
+ * GS_CGROUP_PATH_MAX - 1 bytes of [A-Za-z0-9._:@-] in '/'-separated parts, no "." or "..". */
+#define GS_CGROUP_PATH_MAX 256
+/* A keyed lease's capability: the name of its socket's directory, 32 hex digits. */
+#define GS_LEASE_CAP_MAX 33
+
 /* Room for a user name in a request ("user"), terminator included. */
 #define GS_USER_NAME_MAX 64
 
@@ -88,6 +98,9 @@ typedef struct gs_lease_request {
     uint64_t time_limit_ms; /* "time_limit_ms": the lease ends this long after its grant */
     gs_gpu_mode_t mode;     /* "mode": GPUs of this mode only */
     char mig_profile[GS_MIG_PROFILE_MAX]; /* GS_LEASE_MIG: the profile's name */
+    char key[GS_LEASE_KEY_MAX];        /* "key": a keyed lease (not held by the connection), "" */
+    char cgroup[GS_CGROUP_PATH_MAX];   /* "cgroup": its processes are this cgroup's, "" = none */
+    char capability[GS_LEASE_CAP_MAX]; /* "capability": gpushared's, for its ledger only */
 } gs_lease_request_t;
 
 /* The requests of the protocol. */
@@ -100,6 +113,7 @@ typedef enum gs_op {
     GS_OP_HISTORY,
     GS_OP_JOIN,         /* a process of a lease asks for its region (the shim, gs_region_join) */
     GS_OP_COMPUTE_JOIN, /* a process of a lease takes part in a GPU's compute scheduler */
+    GS_OP_ATTACH,       /* a keyed lease's processes are a cgroup's (given, or a process's) */
 } gs_op_t;
 
 #define GS_GPU_UUID_MAX 96
@@ -129,14 +143,17 @@ typedef struct gs_history_query {
 /* One parsed request line. */
 typedef struct gs_request {
     gs_op_t op;
-    gs_lease_request_t lease;       /* GS_OP_ACQUIRE */
-    uint64_t lease_id;              /* GS_OP_RELEASE, GS_OP_JOIN, GS_OP_COMPUTE_JOIN */
-    char gpu_uuid[GS_GPU_UUID_MAX]; /* GS_OP_COMPUTE_JOIN: "gpu", the GPU's (or MIG) UUID */
-    uint32_t cap_pct;               /* GS_OP_COMPUTE_JOIN: "cap", a cap the process asks for */
-    gs_job_end_t job_end;           /* GS_OP_RELEASE */
-    int force;                      /* GS_OP_RELEASE: end it whatever its processes do (root) */
-    int processes;                  /* GS_OP_STATUS: "processes": list each GPU's processes */
-    gs_history_query_t history;     /* GS_OP_HISTORY */
+    gs_lease_request_t lease;        /* GS_OP_ACQUIRE */
+    uint64_t lease_id;               /* GS_OP_RELEASE, GS_OP_JOIN, GS_OP_COMPUTE_JOIN */
+    char key[GS_LEASE_KEY_MAX];      /* GS_OP_RELEASE, GS_OP_ATTACH: the lease by its key */
+    char cgroup[GS_CGROUP_PATH_MAX]; /* GS_OP_ATTACH: "cgroup", or */
+    int32_t pid;                     /* GS_OP_ATTACH: "pid", whose cgroup it is */
+    char gpu_uuid[GS_GPU_UUID_MAX];  /* GS_OP_COMPUTE_JOIN: "gpu", the GPU's (or MIG) UUID */
+    uint32_t cap_pct;                /* GS_OP_COMPUTE_JOIN: "cap", a cap the process asks for */
+    gs_job_end_t job_end;            /* GS_OP_RELEASE */
+    int force;                       /* GS_OP_RELEASE: end it whatever its processes do (root) */
+    int processes;                   /* GS_OP_STATUS: "processes": list each GPU's processes */
+    gs_history_query_t history;      /* GS_OP_HISTORY */
 } gs_request_t;
 
 /* Room for the message of any function below. */
@@ -170,6 +187,11 @@ int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char
 /* Builds the JSON object of an acquire request. Returns a new reference (the caller
  * json_decref's it), or NULL when out of memory. */
 json_t *gs_proto_acquire_json(const gs_lease_request_t *req);
+
+/* Checks a keyed lease's key (GS_LEASE_KEY_MAX) and a cgroup path (GS_CGROUP_PATH_MAX).
+ * Return 0, or GS_EINVAL with one line in err. Thread-safe. */
+int gs_lease_key_check(const char *key, char *err, size_t errlen);
+int gs_cgroup_path_check(const char *path, char *err, size_t errlen);
 
 /* Checks a lease name: 1 to GS_LEASE_NAME_MAX - 1 bytes of valid UTF-8 holding only printable
  * characters of the general categories L, M, N, P and S and the space, none of them

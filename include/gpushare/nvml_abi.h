@@ -402,6 +402,8 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsi
 GS_NVML_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length);
 /* The GPU's index, or a MIG device's index under its GPU. */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index);
+/* The GPU's minor number (/dev/nvidiaN); NVML_ERROR_NOT_SUPPORTED for a MIG device. */
+GS_NVML_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber);
 /* PCI location and ids (a MIG device reports its GPU's). */
 GS_NVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci);
 /* SMs, slices and memory of a GPU or MIG device. */

@@ -49,6 +49,8 @@ int gs_nvml_resolve(void *lib, gs_nvml_lookup_t lookup, const gs_nvml_fn_t *fns,
     X(nvmlDeviceGetHandleByIndex_v2, 1)                                                            \
     X(nvmlDeviceGetName, 1)                                                                        \
     X(nvmlDeviceGetUUID, 1)                                                                        \
+    X(nvmlDeviceGetMinorNumber, 0)                                                                 \
+    X(nvmlDeviceGetPciInfo_v3, 0)                                                                  \
     X(nvmlDeviceGetMemoryInfo, 1)                                                                  \
     X(nvmlDeviceGetMemoryInfo_v2, 0)                                                               \
     X(nvmlDeviceGetUtilizationRates, 1)                                                            \

@@ -142,6 +142,10 @@ int gs_place_gpu_model_known(const char *model);
 /* Returns the i-th GPU model gpushare knows ("A100-40GB"), or NULL past the last. Thread-safe. */
 const char *gs_place_gpu_model_name(size_t i);
 
+/* What CUDA sees of the memory of a GPU of that model (as gs_place_gpu_model_known matches it,
+ * the first of a family), in bytes; 0 when the model is not known. Thread-safe. */
+uint64_t gs_place_gpu_model_memory(const char *model);
+
 /* Turns a list of allowed models ("", "T4", "V100M16|V100M32") into a request's model_mask:
  * 0 for an empty list, GS_PLACE_MODEL_NONE when no listed model is in the cluster. Returns 0, or
  * GS_EINVAL for an over-long list. */
@@ -235,6 +239,9 @@ typedef struct gs_place_pod {
     uint32_t num_gpu;
     uint32_t gpu_milli;
     char gpu_spec[GS_PLACE_SPEC_MAX]; /* "" or "A|B" */
+    uint64_t gpu_mem_bytes; /* a job of one GPU given by its memory (gpushare plan --job 10G):
+                               its share is that memory's on the node type's GPU model, gpu_milli
+                               is then 1000 until a plan sets it; 0 = given as a share */
 } gs_place_pod_t;
 
 typedef struct gs_place_pods {

@@ -192,6 +192,10 @@ void gs_region_after_fork(gs_region_t *region);
  * handle until the next call. */
 const char *gs_region_lease_id(gs_region_t *region);
 
+/* Reads /proc/PID/FILE ("cgroup", "status") into buf, NUL-terminated, at most len - 1 bytes.
+ * Returns the bytes read, or 0 when the file cannot be read (the process is gone). Thread-safe. */
+size_t gs_proc_read(pid_t pid, const char *file, char *buf, size_t len);
+
 /* Reads /proc/PID/stat: sets *start_time and returns 1 when pid is alive and not a zombie, 0
  * when it is gone. Thread-safe. */
 int gs_proc_alive(pid_t pid, uint64_t *start_time);

@@ -99,6 +99,17 @@ static CUresult init_locked(void)
         return CUDA_ERROR_NO_DEVICE;
     gsim_domain_t domains[GSIM_MAX_DEVICES];
     int n = gsim_visible_domains(node, domains, GSIM_MAX_DEVICES);
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    /* UUIDs that are not this node's GPUs (as gpushared gives them): most likely a job on
+     * another simulated node than its daemon's; NVIDIA's driver says nothing, gpusim says why. */
+    if (n <= 0 && visible != NULL &&
+        (strstr(visible, "GPU-") != NULL || strstr(visible, "MIG-") != NULL)) {
+        fprintf(stderr,
+                "gpusim: no device: CUDA_VISIBLE_DEVICES=\"%s\" names none of the GPUs of node "
+                "%s (%s); a job of gpushared's runs on its daemon's node (GPUSIM_STATE)\n",
+                visible, gsim_node_path(), node->config);
+        return CUDA_ERROR_NO_DEVICE;
+    }
     if (n <= 0)
         return CUDA_ERROR_NO_DEVICE;
     gsim_node_lock(node);

@@ -156,6 +156,21 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *i
     return gsim_nvml_end(&t, result);
 }
 
+/* The GPU's /dev/nvidiaN: its index, as the driver numbers a node's GPUs in PCI order. A MIG
+ * device has none (NVIDIA's answers NVML_ERROR_NOT_SUPPORTED for one). */
+GS_NVML_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber)
+{
+    nvml_target_t t;
+    nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
+    if (result == NVML_SUCCESS && minorNumber == NULL)
+        result = NVML_ERROR_INVALID_ARGUMENT;
+    if (result == NVML_SUCCESS && t.g != NULL)
+        result = NVML_ERROR_NOT_SUPPORTED;
+    if (result == NVML_SUCCESS)
+        *minorNumber = (unsigned)t.dev;
+    return gsim_nvml_end(&t, result);
+}
+
 /* PCI device ids of the simulated models (NVIDIA's, vendor 0x10de). */
 static unsigned pci_device_id(const char *model)
 {

@@ -3,6 +3,8 @@
  *   nvidia-smi [-i N]                  the status table: GPUs, MIG devices, processes
  *   nvidia-smi -L                      GPUs and MIG devices with their UUIDs
  *   nvidia-smi [-i N] -mig 0|1         disable / enable MIG
+ *   nvidia-smi [-i N] --query-gpu=FIELD,... --format=csv[,noheader][,nounits]
+ *                                      NVIDIA's query interface, its common fields
  *   nvidia-smi mig [-i N] -lgip | -lgi | -lci | -cgi LIST [-C] | -dci [-gi ID] [-ci ID] |
  *                         -dgi [-gi ID]
  * Fan, temperature, performance state, power and ECC are not simulated and read N/A. */
@@ -288,10 +290,12 @@ static int version(FILE *out)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "Usage: nvidia-smi [-i N] [-L | -mig 0|1] | --version\n"
-                 "       nvidia-smi mig [-i N] -lgip | -lgi | -lci | -cgi LIST [-C] |\n"
-                 "                      -dci [-gi ID] [-ci ID] | -dgi [-gi ID]\n"
-                 "gpusim's nvidia-smi: the simulated node's GPUs, MIG instances and processes.\n");
+    fprintf(out,
+            "Usage: nvidia-smi [-i N] [-L | -mig 0|1] | --version\n"
+            "       nvidia-smi [-i N] --query-gpu=FIELD,... --format=csv[,noheader][,nounits]\n"
+            "       nvidia-smi mig [-i N] -lgip | -lgi | -lci | -cgi LIST [-C] |\n"
+            "                      -dci [-gi ID] [-ci ID] | -dgi [-gi ID]\n"
+            "gpusim's nvidia-smi: the simulated node's GPUs, MIG instances and processes.\n");
 }
 
 /* Parses "-i N" at argv[*k]; returns 0 or -1. */
@@ -308,9 +312,23 @@ static int take_index(int argc, char **argv, int *k, int *only)
     return 0;
 }
 
+/* "--name=VALUE" or "--name VALUE" at argv[*k]: its value (advancing *k past it), or NULL. */
+static const char *long_value(int argc, char **argv, int *k, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*k], name, n) != 0)
+        return NULL;
+    if (argv[*k][n] == '=')
+        return argv[*k] + n + 1;
+    if (argv[*k][n] == '\0' && *k + 1 < argc)
+        return argv[++*k];
+    return NULL;
+}
+
 static int run(int argc, char **argv)
 {
     int only = SMI_ALL, list = 0, mig_mode = -1;
+    const char *query = NULL, *format = NULL, *v;
     if (argc >= 2 && strcmp(argv[1], "mig") == 0) {
         int k = 2;
         if (k < argc && (strcmp(argv[k], "-i") == 0 || strcmp(argv[k], "--id") == 0) &&
@@ -332,12 +350,20 @@ static int run(int argc, char **argv)
             return 0;
         } else if (strcmp(argv[k], "--version") == 0) {
             return version(stdout);
+        } else if ((v = long_value(argc, argv, &k, "--query-gpu")) != NULL) {
+            query = v;
+        } else if ((v = long_value(argc, argv, &k, "--format")) != NULL) {
+            format = v;
+        } else if ((v = long_value(argc, argv, &k, "--id")) != NULL && v[0] >= '0' && v[0] <= '9') {
+            only = atoi(v);
         } else {
             fprintf(stderr, "Invalid combination of input arguments: %s\n", argv[k]);
             usage(stderr);
             return 2;
         }
     }
+    if (query != NULL)
+        return smi_query_gpu(stdout, only, query, format);
     if (mig_mode >= 0)
         return smi_set_mig_mode(stdout, only, (unsigned)mig_mode);
     return list ? smi_list(stdout, only) : smi_table(stdout, only);

@@ -28,6 +28,11 @@ int smi_list(FILE *out, int only);
 /* -mig 0|1. Returns the exit status. */
 int smi_set_mig_mode(FILE *out, int only, unsigned mode);
 
+/* --query-gpu=LIST --format=csv[,noheader][,nounits]: the fields of LIST (comma-separated, as
+ * NVIDIA's names them) of each GPU. Returns the exit status (2: a field or format it does not
+ * know, said as NVIDIA's says it). */
+int smi_query_gpu(FILE *out, int only, const char *list, const char *format);
+
 /* "mig" subcommands (-lgip, -lgi, -lci, -cgi LIST [-C], -dci, -dgi); argv follows "mig".
  * Returns the exit status. */
 int smi_mig(FILE *out, int only, int argc, char **argv);

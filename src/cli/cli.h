@@ -30,6 +30,9 @@ int gs_cli_leases(int argc, char **argv);
 int gs_cli_release(int argc, char **argv);
 int gs_cli_history(int argc, char **argv);
 
+/* A keyed lease as a CDI device for containers, and the hooks its spec names (src/cli/cdi.c). */
+int gs_cli_cdi(int argc, char **argv);
+
 /* Checks that the node is ready for leases (src/cli/doctor.c). */
 int gs_cli_doctor(int argc, char **argv);
 

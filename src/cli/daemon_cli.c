@@ -116,6 +116,20 @@ int gs__cli_bad_option(const gs__cli_t *cli, int c, char **argv)
     return gs__cli_usage(cli, "unknown option \"%s\"", opt);
 }
 
+const char *gs__cli_abbreviated(char **argv, const char *optarg_value, const char *name)
+{
+    /* The option's word: before its value when the value was the next word. */
+    const char *word = argv[optind - 1];
+    if (optarg_value != NULL && optarg_value == argv[optind - 1] && optind >= 2)
+        word = argv[optind - 2];
+    size_t n = strlen(name);
+    if (strncmp(word, "--", 2) != 0)
+        return NULL; /* a short option */
+    if (strncmp(word + 2, name, n) == 0 && (word[2 + n] == '\0' || word[2 + n] == '='))
+        return NULL;
+    return word;
+}
+
 int gs__cli_value(const gs__cli_t *cli, const char *option, const char *value)
 {
     if (value == NULL || value[0] == '\0' || strncmp(value, "--", 2) == 0)
@@ -266,6 +280,29 @@ const char *gs__cli_fit(const char *text, size_t width, char *buf, size_t len)
         keep--; /* cut at a character boundary */
     snprintf(buf, len, "%.*s~", (int)keep, text);
     return buf;
+}
+
+const char *gs__cli_fit_command(const char *command, size_t width, char *buf, size_t len)
+{
+    char short_form[512];
+    size_t off = 0;
+    const char *p = command;
+    while (*p != '\0' && off + 1 < sizeof(short_form)) {
+        size_t n = strcspn(p, " ");
+        const char *word = p;
+        /* A path's directories say little in a narrow column: its last part stays. */
+        for (const char *q = p; q < p + n; q++) {
+            if (*q == '/' && q + 1 < p + n)
+                word = q + 1;
+        }
+        off += (size_t)snprintf(short_form + off, sizeof(short_form) - off, "%s%.*s",
+                                off > 0 ? " " : "", (int)(p + n - word), word);
+        p += n;
+        while (*p == ' ')
+            p++;
+    }
+    short_form[off < sizeof(short_form) ? off : sizeof(short_form) - 1] = '\0';
+    return gs__cli_fit(short_form, width, buf, len);
 }
 
 /* Appends text to buf at *off. */

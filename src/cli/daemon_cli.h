@@ -43,6 +43,12 @@ int gs__cli_usage(const gs__cli_t *cli, const char *fmt, ...) __attribute__((for
  * ("--gpu-memory: missing value" or "unknown option \"--x\""). */
 int gs__cli_bad_option(const gs__cli_t *cli, int c, char **argv);
 
+/* After getopt_long returned the long option `name`: the word the user wrote for it when that is
+ * an abbreviation of the name (getopt_long takes "--gpu-mem" for --gpu-memory), NULL when it was
+ * written in full (or short). optarg_value is getopt's optarg. Options are taken only as
+ * written in full: an abbreviation could mean another option in a later version. */
+const char *gs__cli_abbreviated(char **argv, const char *optarg_value, const char *name);
+
 /* ---- a subcommand's options (options.c) ---- */
 
 /* One option of a subcommand's table, ended by a NULL name. --help (-h), --json and, with
@@ -129,6 +135,11 @@ void gs__cli_bytes_short(uint64_t bytes, char *buf, size_t len);
 /* Copies text into buf for a table column of width columns: cut with "~" when longer. Returns
  * buf. */
 const char *gs__cli_fit(const char *text, size_t width, char *buf, size_t len);
+
+/* A command for a narrow column: each word that is a path shortened to its last part
+ * ("/tmp/me/train.py --lr 1" is "train.py --lr 1"), then cut at the right end to width with "~"
+ * (gs__cli_fit). Returns buf. */
+const char *gs__cli_fit_command(const char *command, size_t width, char *buf, size_t len);
 
 /* Writes a request's sizing ("request" object of the protocol) as the options that ask for it:
  * "--gpu-memory 40G", "--gpus 1 --gpu-type A100-40GB", "--gpu 0.250 --compute-max 50". */

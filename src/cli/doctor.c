@@ -2,6 +2,7 @@
 /* gpushare doctor: checks that this node is ready for leases, one line a check with a hint. */
 #include "cli.h"
 #include "daemon_cli.h"
+#include "doctor_config.h"
 #include "doctor_nvml.h"
 #include "shim_path.h"
 
@@ -28,9 +29,11 @@
 typedef enum level { LEVEL_OK, LEVEL_WARN, LEVEL_FAIL } level_t;
 
 typedef struct doctor {
-    const char *socket; /* resolved path */
+    const char *socket;      /* resolved path */
+    const char *config_file; /* --config, NULL: the running daemon's, else gpushared's default */
     int json;
     json_t *status;  /* gpushared's status reply, NULL when it did not answer */
+    json_t *config;  /* gpushared --check-config --json, NULL when it could not be read */
     json_t *checks;  /* the results, for --json */
     unsigned failed; /* checks at LEVEL_FAIL */
     gs__doctor_nvml_t nvml;
@@ -74,6 +77,21 @@ static void report(doctor_t *doc, level_t level, const char *check, const char *
 static const json_t *node_info(const doctor_t *doc)
 {
     return doc->status != NULL ? json_object_get(doc->status, "node") : NULL;
+}
+
+/* A setting as the running daemon has it, else as the configuration says ("" when neither). */
+static const char *setting(const doctor_t *doc, const char *key)
+{
+    const char *live = gs__cli_str(node_info(doc), key);
+    return live[0] != '\0' || doc->status != NULL ? live : gs__cli_str(doc->config, key);
+}
+
+/* The GPUs with their modes: gpushared's status, else its configuration (NULL when neither). */
+static const json_t *gpus_known(const doctor_t *doc)
+{
+    if (doc->status != NULL)
+        return json_object_get(doc->status, "gpus");
+    return doc->config != NULL ? json_object_get(doc->config, "gpus") : NULL;
 }
 
 static void check_daemon(doctor_t *doc)
@@ -125,10 +143,41 @@ static void check_socket(doctor_t *doc)
     }
 }
 
+/* Reads the configuration with gpushared --check-config: the file a (re)start would read. */
+static void check_config(doctor_t *doc)
+{
+    char daemon[PATH_MAX], err[768];
+    const char *file =
+        doc->config_file != NULL ? doc->config_file : gs__cli_str(node_info(doc), "config");
+    const char *hint = "fix it; gpushared --check-config [--config FILE] says what it reads";
+    if (gs__cli_daemon_path(daemon, sizeof(daemon)) != 0) {
+        report(doc, LEVEL_WARN, "config", "install gpushared beside gpushare, or set GPUSHARED",
+               "not read: gpushared not found (last tried %s)", daemon);
+        return;
+    }
+    int result = gs__doctor_read_config(daemon, file, gs__cli_str(node_info(doc), "gpusim_state"),
+                                        &doc->config, err, sizeof(err));
+    if (result == GS_EINVAL) {
+        report(doc, LEVEL_FAIL, "config", hint, "%s", err);
+    } else if (result != 0) {
+        report(doc, LEVEL_WARN, "config", hint, "not read: %s", err);
+    } else {
+        const char *path = gs__cli_str(doc->config, "config");
+        size_t n = json_array_size(json_object_get(doc->config, "gpus"));
+        report(doc, LEVEL_OK, "config", NULL, "%s is valid: %zu GPU%s, enforce %s",
+               path[0] != '\0' ? path : "no file (the defaults)", n, n == 1 ? "" : "s",
+               gs__cli_str(doc->config, "enforce"));
+    }
+}
+
 static void check_driver(doctor_t *doc)
 {
     const json_t *node = node_info(doc);
-    const char *library = gs__cli_str(node, "nvml_library");
+    const char *library = setting(doc, "nvml_library");
+    /* NVML as the daemon reads it: on gpusim, its node. */
+    const char *sim = setting(doc, "gpusim_state");
+    if (sim[0] != '\0')
+        setenv("GPUSIM_STATE", sim, 1);
     char err[512];
     int result = gs__doctor_read_nvml(library[0] != '\0' ? library : "libnvidia-ml.so.1",
                                       &doc->nvml, err, sizeof(err));
@@ -179,10 +228,10 @@ static void check_cuda(doctor_t *doc)
                have % 1000 / 10, text);
 }
 
-/* The GPU entry of gpushared's status with this UUID (NULL when unknown). */
+/* The GPU entry of gpushared's status (or configuration) with this UUID (NULL when unknown). */
 static const json_t *status_gpu(const doctor_t *doc, const char *uuid)
 {
-    const json_t *gpus = doc->status != NULL ? json_object_get(doc->status, "gpus") : NULL;
+    const json_t *gpus = gpus_known(doc);
     size_t i;
     const json_t *gpu;
     json_array_foreach(gpus, i, gpu)
@@ -396,70 +445,100 @@ static void check_regions(doctor_t *doc)
         report(doc, LEVEL_OK, "regions", NULL, "the region directory %s is on tmpfs", dir);
 }
 
-/* Finds name on $PATH; returns 0 with its path. */
-static int on_path(const char *name, char *path, size_t len)
+/* One MPS GPU of the running daemon: its control daemon up, as the status says, and answering
+ * (asked here as gpushared asks it). Returns 0, or 1 after reporting the failure. */
+static int check_mps_gpu(doctor_t *doc, const json_t *gpu, const char *program)
 {
-    const char *dirs = getenv("PATH");
-    if (dirs == NULL)
-        dirs = "/usr/bin:/bin";
-    for (const char *p = dirs; *p != '\0';) {
-        size_t n = strcspn(p, ":");
-        snprintf(path, len, "%.*s/%s", (int)n, p, name);
-        if (n > 0 && access(path, X_OK) == 0)
-            return 0;
-        p += n + (p[n] == ':');
+    const json_t *mps = json_object_get(gpu, "mps");
+    unsigned index = (unsigned)gs__cli_uint(gpu, "index");
+    char err[512];
+    if (strcmp(gs__cli_str(mps, "state"), "up") != 0) {
+        report(doc, LEVEL_FAIL, "mps",
+               "see gpushared's log (journalctl -u gpushared): it starts the control daemon again "
+               "by itself, with a longer wait after each failure",
+               "GPU %u's MPS control daemon is down: %s", index,
+               gs__cli_str(mps, "error")[0] != '\0' ? gs__cli_str(mps, "error") : "not started");
+        return 1;
     }
-    return -1;
+    if (gs__doctor_mps_answers(program, gs__cli_str(mps, "pipe_directory"), err, sizeof(err)) !=
+        0) {
+        report(doc, LEVEL_FAIL, "mps",
+               "gpushared starts it again when it dies; one that hangs must be killed (its pid "
+               "is in gpushare status)",
+               "GPU %u's MPS control daemon (pid %llu) does not answer: %s", index,
+               (unsigned long long)gs__cli_uint(mps, "pid"), err);
+        return 1;
+    }
+    return 0;
 }
 
 static void check_mps(doctor_t *doc)
 {
-    const json_t *gpus = doc->status != NULL ? json_object_get(doc->status, "gpus") : NULL;
-    const char *needed_by = NULL;
+    const char *mps = gs_gpu_mode_name(gs_gpu_mode_with(GS_MODE_MPS_SERVER));
+    const char *program = setting(doc, "mps_control");
+    unsigned needed = 0, first = 0;
     size_t i;
     const json_t *gpu;
-    json_array_foreach(gpus, i, gpu)
+    json_array_foreach(gpus_known(doc), i, gpu)
     {
-        if ((mode_flags(gs__cli_str(gpu, "mode")) & GS_MODE_MPS_SERVER) && needed_by == NULL)
-            needed_by = gs__cli_str(gpu, "uuid");
+        if (!(mode_flags(gs__cli_str(gpu, "mode")) & GS_MODE_MPS_SERVER))
+            continue;
+        first = needed++ == 0 ? (unsigned)gs__cli_uint(gpu, "index") : first;
+        if (program[0] != '\0' && doc->status != NULL && check_mps_gpu(doc, gpu, program) != 0)
+            return;
     }
-    char path[PATH_MAX];
-    const char *mps = gs_gpu_mode_name(gs_gpu_mode_with(GS_MODE_MPS_SERVER));
-    const char *configured = gs__cli_str(node_info(doc), "mps_control");
-    int found = configured[0] != '\0' ? access(configured, X_OK) == 0
-                                      : on_path("nvidia-cuda-mps-control", path, sizeof(path)) == 0;
-    if (configured[0] != '\0')
-        snprintf(path, sizeof(path), "%s", configured);
-    if (needed_by != NULL && !found)
+    if (needed > 0 && program[0] == '\0')
         report(doc, LEVEL_FAIL, "mps",
                "install NVIDIA's MPS control daemon, or name it in gpushare.conf (mps_control =)",
-               "GPU %s is in %s mode but %s is not found", needed_by, mps,
-               configured[0] != '\0' ? configured : "nvidia-cuda-mps-control (on PATH)");
-    else if (needed_by != NULL)
-        report(doc, LEVEL_OK, "mps", NULL, "%s serves the %s GPUs", path, mps);
+               "GPU %u is in %s mode but its control program (mps_control, "
+               "nvidia-cuda-mps-control) is not found",
+               first, mps);
+    else if (needed > 0 && doc->status != NULL)
+        report(doc, LEVEL_OK, "mps", NULL, "%s serves the %s GPUs: each control daemon answers",
+               program, mps);
+    else if (needed > 0)
+        report(doc, LEVEL_OK, "mps", NULL,
+               "%s is there for the %s GPUs (gpushared does not run: their control daemons are "
+               "not checked)",
+               program, mps);
     else
         report(doc, LEVEL_OK, "mps", NULL, "not needed (no GPU in %s mode)%s%s", mps,
-               found ? "; found " : "", found ? path : "");
+               program[0] != '\0' ? "; found " : "", program);
 }
 
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: gpushare doctor [--json] [--socket PATH]\n\n"
+            "usage: gpushare doctor [--json] [--socket PATH] [--config FILE]\n\n"
             "Checks that this node is ready for leases: the NVIDIA driver and NVML (or gpusim),\n"
-            "gpushared and its socket, each GPU's compute and MIG mode, the CUDA version, the\n"
-            "shim, the region directory and the MPS control daemon. One line a check, with a\n"
-            "fix for each that fails. Exit status 0 when the node is ready, 1 otherwise.\n"
+            "gpushared and its socket, its configuration (read by gpushared --check-config,\n"
+            "whether or not it runs), each GPU's compute and MIG mode for the mode it is\n"
+            "configured in, the CUDA version, the shim, the lease regions and each MPS control\n"
+            "daemon (up and answering). One line a check, with a fix for each that fails. Exit\n"
+            "status 0 when the node is ready, 1 otherwise.\n"
             "  --json               the checks as one JSON object\n"
-            "  --socket PATH        gpushared's socket (default $GPUSHARE_SOCKET or %s)\n",
+            "  --socket PATH        gpushared's socket (default $GPUSHARE_SOCKET or %s)\n"
+            "  --config FILE        the configuration to read (default: the running gpushared's,\n"
+            "                       else gpushared's own default)\n",
             GS_DEFAULT_SOCKET);
+}
+
+static int take_option(void *ctx, int code, const char *value)
+{
+    doctor_t *doc = ctx;
+    if (code == 'c')
+        doc->config_file = value;
+    return 0;
 }
 
 /* Returns -1 to run, else the exit status (help, usage error). */
 static int parse_args(int argc, char **argv, doctor_t *doc)
 {
-    static const gs__cli_opt_t no_options[] = {{NULL, 0, 0, 0}};
-    gs__cli_args_t args = {.opts = no_options, .flags = GS__CLI_CHECK | GS__CLI_SOCKET};
+    static const gs__cli_opt_t options[] = {{"config", 1, 'c', 0}, {NULL, 0, 0, 0}};
+    gs__cli_args_t args = {.opts = options,
+                           .flags = GS__CLI_CHECK | GS__CLI_SOCKET,
+                           .handle = take_option,
+                           .ctx = doc};
     gs__cli_t cli;
     gs__cli_init(&cli, "doctor");
     int next = 0, result = gs__cli_options(&cli, argc, argv, &args, &next);
@@ -486,6 +565,7 @@ int gs_cli_doctor(int argc, char **argv)
     doc.checks = json_array();
     check_daemon(&doc);
     check_socket(&doc);
+    check_config(&doc);
     check_driver(&doc);
     check_gpus(&doc);
     check_cuda(&doc);
@@ -503,5 +583,6 @@ int gs_cli_doctor(int argc, char **argv)
     }
     json_decref(doc.checks);
     json_decref(doc.status);
+    json_decref(doc.config);
     return doc.failed == 0 ? GS_EXIT_OK : GS_EXIT_FAIL;
 }

@@ -159,11 +159,18 @@ static void print_row(const json_t *lease)
                          (unsigned long long)gs__cli_uint(gpu, "index"));
         off += n > 0 && (size_t)n < sizeof(gpus) - off ? (size_t)n : 0;
     }
-    char user[24];
-    printf("%5llu  %-10s %-12s %-16s %7s %-5s %6s /%6s %4llu  %-20s %s\n",
+    char user[24], submitted[32] = "-", waited[32] = "-";
+    if (json_is_integer(json_object_get(lease, "submitted_at_ms"))) {
+        when((int64_t)gs__cli_uint(lease, "submitted_at_ms"), submitted, sizeof(submitted));
+        gs_format_duration(gs__cli_uint(lease, "queue_wait_ms") / 1000 * 1000, waited,
+                           sizeof(waited));
+        if (gs__cli_uint(lease, "queue_wait_ms") < 1000)
+            snprintf(waited, sizeof(waited), "0s");
+    }
+    printf("%5llu  %-10s %-12s %-16s %7s %-16s %7s %-5s %6s /%6s %4llu  %-20s %s\n",
            (unsigned long long)gs__cli_uint(lease, "id"),
            gs__cli_fit(gs__cli_str(lease, "user"), 10, user, sizeof(user)),
-           name[0] != '\0' ? name : "-", ended, held, gpus, peak, limit,
+           name[0] != '\0' ? name : "-", submitted, waited, ended, held, gpus, peak, limit,
            (unsigned long long)gs__cli_uint(lease, "oom_events"), end,
            gs__cli_str(lease, "command"));
 }
@@ -220,8 +227,9 @@ int gs_cli_history(int argc, char **argv)
     } else if (json_array_size(leases) == 0) {
         printf("no finished leases\n");
     } else {
-        printf("%5s  %-10s %-12s %-16s %7s %-5s %14s %4s  %-20s %s\n", "LEASE", "USER", "NAME",
-               "ENDED", "HELD", "GPUS", "PEAK / LIMIT", "OOM", "END", "COMMAND");
+        printf("%5s  %-10s %-12s %-16s %7s %-16s %7s %-5s %14s %4s  %-20s %s\n", "LEASE", "USER",
+               "NAME", "SUBMITTED", "WAITED", "ENDED", "HELD", "GPUS", "PEAK / LIMIT", "OOM", "END",
+               "COMMAND");
         size_t i;
         const json_t *lease;
         json_array_foreach(leases, i, lease) print_row(lease);

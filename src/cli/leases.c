@@ -107,11 +107,14 @@ static void print_row(const json_t *lease, int64_t now)
     gs__cli_time_left(lease, now, left, sizeof(left));
     gs__cli_fit(gs__cli_str(lease, "name"), 12, name, sizeof(name));
     char user[24];
-    printf("%5llu  %-10s %-12s %-5s %-22s %7s  %-10s %6s %6s  %s\n",
+    const char *key = gs__cli_str(lease, "key"); /* a keyed lease: its key before its command */
+    printf("%5llu  %-10s %-12s %-5s %-22s %7s  %-10s %6s %6s  %s%s%s",
            (unsigned long long)gs__cli_uint(lease, "id"),
            gs__cli_fit(gs__cli_str(lease, "user"), 10, user, sizeof(user)),
            name[0] != '\0' ? name : "-", gpus, both, compute, gs__cli_str(lease, "state"), age,
-           left, gs__cli_str(lease, "command"));
+           left, key[0] != '\0' ? "key=" : "", key, key[0] != '\0' ? " " : "");
+    fputs(gs__cli_str(lease, "command"), stdout);
+    putchar('\n');
 }
 
 /* A waiting request: a PENDING row with its position, then what it asks and why it waits. */
@@ -151,6 +154,24 @@ static void print_list(const json_t *reply)
     json_array_foreach(pending, i, item) print_pending(item);
 }
 
+/* --json: the rows the text shows, as one array: the leases, then the waiting requests (state
+ * "pending", with their position and reason, and no id: they have no lease yet). */
+static void print_json(json_t *reply)
+{
+    json_t *rows = json_array();
+    size_t i;
+    json_t *item;
+    json_array_extend(rows, json_object_get(reply, "leases"));
+    json_array_foreach(json_object_get(reply, "pending"), i, item)
+    {
+        json_t *row = json_deep_copy(item);
+        json_object_set_new(row, "state", json_string("pending"));
+        json_array_append_new(rows, row);
+    }
+    gs__cli_print_json(rows);
+    json_decref(rows);
+}
+
 int gs_cli_leases(int argc, char **argv)
 {
     list_opts_t opts;
@@ -166,7 +187,7 @@ int gs_cli_leases(int argc, char **argv)
     if (result != GS_EXIT_OK)
         return result;
     if (opts.cli.json)
-        gs__cli_print_json(json_object_get(reply, "leases"));
+        print_json(reply);
     else
         print_list(reply);
     json_decref(reply);
@@ -201,14 +222,15 @@ static int still_listed(gs_client_t *client, unsigned long long id, int *failed)
     return found;
 }
 
-/* After a forced release: waits until the lease is gone (its processes got SIGKILL after the
- * daemon's kill grace), at most that grace and 10 s more. Returns 0 when it ended. */
+/* After a release whose lease is still ending: waits until it is gone (its job stopped, SIGKILL
+ * after the daemon's kill grace, its holder reported how it ended), at most that grace and 7 s
+ * more, so that what release says does not depend on when it asked. Returns 0 when it ended. */
 static int wait_ended(const list_opts_t *opts, gs_client_t *client, unsigned long long id,
                       uint64_t grace_ms)
 {
-    struct timespec nap = {.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000};
+    struct timespec nap = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
     int failed = 0;
-    for (uint64_t waited = 0; waited < grace_ms + 10000; waited += 100) {
+    for (uint64_t waited = 0; waited < grace_ms + 7000; waited += 50) {
         if (!still_listed(client, id, &failed))
             return failed ? gs__cli_fail(&opts->cli, GS_EXIT_FAIL, "unreachable",
                                          "no reply from gpushared")
@@ -216,9 +238,10 @@ static int wait_ended(const list_opts_t *opts, gs_client_t *client, unsigned lon
         nanosleep(&nap, NULL);
     }
     return gs__cli_fail(&opts->cli, GS_EXIT_FAIL, "ending",
-                        "lease %llu is still ending %.0f s after its release: a process of root "
-                        "still holds its region (see gpushare leases)",
-                        id, (double)(grace_ms + 10000) / 1000.0);
+                        "lease %llu is still ending %.0f s after its release: processes still "
+                        "hold its region (see gpushare status --processes%s)",
+                        id, (double)(grace_ms + 7000) / 1000.0,
+                        opts->force ? "" : "; root may release it --force");
 }
 
 /* Releases one lease: its reply (success or error) goes into out with --json, else it is
@@ -237,7 +260,7 @@ static int release_one(const list_opts_t *opts, gs_client_t *client, unsigned lo
     const char *code = gs_reply_error(reply, NULL);
     int status = code != NULL ? gs__cli_exit_for(code) : GS_EXIT_OK;
     int ended = code == NULL && strcmp(gs__cli_str(reply, "state"), "ended") == 0;
-    if (code == NULL && opts->force && !ended) {
+    if (code == NULL && !ended) {
         status = wait_ended(opts, client, id, gs__cli_uint(reply, "kill_grace_ms"));
         ended = status == GS_EXIT_OK;
         if (ended)
@@ -248,9 +271,7 @@ static int release_one(const list_opts_t *opts, gs_client_t *client, unsigned lo
     else if (code != NULL)
         gs__cli_reply_error(&opts->cli, reply);
     else if (ended)
-        printf("lease %llu %s\n", id, opts->force ? "ended (released by force)" : "released");
-    else if (status == GS_EXIT_OK)
-        printf("lease %llu is ending: its job was asked to stop\n", id);
+        printf("lease %llu released%s\n", id, opts->force ? " by force" : "");
     json_decref(reply);
     return status;
 }

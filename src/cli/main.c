@@ -16,6 +16,8 @@ static const gs_cli_command_t commands[] = {
     {"leases", "list your leases and waiting requests (root: all)", gs_cli_leases},
     {"release", "release leases by id", gs_cli_release},
     {"history", "list finished leases: who, what, when, how long, peak memory", gs_cli_history},
+    {"cdi", "a lease for containers: gpushare cdi add NAME --gpu-memory 4G (CDI device)",
+     gs_cli_cdi},
     {"doctor", "check that this node is ready for leases, with a fix for each problem",
      gs_cli_doctor},
     {"plan", "replay a workload trace or plan capacity and cost", gs_cli_plan},

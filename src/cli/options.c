@@ -74,8 +74,15 @@ int gs__cli_options(gs__cli_t *cli, int argc, char **argv, const gs__cli_args_t 
         cli->json |= strcmp(argv[i], "--json") == 0;
     optind = 0; /* glibc: start over, whatever ran getopt before */
     opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
+    int c, li = -1;
+    while ((c = getopt_long(argc, argv, shorts, longopts, &li)) != -1) {
+        const char *abbreviated = li >= 0 && c != '?' && c != ':'
+                                      ? gs__cli_abbreviated(argv, optarg, longopts[li].name)
+                                      : NULL;
+        if (abbreviated != NULL)
+            return gs__cli_usage(cli, "unknown option \"%.*s\" (did you mean --%s?)",
+                                 (int)strcspn(abbreviated, "="), abbreviated, longopts[li].name);
+        li = -1;
         if (c == 'h')
             return GS__CLI_HELP;
         if (c == '?' || c == ':')

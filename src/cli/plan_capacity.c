@@ -6,6 +6,7 @@
 #include "plan_cli.h"
 
 #include "gpushare/error.h"
+#include "gpushare/quantity.h"
 
 #include <math.h>
 
@@ -42,7 +43,9 @@ static void usage(FILE *out)
         "                      [,gpu_spec]) or a job list with a gpu column (0.25, 25%% or a\n"
         "                      whole number of GPUs) and optional name, count, cpu_milli,\n"
         "                      memory_mib, gpu_spec columns\n"
-        "  --job GPU[xCOUNT]   COUNT jobs (default 1) taking GPU: 0.25, 25%% or 2 (whole GPUs)\n"
+        "  --job GPU[xCOUNT]   COUNT jobs (default 1) taking GPU: 0.25, 25%% or 2 (whole GPUs),\n"
+        "                      or memory of one GPU, 10G (its share of each node type's GPU\n"
+        "                      model: the node type needs model=)\n"
         "  --node-type SPEC    NAME:gpus=N,price=DOLLARS_PER_HOUR[,cpu_milli=M][,memory_mib=M]\n"
         "                      [,model=M]; repeat to compare node types. gpus is 1..16; CPU\n"
         "                      and memory left out are unlimited; the model is one gpushare\n"
@@ -94,7 +97,18 @@ static int append_nodes(gs_place_nodes_t *dst, gs_place_nodes_t *src)
     return 0;
 }
 
-/* --job 0.25x4: a one-row job list. */
+/* The memory of --job 10G, 0 when the GPU part is a share or a GPU count (no unit letter). */
+static uint64_t job_memory(const char *gpu)
+{
+    size_t n = strlen(gpu);
+    uint64_t bytes = 0;
+    char why[GS_QTY_ERR_MAX];
+    if (n == 0 || gpu[n - 1] == '%' || (gpu[n - 1] >= '0' && gpu[n - 1] <= '9'))
+        return 0;
+    return gs_qty_parse_bytes(gpu, GS_QTY_REQUIRE_UNIT, &bytes, why, sizeof(why)) == 0 ? bytes : 0;
+}
+
+/* --job 0.25x4 or --job 10Gx4: a one-row job list. */
 static int add_job(capacity_args_t *a, const char *spec)
 {
     char text[256], gpu[64], err[GS_PLACE_ERR_MAX];
@@ -107,7 +121,8 @@ static int add_job(capacity_args_t *a, const char *spec)
     }
     memcpy(gpu, spec, n);
     gpu[n] = '\0';
-    snprintf(text, sizeof(text), "gpu,count\n%s,%s\n", gpu, count);
+    uint64_t memory = job_memory(gpu);
+    snprintf(text, sizeof(text), "gpu,count\n%s,%s\n", memory > 0 ? "1" : gpu, count);
     gs_place_pods_t one;
     if (gs_place_pods_parse(text, strlen(text), "--job", &one, err, sizeof(err)) != 0) {
         return gs__cli_fail(&a->cli, GS_EXIT_USAGE, "usage", "--job \"%s\": %s", spec, reason(err));
@@ -119,8 +134,10 @@ static int add_job(capacity_args_t *a, const char *spec)
                             "whole number of GPUs",
                             spec);
     }
-    for (size_t i = 0; i < one.count; i++)
+    for (size_t i = 0; i < one.count; i++) {
         snprintf(one.pods[i].name, sizeof(one.pods[i].name), "job-%zu", a->jobs.count + i + 1);
+        one.pods[i].gpu_mem_bytes = memory; /* its share: that memory of each node type's GPU */
+    }
     return append_pods(&a->jobs, &one) == 0 ? GS_EXIT_OK : GS_EXIT_FAIL;
 }
 
@@ -354,8 +371,8 @@ static int parse_args(int argc, char **argv, capacity_args_t *a)
 
 /* The workload in numbers: jobs sharing a GPU, on whole GPUs, CPU only; GPU demand in milli. */
 typedef struct workload_sum {
-    size_t share, whole, cpu;
-    uint64_t milli;
+    size_t share, whole, cpu, by_memory;
+    uint64_t milli, memory;
 } workload_sum_t;
 
 static workload_sum_t sum_workload(const capacity_args_t *a)
@@ -363,6 +380,13 @@ static workload_sum_t sum_workload(const capacity_args_t *a)
     workload_sum_t w = {0};
     for (size_t i = 0; i < a->jobs.count; i++) {
         const gs_place_pod_t *p = &a->jobs.pods[i];
+        if (p->gpu_mem_bytes > 0) {
+            /* Its share depends on the node type's GPU: its memory is its demand. */
+            w.share++;
+            w.by_memory++;
+            w.memory += p->gpu_mem_bytes;
+            continue;
+        }
         if (p->num_gpu == 0)
             w.cpu++;
         else if (p->gpu_milli < GS_PLACE_MILLI)
@@ -377,9 +401,14 @@ static workload_sum_t sum_workload(const capacity_args_t *a)
 static void describe_workload(const capacity_args_t *a)
 {
     workload_sum_t w = sum_workload(a);
+    char memory[32] = "";
+    if (w.by_memory > 0)
+        gs_qty_format_human(w.memory, memory, sizeof(memory));
     printf("workload: %zu job%s (%zu sharing a GPU, %zu on whole GPUs, %zu CPU only), "
-           "GPU demand %.2f GPU\n",
-           a->jobs.count, a->jobs.count == 1 ? "" : "s", w.share, w.whole, w.cpu, w.milli / 1000.0);
+           "GPU demand %.2f GPU%s%s%s\n",
+           a->jobs.count, a->jobs.count == 1 ? "" : "s", w.share, w.whole, w.cpu, w.milli / 1000.0,
+           w.by_memory > 0 ? " and " : "", memory,
+           w.by_memory > 0 ? " of GPU memory (jobs given by their memory)" : "");
     printf("monthly cost: %g hours per month; sharing placed by the %s policy\n", a->hours,
            gs_place_policy_name(a->policy));
 }
@@ -413,10 +442,16 @@ static void print_row(const capacity_args_t *a, const char *what, const gs_place
     char money[64];
     if (!p->feasible && p->misfit < a->jobs.count) {
         const gs_place_pod_t *job = &a->jobs.pods[p->misfit];
-        printf("  %-18s job %s (%u GPU x %u milli, %u milli-CPU, %llu MiB) fits no node of "
-               "this type\n",
-               what, job->name, job->num_gpu, job->gpu_milli, job->cpu_milli,
-               (unsigned long long)job->mem_mib);
+        char gpu[64];
+        if (job->gpu_mem_bytes > 0) {
+            char mem[32];
+            gs_qty_format_human(job->gpu_mem_bytes, mem, sizeof(mem));
+            snprintf(gpu, sizeof(gpu), "%s of one GPU", mem);
+        } else {
+            snprintf(gpu, sizeof(gpu), "%u GPU x %u milli", job->num_gpu, job->gpu_milli);
+        }
+        printf("  %-18s job %s (%s, %u milli-CPU, %llu MiB) fits no node of this type\n", what,
+               job->name, gpu, job->cpu_milli, (unsigned long long)job->mem_mib);
         return;
     }
     if (!p->feasible) {

@@ -106,8 +106,7 @@ static int label_option(const gs__cli_t *cli, int c, const char *arg, gs_lease_r
     return 0;
 }
 
-/* Parses one lease option's value into req. Returns 0 or GS_EXIT_USAGE (printed). */
-static int lease_option(const gs__cli_t *cli, int c, const char *arg, gs_lease_request_t *req)
+int gs__run_lease_option(const gs__cli_t *cli, int c, const char *arg, gs_lease_request_t *req)
 {
     char err[GS_QTY_ERR_MAX];
     long n = 0;
@@ -174,7 +173,7 @@ static void command_line(char **cmd, char *buf, size_t len)
     json_decref(probe);
 }
 
-static const gs__cli_opt_t options[] = {
+const gs__cli_opt_t gs__run_options[] = {
     {"gpus", 1, 'n', 0},        {"gpu", 1, 'f', 0},       {"gpu-memory", 1, 'm', 0},
     {"mig-profile", 1, 'M', 0}, {"mode", 1, 'o', 0},      {"compute", 1, 'c', 0},
     {"compute-max", 1, 'C', 0}, {"priority", 1, 'p', 0},  {"timeout", 1, 't', 0},
@@ -194,12 +193,12 @@ static int one_option(void *ctx, int c, const char *value)
         opts->verbose = 1;
         return 0;
     }
-    return lease_option(&opts->cli, c, value, &opts->req);
+    return gs__run_lease_option(&opts->cli, c, value, &opts->req);
 }
 
 static int parse_args(int argc, char **argv, gs__run_opts_t *opts)
 {
-    gs__cli_args_t args = {.opts = options,
+    gs__cli_args_t args = {.opts = gs__run_options,
                            .flags = GS__CLI_COMMAND | GS__CLI_CHECK | GS__CLI_SOCKET,
                            .handle = one_option,
                            .ctx = opts};
@@ -235,8 +234,7 @@ static void say_queued(const gs__run_opts_t *opts, json_t *reply)
                 gs__cli_str(reply, "reason"));
 }
 
-/* Waits for the grant. Returns GS_EXIT_OK with *granted, or the exit status (printed). */
-static int acquire(gs_client_t *client, const gs__run_opts_t *opts, json_t **granted)
+int gs__run_acquire(gs_client_t *client, const gs__run_opts_t *opts, json_t **granted)
 {
     json_t *msg = gs_proto_acquire_json(&opts->req);
     int result = msg != NULL ? gs_client_send(client, msg) : GS_ENOMEM;
@@ -293,7 +291,7 @@ int gs_cli_run(int argc, char **argv)
     json_t *granted = NULL;
     status = gs__cli_connect(&opts.cli, &client);
     if (status == GS_EXIT_OK)
-        status = acquire(client, &opts, &granted);
+        status = gs__run_acquire(client, &opts, &granted);
     if (status == GS_EXIT_OK) {
         say_granted(&opts, granted);
         status = gs__run_job(&client, &opts, granted);

@@ -15,6 +15,18 @@ typedef struct run_opts {
     char **cmd;
 } gs__run_opts_t;
 
+/* run's options (a gs__cli_options table): the lease options, --no-wait ('W') and --verbose
+ * ('v'); cdi add takes the same lease options. */
+extern const gs__cli_opt_t gs__run_options[];
+
+/* Parses one lease option's value (code c of gs__run_options, not 'W' or 'v') into req.
+ * Returns 0 or GS_EXIT_USAGE (printed). */
+int gs__run_lease_option(const gs__cli_t *cli, int c, const char *arg, gs_lease_request_t *req);
+
+/* Sends opts->req as an acquire and waits for the grant, saying why it waits. Returns GS_EXIT_OK
+ * with *granted (the reply; the caller json_decref's it), or the exit status (printed). */
+int gs__run_acquire(gs_client_t *client, const gs__run_opts_t *opts, json_t **granted);
+
 /* Prints one of run's own messages on stderr: text ("gpushare: " and fmt), or with --json the
  * event object (stolen; NULL prints nothing) as one line. */
 void gs__run_say(const gs__run_opts_t *opts, json_t *event, const char *fmt, ...)

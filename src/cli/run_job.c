@@ -25,28 +25,47 @@ extern char **environ;
 /* How long a job has after it was asked to stop before SIGKILL, when the daemon does not say. */
 #define STOP_GRACE_MS 10000
 
-/* Builds the job's environment: ours, with the lease's variables and LD_PRELOAD prepended.
+/* "KEY=DIR:OLD" (or "KEY=DIR") into *out: DIR put ahead of a search path. Returns 0 or -1. */
+static int prepend(char **out, const char *key, const char *dir, const char *old)
+{
+    if (old != NULL && old[0] != '\0')
+        return asprintf(out, "%s=%s:%s", key, dir, old) >= 0 ? 0 : -1;
+    return asprintf(out, "%s=%s", key, dir) >= 0 ? 0 : -1;
+}
+
+/* The key of an environment entry into key (cut at its size); its value or NULL. */
+static const char *split(const char *entry, char *key, size_t len)
+{
+    const char *eq = strchr(entry, '=');
+    size_t key_len = eq != NULL ? (size_t)(eq - entry) : strlen(entry);
+    snprintf(key, len, "%.*s", (int)key_len, entry);
+    return eq != NULL ? eq + 1 : NULL;
+}
+
+/* Builds the job's environment: ours, with the lease's variables (env), the directories it puts
+ * ahead of search paths (paths: gpusim's, on a simulated node) and LD_PRELOAD prepended.
  * Entries from *added on are allocated (free_environment). */
-static char **job_environment(const json_t *env, const char *shim, size_t *added)
+static char **job_environment(const json_t *env, const json_t *paths, const char *shim,
+                              size_t *added)
 {
     size_t n = 0;
     while (environ[n] != NULL)
         n++;
-    char **out = calloc(n + json_object_size(env) + 2, sizeof(char *));
+    char **out = calloc(n + json_object_size(env) + json_object_size(paths) + 2, sizeof(char *));
     if (out == NULL)
         return NULL;
     size_t m = 0;
-    const char *old_preload = NULL;
+    const char *old_preload = NULL, *old[2] = {NULL, NULL};
+    static const char *const searched[2] = {"PATH", "LD_LIBRARY_PATH"};
     for (size_t i = 0; i < n; i++) {
-        const char *eq = strchr(environ[i], '=');
-        size_t key_len = eq != NULL ? (size_t)(eq - environ[i]) : strlen(environ[i]);
         char key[256];
-        snprintf(key, sizeof(key), "%.*s", (int)key_len, environ[i]);
-        if (strcmp(key, "LD_PRELOAD") == 0) {
-            old_preload = eq != NULL ? eq + 1 : "";
-            continue;
-        }
-        if (json_object_get(env, key) == NULL)
+        const char *value = split(environ[i], key, sizeof(key));
+        int path = strcmp(key, "PATH") == 0 ? 0 : strcmp(key, "LD_LIBRARY_PATH") == 0 ? 1 : -1;
+        if (path >= 0 && json_object_get(paths, key) != NULL)
+            old[path] = value;
+        else if (strcmp(key, "LD_PRELOAD") == 0)
+            old_preload = value != NULL ? value : "";
+        else if (json_object_get(env, key) == NULL)
             out[m++] = environ[i];
     }
     *added = m;
@@ -57,10 +76,12 @@ static char **job_environment(const json_t *env, const char *shim, size_t *added
         if (json_is_string(value) && asprintf(&out[m], "%s=%s", key, json_string_value(value)) >= 0)
             m++;
     }
-    int ok = old_preload != NULL && old_preload[0] != '\0'
-                 ? asprintf(&out[m], "LD_PRELOAD=%s:%s", shim, old_preload)
-                 : asprintf(&out[m], "LD_PRELOAD=%s", shim);
-    if (ok >= 0)
+    for (int k = 0; k < 2; k++) {
+        const char *dir = json_string_value(json_object_get(paths, searched[k]));
+        if (dir != NULL && prepend(&out[m], searched[k], dir, old[k]) == 0)
+            m++;
+    }
+    if (prepend(&out[m], "LD_PRELOAD", shim, old_preload) == 0)
         m++;
     out[m] = NULL;
     return out;
@@ -82,6 +103,11 @@ static void exec_job(char **cmd, char **envp, const sigset_t *old_mask, pid_t pa
     if (getppid() != parent)
         _exit(GS_EXIT_FAIL); /* gpushare died before the line above */
     sigprocmask(SIG_SETMASK, old_mask, NULL);
+    /* execvpe looks CMD up in this process's PATH: the job's (gpusim's directory first). */
+    for (char **e = envp; *e != NULL; e++) {
+        if (strncmp(*e, "PATH=", 5) == 0)
+            setenv("PATH", *e + 5, 1);
+    }
     execvpe(cmd[0], cmd, envp);
     int err = errno;
     fprintf(stderr, "gpushare: cannot run %s: %s\n", cmd[0], strerror(err));
@@ -98,6 +124,7 @@ typedef struct job {
     int64_t kill_at_ms; /* SIGKILL deadline after the job was asked to stop, 0 = none */
     int64_t grace_ms;   /* the grace period it was given then, 0 = none yet */
     int killed;         /* the deadline passed: it got SIGKILL */
+    int stopped;        /* gpushared asked for the job to stop (said once) */
 } job_t;
 
 static int64_t now_ms(void)
@@ -155,29 +182,42 @@ static void on_stop(job_t *job, json_t *msg)
         gs__run_say(job->opts, json_incref(msg),
                     "lease %llu was released by %s: stopping the job (SIGTERM, SIGKILL in %s)",
                     (unsigned long long)job->lease, gs__cli_str(msg, "by"), after);
+    job->stopped = 1;
+    job->grace_ms = (int64_t)grace;
+    if (job->done)
+        return; /* gpushared's own SIGTERM was first: the job is gone (and reaped) already */
     kill(job->pid, SIGTERM);
     job->kill_at_ms = now_ms() + (int64_t)grace;
-    job->grace_ms = (int64_t)grace;
 }
 
-static void on_message(gs_client_t *client, job_t *job)
+/* Reads one message of gpushared's. Returns 1 when there was one, else 0. */
+static int on_message(gs_client_t *client, job_t *job)
 {
     json_t *msg = NULL;
     int result = gs_client_recv(client, 0, &msg);
     if (result == GS_ETIMEDOUT)
-        return;
+        return 0;
     if (result != 0) {
         gs__run_say(
             job->opts,
             json_pack("{s:s, s:I}", "event", "disconnected", "lease", (json_int_t)job->lease),
             "lost the connection to gpushared; the job keeps its lease");
         job->connected = 0;
-        return;
+        return 0;
     }
     const char *event = gs__cli_str(msg, "event");
-    if ((strcmp(event, "revoked") == 0 || strcmp(event, "expired") == 0) && job->kill_at_ms == 0)
+    if ((strcmp(event, "revoked") == 0 || strcmp(event, "expired") == 0) && !job->stopped)
         on_stop(job, msg);
     json_decref(msg);
+    return 1;
+}
+
+/* After the job's end: what gpushared said before it (who stopped the job: it writes that before
+ * it signals the job) is read and told, whichever of the two this process saw first. */
+static void drain(gs_client_t *client, job_t *job)
+{
+    for (int i = 0; i < 16 && job->connected && on_message(client, job); i++)
+        ;
 }
 
 /* Waits for the job while watching the daemon and forwarding signals. */
@@ -202,6 +242,7 @@ static void supervise(gs_client_t *client, job_t *job, int sigfd)
         if (n > 0 && job->connected && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)))
             on_message(client, job);
     }
+    drain(client, job);
 }
 
 /* Releases the lease after the job, saying how it ended, on the same connection or, when the
@@ -299,7 +340,8 @@ int gs__run_job(gs_client_t **client, const gs__run_opts_t *opts, const json_t *
                             "gpushare.conf): refusing to run without the lease's limits",
                             shim); /* closing the connection ends the lease */
     size_t added = 0;
-    char **envp = job_environment(json_object_get(granted, "env"), shim, &added);
+    char **envp = job_environment(json_object_get(granted, "env"),
+                                  json_object_get(granted, "env_prepend"), shim, &added);
     if (envp == NULL)
         return gs__cli_fail(&opts->cli, GS_EXIT_FAIL, "internal", "out of memory");
     job_t job = {.opts = opts, .connected = 1};

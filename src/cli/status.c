@@ -154,7 +154,7 @@ static void print_lease_row(const json_t *lease, int64_t now)
     else
         snprintf(left, sizeof(left), "%s", state);
     gs__cli_fit(gs__cli_str(lease, "name"), 10, name, sizeof(name));
-    gs__cli_fit(gs__cli_str(lease, "command"), 17, command, sizeof(command));
+    gs__cli_fit_command(gs__cli_str(lease, "command"), 17, command, sizeof(command));
     char user[24];
     uint64_t over = gs__cli_uint(lease, "over_limit");
     printf("  %s %5llu %-8s %-10s %15s %7s %7s  %s\n", over > 0 ? "!" : " ",
@@ -296,7 +296,7 @@ static void print_queue(const json_t *status)
         gs__cli_request_text(json_object_get(req, "request"), request, sizeof(request));
         gs__cli_fit(request, 32, fitted, sizeof(fitted));
         gs_format_duration(gs__cli_uint(req, "waiting_ms") / 1000 * 1000, waited, sizeof(waited));
-        gs__cli_fit(gs__cli_str(req, "command"), 11, command, sizeof(command));
+        gs__cli_fit_command(gs__cli_str(req, "command"), 11, command, sizeof(command));
         char user[24];
         printf("%7s %-8s %-10s %-32s %6s  %s\n", position,
                gs__cli_fit(gs__cli_str(req, "user"), 8, user, sizeof(user)),

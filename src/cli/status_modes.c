@@ -1,16 +1,33 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* gpushare status: what a GPU's mode adds under its row (MIG instances, the MPS server). */
+/* gpushare status: what a GPU's mode adds under its row (MIG instances, the MPS server), each
+ * line at most 80 columns (what is cut is in status --json). */
 #include "daemon_cli.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#define WIDTH 80
+
+static void line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints one line, cut to WIDTH columns. */
+static void line(const char *fmt, ...)
+{
+    char text[1024], fitted[WIDTH + 8];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    printf("%s\n", gs__cli_fit(text, WIDTH, fitted, sizeof(fitted)));
+}
+
 static void print_mig(const json_t *mig)
 {
-    printf("     MIG %s: %llu created, %llu reused, %llu destroyed\n", gs__cli_str(mig, "layout"),
-           (unsigned long long)gs__cli_uint(mig, "created"),
-           (unsigned long long)gs__cli_uint(mig, "reused"),
-           (unsigned long long)gs__cli_uint(mig, "destroyed"));
+    line("     MIG %s: %llu created, %llu reused, %llu destroyed", gs__cli_str(mig, "layout"),
+         (unsigned long long)gs__cli_uint(mig, "created"),
+         (unsigned long long)gs__cli_uint(mig, "reused"),
+         (unsigned long long)gs__cli_uint(mig, "destroyed"));
     const json_t *instances = json_object_get(mig, "instances");
     if (json_array_size(instances) == 0)
         return;
@@ -30,35 +47,42 @@ static void print_mig(const json_t *mig)
             snprintf(slots, sizeof(slots), "%llu", (unsigned long long)start);
         if (json_is_integer(json_object_get(in, "lease")))
             snprintf(lease, sizeof(lease), "%llu", (unsigned long long)gs__cli_uint(in, "lease"));
-        printf("     %5llu  %-10s %-6s %-10s %-7s %5s  %s\n",
-               (unsigned long long)gs__cli_uint(in, "gpu_instance"), gs__cli_str(in, "profile"),
-               slots, memory, gs__cli_str(in, "state"), lease, gs__cli_str(in, "uuid"));
+        line("     %5llu  %-10s %-6s %-10s %-7s %5s  %s",
+             (unsigned long long)gs__cli_uint(in, "gpu_instance"), gs__cli_str(in, "profile"),
+             slots, memory, gs__cli_str(in, "state"), lease, gs__cli_str(in, "uuid"));
     }
 }
 
 static void print_mps(const json_t *mps)
 {
     if (strcmp(gs__cli_str(mps, "state"), "up") != 0) {
-        printf("     MPS control daemon down: %s (restarted %llu times)\n",
-               gs__cli_str(mps, "error"), (unsigned long long)gs__cli_uint(mps, "restarts"));
+        line("     MPS control daemon down: %s (restarted %llu times)", gs__cli_str(mps, "error"),
+             (unsigned long long)gs__cli_uint(mps, "restarts"));
         return;
     }
-    printf("     MPS control daemon pid %llu, %llu client%s, restarted %llu times, pipe %s\n",
-           (unsigned long long)gs__cli_uint(mps, "pid"),
-           (unsigned long long)gs__cli_uint(mps, "clients"),
-           gs__cli_uint(mps, "clients") == 1 ? "" : "s",
-           (unsigned long long)gs__cli_uint(mps, "restarts"), gs__cli_str(mps, "pipe_directory"));
+    line("     MPS control daemon pid %llu, %llu client%s, restarted %llu times, pipe %s",
+         (unsigned long long)gs__cli_uint(mps, "pid"),
+         (unsigned long long)gs__cli_uint(mps, "clients"),
+         gs__cli_uint(mps, "clients") == 1 ? "" : "s",
+         (unsigned long long)gs__cli_uint(mps, "restarts"), gs__cli_str(mps, "pipe_directory"));
     const json_t *servers = json_object_get(mps, "servers");
     const json_t *clients = json_object_get(mps, "client_pids");
     size_t i;
     const json_t *pid;
     json_array_foreach(servers, i, pid)
     {
-        printf("     MPS server pid %lld, clients:", (long long)json_integer_value(pid));
+        char text[512];
+        size_t off = (size_t)snprintf(text, sizeof(text), "     MPS server pid %lld, clients:",
+                                      (long long)json_integer_value(pid));
         size_t k;
         const json_t *c;
-        json_array_foreach(clients, k, c) printf(" %lld", (long long)json_integer_value(c));
-        printf("%s\n", json_array_size(clients) == 0 ? " none" : "");
+        json_array_foreach(clients, k, c)
+        {
+            if (off < sizeof(text))
+                off += (size_t)snprintf(text + off, sizeof(text) - off, " %lld",
+                                        (long long)json_integer_value(c));
+        }
+        line("%s%s", text, json_array_size(clients) == 0 ? " none" : "");
     }
 }
 
@@ -66,7 +90,7 @@ void gs__cli_print_modes(const json_t *gpu)
 {
     const char *problem = gs__cli_str(gpu, "problem");
     if (problem[0] != '\0')
-        printf("     problem: %s\n", problem);
+        line("     problem: %s", problem);
     const json_t *mig = json_object_get(gpu, "mig");
     if (json_is_object(mig) && json_is_true(json_object_get(mig, "enabled")))
         print_mig(mig);

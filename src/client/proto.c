@@ -205,6 +205,8 @@ const char *gs_op_name(gs_op_t op)
         return "join";
     case GS_OP_COMPUTE_JOIN:
         return "compute_join";
+    case GS_OP_ATTACH:
+        return "attach";
     }
     return "?";
 }
@@ -469,6 +471,34 @@ static int parse_label(const char *key, const json_t *value, gs_lease_request_t 
     return 0;
 }
 
+/* Copies string value into dst (size len) after check: a keyed lease's "key", "cgroup" and
+ * "capability" (32 hex digits, gpushared's own: the ledger's copy of the request carries it). */
+static int parse_keyed(const char *key, const json_t *value, gs_lease_request_t *req, char *err,
+                       size_t errlen)
+{
+    const char *text = json_string_value(value);
+    char why[GS_CLIENT_ERR_MAX] = "";
+    int ok = text != NULL;
+    if (ok && strcmp(key, "key") == 0)
+        ok = gs_lease_key_check(text, why, sizeof(why)) == 0;
+    else if (ok && strcmp(key, "cgroup") == 0)
+        ok = gs_cgroup_path_check(text, why, sizeof(why)) == 0;
+    else if (ok)
+        ok = strlen(text) == GS_LEASE_CAP_MAX - 1 &&
+             strspn(text, "0123456789abcdef") == GS_LEASE_CAP_MAX - 1;
+    if (!ok)
+        return gs_fail(err, errlen, GS_EINVAL, "\"%s\": %s", key,
+                       why[0] != '\0' ? why : "must be a string of the right form");
+    char *dst = strcmp(key, "key") == 0      ? req->key
+                : strcmp(key, "cgroup") == 0 ? req->cgroup
+                                             : req->capability;
+    size_t len = strcmp(key, "key") == 0      ? sizeof(req->key)
+                 : strcmp(key, "cgroup") == 0 ? sizeof(req->cgroup)
+                                              : sizeof(req->capability);
+    snprintf(dst, len, "%s", text);
+    return 0;
+}
+
 static int parse_acquire_field(const char *key, const json_t *value, gs_lease_request_t *req,
                                char *err, size_t errlen)
 {
@@ -514,6 +544,8 @@ static int parse_acquire_field(const char *key, const json_t *value, gs_lease_re
         return parse_owner_field(key, value, &req->owner, err, errlen);
     if (strcmp(key, "gpus_at") == 0)
         return parse_pinned(value, req, err, errlen);
+    if (strcmp(key, "key") == 0 || strcmp(key, "cgroup") == 0 || strcmp(key, "capability") == 0)
+        return parse_keyed(key, value, req, err, errlen);
     if (strcmp(key, "name") == 0 || strcmp(key, "gpu_type") == 0 ||
         strcmp(key, "time_limit_ms") == 0)
         return parse_label(key, value, req, err, errlen);
@@ -534,6 +566,18 @@ static int parse_acquire(json_t *obj, gs_request_t *out, char *err, size_t errle
             return result;
     }
     return gs_lease_request_check(&out->lease, err, errlen);
+}
+
+/* A request's "key" (release, attach). */
+static int copy_key(const json_t *value, gs_request_t *out, char *err, size_t errlen)
+{
+    char why[GS_CLIENT_ERR_MAX];
+    const char *text = json_string_value(value);
+    if (text == NULL || gs_lease_key_check(text, why, sizeof(why)) != 0)
+        return gs_fail(err, errlen, GS_EINVAL, "\"key\": %s",
+                       text == NULL ? "must be a string" : why);
+    snprintf(out->key, sizeof(out->key), "%s", text);
+    return 0;
 }
 
 /* "exit_status" / "signal" of release: how the lease's job ended, for the history. */
@@ -578,7 +622,10 @@ static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errle
         } else if (strcmp(key, "lease") == 0) {
             result = get_int(value, "lease", 1, INT64_MAX, &v, err, errlen);
             out->lease_id = (uint64_t)v;
-            seen = 1;
+            seen++;
+        } else if (out->op == GS_OP_RELEASE && strcmp(key, "key") == 0) {
+            result = copy_key(value, out, err, errlen);
+            seen++;
         } else {
             result = gs_fail(err, errlen, GS_EINVAL, "unknown field \"%s\" in %s", key,
                              gs_op_name(out->op));
@@ -586,9 +633,44 @@ static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errle
         if (result != 0)
             return result;
     }
-    if (!seen)
-        return gs_fail(err, errlen, GS_EINVAL, "%s needs \"lease\": the lease id",
-                       gs_op_name(out->op));
+    if (seen != 1)
+        return gs_fail(
+            err, errlen, GS_EINVAL, "%s needs \"lease\": the lease id%s", gs_op_name(out->op),
+            out->op == GS_OP_RELEASE ? " (or \"key\": a keyed lease's key), not both" : "");
+    return 0;
+}
+
+/* attach: "key" and either "pid" (the cgroup of that process) or "cgroup". */
+static int parse_attach(json_t *obj, gs_request_t *out, char *err, size_t errlen)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(obj, key, value)
+    {
+        int result = 0;
+        json_int_t v = 0;
+        char why[GS_CLIENT_ERR_MAX];
+        if (strcmp(key, "op") == 0)
+            continue;
+        if (strcmp(key, "key") == 0) {
+            result = copy_key(value, out, err, errlen);
+        } else if (strcmp(key, "pid") == 0) {
+            result = get_int(value, key, 1, INT32_MAX, &v, err, errlen);
+            out->pid = (int32_t)v;
+        } else if (strcmp(key, "cgroup") == 0 && json_is_string(value)) {
+            if (gs_cgroup_path_check(json_string_value(value), why, sizeof(why)) != 0)
+                return gs_fail(err, errlen, GS_EINVAL, "\"cgroup\": %s", why);
+            snprintf(out->cgroup, sizeof(out->cgroup), "%s", json_string_value(value));
+        } else {
+            result =
+                gs_fail(err, errlen, GS_EINVAL, "unknown or invalid field \"%s\" in attach", key);
+        }
+        if (result != 0)
+            return result;
+    }
+    if (out->key[0] == '\0' || (out->pid == 0) == (out->cgroup[0] == '\0'))
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "attach needs \"key\" and either \"pid\" or \"cgroup\"");
     return 0;
 }
 
@@ -716,7 +798,7 @@ static int parse_op(json_t *obj, gs_request_t *out, char *err, size_t errlen)
     if (!json_is_string(op))
         return gs_fail(err, errlen, GS_EINVAL, "a request needs \"op\": a string");
     const char *name = json_string_value(op);
-    for (gs_op_t o = GS_OP_HELLO; o <= GS_OP_COMPUTE_JOIN; o++) {
+    for (gs_op_t o = GS_OP_HELLO; o <= GS_OP_ATTACH; o++) {
         if (strcmp(name, gs_op_name(o)) == 0) {
             out->op = o;
             return 0;
@@ -725,8 +807,8 @@ static int parse_op(json_t *obj, gs_request_t *out, char *err, size_t errlen)
     char shown[40];
     gs_display_escape(shown, sizeof(shown), name);
     return gs_fail(err, errlen, GS_EINVAL,
-                   "unknown op \"%s\" (hello, acquire, release, list, status, history, join or "
-                   "compute_join)",
+                   "unknown op \"%s\" (hello, acquire, release, list, status, history, join, "
+                   "compute_join or attach)",
                    shown);
 }
 
@@ -757,6 +839,8 @@ int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char
         result = parse_release(obj, out, err, errlen);
     else if (out->op == GS_OP_COMPUTE_JOIN)
         result = parse_compute_join(obj, out, err, errlen);
+    else if (out->op == GS_OP_ATTACH)
+        result = parse_attach(obj, out, err, errlen);
     else if (out->op == GS_OP_HISTORY)
         result = parse_history(obj, out, err, errlen);
     else
@@ -838,6 +922,12 @@ json_t *gs_proto_acquire_json(const gs_lease_request_t *req)
         bad |= json_object_set_new(obj, "command", json_string(req->command));
     bad |= add_owner(obj, &req->owner);
     bad |= add_labels(obj, req);
+    if (req->key[0] != '\0')
+        bad |= json_object_set_new(obj, "key", json_string(req->key));
+    if (req->cgroup[0] != '\0')
+        bad |= json_object_set_new(obj, "cgroup", json_string(req->cgroup));
+    if (req->capability[0] != '\0')
+        bad |= json_object_set_new(obj, "capability", json_string(req->capability));
     if (req->n_pinned > 0) {
         json_t *at = json_array();
         for (unsigned i = 0; at != NULL && i < req->n_pinned; i++)

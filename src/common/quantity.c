@@ -69,7 +69,9 @@ static int unit_shift(char c)
     return -1;
 }
 
-/* Parses the unit suffix at s into a shift; "" and "B" are bytes. Returns 0 or GS_EINVAL. */
+/* Parses the unit suffix at s into a shift; "" and "B" are bytes. A unit letter may be followed
+ * by B, i or iB, and a lowercase one also by b or ib ("4gb", how 4GB is often typed; "4Gb" reads
+ * as gigabits and is refused). Returns 0 or GS_EINVAL. */
 static int parse_unit(const char *s, int *shift)
 {
     if (*s == '\0' || strcmp(s, "B") == 0) {
@@ -80,8 +82,9 @@ static int parse_unit(const char *s, int *shift)
     if (sh < 0)
         return GS_EINVAL;
     const char *tail = s + 1;
+    int lower = s[0] >= 'a' && s[0] <= 'z';
     if (*tail == '\0' || strcmp(tail, "B") == 0 || strcmp(tail, "i") == 0 ||
-        strcmp(tail, "iB") == 0) {
+        strcmp(tail, "iB") == 0 || (lower && (strcmp(tail, "b") == 0 || strcmp(tail, "ib") == 0))) {
         *shift = sh;
         return 0;
     }

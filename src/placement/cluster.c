@@ -354,16 +354,28 @@ int gs_place_release(gs_place_cluster_t *cluster, const gs_place_request_t *req,
     return 0;
 }
 
-int gs_place_gpu_model_known(const char *model)
+/* The table's row of model (its full name, or its family: the first of that family), or -1. */
+static int find_model(const char *model)
 {
     size_t n = strlen(model);
     for (size_t i = 0; i < sizeof(gpu_models) / sizeof(gpu_models[0]); i++) {
         const char *full = gpu_models[i];
         size_t family = strcspn(full, "-");
         if (strcasecmp(model, full) == 0 || (n == family && strncasecmp(model, full, n) == 0))
-            return 1;
+            return (int)i;
     }
-    return 0;
+    return -1;
+}
+
+int gs_place_gpu_model_known(const char *model)
+{
+    return find_model(model) >= 0;
+}
+
+uint64_t gs_place_gpu_model_memory(const char *model)
+{
+    int i = find_model(model);
+    return i >= 0 ? (uint64_t)gpu_model_mib[i] << 20 : 0;
 }
 
 const char *gs_place_gpu_model_name(size_t i)

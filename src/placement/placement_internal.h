@@ -210,6 +210,11 @@ int64_t gs__frag_score(gs_place_engine_t *e, const gs__node_t *node, const gs_pl
 void gs__frag_choose(gs_place_engine_t *e, const gs__node_t *node, const gs_place_request_t *req,
                      gs_place_decision_t *d);
 
+/* The same score for req placed on the GPUs of d (a first-fit allocator's choice rather than the
+ * policy's own); d must fit (gs__node_feasible, gs__gpu_fits on each GPU). */
+int64_t gs__frag_score_decision(gs_place_engine_t *e, const gs__node_t *node,
+                                const gs_place_request_t *req, const gs_place_decision_t *d);
+
 /* Applies req to a copy of node on the GPUs of d (d->num_gpu may be 0 for CPU-only requests). */
 void gs__node_apply(gs__node_t *node, const gs_place_request_t *req, const gs_place_decision_t *d);
 

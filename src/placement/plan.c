@@ -14,6 +14,8 @@ typedef struct plan_ctx {
     int exclusive;
     gs_place_request_t *reqs;
     gs_place_workload_t *workload;
+    char *err; /* why planning fails, for the caller */
+    size_t errlen;
 } plan_ctx_t;
 
 static int make_cluster(const plan_ctx_t *p, uint32_t nodes, gs_place_cluster_t **out)
@@ -76,6 +78,29 @@ static int target_workload(plan_ctx_t *p)
     return result;
 }
 
+/* A job given by its memory (--job 10G) takes that memory's share of the type's GPU; more memory
+ * than the GPU has never fits (*lower = 0, out->misfit). Returns 0, or GS_EINVAL with the reason
+ * in p->err when the type's GPU model (so its memory) is not known. */
+static int memory_share(plan_ctx_t *p, const gs_place_pod_t *job, gs_place_request_t *r,
+                        gs_place_plan_t *out, size_t i, uint32_t *lower)
+{
+    if (job->gpu_mem_bytes == 0 || r->num_gpu == 0)
+        return 0;
+    uint64_t memory = gs_place_gpu_model_memory(p->type->model);
+    if (memory == 0)
+        return gs_fail(p->err, p->errlen, GS_EINVAL,
+                       "node type %s: the memory of its GPU model \"%s\" is not known (give "
+                       "model=A100-40GB, T4, ...): job %s is given by its memory",
+                       p->type->name, p->type->model, job->name);
+    r->gpu_mem_bytes = job->gpu_mem_bytes;
+    r->gpu_milli = gs_place_milli_for_bytes(job->gpu_mem_bytes, memory);
+    if (job->gpu_mem_bytes > memory && *lower != 0) {
+        *lower = 0;
+        out->misfit = i;
+    }
+    return 0;
+}
+
 /* Turns the jobs into requests (whole GPUs when exclusive), checks each fits an empty node,
  * and returns a lower bound on the node count in *lower (0 when some job never fits). */
 static int prepare(plan_ctx_t *p, gs_place_plan_t *out, uint32_t *lower)
@@ -89,6 +114,8 @@ static int prepare(plan_ctx_t *p, gs_place_plan_t *out, uint32_t *lower)
     for (size_t i = 0; result == 0 && i < p->jobs->count; i++) {
         gs_place_request_t *r = &p->reqs[i];
         result = gs_place_pod_request(one, &p->jobs->pods[i], r);
+        if (result == 0)
+            result = memory_share(p, &p->jobs->pods[i], r, out, i, lower);
         if (result != 0)
             break;
         if (p->exclusive && r->num_gpu > 0)
@@ -151,10 +178,17 @@ int gs_place_plan_nodes(const gs_place_node_row_t *type, const gs_place_pods_t *
                         gs_place_policy_t policy, int exclusive, uint32_t max_nodes,
                         gs_place_plan_t *out, char *err, size_t errlen)
 {
-    plan_ctx_t p = {.type = type, .jobs = jobs, .policy = policy, .exclusive = exclusive};
+    plan_ctx_t p = {.type = type,
+                    .jobs = jobs,
+                    .policy = policy,
+                    .exclusive = exclusive,
+                    .err = err,
+                    .errlen = errlen};
     uint32_t lower = 0, found = 0;
     memset(out, 0, sizeof(*out));
     out->misfit = SIZE_MAX;
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
     if ((int)policy < 0 || policy >= GS_PLACE_POLICY_COUNT || max_nodes == 0)
         return gs_fail(err, errlen, GS_EINVAL, "invalid planning options");
     if (jobs->count == 0) {
@@ -172,7 +206,7 @@ int gs_place_plan_nodes(const gs_place_node_row_t *type, const gs_place_pods_t *
     }
     free(p.reqs);
     gs_place_workload_free(p.workload);
-    if (result != 0)
+    if (result != 0 && (err == NULL || errlen == 0 || err[0] == '\0'))
         return gs_fail(err, errlen, result, "planning for %s: %s", type->name, gs_strerror(result));
-    return 0;
+    return result;
 }

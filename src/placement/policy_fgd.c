@@ -110,6 +110,14 @@ int64_t gs__frag_score(gs_place_engine_t *e, const gs__node_t *node, const gs_pl
     return eval(e, node, req, NULL);
 }
 
+int64_t gs__frag_score_decision(gs_place_engine_t *e, const gs__node_t *node,
+                                const gs_place_request_t *req, const gs_place_decision_t *d)
+{
+    gs__node_t after = *node;
+    gs__node_apply(&after, req, d);
+    return score_of(e, node, &after, req, gs__frag_cached(e, node));
+}
+
 void gs__frag_choose(gs_place_engine_t *e, const gs__node_t *node, const gs_place_request_t *req,
                      gs_place_decision_t *d)
 {

@@ -3,6 +3,7 @@
 #include "placement_internal.h"
 
 #include "gpushare/error.h"
+#include "gpushare/placement_online.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -226,4 +227,47 @@ void gs_place_replay_result_free(gs_place_replay_result_t *result)
     result->arrived_milli = NULL;
     result->used_milli = NULL;
     result->events = 0;
+}
+
+int gs_place_replay_sequence(const gs_place_nodes_t *nodes, const gs_place_pods_t *pods,
+                             const gs_place_replay_opts_t *opts, size_t **seq, size_t *count,
+                             char *err, size_t errlen)
+{
+    replay_state_t s = {.pods = pods};
+    size_t n = pods->count;
+    int result;
+    *seq = NULL;
+    *count = 0;
+    if (n == 0 || !(opts->tune >= 0 && opts->tune < 1000))
+        return gs_fail(err, errlen, GS_EINVAL, "no pods, or invalid replay options");
+    if ((result = gs_place_cluster_from_nodes(nodes, &s.cluster, err, errlen)) != 0)
+        return result;
+    s.reqs = malloc(n * sizeof(*s.reqs));
+    s.by_name = malloc(n * sizeof(*s.by_name));
+    result = s.reqs == NULL || s.by_name == NULL ? GS_ENOMEM : 0;
+    for (size_t i = 0; i < n && result == 0; i++) {
+        result = gs_place_pod_request(s.cluster, &pods->pods[i], &s.reqs[i]);
+        s.by_name[i] = i;
+    }
+    if (result == 0) {
+        qsort_r(s.by_name, n, sizeof(*s.by_name), by_name, (void *)pods);
+        result = build_sequence(&s, opts);
+    }
+    if (result == 0) {
+        *seq = s.seq;
+        *count = s.nseq;
+        s.seq = NULL;
+    } else {
+        gs_fail(err, errlen, result, "replay sequence: %s", gs_strerror(result));
+    }
+    gs_place_cluster_free(s.cluster);
+    free(s.reqs);
+    free(s.by_name);
+    free(s.seq);
+    return result;
+}
+
+void gs_place_replay_table(gs_place_replay_result_t *result)
+{
+    build_table(result);
 }

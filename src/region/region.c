@@ -26,18 +26,23 @@ static int64_t now_ns(void)
 
 /* A zombie thread-group leader whose other threads still run is a live process: its status
  * counts more than one thread. */
+size_t gs_proc_read(pid_t pid, const char *file, char *buf, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return n > 0 ? (size_t)n : 0;
+}
+
 static int zombie_has_threads(pid_t pid)
 {
-    char path[64], buf[2048];
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    char buf[2048];
+    if (gs_proc_read(pid, "status", buf, sizeof(buf)) == 0)
         return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
     const char *threads = strstr(buf, "\nThreads:");
     return threads != NULL && strtol(threads + 9, NULL, 10) > 1;
 }

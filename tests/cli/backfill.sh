@@ -27,7 +27,10 @@ else
 fi
 bg "${waiter[@]}" run --gpus 1 --gpu-type A100-40GB --name whole -- sh -c "echo W >> $WORK/order; sleep 2"
 wait_eq 5 1 queue_length
-reason="GPU 0 (A100-40GB) is in use by 1 lease"
+# The reason names what holds the GPU: another user's lease, or (root's own request) lease N.
+busy=$(gs leases --json | jq '.[0].id')
+reason="GPU 0 (A100-40GB) is in use by 1 lease of another user (30 GiB)"
+[[ $who == root ]] && reason="GPU 0 (A100-40GB) is in use by lease $busy (root, 30 GiB)"
 expect_eq "$(gs status --json | jq -c '.queue.requests[0] | [.position, .user, .name, .reason]')" \
   "[1,\"$who\",\"whole\",\"$reason\"]" "the waiting request in status"
 grep -Fxq "        $reason" <<<"$(gs status)" || fail "status does not say why it waits: $(gs status)"
@@ -37,7 +40,8 @@ if [[ $who != root ]]; then
   listing=$(as_user2 leases)
   grep -Eq "^ +- +$(fit "$who" 10) +whole +- +- +- +PENDING #1 " <<<"$listing" || fail "no PENDING row: $listing"
   grep -Fxq "       --gpus 1 --gpu-type A100-40GB: $reason" <<<"$listing" || fail "no reason: $listing"
-  expect_eq "$(as_user2 leases --json)" "[]" "the user's granted leases"
+  expect_eq "$(as_user2 leases --json | jq -c '[.[] | [.state, .name]]')" '[["pending","whole"]]' \
+    "the user's leases --json: the waiting request only"
 fi
 pass "a whole-GPU request waits on the busy A100: status and leases show it PENDING #1, and why"
 
@@ -50,7 +54,7 @@ expect_eq "$(gs leases --json | jq '[.[] | select(.name == "small") | .gpus[0].i
 pass "a 1G request starts at once on the T4 while the whole-GPU request waits"
 
 # 5G would fit on the A100 now, but only by delaying the request ahead: refused, saying why.
-expect_fail 75 "gpushare: no room for this lease now: it fits now only on GPUs held for 1 request ahead of it (2 leases, 1 waiting)" \
+expect_fail 75 "gpushare: no room for this lease now: it fits now only on GPUs held for 1 request ahead of it" \
   gs run --gpu-memory 5G --gpu-type A100 --no-wait -- true
 # A later request for the A100 waits behind it.
 bg_gs run --gpu-memory 5G --gpu-type A100 -- sh -c "echo L >> $WORK/order"
@@ -64,7 +68,7 @@ pass "a request that would delay the one ahead is refused (75) or waits behind i
 rm "$WORK/hold"
 wait_until 5 grep -q W "$WORK/order"
 expect_eq "$(tr -d '\n' <"$WORK/order")" BW "jobs started so far"
-expect_eq "$(gs leases --json | jq -c '[.[] | [.name, .gpus[0].index]] | sort')" '[["small",1],["whole",0]]' "leases"
+expect_eq "$(gs leases --json | jq -c '[.[] | select(.state != "pending") | [.name, .gpus[0].index]] | sort')" '[["small",1],["whole",0]]' "leases"
 wait_until 10 grep -q L "$WORK/order"
 expect_eq "$(tr -d '\n' <"$WORK/order")" BWL "service order"
 rm "$WORK/holdB"

@@ -27,7 +27,7 @@ expect_eq "$(jq -c '.[1].gpus | map([.index, .peak_memory])' <<<"$rows")" "[[0,$
 expect_eq "$(jq -c '.[0] | [.name, .exit_status, .request]' <<<"$rows")" '["plain",0,{"gpus":1}]' "the plain job"
 jq -e '.[1] | .duration_ms >= 100 and .ended_at_ms - .granted_at_ms == .duration_ms' <<<"$rows" >/dev/null ||
   fail "durations: $rows"
-grep -Eq '^ +[0-9]+  root +hist +[0-9-]+ [0-9:]+ +[0-9.]+m?s +0 +2.0G / +3G +1  exit 1 +'"$JOB" <<<"$(gs history)" ||
+grep -Eq '^ +[0-9]+  root +hist +[0-9-]+ [0-9:]+ +0s +[0-9-]+ [0-9:]+ +[0-9.]+m?s +0 +2.0G / +3G +1  exit 1 +'"$JOB" <<<"$(gs history)" ||
   fail "no history row: $(gs history)"
 pass "history after a restart: the job's peak 1.5 GiB and its context, 1 OOM event, exit 1; the plain job's exit 0"
 

@@ -12,7 +12,7 @@ MAN8=$GS_SOURCE_DIR/docs/man/gpushared.8
 
 # help CMD is CMD --help, for every command gpushare --help lists.
 commands=$(gs --help | sed -n 's/^  \([a-z]*\)  .*/\1/p')
-expect_eq "$(echo $commands)" "run status top leases release history doctor plan mig" "the commands"
+expect_eq "$(echo $commands)" "run status top leases release history cdi doctor plan mig" "the commands"
 for c in $commands; do
   expect_eq "$(gs help "$c")" "$(gs "$c" --help)" "gpushare help $c"
 done
@@ -95,7 +95,7 @@ pass "status: '1 lease', 50G FREE on an 80G GPU with 30G leased, at most 80 colu
 grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}[+-][0-9]{2}:[0-9]{2} gpushared\[[0-9]+\]: ' <<<"$(head -1 "$WORK/daemon.log")" ||
   fail "no timestamp: $(head -1 "$WORK/daemon.log")"
 touch "$WORK/journal.log"
-JOURNAL_STREAM=$(stat -c '%d:%i' "$WORK/journal.log") "$BIN/gpushared" --config /dev/null \
+GPUSIM_STATE=$WORK/sim-journal JOURNAL_STREAM=$(stat -c '%d:%i' "$WORK/journal.log") "$BIN/gpushared" --config /dev/null \
   --socket "$WORK/other.sock" --state-dir "$WORK/other" --metrics-listen 127.0.0.1:0 2>>"$WORK/journal.log" &
 other=$!
 wait_until 5 grep -q listening "$WORK/journal.log"

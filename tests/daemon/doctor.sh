@@ -14,13 +14,13 @@ CONFIG="[daemon]
 $NVML"
 start_daemon
 
-# A ready node: nine checks (daemon, socket, driver, gpu 0, gpu 1, cuda, shim, regions, mps).
+# A ready node: ten checks (daemon, socket, config, driver, gpu 0, gpu 1, cuda, shim, regions, mps).
 out=$(gs doctor) || fail "doctor on a ready node exited $?: $out"
-expect_eq "$(grep -c '^ok ' <<<"$out")" 9 "ok lines on a ready node"
+expect_eq "$(grep -c '^ok ' <<<"$out")" 10 "ok lines on a ready node"
 expect_eq "$(tail -1 <<<"$out")" "gpushare doctor: this node is ready" "summary"
 grep -q '^ok    driver   gpusim (simulated GPUs' <<<"$out" || fail "driver line: $out"
 grep -q '^ok    mps      not needed' <<<"$out" || fail "mps line: $out"
-expect_eq "$(gs doctor --json | jq '[.ready, (.checks | length)] | @csv')" '"true,9"' "doctor --json"
+expect_eq "$(gs doctor --json | jq '[.ready, (.checks | length)] | @csv')" '"true,10"' "doctor --json"
 pass "a ready node"
 
 # expect_fail CHECK PATTERN CMD...: CMD exits 1 and prints exactly one FAIL line, for CHECK,

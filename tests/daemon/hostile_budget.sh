@@ -21,7 +21,7 @@ wait_eq 5 1 queue_length
 runuser -u "$USER3" -- env GPUSHARE_SOCKET="$GPUSHARE_SOCKET" LD_PRELOAD="$JOB_PRELOAD" \
   "$BIN/gpushare" run --gpu-memory 1G --no-wait -- true || fail "another user's 1G --no-wait was refused"
 expect_eq "$(gs status --json | jq -r '.queue.requests[0].reason')" \
-  "it waits for leases of its own user to end (it holds no GPU meanwhile)" "the waiting request's reason"
+  "GPU 0 (H100-80GB) is in use by your lease 1 (1 B)" "the waiting request's reason (its own lease)"
 pass "a request waiting on its own user's leases holds nothing: another user's 1G is granted at once"
 for p in "${BG_PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
 wait "${BG_PIDS[@]}" 2>/dev/null || true

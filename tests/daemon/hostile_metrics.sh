@@ -47,7 +47,7 @@ expect_eq "$(cat "$WORK/hold.out")" "granted 2000" "leases granted"
 wait_until 3 scraped 2000
 scrape >"$WORK/all.txt"
 expect_eq "$(grep -c '^gpushare_lease_info{' "$WORK/all.txt")" 2000 "gpushare_lease_info series"
-expect_eq "$(grep -c "^gpushare_lease_memory_limit_bytes{lease=\"[0-9]*\",user=\"root\",gpu=\"0\"" "$WORK/all.txt")" 2000 "limit series"
+expect_eq "$(grep -c "^gpushare_lease_memory_limit_bytes{lease=\"[0-9]*\",user=\"root\",job_name=\"[^\"]*\",gpu=\"0\"" "$WORK/all.txt")" 2000 "limit series"
 pass "a scrape with 2,000 leases ($(ls "/proc/$DAEMON_PID/fd" | wc -l) descriptors): $(wc -c <"$WORK/all.txt") bytes"
 for p in "${BG_PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
 wait "${BG_PIDS[@]}" 2>/dev/null || true

@@ -34,9 +34,9 @@ pass "the user's release stops a process that joined the lease from outside its 
 
 # A process that takes the region without asking gpushared (it reopens another process's
 # descriptor and takes the membership lock itself) and ignores SIGTERM: not the lease's job,
-# never a member. The user's release leaves it; the lease stays ending, is reported once
-# kill_grace after the SIGKILL, and is looked at no further than its region's lock; root's
-# release --force stops it.
+# never a member. The user's release leaves it (it waits out kill_grace and 7 s more, then says
+# what holds the lease); the lease stays ending, is reported once kill_grace after the SIGKILL,
+# and is looked at no further than its region's lock; root's release --force stops it.
 bg "${AS_USER2[@]}" "$BIN/gpushare" run --gpu-memory 4G -- sleep 600
 wait_eq 5 1 lease_count
 id=$(user2_lease)
@@ -51,8 +51,12 @@ bg "${AS_USER2[@]}" "$HOSTILE" adopt "$member" "$fd" 600
 wait_until 5 pgrep -u "$USER2" -f "gs-hostile adopt" >/dev/null
 escaped=$(pgrep -u "$USER2" -f "gs-hostile adopt")
 kill -KILL "$member"
-out=$(gs2 release "$id")
-sleep 3.5 # kill_grace to the SIGKILL, kill_grace more to the report
+set +e
+out=$(gs2 release "$id" 2>&1)
+rc=$?
+set -e
+expect_eq "$rc" 1 "exit status of the user's release"
+expect_eq "$out" "gpushare: lease $id is still ending 8 s after its release: processes still hold its region (see gpushare status --processes; root may release it --force)" "the user's release"
 expect_eq "$(lease_state "$id")" ending "the lease after its user's release"
 process_gone "$escaped" && fail "the escaped process was stopped without force"
 expect_eq "$(grep -c "lease $id (user $USER2) cannot end: processes still use its region" "$WORK/daemon.log")" 1 \
@@ -60,7 +64,7 @@ expect_eq "$(grep -c "lease $id (user $USER2) cannot end: processes still use it
 sleep 1.5
 expect_eq "$(grep -c "lease $id (user $USER2) cannot end" "$WORK/daemon.log")" 1 "reports a while later"
 out=$(gs release --force "$id")
-expect_eq "$out" "lease $id ended (released by force)" "release --force"
+expect_eq "$out" "lease $id released by force" "release --force"
 expect_eq "$(lease_count)" 0 "leases after release --force"
 expect_eq "$(gs status --json | jq '.gpus[0].memory_leased')" 0 "memory leased"
 process_gone "$escaped" || fail "the process holding the region survived release --force"

@@ -154,9 +154,9 @@ job_of() {
   pgrep -P "$1"
 }
 
-# lease_count: how many leases the caller sees.
+# lease_count: how many leases the caller sees (leases --json lists waiting requests too).
 lease_count() {
-  gs leases --json | jq length
+  gs leases --json | jq '[.[] | select(.state != "pending")] | length'
 }
 
 # memory_used: the bytes the caller's leases use (from their regions).
@@ -167,6 +167,18 @@ memory_used() {
 # queue_length: requests waiting.
 queue_length() {
   gs status --json | jq .queue.length
+}
+
+# check_metrics FILE: promtool check metrics finds FILE valid, and its lint nothing but what it
+# says of dcgm-exporter's own labels (modelName is camelCase), which gpushare's GPU series carry
+# so that dcgm-exporter's dashboards and joins work on them.
+check_metrics() {
+  local rc=0
+  promtool check metrics <"$1" >"$WORK/promtool.txt" 2>&1 || rc=$?
+  local other
+  other=$(grep -v "label names should be written in 'snake_case' not 'camelCase'$" "$WORK/promtool.txt" || true)
+  [[ ($rc == 0 || $rc == 3) && -z $other ]] ||
+    { cat "$WORK/promtool.txt" >&2; fail "promtool check metrics: status $rc"; }
 }
 
 # expect_eq ACTUAL EXPECTED WHAT

@@ -107,7 +107,7 @@ gs run --gpu-memory 4G -- "$JOB" after 1 1 >/dev/null || fail "a job after the r
 scrape_restarts() {
   curl -fsS "$METRICS_URL" | grep '^gpushare_mps_restarts_total' || true
 }
-wait_eq 3 "gpushare_mps_restarts_total{gpu=\"0\",uuid=\"$uuid\"} 1" scrape_restarts
+wait_eq 3 "gpushare_mps_restarts_total{gpu=\"0\",UUID=\"$uuid\"} 1" scrape_restarts
 pass "SIGKILL of the MPS control daemon: restarted in $took ms, logged, counted in metrics"
 
 # Shutdown: quit, and no MPS process is left.

@@ -35,7 +35,7 @@ expect_eq "$region" "gpushared:$user_id:$GPUSHARE_SOCKET" "the user's region"
 expect_eq "$(runuser -u "$USER2" -- "$TOOL" join "$region")" "joined lease $user_id" "the user joins their lease"
 expect_eq "$(runuser -u "$USER2" -- "$TOOL" join "$root_region" 2>&1)" \
   "gs-daemon-tool join: lease $root_id belongs to another user" "the user joins root's lease"
-[[ -z $(find "$WORK/state" -newer "$WORK/gpushare.conf" -not -name 'state.db*' -not -path "$WORK/state/sched/*" -not -type d) ]] ||
+[[ -z $(find "$WORK/state" -newer "$WORK/gpushare.conf" -not -name 'state.db*' -not -name gpushared.pid -not -path "$WORK/state/sched/*" -not -type d) ]] ||
   fail "files other than the ledger under the state directory: $(ls -R "$WORK/state")"
 pass "socket 0666; regions are the daemon's (no file), joined by their user only"
 

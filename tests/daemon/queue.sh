@@ -19,7 +19,7 @@ out=$(gs run --gpu-memory 1G --no-wait -- true 2>&1)
 rc=$?
 set -e
 expect_eq "$rc" 75 "--no-wait exit status"
-expect_eq "$out" "gpushare: no room for this lease now: GPU 0 (H100-80GB) has 183 MiB free of the 1 GiB it needs (1 lease, 0 waiting)" "--no-wait message"
+expect_eq "$out" "gpushare: no room for this lease now: GPU 0 (H100-80GB) has 183 MiB free of the 1 GiB it needs; held by lease 1 (root, 79 GiB)" "--no-wait message"
 pass "--no-wait on a full GPU: exit 75, one line"
 
 # --timeout: waits, then one line and exit 75.
@@ -31,7 +31,7 @@ elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 set -e
 expect_eq "$rc" 75 "--timeout exit status"
 expect_eq "$(printf '%s\n' "$out" | tail -1)" \
-  "gpushare: no room within 0.3 s (--timeout): gave up (GPU 0 (H100-80GB) has 183 MiB free of the 1 GiB it needs)" "--timeout message"
+  "gpushare: no room within 0.3 s (--timeout): gave up (GPU 0 (H100-80GB) has 183 MiB free of the 1 GiB it needs; held by lease 1 (root, 79 GiB))" "--timeout message"
 [[ $elapsed_ms -ge 300 && $elapsed_ms -lt 3000 ]] || fail "--timeout took $elapsed_ms ms"
 pass "--timeout 300ms on a full GPU: exit 75 after $elapsed_ms ms"
 

@@ -57,7 +57,7 @@ bypass_lease() {
 }
 
 # Per-lease series (gpushare_lease_over_limit_bytes) name users: on only with metrics_users = all.
-CONFIG=$'[daemon]\nmetrics_users = all'
+CONFIG=$'[daemon]\nenforce = report\nmetrics_users = all'
 start_daemon_metrics
 
 # --- 2: a job's processes together never hold more than its lease, contexts included.

@@ -294,7 +294,9 @@ inject() {
 
 # Reads the listing, the status and gpusim's processes; remembers jobs and clients of new leases.
 observe() {
-  q leases --json >"$WORK/leases.json" || return 1
+  # (gpushare leases --json lists the waiting requests too, state pending, without an id.)
+  q leases --json >"$WORK/listing.json" || return 1
+  jq '[.[] | select(.state != "pending")]' "$WORK/listing.json" >"$WORK/leases.json" || return 1
   q status --json >"$WORK/status.json" || return 1
   local ids
   ids=$(jq -r '[.[].id] | map(tostring) | join(" ")' "$WORK/leases.json")

@@ -143,12 +143,12 @@ set_timeout() {
 hog
 run_srun full.out --gpu-memory=4G --gres=gpu:1 touch "$JOBS/ran-full"
 [[ $rc -ne 0 && ! -e $JOBS/ran-full ]] || fail "a step without room ran"
-grep -q 'error: gpushare: no GPU lease for this step: no room for this lease now: GPU 0 (H100-80GB) has 183 MiB free of the 4 GiB it needs (1 lease, 0 waiting)$' "$WORK/full.out" ||
+grep -q 'error: gpushare: no GPU lease for this step: no room for this lease now: GPU 0 (H100-80GB) has 183 MiB free of the 4 GiB it needs; held by 1 lease of another user (79 GiB)$' "$WORK/full.out" ||
   fail "no clear line: $(cat "$WORK/full.out")"
 set_timeout 1
 run_srun full.out --gpu-memory=4G --gres=gpu:1 touch "$JOBS/ran-full"
 [[ $rc -ne 0 && ! -e $JOBS/ran-full ]] || fail "a step without room ran after waiting"
-grep -q 'error: gpushare: no GPU lease for this step: no room within 1.0 s (--timeout): gave up (GPU 0 (H100-80GB) has 183 MiB free of the 4 GiB it needs)$' "$WORK/full.out" ||
+grep -q 'error: gpushare: no GPU lease for this step: no room within 1.0 s (--timeout): gave up (GPU 0 (H100-80GB) has 183 MiB free of the 4 GiB it needs; held by 1 lease of another user (79 GiB))$' "$WORK/full.out" ||
   fail "no clear line after the timeout: $(cat "$WORK/full.out")"
 set_timeout 20
 set +e

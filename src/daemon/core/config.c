@@ -48,7 +48,7 @@ void gs__config_defaults(gs__config_t *cfg)
     cfg->idle_timeout_ms = GS__DEFAULT_IDLE_MS;
     cfg->watch_interval_ms = GS__DEFAULT_WATCH_MS;
     cfg->watch_tolerance = GS__DEFAULT_TOLERANCE;
-    cfg->enforce = GS__ENFORCE_REPORT;
+    cfg->enforce = GS__ENFORCE_KILL;
     cfg->queue_aging_ms = GS__DEFAULT_AGING_MS;
     cfg->kill_grace_ms = GS__DEFAULT_GRACE_MS;
     cfg->max_connections_per_user = GS__DEFAULT_MAX_CONNS;
@@ -221,12 +221,14 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
         return set_path(ctx, cfg->runtime_dir, sizeof(cfg->runtime_dir), key, value);
     if (strcmp(key, "mps_control") == 0)
         return set_path(ctx, cfg->mps_control, sizeof(cfg->mps_control), key, value);
+    if (strcmp(key, "lease_admin_group") == 0)
+        return set_path(ctx, cfg->lease_admin_group, sizeof(cfg->lease_admin_group), key, value);
     if (strcmp(key, "metrics_listen") == 0) {
         uint32_t addr;
         uint16_t port;
         if (gs__config_parse_listen(value, &addr, &port) != 0)
             return bad(ctx,
-                       "metrics_listen \"%s\" is not ADDRESS:PORT (e.g. 127.0.0.1:9400; "
+                       "metrics_listen \"%s\" is not ADDRESS:PORT (e.g. 127.0.0.1:9447; "
                        "port 0 turns metrics off)",
                        value);
         return set_path(ctx, cfg->metrics_listen, sizeof(cfg->metrics_listen), key, value);
@@ -261,7 +263,7 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
                "watch_interval, watch_tolerance, enforce, max_connections_per_user, "
                "max_queued_per_user, max_output_per_connection, max_output_per_user, "
                "max_leases_per_user, history_max_rows, history_max_rows_per_user, "
-               "history_max_days, metrics_users)",
+               "history_max_days, metrics_users, lease_admin_group)",
                key);
 }
 
@@ -391,6 +393,7 @@ static unsigned key_bit(const char *key)
                                        "max_queued_per_user",
                                        "max_output_per_connection",
                                        "metrics_users",
+                                       "lease_admin_group",
                                        "max_output_per_user",
                                        "max_leases_per_user",
                                        "history_max_rows",

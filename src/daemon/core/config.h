@@ -16,7 +16,7 @@
 /* GS_CONFIG_PATH and GS_STATE_DIR follow the install prefix (cmake/gs_paths.cmake). */
 #define GS__DEFAULT_CONFIG    GS_CONFIG_PATH
 #define GS__DEFAULT_STATE_DIR GS_STATE_DIR
-#define GS__DEFAULT_METRICS   "127.0.0.1:9400"
+#define GS__DEFAULT_METRICS   "127.0.0.1:9447"
 #define GS__DEFAULT_IDLE_MS   10000
 #define GS__DEFAULT_WATCH_MS  1000
 #define GS__DEFAULT_TOLERANCE (UINT64_C(128) << 20)
@@ -90,7 +90,8 @@ typedef struct gs__config {
     char shim[GS__PATH_MAX];        /* LD_PRELOAD for leases, "" = the client decides */
     char runtime_dir[GS__PATH_MAX]; /* MPS pipe and log directories (tmpfs) */
     char mps_control[GS__PATH_MAX]; /* nvidia-cuda-mps-control: a path, or a name in PATH */
-    unsigned idle_timeout_ms;       /* a connection with no lease that sends nothing is closed */
+    char lease_admin_group[64]; /* its members may, as root, lease for others and name cgroups */
+    unsigned idle_timeout_ms;   /* a connection with no lease that sends nothing is closed */
     unsigned queue_aging_ms;    /* a waiting request gains a priority point per this, 0 = never */
     unsigned kill_grace_ms;     /* SIGTERM to SIGKILL at a time limit or a release by another */
     unsigned watch_interval_ms; /* the watchdog's NVML scan; 0 = no watchdog */

@@ -8,9 +8,11 @@
  *   model.h      what a GPU can give and what a request takes (pure);
  *   place.h      which GPUs a request goes to (pure but for the engine's cache);
  *   queue.h, queue_pass.h  the wait queue and its service (priority, aging, backfill);
+ *   reasons.h    every refusal's and wait's reason, from one place;
  *   ledger.h     the leases in SQLite and the history;
  *   regions.h    the leases' sealed memfd regions;
  *   config.h, users.h, clock.h  the configuration, per-user counters and warnings, the clocks;
+ *   claim.h      one gpushared per node: its claim on its state directory and its GPUs;
  *   lease_procs.h  processes named so that a reused pid is never taken for them (identity,
  *                signals through pidfds, the peer of a connection), through lease.h.
  * Private to core: place_engine.h. Core includes and calls nothing of gpu/ or
@@ -18,6 +20,7 @@
 #ifndef GS_DAEMON_CORE_H
 #define GS_DAEMON_CORE_H
 
+#include "claim.h"
 #include "clock.h"
 #include "config.h"
 #include "daemon.h"
@@ -28,6 +31,7 @@
 #include "place.h"
 #include "queue.h"
 #include "queue_pass.h"
+#include "reasons.h"
 #include "regions.h"
 #include "users.h"
 

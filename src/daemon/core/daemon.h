@@ -44,7 +44,7 @@ typedef struct gs__lease_events {
                      const char *by);
     /* The lease ends (before it is freed): what the upper layers keep for it goes (its processes'
      * places in the GPUs' compute schedulers). */
-    void (*ending)(struct gs__daemon *d, const gs__lease_t *lease);
+    void (*ending)(struct gs__daemon *d, gs__lease_t *lease);
 } gs__lease_events_t;
 
 typedef struct gs__daemon {

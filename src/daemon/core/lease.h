@@ -69,16 +69,26 @@ typedef struct gs__lease {
                                 GS__LEASE_MEMBERS_MAX: with the holder, where its job is found */
     unsigned reap_cursor;    /* where bounded reaping of its records goes on */
     int end_failed;          /* its row could not be deleted: ended again by the reaper */
+    void *serve_data;        /* what serve/ keeps for it (a keyed lease's socket), opaque here */
 } gs__lease_t;
 
-/* Grants a lease for req on alloc to cred, held by conn: sets it up on its GPUs (their modes:
- * a MIG instance, ...), gives it a region, writes its ledger row (committed before this
- * returns) and takes the capacity. Returns 0 and *out, GS_EGPU when a GPU's mode could not set
- * it up, or -errno, with one line in err; nothing is granted (and nothing left behind) when the
- * row cannot be written. */
+/* A keyed lease (rec.request.key set) belongs to no connection and no holder process: it lives
+ * until it is released (by its key or id) or its time limit, across restarts. Its processes are
+ * those holding its region and those in its cgroup (rec.request.cgroup), whatever their uid. */
+static inline int gs__lease_keyed(const gs__lease_t *lease)
+{
+    return lease->rec.request.key[0] != '\0';
+}
+
+/* Grants a lease for req (asked for at submitted_at_ms, CLOCK_REALTIME: its history shows how
+ * long it waited) on alloc to cred, held by conn: sets it up on its GPUs (their modes: a MIG
+ * instance, ...), gives it a region, writes its ledger row (committed before this returns) and
+ * takes the capacity. Returns 0 and *out, GS_EGPU when a GPU's mode could not set it up, or
+ * -errno, with one line in err; nothing is granted (and nothing left behind) when the row cannot
+ * be written. */
 int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cred,
-                    const gs_lease_request_t *req, const gs__alloc_t *alloc, gs__lease_t **out,
-                    char *err, size_t errlen);
+                    const gs_lease_request_t *req, int64_t submitted_at_ms,
+                    const gs__alloc_t *alloc, gs__lease_t **out, char *err, size_t errlen);
 
 /* Ends the lease now: deletes its row, then gives the capacity and the region back, frees it
  * and asks for a schedule; why is logged. Returns 0, or GS_EIO when the row cannot be deleted:
@@ -111,6 +121,14 @@ int64_t gs__lease_expiry(const gs__lease_t *lease);
 
 /* Finds a lease by id, or NULL. */
 gs__lease_t *gs__lease_find(gs__daemon_t *d, uint64_t id);
+
+/* Finds the live keyed lease with key, or NULL. */
+gs__lease_t *gs__lease_find_key(gs__daemon_t *d, const char *key);
+
+/* The keyed lease's processes are cgroup's from now on (recorded in the ledger). Returns 0, or
+ * GS_EIO with one line in err (the lease keeps its old cgroup). */
+int gs__lease_set_cgroup(gs__daemon_t *d, gs__lease_t *lease, const char *cgroup, char *err,
+                         size_t errlen);
 
 /* Ends the lease when gs__lease_busy says nothing uses it any more, else marks it ENDING (the
  * reaper ends it later). Returns 1 when it ended. */
@@ -153,8 +171,13 @@ int gs__leases_restore(gs__daemon_t *d);
  * deleted, ...) is written again from the live leases. Sets d->fatal when it cannot be. */
 void gs__leases_check_ledger(gs__daemon_t *d);
 
-/* Nonzero while a process maps the lease's region or a process it signalled lives. */
+/* Nonzero while a process maps the lease's region or a process it signalled lives, or, once it
+ * was asked to stop by someone else, while its holder is connected (the holder reports how the
+ * job ended, then lets go: the reaper lets go for it after kill_grace and GS__HOLDER_REPORT_MS). */
 int gs__lease_busy(gs__lease_t *lease);
+
+/* How long past kill_grace a connected holder has to report its stopped job's end. */
+#define GS__HOLDER_REPORT_MS 5000
 
 /* Links a lease into d's list / unlinks it; takes / gives back its capacity. */
 void gs__lease_link(gs__daemon_t *d, gs__lease_t *lease);

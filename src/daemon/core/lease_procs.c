@@ -3,6 +3,7 @@
 #include "lease_procs.h"
 
 #include "gpushare/error.h"
+#include "gpushare/region.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +18,10 @@
 #include <unistd.h>
 
 #define MEMFD_LINK "/memfd:" GS_REGION_MEMFD_NAME
+
+#define CGROUP_ROOT      "/sys/fs/cgroup"
+#define CGROUP_DIR_MAX   1024 /* a hierarchy's directory and a cgroup path below it */
+#define CGROUP_DEPTH_MAX 16   /* levels below a keyed lease's cgroup that are looked at */
 
 /* What one pass over /proc reads of a process. */
 typedef struct proc_info {
@@ -173,11 +178,13 @@ int gs__proc_peer(int sock, pid_t pid, uid_t uid, uint64_t *start)
     if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) != 0 || pidfd < 0)
         pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pidfd < 0)
-        return GS_ENOENT;
+        return errno == EMFILE || errno == ENFILE ? -errno : GS_ENOENT;
     gs__proc_id_t id;
     int result = gs__proc_identity(pid, &id) == 0 && owned_by(&id, uid) && pidfd_pid(pidfd) == pid
                      ? 0
                      : GS_ENOENT;
+    if (result != 0 && (errno == EMFILE || errno == ENFILE))
+        result = -errno; /* /proc could not be read: out of descriptors, not a process gone */
     close(pidfd);
     if (result == 0)
         *start = id.start;
@@ -409,6 +416,91 @@ static int add_descendants_table(const pid_t *roots, unsigned n_roots, uid_t uid
     return added;
 }
 
+/* Nonzero when the cgroup named at line (a /proc/PID/cgroup line's path, up to its end) is path
+ * or below it. */
+static int under(const char *line, size_t len, const char *path)
+{
+    size_t n = strlen(path);
+    return len >= n && memcmp(line, path, n) == 0 && (len == n || line[n] == '/');
+}
+
+int gs__proc_in_cgroup(pid_t pid, const char *path)
+{
+    char buf[4096];
+    if (gs_proc_read(pid, "cgroup", buf, sizeof(buf)) == 0)
+        return 0;
+    /* Lines are "ID:CONTROLLERS:PATH": the path follows the second ':'. */
+    for (char *line = buf, *end; *line != '\0'; line = *end != '\0' ? end + 1 : end) {
+        end = strchr(line, '\n');
+        if (end == NULL)
+            end = line + strlen(line);
+        char *colon = memchr(line, ':', (size_t)(end - line));
+        colon = colon != NULL ? memchr(colon + 1, ':', (size_t)(end - colon - 1)) : NULL;
+        if (colon != NULL && under(colon + 1, (size_t)(end - colon - 1), path))
+            return 1;
+    }
+    return 0;
+}
+
+/* The processes of one cgroup directory (its cgroup.procs) and of those below it, whatever
+ * their user (root named the cgroup), into list; at most GS__LEASE_PROCS_MAX looked at in all
+ * (*budget), and CGROUP_DEPTH_MAX levels. Returns how many were added. */
+static int add_cgroup_dir(const char *dir, unsigned depth, unsigned *budget, gs__proc_refs_t *list)
+{
+    char path[CGROUP_DIR_MAX + 16], buf[32];
+    int added = 0;
+    snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+    FILE *f = fopen(path, "re");
+    while (f != NULL && *budget > 0 && fgets(buf, sizeof(buf), f) != NULL) {
+        pid_t pid = (pid_t)strtol(buf, NULL, 10);
+        gs__proc_id_t id;
+        (*budget)--;
+        if (pid > 1 && pid != getpid() && gs__proc_identity(pid, &id) == 0 &&
+            gs__proc_refs_add(list, pid, id.start, (uid_t)-1) > 0)
+            added++;
+    }
+    if (f != NULL)
+        fclose(f);
+    DIR *d = depth < CGROUP_DEPTH_MAX ? opendir(dir) : NULL;
+    struct dirent *e;
+    while (d != NULL && *budget > 0 && (e = readdir(d)) != NULL) {
+        if (e->d_type != DT_DIR || e->d_name[0] == '.')
+            continue;
+        int n = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (n > 0 && (size_t)n < CGROUP_DIR_MAX)
+            added += add_cgroup_dir(path, depth + 1, budget, list);
+    }
+    if (d != NULL)
+        closedir(d);
+    return added;
+}
+
+/* Every process in cgroup (a path as /proc/PID/cgroup writes it) or below, in each hierarchy
+ * mounted in CGROUP_ROOT: the cgroups' own lists, work in proportion to their processes. */
+static int add_cgroup_procs(const char *cgroup, gs__proc_refs_t *list)
+{
+    char dir[CGROUP_DIR_MAX];
+    unsigned budget = GS__LEASE_PROCS_MAX;
+    struct stat st;
+    if (stat(CGROUP_ROOT "/cgroup.controllers", &st) == 0) { /* cgroup v2 at the root */
+        snprintf(dir, sizeof(dir), CGROUP_ROOT "%s", cgroup);
+        return add_cgroup_dir(dir, 0, &budget, list);
+    }
+    int added = 0;
+    DIR *root = opendir(CGROUP_ROOT); /* v1 controllers, and v2's "unified" beside them */
+    struct dirent *e;
+    while (root != NULL && budget > 0 && (e = readdir(root)) != NULL) {
+        if (e->d_name[0] == '.' || e->d_type != DT_DIR)
+            continue; /* links (cpu -> cpu,cpuacct) name a hierarchy read anyway */
+        snprintf(dir, sizeof(dir), CGROUP_ROOT "/%s%s", e->d_name, cgroup);
+        if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+            added += add_cgroup_dir(dir, 0, &budget, list);
+    }
+    if (root != NULL)
+        closedir(root);
+    return added;
+}
+
 /* The roots of the lease's processes: its holder and its members, each only if it is still the
  * process recorded; those of uid go into the list themselves when with_self. */
 static unsigned lease_roots(const gs__lease_procs_query_t *q, pid_t *roots, gs__proc_refs_t *list,
@@ -451,6 +543,8 @@ int gs__lease_procs_find(const gs__lease_procs_query_t *q, gs__proc_refs_t *list
             return r;
         added += r;
     }
+    if (q->cgroup != NULL && q->cgroup[0] != '\0')
+        added += add_cgroup_procs(q->cgroup, list);
     return added;
 }
 

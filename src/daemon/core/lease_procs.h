@@ -52,8 +52,9 @@ int gs__proc_signal(pid_t pid, uint64_t start, uid_t uid, int sig);
 
 /* The process that connected on sock (pid and uid from SO_PEERCRED): checks through a pidfd
  * (SO_PEERPIDFD where the kernel has it) that it is still there, not a zombie, and owned by uid,
- * and reads its start time. Returns 0, or GS_ENOENT (refuse the connection: a pid of a process
- * that is gone names nothing the daemon may ever signal). */
+ * and reads its start time. Returns 0, GS_ENOENT (refuse the connection: a pid of a process
+ * that is gone names nothing the daemon may ever signal), or -EMFILE / -ENFILE when the daemon
+ * is out of descriptors to look (refuse it too, for that reason). */
 int gs__proc_peer(int sock, pid_t pid, uid_t uid, uint64_t *start);
 
 /* A growing list of processes (gs__lease_procs_clear frees it). */
@@ -68,7 +69,7 @@ int gs__proc_refs_add(gs__proc_refs_t *list, pid_t pid, uint64_t start, uid_t ui
 
 /* Whom gs__lease_procs_find looks for. */
 typedef struct gs__lease_procs_query {
-    const gs_region_t *region;      /* forced: its holders (open or mapped), whatever their user
+    const gs_region_t *region;      /* forced or keyed: its holders (open or mapped), any user
                                        but root, by a pass over every process; NULL: none */
     pid_t holder;                   /* the descendants of this process (0: none) ... */
     uint64_t holder_start;          /* ... if it is still this one ... */
@@ -76,7 +77,14 @@ typedef struct gs__lease_procs_query {
     uid_t uid;                      /* ... whose real uid is this (the members too) */
     int with_holder;                /* the holder itself too (it is the lease's user's own
                                        client) */
+    const char *cgroup;             /* every process in this cgroup or below (any hierarchy),
+                                       root's too, from the cgroups' process lists: a keyed
+                                       lease's container, named by root (NULL: none) */
 } gs__lease_procs_query_t;
+
+/* Nonzero when process pid is in cgroup path (absolute, as /proc/PID/cgroup writes it) or a
+ * cgroup below it, in any hierarchy (cgroup v2's "0::", or a v1 controller's). */
+int gs__proc_in_cgroup(pid_t pid, const char *path);
 
 /* Adds to list the processes q names that are not in it yet, never the daemon itself nor
  * pid 1. Returns how many were added, or -errno. */

@@ -106,8 +106,8 @@ static void fill_record(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *c
 }
 
 int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cred,
-                    const gs_lease_request_t *req, const gs__alloc_t *alloc, gs__lease_t **out,
-                    char *err, size_t errlen)
+                    const gs_lease_request_t *req, int64_t submitted_at_ms,
+                    const gs__alloc_t *alloc, gs__lease_t **out, char *err, size_t errlen)
 {
     /* Finding another user's regions after a restart and stopping their processes both need
      * root: a daemon of an ordinary user serves that user only. */
@@ -121,6 +121,9 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
     lease->alloc = *alloc;
     lease->rec.id = gs__ledger_next_id(d->ledger);
     fill_record(d, lease, cred, req);
+    lease->rec.submitted_at_ms = submitted_at_ms > 0 && submitted_at_ms <= lease->rec.granted_at_ms
+                                     ? submitted_at_ms
+                                     : lease->rec.granted_at_ms;
     /* The GPUs' modes first (a MIG instance, ...): what they set up goes into the record. */
     if (gs__lease_modes_grant(d, lease, err, errlen) != 0) {
         free(lease);
@@ -129,7 +132,7 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
     for (unsigned i = 0; i < lease->alloc.n; i++)
         memcpy(lease->rec.parts[i].instance, lease->alloc.part[i].instance,
                sizeof(lease->rec.parts[i].instance));
-    set_conn(d, lease, conn);
+    set_conn(d, lease, gs__lease_keyed(lease) ? NULL : conn);
     gs_region_config_t rcfg;
     gs__lease_region_config(d, lease, &rcfg);
     int result =
@@ -149,7 +152,7 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
         free(lease);
         return result;
     }
-    set_conn(d, lease, conn);
+    set_conn(d, lease, gs__lease_keyed(lease) ? NULL : conn);
     gs__lease_take(d, alloc);
     gs__lease_link(d, lease);
     d->counters.granted++;
@@ -224,6 +227,10 @@ int gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
 
 int gs__lease_busy(gs__lease_t *lease)
 {
+    /* Stopped by someone else while its holder is connected: the holder says how its job ended
+     * (release with the exit status or signal, for the history) and then lets go. */
+    if (lease->conn != NULL && lease->revoked_ms != 0)
+        return 1;
     int mapped = lease->region != NULL ? gs_region_in_use(lease->region) : 0;
     if (mapped != 0)
         return 1; /* an error answering counts as in use: never free capacity on a doubt */
@@ -276,6 +283,8 @@ static uid_t holder_uid(const gs__lease_t *lease)
 
 int gs__lease_holder_alive(const gs__lease_t *lease)
 {
+    if (gs__lease_keyed(lease))
+        return 1; /* no holder: it lives until released */
     /* Only the process that asked: same pid, same start time, same owner. A row without a start
      * time (an older version's, or one edited) names no process the daemon can tell from
      * another's that took its pid: its holder counts as gone. */
@@ -289,16 +298,19 @@ int gs__lease_holder_alive(const gs__lease_t *lease)
 /* Whom stopping the lease signals: its job (the descendants of the holder and of the processes
  * that joined it, of the lease's user); by force also every process holding its region and, at
  * the SIGKILL, the holder itself when it is the user's own client (a gpushare run that was
- * stopped). */
+ * stopped). A keyed lease has no holder: its processes are those holding its region (a pass over
+ * /proc at the SIGTERM and one at the SIGKILL, never more) and those of its cgroup. */
 static gs__lease_procs_query_t victims_of(const gs__lease_t *lease, int killing)
 {
+    int keyed = gs__lease_keyed(lease);
     gs__lease_procs_query_t q = {
-        .region = lease->forced ? lease->region : NULL,
-        .holder = lease->rec.client_start != 0 ? lease->rec.client_pid : 0,
+        .region = lease->forced || keyed ? lease->region : NULL,
+        .holder = !keyed && lease->rec.client_start != 0 ? lease->rec.client_pid : 0,
         .holder_start = lease->rec.client_start,
         .members = &lease->members,
         .uid = lease->rec.uid,
-        .with_holder = killing && lease->forced && !lease->rec.request.owner.set,
+        .with_holder = killing && lease->forced && !lease->rec.request.owner.set && !keyed,
+        .cgroup = lease->rec.request.cgroup,
     };
     return q;
 }
@@ -370,7 +382,8 @@ static void tell_holder(gs__daemon_t *d, gs__lease_t *lease, const char *event, 
     if (lease->conn != NULL) {
         if (d->events.stop_job != NULL)
             d->events.stop_job(d, lease, event, by);
-    } else if (!lease->rec.request.owner.set && lease->rec.client_start != 0) {
+    } else if (!gs__lease_keyed(lease) && !lease->rec.request.owner.set &&
+               lease->rec.client_start != 0) {
         /* Through a pidfd, once the start time and owner show it is still the holder. */
         gs__proc_signal(lease->rec.client_pid, lease->rec.client_start, holder_uid(lease), SIGTERM);
     }
@@ -467,6 +480,28 @@ gs__lease_t *gs__lease_find(gs__daemon_t *d, uint64_t id)
             return lease;
     }
     return NULL;
+}
+
+gs__lease_t *gs__lease_find_key(gs__daemon_t *d, const char *key)
+{
+    for (gs__lease_t *lease = d->leases; lease != NULL && key[0] != '\0'; lease = lease->next) {
+        if (strcmp(lease->rec.request.key, key) == 0)
+            return lease;
+    }
+    return NULL;
+}
+
+int gs__lease_set_cgroup(gs__daemon_t *d, gs__lease_t *lease, const char *cgroup, char *err,
+                         size_t errlen)
+{
+    char old[GS_CGROUP_PATH_MAX], why[160];
+    memcpy(old, lease->rec.request.cgroup, sizeof(old));
+    snprintf(lease->rec.request.cgroup, sizeof(lease->rec.request.cgroup), "%s", cgroup);
+    if (gs__ledger_put(d->ledger, &lease->rec, why, sizeof(why)) == 0)
+        return 0;
+    memcpy(lease->rec.request.cgroup, old, sizeof(old));
+    return gs_fail(err, errlen, GS_EIO, "cannot record lease %llu's cgroup in the ledger: %s",
+                   (unsigned long long)lease->rec.id, why);
 }
 
 void gs__leases_free(gs__daemon_t *d)

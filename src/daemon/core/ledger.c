@@ -36,7 +36,8 @@ static const char *const schema =
     " state TEXT NOT NULL,"  /* active | ending */
     " granted_at INTEGER NOT NULL,"
     " updated_at INTEGER NOT NULL,"
-    " region_ino INTEGER NOT NULL DEFAULT 0)"; /* its memfd's inode, found again after a restart */
+    " region_ino INTEGER NOT NULL DEFAULT 0," /* its memfd's inode, found again after a restart */
+    " submitted_at INTEGER NOT NULL DEFAULT 0)"; /* when it was asked for (issue 27), 0 unknown */
 
 /* Schema 2: ended leases, kept for `gpushare history`. */
 static const char *const history_schema =
@@ -48,7 +49,8 @@ static const char *const history_schema =
     " granted_at INTEGER NOT NULL, ended_at INTEGER NOT NULL,"
     " memory_limit INTEGER NOT NULL, peak_memory INTEGER NOT NULL, oom_events INTEGER NOT NULL,"
     " exit_status INTEGER, signal INTEGER," /* NULL: not reported */
-    " end_reason TEXT NOT NULL);"
+    " end_reason TEXT NOT NULL,"
+    " submitted_at INTEGER NOT NULL DEFAULT 0);" /* issue 27; 0: not known (rows before it) */
     "CREATE INDEX IF NOT EXISTS history_ended ON history (ended_at);"
     /* Issue 28: a user's history (or a name's, root's view) by an index of its own: a user with
      * few rows reads few rows. An index's entries end with the rowid (id): (uid, ended_at, id). */
@@ -59,15 +61,15 @@ static const char *const sql[ST_COUNT] = {
     [ST_PUT] =
         ("INSERT OR REPLACE INTO leases (id, uid, gid, user, command, client_pid, "
          "client_start, request, parts, compute_share, region, state, granted_at, "
-         "updated_at, region_ino) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-         "?13, ?13, ?14)"),
+         "updated_at, region_ino, submitted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+         "?11, ?12, ?13, ?13, ?14, ?15)"),
     [ST_STATE] = ("UPDATE leases SET state = ?2, updated_at = strftime('%s','now') * 1000 "
                   "WHERE id = ?1"),
     [ST_DELETE] = "DELETE FROM leases WHERE id = ?1",
     [ST_HISTORY] = ("INSERT OR REPLACE INTO history (id, uid, user, name, command, request, gpus, "
                     "granted_at, ended_at, memory_limit, peak_memory, oom_events, exit_status, "
-                    "signal, end_reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-                    "?12, ?13, ?14, ?15)"),
+                    "signal, end_reason, submitted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+                    "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"),
 };
 
 static const char *state_name(gs__lease_state_t state)
@@ -178,6 +180,27 @@ static int check_marker(gs__ledger_t *ledger, char *err, size_t errlen)
                    ledger->marker, (unsigned long long)live);
 }
 
+/* Ledgers from before issue 27 have no submitted_at: their rows read 0 (not known). */
+static int add_submitted(gs__ledger_t *ledger, char *why, size_t whylen)
+{
+    static const char *const tables[] = {"leases", "history"};
+    for (int i = 0; i < 2; i++) {
+        char query[160], alter[128];
+        int64_t has = 0;
+        snprintf(query, sizeof(query),
+                 "SELECT COUNT(*) FROM pragma_table_info('%s') WHERE name = 'submitted_at'",
+                 tables[i]);
+        snprintf(alter, sizeof(alter),
+                 "ALTER TABLE %s ADD COLUMN submitted_at INTEGER NOT NULL DEFAULT 0", tables[i]);
+        int result = gs__ledger_query_int(ledger, query, &has, why, whylen);
+        if (result == 0 && has == 0)
+            result = gs__ledger_exec(ledger, alter, why, whylen);
+        if (result != 0)
+            return result;
+    }
+    return 0;
+}
+
 static int setup(gs__ledger_t *ledger, char *err, size_t errlen)
 {
     char why[256] = "";
@@ -217,6 +240,8 @@ static int setup(gs__ledger_t *ledger, char *err, size_t errlen)
         result = gs__ledger_exec(
             ledger, "ALTER TABLE leases ADD COLUMN region_ino INTEGER NOT NULL DEFAULT 0", why,
             sizeof(why));
+    if (result == 0)
+        result = add_submitted(ledger, why, sizeof(why));
     if (result == 0)
         result = gs__ledger_exec(ledger, "PRAGMA user_version=3", why, sizeof(why));
     for (int i = 0; result == 0 && i < ST_COUNT; i++) {
@@ -400,6 +425,7 @@ int gs__ledger_put(gs__ledger_t *ledger, const gs__lease_record_t *rec, char *wh
     sqlite3_bind_text(stmt, 12, state_name(rec->state), -1, SQLITE_STATIC);
     sqlite3_bind_int64(stmt, 13, rec->granted_at_ms);
     sqlite3_bind_int64(stmt, 14, (sqlite3_int64)rec->region_ino);
+    sqlite3_bind_int64(stmt, 15, rec->submitted_at_ms);
     if (result != 0) {
         result = gs_fail(why, whylen, GS_EIO, "%s", gs_strerror(result));
         sqlite3_reset(stmt);
@@ -498,6 +524,7 @@ static void decode_row(sqlite3_stmt *stmt, gs__lease_record_t *rec)
         strcmp(gs__ledger_text(stmt, 11), "ending") == 0 ? GS__LEASE_ENDING : GS__LEASE_ACTIVE;
     rec->granted_at_ms = sqlite3_column_int64(stmt, 12);
     rec->region_ino = (uint64_t)sqlite3_column_int64(stmt, 13);
+    rec->submitted_at_ms = sqlite3_column_int64(stmt, 14);
 }
 
 int gs__ledger_load(gs__ledger_t *ledger, int (*fn)(void *arg, const gs__lease_record_t *rec),
@@ -506,8 +533,8 @@ int gs__ledger_load(gs__ledger_t *ledger, int (*fn)(void *arg, const gs__lease_r
     sqlite3_stmt *stmt = NULL;
     if (sqlite3_prepare_v2(ledger->db,
                            "SELECT id, uid, gid, user, command, client_pid, client_start, "
-                           "request, parts, compute_share, region, state, granted_at, region_ino "
-                           "FROM leases ORDER BY id",
+                           "request, parts, compute_share, region, state, granted_at, region_ino, "
+                           "submitted_at FROM leases ORDER BY id",
                            -1, &stmt, NULL) != SQLITE_OK) {
         gs_error("cannot read the ledger %s: %s", ledger->path, sqlite3_errmsg(ledger->db));
         return GS_EIO;
@@ -630,6 +657,7 @@ int gs__ledger_history_add(gs__ledger_t *ledger, const gs__history_entry_t *e)
     if (e->job_end.known && e->job_end.signal != 0)
         sqlite3_bind_int64(stmt, 14, e->job_end.signal);
     sqlite3_bind_text(stmt, 15, e->reason != NULL ? e->reason : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(stmt, 16, rec->submitted_at_ms);
     if (result != 0) {
         sqlite3_reset(stmt);
         sqlite3_clear_bindings(stmt);
@@ -678,6 +706,13 @@ static json_t *history_row(sqlite3_stmt *stmt)
     set_nullable(obj, "exit_status", stmt, 12);
     set_nullable(obj, "signal", stmt, 13);
     json_object_set_new(obj, "end_reason", json_string(gs__ledger_text(stmt, 14)));
+    /* When it was asked for and how long it waited (issue 27); null for rows from before. */
+    int64_t submitted = sqlite3_column_int64(stmt, 15);
+    json_object_set_new(obj, "submitted_at_ms",
+                        submitted > 0 ? json_integer(submitted) : json_null());
+    json_object_set_new(obj, "queue_wait_ms",
+                        submitted > 0 ? json_integer(granted > submitted ? granted - submitted : 0)
+                                      : json_null());
     return obj;
 }
 
@@ -687,7 +722,7 @@ static const char *page_query(int64_t uid, const char *user)
 {
 #define HISTORY_COLUMNS                                                                            \
     "SELECT id, uid, user, name, command, request, gpus, granted_at, ended_at, memory_limit, "     \
-    "peak_memory, oom_events, exit_status, signal, end_reason, "                                   \
+    "peak_memory, oom_events, exit_status, signal, end_reason, submitted_at, "                     \
     "length(command) + length(request) + length(gpus) + length(name) + length(end_reason) "        \
     "FROM history "
 #define HISTORY_PAGE                                                                               \
@@ -712,7 +747,7 @@ static int read_page(gs__ledger_t *ledger, sqlite3_stmt *stmt, uint32_t limit, j
     while (result == 0 && (rc = sqlite3_step(stmt)) == SQLITE_ROW) {
         json_t *row = history_row(stmt);
         result = row != NULL && json_array_append_new(rows, row) == 0 ? 0 : GS_ENOMEM;
-        bytes += (size_t)sqlite3_column_int64(stmt, 15) + 320; /* the keys and numbers */
+        bytes += (size_t)sqlite3_column_int64(stmt, 16) + 320; /* the keys and numbers */
         next->before_ms = sqlite3_column_int64(stmt, 8);
         next->before_id = sqlite3_column_int64(stmt, 0);
         if (++n == limit || bytes >= GS_HISTORY_PAGE_BYTES) {

@@ -52,9 +52,11 @@ typedef struct gs__lease_record {
     char region[GS__PATH_MAX]; /* how its processes join its region (regions.h) */
     uint64_t region_ino;       /* its region's inode: the one a restarted daemon looks for */
     gs__lease_state_t state;
-    int64_t granted_at_ms; /* CLOCK_REALTIME */
-    char damaged[160];     /* why the row could not be read whole ("" when it could): such a
-                              lease keeps its capacity, never ends by itself, root releases it */
+    int64_t granted_at_ms;   /* CLOCK_REALTIME */
+    int64_t submitted_at_ms; /* CLOCK_REALTIME: when it was asked for (it waited until granted);
+                                0 = not known (a row from before this was kept) */
+    char damaged[160];       /* why the row could not be read whole ("" when it could): such a
+                                lease keeps its capacity, never ends by itself, root releases it */
 } gs__lease_record_t;
 
 /* How much history is kept: beyond any bound, the oldest rows go first (the oldest of the user

@@ -75,6 +75,9 @@ typedef struct gs__mode_ops {
     void (*tick)(gs__daemon_t *d, unsigned g, int64_t now_ms);
     /* Writes the mode's metric families for all its GPUs (called once per mode). */
     void (*metrics)(const gs__daemon_t *d, FILE *f);
+    /* The device time lease part i used, ns, where the shim's compute scheduler does not count
+     * it (no GS__MODE_SHIM_COMPUTE): mps measures it from NVML; NULL: not measured (0). */
+    uint64_t (*device_ns)(const gs__daemon_t *d, const gs__lease_t *lease, unsigned i);
     /* At shutdown. */
     void (*stop)(gs__daemon_t *d, unsigned g);
     /* At a stop after a failure, instead of stop: says what stays for the leases' jobs (called

@@ -2,6 +2,8 @@
 /* The lease model's fit rules: slices, demands and per-GPU accounting. */
 #include "model.h"
 
+#include <string.h>
+
 static uint64_t minus(uint64_t a, uint64_t b)
 {
     return a > b ? a - b : 0;
@@ -106,6 +108,7 @@ int gs__gpu_fits_idle(const gs__gpu_t *gpu, gs_lease_kind_t kind, const gs__part
     idle.compute_leased = 0;
     idle.slots_leased = 0;
     idle.n_leases = 0;
+    idle.outside = 0; /* processes of no lease go when they will */
     return gs__gpu_fits(&idle, kind, part);
 }
 
@@ -130,4 +133,14 @@ uint32_t gs__part_compute_percent(const gs__part_t *part)
         return 0;
     uint32_t percent = (part->compute + 5) / 10;
     return percent > 0 ? percent : 1;
+}
+
+const char *gs__gpu_model(const gs__gpu_t *gpu)
+{
+    const char *name = gpu->name;
+    if (strncmp(name, "NVIDIA ", 7) == 0)
+        return name + 7;
+    if (strncmp(name, "Tesla ", 6) == 0)
+        return name + 6;
+    return name;
 }

@@ -100,7 +100,8 @@ void gs__part_for(const gs__gpu_t *gpu, const gs_lease_request_t *req, unsigned 
  * (the pool's rules only: which requests a GPU serves is its mode's business). */
 int gs__gpu_fits(const gs__gpu_t *gpu, gs_lease_kind_t kind, const gs__part_t *part);
 
-/* Returns nonzero when part fits in gpu's pool with nothing leased. */
+/* Returns nonzero when part fits in gpu's pool with nothing leased and nothing held outside the
+ * leases (it could ever fit there). */
 int gs__gpu_fits_idle(const gs__gpu_t *gpu, gs_lease_kind_t kind, const gs__part_t *part);
 
 /* Adds part to (take) or removes it from (give) gpu's accounting. give never underflows. */
@@ -112,6 +113,9 @@ unsigned gs__gpu_free_slots(const gs__gpu_t *gpu);
 
 /* The same for the pool alone: the largest s such that s slots fit. */
 unsigned gs__pool_free_slots(const gs__gpu_t *gpu);
+
+/* The GPU's model for messages: its NVML name without NVIDIA's prefix ("A100-40GB"). */
+const char *gs__gpu_model(const gs__gpu_t *gpu);
 
 /* The compute share to enforce for part, in whole percent (rounded to nearest, at least 1 for a
  * nonzero share); 0 when the part is not limited (no guarantee, or the whole GPU). */

@@ -4,6 +4,7 @@
 #include "place.h"
 #include "mode_ops.h"
 #include "place_engine.h"
+#include "reasons.h"
 
 #include "gpushare/error.h"
 
@@ -140,6 +141,19 @@ static int pick_group(const gs__gpu_t *gpus, unsigned n, const query_t *q, unsig
     return 0;
 }
 
+/* The memory an allocation gives, to compare candidates: less is a better fit. */
+static uint64_t alloc_memory(const gs__alloc_t *a)
+{
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < a->n; i++)
+        sum += a->part[i].memory;
+    return sum;
+}
+
+/* --gpus N: the fewest GPUs that can give it; among the groups of GPUs of one overprovision
+ * factor that can, the one whose slots give the least (a logical GPU is the smallest that fits:
+ * a quarter of an A100 before a whole H100, which larger requests may need), or with spread the
+ * most. */
 static int place_slots(const gs__gpu_t *gpus, unsigned n, const query_t *q, gs__policy_t policy,
                        gs__alloc_t *out)
 {
@@ -148,17 +162,23 @@ static int place_slots(const gs__gpu_t *gpus, unsigned n, const query_t *q, gs__
         if (total % g != 0)
             continue;
         unsigned s = total / g;
+        int found = 0;
         /* Each distinct overprovision factor is a group; parts of one lease share one. */
         for (unsigned i = 0; i < n; i++) {
             unsigned k = overprovision_of(&gpus[i]);
             int first = 1;
             for (unsigned j = 0; j < i; j++)
                 first &= overprovision_of(&gpus[j]) != k;
-            if (!first || s > k)
+            gs__alloc_t candidate;
+            if (!first || s > k || pick_group(gpus, n, q, k, g, s, policy, &candidate) != 0)
                 continue;
-            if (pick_group(gpus, n, q, k, g, s, policy, out) == 0)
-                return 0;
+            uint64_t mine = alloc_memory(&candidate), best = found ? alloc_memory(out) : 0;
+            if (!found || (policy == GS__POLICY_SPREAD ? mine > best : mine < best))
+                *out = candidate;
+            found = 1;
         }
+        if (found)
+            return 0;
     }
     return GS_ENOFIT;
 }
@@ -261,185 +281,6 @@ int gs__place(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, 
     return gs__place_for(gpus, n, req, GS__UID_ANY, policy, out);
 }
 
-/* The reason the first GPU that would serve q but cannot now gives (GS_EAGAIN), in why.
- * Returns 1 when there is one. */
-static int unavailable(const gs__gpu_t *gpus, unsigned n, const query_t *q, char *why,
-                       size_t whylen)
-{
-    const gs_lease_request_t *req = q->req;
-    for (unsigned i = 0; i < n; i++) {
-        gs__part_t part;
-        int pinned = req->n_pinned == 0;
-        for (unsigned k = 0; k < req->n_pinned; k++)
-            pinned |= req->pinned[k] == gpus[i].index;
-        if (!pinned || (req->n_pinned > 1 && (gpus[i].ops->flags & GS__MODE_ONE_GPU)))
-            continue; /* it could not serve this request even when it is ready */
-        if (admit(gpus, i, q, req->kind == GS_LEASE_GPUS ? 1 : 0, &part) != GS_EAGAIN)
-            continue;
-        gs__ask_t ask = {.req = q->req, .uid = q->uid, .slots = 0, .idle = 1};
-        gs__gpu_why_not(&gpus[i], &ask, why, whylen);
-        return 1;
-    }
-    return 0;
-}
-
-/* Why no GPU serves q at all (modes that do not take such requests). */
-static void describe_unserved(const gs__gpu_t *gpus, unsigned n, const query_t *q, char *why,
-                              size_t whylen)
-{
-    const gs_lease_request_t *req = q->req;
-    gs_gpu_mode_t mode =
-        req->kind == GS_LEASE_MIG ? gs_gpu_mode_with(GS_MODE_MIG_INSTANCES) : req->mode;
-    int has_mode = mode == GS_GPU_MODE_ANY;
-    for (unsigned i = 0; i < n && !has_mode; i++)
-        has_mode = gpus[i].mode == mode;
-    if (!has_mode) {
-        snprintf(why, whylen, "no GPU on this node is mode %s%s", gs_gpu_mode_name(mode),
-                 req->kind == GS_LEASE_MIG ? " (--mig-profile needs one)" : "");
-        return;
-    }
-    if ((req->kind == GS_LEASE_FRACTION || req->kind == GS_LEASE_MEMORY) &&
-        req->mode == GS_GPU_MODE_ANY) {
-        char modes[128];
-        snprintf(why, whylen,
-                 "no GPU on this node serves fractional leases (they need mode = %s; use --gpus "
-                 "for whole GPUs)",
-                 gs_gpu_mode_list(GS_MODE_SHARES_GPU, 0, 0, NULL, modes, sizeof(modes)));
-        return;
-    }
-    /* The reason of a GPU of the asked mode first, then any GPU's. */
-    why[0] = '\0';
-    for (int pass = 0; pass < 2 && why[0] == '\0'; pass++) {
-        for (unsigned i = 0; i < n && why[0] == '\0'; i++) {
-            int same = gpus[i].mode == mode;
-            gs__ask_t ask = {.req = req, .uid = q->uid, .slots = 0, .idle = 1};
-            if (pass == 1 || same)
-                gs__gpu_why_not(&gpus[i], &ask, why, whylen);
-        }
-    }
-    if (why[0] == '\0')
-        snprintf(why, whylen, "no GPU on this node can serve this request");
-}
-
-static void describe_largest(const gs__gpu_t *empty, unsigned n, const query_t *q, char *why,
-                             size_t whylen)
-{
-    const gs_lease_request_t *req = q->req;
-    uint64_t largest = 0;
-    int serving = 0;
-    for (unsigned i = 0; i < n; i++) {
-        gs__part_t part;
-        int result = admit(empty, i, q, req->kind == GS_LEASE_GPUS ? 1 : 0, &part);
-        if (result == GS_ENOTSUP || result == GS_EAGAIN)
-            continue;
-        serving = 1;
-        uint64_t l = gs__gpu_leasable(&empty[i]);
-        largest = l > largest ? l : largest;
-    }
-    if (!serving) {
-        describe_unserved(empty, n, q, why, whylen);
-        return;
-    }
-    if (req->kind == GS_LEASE_GPUS) {
-        /* GPUs of one factor k together, or one GPU of a one-GPU mode alone. */
-        unsigned most = 0;
-        for (unsigned i = 0; i < n; i++) {
-            unsigned k = overprovision_of(&empty[i]);
-            unsigned sum = 0;
-            for (unsigned j = 0; j < n; j++)
-                sum += overprovision_of(&empty[j]) == k && gs__gpu_free_slots(&empty[j]) > 0 &&
-                       !(empty[j].ops->flags & GS__MODE_ONE_GPU);
-            sum *= k;
-            if (gs__gpu_free_slots(&empty[i]) > 0 && k > sum)
-                sum = k;
-            most = sum > most ? sum : most;
-        }
-        snprintf(why, whylen,
-                 "%u logical GPUs can never be given on this node (its GPUs offer at most %u "
-                 "in one lease)",
-                 req->gpus, most);
-        return;
-    }
-    char want[32], have[32];
-    gs_qty_format_human(req->memory, want, sizeof(want));
-    gs_qty_format_human(largest, have, sizeof(have));
-    if (req->kind == GS_LEASE_MEMORY && req->memory > largest)
-        snprintf(why, whylen,
-                 "%s of GPU memory can never fit on this node (the largest GPU has %s leasable "
-                 "after its reserve)",
-                 want, have);
-    else
-        snprintf(why, whylen, "this request can never fit on this node's GPUs");
-}
-
-/* Why a pinned request can never fit: a GPU it names is missing, or too small for it. */
-static void describe_pinned(const gs__gpu_t *empty, unsigned n, const query_t *q, char *why,
-                            size_t whylen)
-{
-    const gs_lease_request_t *req = q->req;
-    for (unsigned k = 0; k < req->n_pinned; k++) {
-        int g = find_index(empty, n, req->pinned[k]);
-        if (g < 0) {
-            snprintf(why, whylen, "this node has no GPU %u (\"gpus_at\")", req->pinned[k]);
-            return;
-        }
-        if (req->n_pinned > 1 && (empty[g].ops->flags & GS__MODE_ONE_GPU)) {
-            snprintf(why, whylen, "GPU %u is mode %s: a lease holding it holds no other GPU",
-                     req->pinned[k], gs_gpu_mode_name(empty[g].mode));
-            return;
-        }
-        gs__part_t part;
-        unsigned slots = req->kind == GS_LEASE_GPUS ? req->gpus / req->n_pinned : 0;
-        int result = admit(empty, (unsigned)g, q, slots, &part);
-        if (result == 0)
-            continue;
-        gs__ask_t ask = {.req = req, .uid = q->uid, .slots = slots, .idle = 1};
-        if (result == GS_ENOTSUP || result == GS_EAGAIN) {
-            gs__gpu_why_not(&empty[g], &ask, why, whylen);
-            return;
-        }
-        if (req->kind == GS_LEASE_GPUS) {
-            snprintf(why, whylen,
-                     "GPU %u can never give %u logical GPUs to one lease (%s mode, "
-                     "overprovision %u)",
-                     req->pinned[k], slots, gs_gpu_mode_name(empty[g].mode),
-                     overprovision_of(&empty[g]));
-            return;
-        }
-        char want[32], have[32];
-        gs__part_for(&empty[g], req, 0, &part);
-        gs_qty_format_human(part.memory, want, sizeof(want));
-        gs_qty_format_human(gs__gpu_leasable(&empty[g]), have, sizeof(have));
-        snprintf(why, whylen,
-                 "this request can never fit on GPU %u (%s mode, %s leasable; the request takes "
-                 "%s of it)",
-                 req->pinned[k], gs_gpu_mode_name(empty[g].mode), have, want);
-        return;
-    }
-    snprintf(why, whylen, "this request can never fit on the GPUs of \"gpus_at\"");
-}
-
-/* Why no GPU is of the models req names: "no GPU of this node is a V100 (it has A100-40GB,
- * T4)". */
-static void describe_types(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req,
-                           char *why, size_t whylen)
-{
-    size_t off = (size_t)snprintf(why, whylen, "no GPU of this node is ");
-    for (unsigned t = 0; t < req->n_gpu_types && off < whylen; t++)
-        off += (size_t)snprintf(why + off, whylen - off, "%s%s", t == 0 ? "a " : " or ",
-                                req->gpu_types[t]);
-    for (unsigned i = 0; i < n && off < whylen; i++) {
-        int seen = 0;
-        for (unsigned j = 0; j < i && !seen; j++)
-            seen = strcmp(gpus[j].name, gpus[i].name) == 0;
-        if (!seen)
-            off += (size_t)snprintf(why + off, whylen - off, "%s%s", i == 0 ? " (it has " : ", ",
-                                    gpus[i].name);
-    }
-    if (off < whylen && n > 0)
-        snprintf(why + off, whylen - off, ")");
-}
-
 int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, char *why,
                        size_t whylen)
 {
@@ -463,15 +304,5 @@ int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request
     gs__alloc_t alloc;
     if (m > 0 && place_query(empty, m, &q, GS__POLICY_BESTFIT, &alloc) == 0)
         return 0;
-    if (n == 0)
-        snprintf(why, whylen, "this node has no GPU");
-    else if (m == 0)
-        describe_types(gpus, n, req, why, whylen);
-    else if (unavailable(empty, m, &q, why, whylen))
-        return GS_EAGAIN;
-    else if (req->n_pinned > 0)
-        describe_pinned(empty, m, &q, why, whylen);
-    else
-        describe_largest(empty, m, &q, why, whylen);
-    return GS_ENOFIT;
+    return gs__reason_never(gpus, n, empty, m, req, why, whylen);
 }

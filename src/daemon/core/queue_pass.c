@@ -95,6 +95,8 @@ static unsigned __int128 shortfall(const gs__gpu_t *gpu, gs_lease_kind_t kind,
  * slots logical GPUs on it; fills *part with what it would take. */
 static int ever_fits(const gs__gpu_t *gpu, const gs__waiter_t *w, unsigned slots, gs__part_t *part)
 {
+    /* (Idle: what processes of no lease hold is left out too, gs__gpu_fits_idle: a GPU they
+     * fill is still one to hold for the request, else it would wait behind nothing.) */
     gs__ask_t ask = {.req = &w->req, .uid = GS__UID_ANY, .slots = slots, .idle = 1};
     return gs__gpu_admit(gpu, &ask, part) == 0;
 }
@@ -282,83 +284,4 @@ void gs__queue_pass(gs__daemon_t *d, int64_t now_ms, gs__queue_grant_fn grant)
         pos += d->queue.length == before; /* a granted request leaves the queue */
     }
     free(order);
-}
-
-/* The model for messages: the NVML name without NVIDIA's prefix. */
-static const char *model(const gs__gpu_t *gpu)
-{
-    const char *name = gpu->name;
-    if (strncmp(name, "NVIDIA ", 7) == 0)
-        return name + 7;
-    if (strncmp(name, "Tesla ", 6) == 0)
-        return name + 6;
-    return name;
-}
-
-/* What GPU g lacks for w's request. */
-static void describe_gpu(const gs__daemon_t *d, const gs__waiter_t *w, unsigned g, char *buf,
-                         size_t len)
-{
-    const gs__gpu_t *gpu = &d->gpus[g];
-    const gs_lease_request_t *req = &w->req;
-    unsigned slots = 0, count = 1;
-    if (req->kind == GS_LEASE_GPUS)
-        shape(d, w, w->wait.held, &count, &slots);
-    gs__part_t part;
-    gs__part_for(gpu, req, slots, &part);
-    uint64_t free_mem = gs__gpu_mem_free(gpu); /* what is held outside the leases is not free */
-    uint32_t free_compute = gpu->compute_leased < 1000 ? 1000 - gpu->compute_leased : 0;
-    char have[32], need[32];
-    gs_qty_format_human(free_mem, have, sizeof(have));
-    gs_qty_format_human(part.memory, need, sizeof(need));
-    int n = snprintf(buf, len, "GPU %u (%s) ", gpu->index, model(gpu));
-    size_t off = n > 0 && (size_t)n < len ? (size_t)n : 0;
-    int whole = !(gs_gpu_mode_flags(gpu->mode) & GS_MODE_SHARES_GPU);
-    if (req->kind == GS_LEASE_GPUS && (whole || gpu->overprovision <= 1))
-        snprintf(buf + off, len - off, "is in use by %u lease%s", gpu->n_leases,
-                 gpu->n_leases == 1 ? "" : "s");
-    else if (req->kind == GS_LEASE_GPUS)
-        snprintf(buf + off, len - off, "has %u of the %u logical GPUs it needs free",
-                 gs__gpu_free_slots(gpu), part.slots);
-    else if (part.memory > free_mem)
-        snprintf(buf + off, len - off, "has %s free of the %s it needs", have, need);
-    else
-        snprintf(buf + off, len - off, "has %u%% compute unpromised of the %u%% it needs",
-                 free_compute / 10, part.compute / 10);
-}
-
-void gs__queue_describe(const gs__daemon_t *d, const gs__waiter_t *w, char *buf, size_t len)
-{
-    const gs__wait_t *wait = &w->wait;
-    char gpu[160] = "";
-    if (wait->gpu >= 0 && (unsigned)wait->gpu < d->n_gpus)
-        describe_gpu(d, w, (unsigned)wait->gpu, gpu, sizeof(gpu));
-    switch (wait->kind) {
-    case GS__WAIT_NO_ROOM:
-        snprintf(buf, len, "%s", gpu);
-        return;
-    case GS__WAIT_BEHIND:
-        if (wait->gpu >= 0)
-            snprintf(buf, len, "it fits now only on GPUs held for %u request%s ahead of it; %s",
-                     wait->ahead, wait->ahead == 1 ? "" : "s", gpu);
-        else
-            snprintf(buf, len, "it fits now only on GPUs held for %u request%s ahead of it",
-                     wait->ahead, wait->ahead == 1 ? "" : "s");
-        return;
-    case GS__WAIT_HELD:
-        snprintf(buf, len, "behind %u request%s ahead of it holding the GPUs it may use",
-                 wait->ahead, wait->ahead == 1 ? "" : "s");
-        return;
-    case GS__WAIT_OWN:
-        snprintf(buf, len,
-                 "it waits for leases of its own user to end (it holds no GPU meanwhile)");
-        return;
-    case GS__WAIT_SECOND:
-        snprintf(buf, len,
-                 "an earlier waiting request of its user holds GPUs (it holds none meanwhile)");
-        return;
-    case GS__WAIT_NEW:
-        break;
-    }
-    snprintf(buf, len, "waiting");
 }

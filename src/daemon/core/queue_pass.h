@@ -27,8 +27,6 @@ void gs__queue_pass(gs__daemon_t *d, int64_t now_ms, gs__queue_grant_fn grant);
 /* The effective priority of w at now_ms (its priority plus its aging). */
 int64_t gs__queue_priority(const gs__daemon_t *d, const gs__waiter_t *w, int64_t now_ms);
 
-/* Writes why w waits, for people (one line, from w->wait and the GPUs as they are now):
- * "GPU 0 (A100-40GB) has 10 GiB free of the 30 GiB it needs". */
-void gs__queue_describe(const gs__daemon_t *d, const gs__waiter_t *w, char *buf, size_t len);
+/* Why w waits, for people: gs__reason_wait (reasons.h). */
 
 #endif

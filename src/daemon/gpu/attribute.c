@@ -50,14 +50,15 @@ static int by_holder(const void *a, const void *b)
     return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-/* The leases by holder pid; rows without a start time name no process and are left out. */
+/* The leases by holder pid; rows without a start time name no process and are left out, and so
+ * are keyed leases (they have no holder: the process that asked is the orchestrator's). */
 static int index_holders(const gs__daemon_t *d, ix_t *ix)
 {
     ix->holders = calloc(d->n_leases + 1, sizeof(*ix->holders));
     if (ix->holders == NULL)
         return GS_ENOMEM;
     for (const gs__lease_t *l = d->leases; l != NULL && ix->n_holders < d->n_leases; l = l->next) {
-        if (l->rec.client_pid > 1 && l->rec.client_start != 0)
+        if (!gs__lease_keyed(l) && l->rec.client_pid > 1 && l->rec.client_start != 0)
             ix->holders[ix->n_holders++] =
                 (holder_t){.pid = l->rec.client_pid, .start = l->rec.client_start, .lease = l};
     }
@@ -161,7 +162,20 @@ static int by_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* First pass: each live process by ancestry; who is left for the regions. */
+/* The keyed lease whose cgroup pid is in, whatever its user (root or lease_admin_group named
+ * the cgroup: a container's processes descend from its runtime, not from a holder), or NULL.
+ * Only leases root named a cgroup for cost a read, one of the process's cgroup file each. */
+static const gs__lease_t *by_cgroup(const gs__daemon_t *d, pid_t pid)
+{
+    for (const gs__lease_t *l = d->leases; l != NULL; l = l->next) {
+        if (gs__lease_keyed(l) && l->rec.request.cgroup[0] != '\0' &&
+            gs__proc_in_cgroup(pid, l->rec.request.cgroup))
+            return l;
+    }
+    return NULL;
+}
+
+/* First pass: each live process by its cgroup, then by ancestry; who is left for the regions. */
 static int place_by_ancestry(const gs__daemon_t *d, const gs__nvml_procs_t *procs, ix_t *ix,
                              gs__verdict_t *v)
 {
@@ -173,8 +187,11 @@ static int place_by_ancestry(const gs__daemon_t *d, const gs__nvml_procs_t *proc
         v[i] = (gs__verdict_t){.part = -1};
         if (!p->alive)
             continue;
-        const gs__lease_t *l = nearest_holder(ix, p->pid);
-        if (l != NULL && (uid_t)l->rec.uid == p->info.uid) {
+        const gs__lease_t *l = by_cgroup(d, p->pid);
+        if (l == NULL && (l = nearest_holder(ix, p->pid)) != NULL &&
+            (uid_t)l->rec.uid != p->info.uid)
+            l = NULL;
+        if (l != NULL) {
             v[i].lease = l->rec.id;
             v[i].part = part_on(l, p->gpu);
             ix->placed[ix->n_placed++] = l->rec.id;
@@ -185,7 +202,6 @@ static int place_by_ancestry(const gs__daemon_t *d, const gs__nvml_procs_t *proc
         }
     }
     qsort(ix->placed, ix->n_placed, sizeof(*ix->placed), by_id);
-    (void)d;
     return 0;
 }
 
@@ -324,7 +340,9 @@ const gs__lease_t *gs__attribute_by_ancestry(const gs__daemon_t *d, pid_t pid)
         ix_free(&ix);
         return NULL;
     }
-    const gs__lease_t *l = nearest_holder(&ix, pid);
+    const gs__lease_t *l = by_cgroup(d, pid);
+    if (l == NULL && (l = nearest_holder(&ix, pid)) != NULL && (uid_t)l->rec.uid != info.uid)
+        l = NULL;
     ix_free(&ix);
-    return l != NULL && (uid_t)l->rec.uid == info.uid ? l : NULL;
+    return l;
 }

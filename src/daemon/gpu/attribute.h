@@ -2,6 +2,8 @@
 /* Which lease each process on the GPUs belongs to (the watchdog's rules, watchdog.h), with work
  * bounded whatever users write into their regions or however many processes they start.
  *
+ *   - By cgroup: a keyed lease whose cgroup (named by root or lease_admin_group) the process
+ *     is in or below, whatever its user.
  *   - By ancestry: the lease whose holder (pid, start time, from SO_PEERCRED; never a row
  *     without a start time) is the process's nearest ancestor, itself included, provided the
  *     process is the lease's user's. One pass over the parent links per scan: an ancestor read
@@ -41,8 +43,8 @@ typedef struct gs__verdict {
 int gs__attribute(const gs__daemon_t *d, const gs__nvml_procs_t *procs, gs__verdict_t *verdicts,
                   uint64_t *cursor);
 
-/* The lease of one process by ancestry alone (per-process views between scans), NULL when
- * none. */
+/* The lease of one process by cgroup and ancestry alone (per-process views between scans),
+ * NULL when none. */
 const gs__lease_t *gs__attribute_by_ancestry(const gs__daemon_t *d, pid_t pid);
 
 #endif

@@ -69,7 +69,12 @@ void gs__compute_sched_drop(gs__daemon_t *d, const gs__lease_t *lease)
 uint64_t gs__compute_sched_lease_used(const gs__daemon_t *d, const gs__lease_t *lease,
                                       unsigned part)
 {
-    if (part >= lease->alloc.n || d->sched == NULL)
+    if (part >= lease->alloc.n)
+        return 0;
+    const gs__mode_ops_t *ops = d->gpus[lease->alloc.part[part].gpu].ops;
+    if (!(ops->flags & GS__MODE_SHIM_COMPUTE))
+        return ops->device_ns != NULL ? ops->device_ns(d, lease, part) : 0;
+    if (d->sched == NULL)
         return 0;
     gs_sched_lease_info_t info[GS_SCHED_MAX_LEASES];
     char key[GS_SCHED_KEY_MAX];

@@ -31,7 +31,8 @@ int gs__compute_sched_add(struct gs__daemon *d, const struct gs__lease *lease, u
 void gs__compute_sched_drop(struct gs__daemon *d, const struct gs__lease *lease);
 
 /* Device time the scheduler of the lease's part-th GPU granted it so far, in ns (0 when it has
- * no process there). */
+ * no process there); on a GPU whose mode shares compute itself, what the mode measured (mps:
+ * NVML's per-process utilization at the lease's share, mps_busy.h; mig: 0). */
 uint64_t gs__compute_sched_lease_used(const struct gs__daemon *d, const struct gs__lease *lease,
                                       unsigned part);
 

@@ -9,11 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct gs__inventory {
     gs_nvml_t nv; /* the library and its functions (gpushare/nvml_load.h) */
     int simulated;
+    char sim_state[GS__PATH_MAX]; /* gpusim's node (GPUSIM_STATE), "" when not simulated */
+    char sim_dir[GS__PATH_MAX];   /* where gpusim's libraries and programs are, "" when not */
     char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
     unsigned count;
     nvmlDevice_t handles[GS_MAX_DEVICES];
@@ -29,6 +32,23 @@ static uint64_t driver_reserved(gs__inventory_t *inv, nvmlDevice_t device)
         inv->nv.nvmlDeviceGetMemoryInfo_v2(device, &m) != NVML_SUCCESS)
         return 0;
     return m.reserved < m.total ? m.reserved : 0;
+}
+
+/* Where the GPU is: its device file's number and PCI bus id, for the metrics' labels (as
+ * dcgm-exporter's: device="nvidiaN", pci_bus_id). Unknown ones stay -1 and "". */
+static void locate(gs__inventory_t *inv, unsigned i)
+{
+    gs__gpu_info_t *gpu = &inv->gpus[i];
+    unsigned minor = 0;
+    nvmlPciInfo_t pci;
+    gpu->minor = -1;
+    gpu->pci_bus_id[0] = '\0';
+    if (inv->nv.nvmlDeviceGetMinorNumber != NULL &&
+        inv->nv.nvmlDeviceGetMinorNumber(inv->handles[i], &minor) == NVML_SUCCESS)
+        gpu->minor = (int)minor;
+    if (inv->nv.nvmlDeviceGetPciInfo_v3 != NULL &&
+        inv->nv.nvmlDeviceGetPciInfo_v3(inv->handles[i], &pci) == NVML_SUCCESS)
+        snprintf(gpu->pci_bus_id, sizeof(gpu->pci_bus_id), "%s", pci.busId);
 }
 
 static int discover(gs__inventory_t *inv, char *err, size_t errlen)
@@ -52,16 +72,54 @@ static int discover(gs__inventory_t *inv, char *err, size_t errlen)
             return gs_nvml_fail(&inv->nv, rc, "device query", err, errlen);
         gpu->total = memory.total;
         gpu->reserved = driver_reserved(inv, inv->handles[i]);
+        locate(inv, i);
     }
     inv->count = count;
     return 0;
 }
 
-int gs__inventory_open(const char *library, gs__inventory_t **out, char *err, size_t errlen)
+/* Without NVIDIA's kernel driver the library can only be gpusim's: its node is sim_node unless
+ * GPUSIM_STATE says otherwise (set here before the library reads it, so that the daemon's node
+ * is one its jobs can reach: gpusim's own default is under a private /tmp in the unit). */
+static void choose_sim_node(gs__inventory_t *inv, const char *sim_node)
+{
+    inv->simulated = access("/proc/driver/nvidia/version", F_OK) != 0;
+    const char *state = getenv("GPUSIM_STATE");
+    if (!inv->simulated)
+        return;
+    if ((state == NULL || state[0] == '\0') && sim_node != NULL && sim_node[0] != '\0') {
+        char parent[GS__PATH_MAX];
+        snprintf(parent, sizeof(parent), "%s", sim_node);
+        char *slash = strrchr(parent, '/');
+        if (slash != NULL && slash != parent) {
+            *slash = '\0';
+            mkdir(parent, 0755);
+        }
+        setenv("GPUSIM_STATE", sim_node, 1);
+        state = sim_node;
+    }
+    snprintf(inv->sim_state, sizeof(inv->sim_state), "%s", state != NULL ? state : "");
+}
+
+/* gpusim's directory: the loaded library's. */
+static void find_sim_dir(gs__inventory_t *inv)
+{
+    char path[GS__PATH_MAX];
+    if (!inv->simulated || realpath(inv->nv.library, path) == NULL)
+        return;
+    char *slash = strrchr(path, '/');
+    if (slash != NULL && slash != path)
+        *slash = '\0';
+    snprintf(inv->sim_dir, sizeof(inv->sim_dir), "%s", path);
+}
+
+int gs__inventory_open(const char *library, const char *sim_node, gs__inventory_t **out, char *err,
+                       size_t errlen)
 {
     gs__inventory_t *inv = calloc(1, sizeof(*inv));
     if (inv == NULL)
         return GS_ENOMEM;
+    choose_sim_node(inv, sim_node);
     int result = gs_nvml_open(&inv->nv, library, err, errlen);
     if (result != 0) {
         free(inv);
@@ -69,7 +127,7 @@ int gs__inventory_open(const char *library, gs__inventory_t **out, char *err, si
     }
     if (inv->nv.nvmlSystemGetDriverVersion(inv->driver, sizeof(inv->driver)) != NVML_SUCCESS)
         snprintf(inv->driver, sizeof(inv->driver), "unknown");
-    inv->simulated = access("/proc/driver/nvidia/version", F_OK) != 0;
+    find_sim_dir(inv);
     result = discover(inv, err, errlen);
     if (result != 0) {
         gs__inventory_close(inv);
@@ -127,6 +185,16 @@ int gs__inventory_resolve(const gs__inventory_t *inv, const gs_nvml_fn_t *fns, s
 int gs__inventory_simulated(const gs__inventory_t *inv)
 {
     return inv->simulated;
+}
+
+const char *gs__inventory_sim_state(const gs__inventory_t *inv)
+{
+    return inv != NULL ? inv->sim_state : "";
+}
+
+const char *gs__inventory_sim_dir(const gs__inventory_t *inv)
+{
+    return inv != NULL ? inv->sim_dir : "";
 }
 
 const char *gs__inventory_library(const gs__inventory_t *inv)

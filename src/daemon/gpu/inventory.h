@@ -26,12 +26,17 @@ typedef struct gs__gpu_info {
     char name[GS__NAME_MAX];
     uint64_t total;    /* bytes */
     uint64_t reserved; /* bytes the driver keeps for itself (NVML shows them used), 0 unknown */
+    int minor;         /* /dev/nvidiaN's N, -1 unknown */
+    char pci_bus_id[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE]; /* "00000000:18:00.0", "" unknown */
 } gs__gpu_info_t;
 
 /* Loads the NVML library (a name for the dynamic linker or a path), initialises it and lists the
- * GPUs. Returns 0 and *out, or GS_ENOENT (library not found), GS_ENOSYS (a function is missing),
+ * GPUs. Without NVIDIA's kernel driver (gpusim), GPUSIM_STATE is set to sim_node when it is
+ * unset (NULL: left as it is): the simulated node then lives where every user's job reaches it.
+ * Returns 0 and *out, or GS_ENOENT (library not found), GS_ENOSYS (a function is missing),
  * GS_EIO (NVML failed) with one line in err. The caller owns *out (gs__inventory_close). */
-int gs__inventory_open(const char *library, gs__inventory_t **out, char *err, size_t errlen);
+int gs__inventory_open(const char *library, const char *sim_node, gs__inventory_t **out, char *err,
+                       size_t errlen);
 
 /* Shuts NVML down and unloads it (NULL is fine). */
 void gs__inventory_close(gs__inventory_t *inv);
@@ -56,6 +61,11 @@ int gs__inventory_processes(gs__inventory_t *inv, unsigned i, gs__gpu_process_t 
 
 /* Nonzero when the GPUs are simulated (see above). */
 int gs__inventory_simulated(const gs__inventory_t *inv);
+
+/* With gpusim: its node (GPUSIM_STATE as the library read it) and the directory of its libraries
+ * and programs (nvidia-smi), which leases' jobs are given; "" otherwise (also for NULL). */
+const char *gs__inventory_sim_state(const gs__inventory_t *inv);
+const char *gs__inventory_sim_dir(const gs__inventory_t *inv);
 
 /* The NVML handle of GPU i (0 <= i < count), for modes that call NVML themselves. */
 nvmlDevice_t gs__inventory_handle(const gs__inventory_t *inv, unsigned i);

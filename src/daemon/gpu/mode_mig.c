@@ -123,6 +123,35 @@ static void profile_names(const gs_mig_catalog_t *cat, char *buf, size_t len)
     }
 }
 
+/* Why no instance of profile p can be had now: the leased instances hold the slots it needs
+ * (idle ones the planner would destroy). */
+static void why_full(const gs__gpu_t *gpu, const mig_gpu_t *st, int p, char *buf, size_t len)
+{
+    gs_mig_plan_t plan;
+    if (gs_mig_plan(&st->cat, &st->layout, p, &plan) == 0) {
+        buf[0] = '\0'; /* it fits: nothing of the mode's stands in the way */
+        return;
+    }
+    int n = snprintf(buf, len,
+                     "GPU %u (%s, mig) has no room for a %s instance: its slots are "
+                     "held by",
+                     gpu->index, gs__gpu_model(gpu), st->cat.profiles[p].name);
+    size_t off = n > 0 && (size_t)n < len ? (size_t)n : 0;
+    unsigned listed = 0;
+    for (unsigned k = 0; k < st->layout.n && off < len; k++) {
+        const gs_mig_instance_t *in = &st->layout.inst[k];
+        if (!in->busy)
+            continue;
+        n = snprintf(buf + off, len - off, "%s the %s instance of lease %llu",
+                     listed++ > 0 ? "," : "", st->cat.profiles[in->profile].name,
+                     (unsigned long long)st->inst[k].lease);
+        off += n > 0 ? (size_t)n : 0;
+    }
+    if (listed == 0)
+        snprintf(buf + (off < len ? off : 0), off < len ? len - off : len,
+                 " instances of no lease");
+}
+
 static void mig_why_not(const gs__gpu_t *gpu, const gs__ask_t *ask, char *buf, size_t len)
 {
     const mig_gpu_t *st = state_of(gpu);
@@ -138,6 +167,8 @@ static void mig_why_not(const gs__gpu_t *gpu, const gs__ask_t *ask, char *buf, s
         profile_names(&st->cat, names, sizeof(names));
         snprintf(buf, len, "GPU %u (%s) has no MIG profile \"%s\" (it has %s)", gpu->index,
                  gpu->name, ask->req->mig_profile, names);
+    } else if (!ask->idle && profile_for(gpu, st, ask->req) >= 0) {
+        why_full(gpu, st, profile_for(gpu, st, ask->req), buf, len);
     }
 }
 
@@ -530,7 +561,7 @@ static void mig_counter(const gs__daemon_t *d, FILE *f, const char *name, const 
                      : which == 1 ? st->destroyed
                      : which == 2 ? st->reused
                                   : (uint64_t)st->enabled;
-        fprintf(f, "%s{gpu=\"%u\",uuid=\"%s\"} %llu\n", name, d->gpus[g].index, d->gpus[g].uuid,
+        fprintf(f, "%s{gpu=\"%u\",UUID=\"%s\"} %llu\n", name, d->gpus[g].index, d->gpus[g].uuid,
                 (unsigned long long)v);
     }
 }
@@ -558,7 +589,7 @@ static void mig_metrics(const gs__daemon_t *d, FILE *f)
                 snprintf(lease, sizeof(lease), ",lease=\"%llu\"",
                          (unsigned long long)st->inst[k].lease);
             fprintf(f,
-                    "gpushare_mig_instance_memory_bytes{gpu=\"%u\",uuid=\"%s\",instance=\"%s\","
+                    "gpushare_mig_instance_memory_bytes{gpu=\"%u\",UUID=\"%s\",instance=\"%s\","
                     "gpu_instance=\"%u\",profile=\"%s\",state=\"%s\"%s} %llu\n",
                     d->gpus[g].index, d->gpus[g].uuid, st->inst[k].nv.uuid, st->inst[k].nv.gi,
                     p->name, st->inst[k].lease ? "leased" : "idle", lease,

@@ -11,6 +11,7 @@
  * takes leases of one user at a time (others wait or go to other GPUs). The GPU's compute mode
  * is left as it is: MPS works in the default mode. */
 #include "mode.h"
+#include "mps_busy.h"
 #include "mps_ctl.h"
 
 #include "gpushare/error.h"
@@ -44,6 +45,7 @@ typedef struct mps_gpu {
     unsigned n_servers, n_clients;
     int32_t servers[MAX_SERVERS];
     int32_t clients[MAX_CLIENTS];
+    gs__mps_busy_t busy; /* the leases' device time (mps_busy.h) */
 } mps_gpu_t;
 
 static mps_gpu_t *state_of(const gs__gpu_t *gpu)
@@ -76,9 +78,16 @@ static int mps_admit(const gs__gpu_t *gpu, const gs__ask_t *ask, gs__part_t *par
 static void mps_why_not(const gs__gpu_t *gpu, const gs__ask_t *ask, char *buf, size_t len)
 {
     const mps_gpu_t *st = state_of(gpu);
-    if (served_kind(ask->req->kind) && (st == NULL || st->pid == 0))
+    if (!served_kind(ask->req->kind))
+        return;
+    if (st == NULL || st->pid == 0)
         snprintf(buf, len, "GPU %u (mps): its MPS control daemon is not running: %s", gpu->index,
                  st != NULL && st->error[0] != '\0' ? st->error : "not started");
+    else if (!ask->idle && st->uid != GS__UID_ANY && ask->uid != GS__UID_ANY && ask->uid != st->uid)
+        snprintf(buf, len,
+                 "GPU %u (%s, mps) serves %u lease%s of another user now: MPS runs one user's "
+                 "clients at a time",
+                 gpu->index, gs__gpu_model(gpu), st->n_leases, st->n_leases == 1 ? "" : "s");
 }
 
 /* ---- the control daemon ---- */
@@ -131,6 +140,7 @@ static int mps_start(gs__daemon_t *d, unsigned g, char *err, size_t errlen)
         return result;
     }
     gpu->mode_state = st;
+    gs__mps_busy_init(&st->busy, d, g);
     /* A daemon left by a gpushared that was killed still serves its leases: keep it. */
     if (gs__mps_ctl_find(&st->ctl, &st->pid, &st->start))
         gs_info("GPU %u: found its MPS control daemon again (pid %d, pipe directory %s)",
@@ -208,6 +218,14 @@ static void mps_tick(gs__daemon_t *d, unsigned g, int64_t now_ms)
     }
     if (st->pid != 0 || st->poll.pid != 0)
         poll_servers(st, now_ms);
+    if (st->n_leases > 0)
+        gs__mps_busy_tick(&st->busy, d, now_ms);
+}
+
+static uint64_t mps_device_ns(const gs__daemon_t *d, const gs__lease_t *lease, unsigned i)
+{
+    const mps_gpu_t *st = state_of(&d->gpus[lease->alloc.part[i].gpu]);
+    return st != NULL ? gs__mps_busy_ns(&st->busy, lease->rec.id) : 0;
 }
 
 static void mps_stop(gs__daemon_t *d, unsigned g)
@@ -339,7 +357,7 @@ static void mps_describe(const gs__daemon_t *d, unsigned g, const gs__cred_t *cr
 
 static void gpu_label(FILE *f, const gs__gpu_t *gpu)
 {
-    fprintf(f, "{gpu=\"%u\",uuid=\"%s\"}", gpu->index, gpu->uuid);
+    fprintf(f, "{gpu=\"%u\",UUID=\"%s\"}", gpu->index, gpu->uuid);
 }
 
 static void mps_metrics(const gs__daemon_t *d, FILE *f)
@@ -388,6 +406,7 @@ const gs__mode_ops_t gs__mode_mps_ops = {
     .describe = mps_describe,
     .tick = mps_tick,
     .metrics = mps_metrics,
+    .device_ns = mps_device_ns,
     .stop = mps_stop,
     .leave = mps_leave,
 };

@@ -2,6 +2,7 @@
 /* The API's requests: parse, authorise by SO_PEERCRED, act, reply; the wait queue's service. */
 #include "api.h"
 #include "gpu/gpu.h"
+#include "lease_socket.h"
 #include "views.h"
 
 #include "gpushare/version.h"
@@ -29,13 +30,16 @@ static void stop_job(const gs__daemon_t *d, const gs__lease_t *lease, const char
     if (msg != NULL && lease->expired)
         json_object_set_new(msg, "time_limit_ms",
                             json_integer((json_int_t)lease->rec.request.time_limit_ms));
-    gs__conn_send(lease->conn, msg);
+    /* Out now, before core signals the job: the holder reads who stopped it before it sees its
+     * job die. */
+    gs__conn_send_now(lease->conn, msg);
 }
 
 /* The lease ends: its processes leave the GPUs' compute schedulers. */
-static void ending(gs__daemon_t *d, const gs__lease_t *lease)
+static void ending(gs__daemon_t *d, gs__lease_t *lease)
 {
     gs__compute_sched_drop(d, lease);
+    gs__lease_socket_close(lease, 1);
 }
 
 void gs__api_attach(gs__daemon_t *d)
@@ -101,14 +105,15 @@ static void lease_cred(const gs__conn_t *conn, const gs_lease_request_t *req, gs
 }
 
 static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *req,
-                  const gs__alloc_t *alloc)
+                  int64_t submitted_at_ms, const gs__alloc_t *alloc)
 {
     gs__cred_t owner;
     lease_cred(conn, req, &owner);
     const gs__cred_t *cred = &owner;
     gs__lease_t *lease = NULL;
     char err[GS__PATH_MAX + 128];
-    int result = gs__lease_grant(d, conn, cred, req, alloc, &lease, err, sizeof(err));
+    int result =
+        gs__lease_grant(d, conn, cred, req, submitted_at_ms, alloc, &lease, err, sizeof(err));
     if (result != 0) {
         gs_error("cannot grant a lease to user %s: %s", cred->user, err);
         gs__conn_send(conn, gs__api_error("acquire",
@@ -120,8 +125,15 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
     json_object_set_new(reply, "state", json_string("granted"));
     json_object_set_new(reply, "lease", gs__view_lease(d, lease));
     json_object_set_new(reply, "env", gs__view_env(d, lease));
+    json_t *paths = gs__view_env_paths(d);
+    if (json_object_size(paths) > 0)
+        json_object_set_new(reply, "env_prepend", paths);
+    else
+        json_decref(paths);
     if (d->cfg.shim[0] != '\0')
         json_object_set_new(reply, "preload", json_string(d->cfg.shim));
+    if (gs__lease_keyed(lease))
+        gs__api_keyed_reply(d, conn, lease, reply, 0);
     gs__conn_send(conn, reply);
     char what[128] = "";
     if (gs_log_enabled(GS_LOG_INFO))
@@ -135,26 +147,27 @@ static void grant(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
 static void grant_waiter(gs__daemon_t *d, gs__waiter_t *w, const gs__alloc_t *alloc)
 {
     unqueue(d, w);
-    grant(d, w->owner, &w->req, alloc);
+    /* When it was asked for, on the wall clock (the queue keeps the monotonic one). */
+    int64_t submitted = gs__wall_ms() - (gs__now_ms() - w->queued_ms);
+    grant(d, w->owner, &w->req, submitted, alloc);
     free(w);
 }
 
 /* Refuses a request that cannot start now and may not wait, saying why. */
 static void refuse_no_fit(gs__daemon_t *d, gs__conn_t *conn, gs__waiter_t *w)
 {
-    char why[512], reason[384];
+    char why[512], reason[448];
     d->counters.rejected_no_fit++;
-    gs__queue_describe(d, w, reason, sizeof(reason));
-    snprintf(why, sizeof(why), "no room for this lease now: %s (%u lease%s, %u waiting)", reason,
-             d->n_leases, d->n_leases == 1 ? "" : "s", d->queue.length);
+    gs__reason_wait(d, w, reason, sizeof(reason));
+    snprintf(why, sizeof(why), "no room for this lease now: %s", reason);
     gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_NO_FIT, why));
 }
 
 /* Tells the caller its request waits: where in the queue and why. */
 static void reply_queued(gs__daemon_t *d, gs__conn_t *conn, const gs__waiter_t *w)
 {
-    char reason[384];
-    gs__queue_describe(d, w, reason, sizeof(reason));
+    char reason[448];
+    gs__reason_wait(d, w, reason, sizeof(reason));
     d->counters.queued++;
     json_t *reply = ok_reply("acquire");
     json_object_set_new(reply, "state", json_string("queued"));
@@ -233,7 +246,7 @@ static int resolve_owner(gs_lease_owner_t *owner, char *why, size_t whylen)
 
 /* Checks what only root may ask: a priority above 0, a lease for another user (which it then
  * resolves). Returns 0, or nonzero after sending the error reply. */
-static int authorise(gs__conn_t *conn, gs_lease_request_t *req)
+static int authorise(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t *req)
 {
     const gs__cred_t *cred = gs__conn_cred(conn);
     char why[256];
@@ -242,14 +255,14 @@ static int authorise(gs__conn_t *conn, gs_lease_request_t *req)
                                           "only root may ask for a priority above 0"));
         return -1;
     }
-    if (req->owner.set && cred->uid != 0) {
+    if (req->owner.set && !gs__api_admin(d, cred)) {
         gs__user_t *user = gs__conn_user(conn);
         if (gs__users_warn_due(user, GS__WARN_DENIED, gs__now_ms()))
             gs_warn("user %s (pid %d) asked for a lease on behalf of another user: refused%s",
                     cred->user, (int)cred->pid, gs__users_suppressed(user, GS__WARN_DENIED));
         gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_PERMISSION_DENIED,
-                                          "only root may ask for a lease on behalf of another "
-                                          "user (\"uid\", \"gid\", \"user\")"));
+                                          "only root or lease_admin_group may ask for a lease on "
+                                          "behalf of another user (\"uid\", \"gid\", \"user\")"));
         return -1;
     }
     if (req->owner.set && resolve_owner(&req->owner, why, sizeof(why)) != 0) {
@@ -263,10 +276,17 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
 {
     gs__cred_t owner;
     char why[256];
-    if (authorise(conn, req) != 0)
+    if (authorise(d, conn, req) != 0)
         return;
     lease_cred(conn, req, &owner);
     const gs__cred_t *cred = &owner;
+    if (req->capability[0] != '\0') {
+        gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_BAD_REQUEST,
+                                          "\"capability\" is gpushared's to choose"));
+        return;
+    }
+    if (req->key[0] != '\0' && gs__api_keyed_acquire(d, conn, req, cred->uid) != 0)
+        return;
     if (find_waiter(d, conn) != NULL) {
         gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_BAD_REQUEST,
                                           "this connection already waits for a lease"));
@@ -322,6 +342,12 @@ static gs__lease_t *lease_for(gs__daemon_t *d, gs__conn_t *conn, const char *op,
         gs__conn_send(conn, gs__api_error(op, GS_WIRE_NOT_FOUND, msg));
         return NULL;
     }
+    if (gs__conn_lease_only(conn) == id) {
+        /* Through the lease's own socket: the capability is the connection, whoever calls. */
+        gs_info("lease %llu: %s by pid %d (uid %u) through its socket", (unsigned long long)id, op,
+                (int)cred->pid, (unsigned)cred->uid);
+        return lease;
+    }
     if (cred->uid != 0 && cred->uid != lease->rec.uid) {
         snprintf(msg, sizeof(msg), "lease %llu belongs to another user", (unsigned long long)id);
         gs__user_t *user = gs__conn_user(conn);
@@ -365,8 +391,23 @@ static void handle_release(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t
                                           "only root may release a lease by force"));
         return;
     }
-    gs__lease_t *lease = lease_for(d, conn, "release", req->lease_id);
-    if (lease == NULL)
+    gs__lease_t *lease = NULL;
+    if (req->key[0] != '\0' && (lease = gs__lease_find_key(d, req->key)) == NULL &&
+        !gs__api_admin(d, cred)) {
+        char why[GS_LEASE_KEY_MAX + 64];
+        snprintf(why, sizeof(why), "no lease of yours has the key %s", req->key);
+        gs__conn_send(conn, gs__api_error("release", GS_WIRE_NOT_FOUND, why));
+        return;
+    }
+    if (req->key[0] != '\0' && lease == NULL) {
+        json_t *none = ok_reply("release"); /* released already: unprepare is repeated */
+        json_object_set_new(none, "key", json_string(req->key));
+        json_object_set_new(none, "state", json_string("none"));
+        gs__conn_send(conn, none);
+        return;
+    }
+    uint64_t id = req->key[0] != '\0' ? lease->rec.id : req->lease_id;
+    if ((lease = lease_for(d, conn, "release", id)) == NULL)
         return;
     if (lease->rec.damaged[0] != '\0') {
         release_damaged(d, conn, lease);
@@ -382,9 +423,9 @@ static void handle_release(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t
     else
         ended = gs__lease_revoke(d, lease, cred);
     json_t *reply = ok_reply("release");
-    json_object_set_new(reply, "lease", json_integer((json_int_t)req->lease_id));
+    json_object_set_new(reply, "lease", json_integer((json_int_t)id));
     json_object_set_new(reply, "state", json_string(ended ? "ended" : "ending"));
-    if (!ended && req->force)
+    if (!ended)
         json_object_set_new(reply, "kill_grace_ms", json_integer(d->cfg.kill_grace_ms));
     gs__conn_send(conn, reply);
 }
@@ -496,13 +537,17 @@ static void handle_list(gs__daemon_t *d, gs__conn_t *conn)
 {
     const gs__cred_t *cred = gs__conn_cred(conn);
     json_t *leases = json_array();
+    uint64_t only = gs__conn_lease_only(conn);
     for (const gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next) {
-        if (cred->uid == 0 || cred->uid == lease->rec.uid)
+        if (only == 0 && (cred->uid == 0 || cred->uid == lease->rec.uid))
             json_array_append_new(leases, gs__view_lease(d, lease));
+        else if (only == lease->rec.id)
+            json_array_append_new(leases, gs__view_lease_inside(d, lease));
     }
     json_t *reply = ok_reply("list");
     json_object_set_new(reply, "leases", leases);
-    json_object_set_new(reply, "pending", gs__view_pending(d, cred));
+    /* On a lease's own socket the caller is its capability, not its uid: no one's requests. */
+    json_object_set_new(reply, "pending", only == 0 ? gs__view_pending(d, cred) : json_array());
     gs__conn_send(conn, reply);
 }
 
@@ -556,9 +601,14 @@ void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t
                                     err));
         return;
     }
+    if (gs__api_lease_only(conn, &req) != 0)
+        return;
     switch (req.op) {
     case GS_OP_HELLO:
         handle_hello(d, conn);
+        break;
+    case GS_OP_ATTACH:
+        gs__api_attach_cgroup(d, conn, &req);
         break;
     case GS_OP_ACQUIRE:
         handle_acquire(d, conn, &req.lease);
@@ -614,8 +664,8 @@ void gs__api_expire(gs__daemon_t *d, int64_t now_ms)
     gs__waiter_t *w;
     while ((w = gs__queue_first_deadline(&d->queue)) != NULL && now_ms >= w->deadline_ms) {
         d->need_schedule = 1; /* what it held may now go to others */
-        char msg[512], reason[384];
-        gs__queue_describe(d, w, reason, sizeof(reason));
+        char msg[512], reason[448];
+        gs__reason_wait(d, w, reason, sizeof(reason));
         unqueue(d, w);
         d->counters.timeouts++;
         snprintf(msg, sizeof(msg), "no room within %.1f s (--timeout): gave up (%s)",

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "core/core.h"
 #include "server.h"
@@ -30,6 +31,30 @@ void gs__api_expire(gs__daemon_t *d, int64_t now_ms);
 
 /* Frees the queued requests (shutdown). */
 void gs__api_shutdown(gs__daemon_t *d);
+
+/* ---- keyed leases (api_keyed.c) ---- */
+
+/* Nonzero when cred may act for others: root, or a member (primary or supplementary group, by
+ * the user database) of the configured lease_admin_group. Such a caller may ask for a lease on
+ * behalf of another user and name a lease's cgroup (acquire's "cgroup", attach). */
+int gs__api_admin(const gs__daemon_t *d, const gs__cred_t *cred);
+
+/* An acquire with a key, for a lease of user owner: replies with the live lease of that key
+ * (whatever its state) or an error and returns 1; or checks its cgroup, draws its capability
+ * and returns 0 (the acquire goes on as any). */
+int gs__api_keyed_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t *req, uid_t owner);
+
+/* Adds a keyed lease's key, socket and "existing" to its acquire reply (its processes join
+ * through its own socket) and listens on the socket. */
+void gs__api_keyed_reply(gs__daemon_t *d, gs__conn_t *conn, gs__lease_t *lease, json_t *reply,
+                         int existing);
+
+/* attach: the keyed lease's processes are a cgroup's (given, or a process's). */
+void gs__api_attach_cgroup(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t *req);
+
+/* A connection on a keyed lease's own socket may ask hello, list and, for that lease, join and
+ * compute_join. Returns 0 to serve req, or -1 after refusing it. */
+int gs__api_lease_only(gs__conn_t *conn, gs_request_t *req);
 
 /* Builds an error reply {"ok": false, "op": op, "error": {"code", "message"}} with a code of the
  * table (gpushare/wire_errors.def: the only codes the daemon sends); op may be NULL. */

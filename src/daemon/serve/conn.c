@@ -103,6 +103,12 @@ void gs__conn_send(gs__conn_t *conn, json_t *msg)
     append(conn, msg);
 }
 
+void gs__conn_send_now(gs__conn_t *conn, json_t *msg)
+{
+    if (append(conn, msg) == 0)
+        gs__conn_flush(conn);
+}
+
 int gs__conn_send_fd(gs__conn_t *conn, json_t *msg, int fd)
 {
     if (conn->pass_fd >= 0) {
@@ -197,6 +203,8 @@ static ssize_t send_some(gs__conn_t *conn, size_t done)
 
 int gs__conn_flush(gs__conn_t *conn)
 {
+    if (conn->dead || conn->fd < 0)
+        return -1;
     size_t done = 0;
     while (done < conn->out_len) {
         ssize_t n = send_some(conn, done);

@@ -28,12 +28,13 @@ struct gs__conn {
     int pass_fd; /* a descriptor to send with the byte at out[pass_at], -1 = none */
     size_t pass_at;
     int64_t last_active_ms;
-    int closing;     /* close once the output is written */
-    int dead;        /* gone: free at the end of the iteration */
-    int pending;     /* in the list of connections with output to write */
-    unsigned events; /* the epoll events asked for now */
-    unsigned leases; /* leases held through this connection */
-    void *waiter;    /* its queued request */
+    int closing;         /* close once the output is written */
+    int dead;            /* gone: free at the end of the iteration */
+    int pending;         /* in the list of connections with output to write */
+    unsigned events;     /* the epoll events asked for now */
+    unsigned leases;     /* leases held through this connection */
+    void *waiter;        /* its queued request */
+    uint64_t lease_only; /* taken on a keyed lease's socket: serves that lease only, else 0 */
 };
 
 /* Nonzero while the connection must not be read: replies unread or a descriptor to pass. */

@@ -37,15 +37,23 @@ static void family(FILE *f, const char *name, const char *type, const char *help
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void gpu_labels(FILE *f, const gs__daemon_t *d, const gs__gpu_t *gpu)
+/* A GPU's labels, dcgm-exporter's (names, order and values), so that its dashboards and joins
+ * on (gpu, UUID) or (Hostname, gpu) work on gpushare's series too. */
+static void gpu_labels(FILE *f, const gs__daemon_t *d, unsigned g)
 {
-    char index[16];
+    const gs__gpu_t *gpu = &d->gpus[g];
+    const gs__gpu_info_t *info = gs__inventory_gpu(d->inv, g);
+    char index[16], device[32];
     snprintf(index, sizeof(index), "%u", gpu->index);
+    snprintf(device, sizeof(device), "nvidia%d",
+             info != NULL && info->minor >= 0 ? info->minor : (int)gpu->index);
     fputc('{', f);
     put_label(f, "gpu", index, 1);
-    put_label(f, "uuid", gpu->uuid, 0);
-    put_label(f, "model_name", gpu->name, 0);
-    put_label(f, "hostname", d->hostname, 0);
+    put_label(f, "UUID", gpu->uuid, 0);
+    put_label(f, "pci_bus_id", info != NULL ? info->pci_bus_id : "", 0);
+    put_label(f, "device", device, 0);
+    put_label(f, "modelName", gpu->name, 0);
+    put_label(f, "Hostname", d->hostname, 0);
     fputc('}', f);
 }
 
@@ -56,7 +64,7 @@ static void gpu_family(FILE *f, const gs__daemon_t *d, const char *name, const c
     family(f, name, type, help);
     for (unsigned g = 0; g < d->n_gpus; g++) {
         fputs(name, f);
-        gpu_labels(f, d, &d->gpus[g]);
+        gpu_labels(f, d, g);
         fprintf(f, " %llu\n", (unsigned long long)value(d, g));
     }
 }
@@ -131,12 +139,13 @@ static void lease_labels(FILE *f, const gs__daemon_t *d, const gs__lease_t *leas
     fputc('{', f);
     put_label(f, "lease", id, 1);
     put_label(f, "user", lease->rec.user, 0);
+    put_label(f, "job_name", lease->rec.request.name, 0);
     if (part < lease->alloc.n) {
         const gs__gpu_t *gpu = &d->gpus[lease->alloc.part[part].gpu];
         char index[16];
         snprintf(index, sizeof(index), "%u", gpu->index);
         put_label(f, "gpu", index, 0);
-        put_label(f, "uuid", gpu->uuid, 0);
+        put_label(f, "UUID", gpu->uuid, 0);
     }
     fputc('}', f);
 }
@@ -177,6 +186,7 @@ static void render_leases(FILE *f, const gs__daemon_t *d, const lease_row_t *row
         put_label(f, "lease", id, 1);
         put_label(f, "user", lease->rec.user, 0);
         put_label(f, "uid", uid, 0);
+        put_label(f, "job_name", lease->rec.request.name, 0);
         put_label(f, "state", lease->rec.state == GS__LEASE_ENDING ? "ending" : "active", 0);
         put_label(f, "kind", kind < 5 ? kinds[kind] : "?", 0);
         fputs("} 1\n", f);
@@ -202,8 +212,8 @@ static void render_leases(FILE *f, const gs__daemon_t *d, const lease_row_t *row
         fprintf(f, " %u\n", rows[r].lease->rec.request.compute_max);
     }
     family(f, "gpushare_lease_compute_seconds_total", "counter",
-           "Device time the GPU's compute scheduler granted the lease (its slots, drains "
-           "included).");
+           "Device time the lease used: the slots the GPU's compute scheduler granted it "
+           "(drains included); on an mps GPU its processes' busy time (NVML) at its share.");
     for (unsigned r = 0; r < n; r++) {
         for (unsigned i = 0; i < rows[r].lease->alloc.n; i++) {
             fputs("gpushare_lease_compute_seconds_total", f);
@@ -233,7 +243,7 @@ static void render_unmanaged(FILE *f, const gs__daemon_t *d, int bytes)
         uint64_t held;
         gs__watchdog_unmanaged(d, g, &n, &held);
         fputs(name, f);
-        gpu_labels(f, d, &d->gpus[g]);
+        gpu_labels(f, d, g);
         fprintf(f, " %llu\n", (unsigned long long)(bytes ? held : n));
     }
 }
@@ -286,7 +296,7 @@ static void render_node(FILE *f, const gs__daemon_t *d)
     put_label(f, "driver", gs__inventory_driver(d->inv), 0);
     put_label(f, "simulated", gs__inventory_simulated(d->inv) ? "true" : "false", 0);
     put_label(f, "placement", gs__policy_name(d->policy), 0);
-    put_label(f, "hostname", d->hostname, 0);
+    put_label(f, "Hostname", d->hostname, 0);
     fputs("} 1\n", f);
     family(f, "gpushare_leases", "gauge", "Live leases on the node.");
     fprintf(f, "gpushare_leases %u\n", d->n_leases);
@@ -368,8 +378,7 @@ int gs__metrics_start(gs__daemon_t *d, gs__metrics_t **out, char *err, size_t er
         return gs_fail(err, errlen, result, "cannot serve metrics on %s: %s", d->cfg.metrics_listen,
                        result == GS_EBUSY ? "the port is taken" : gs_strerror(result));
     }
-    *out = m;
-    gs__metrics_publish(m, d);
+    *out = m; /* published once the daemon has started (gs__metrics_publish) */
     gs_info("metrics on http://%s/metrics (per-lease series: %s)", d->cfg.metrics_listen,
             d->cfg.metrics_users == GS__METRICS_USERS_ALL ? "all, with users" : "none");
     return 0;

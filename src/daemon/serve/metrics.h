@@ -6,10 +6,11 @@
  * loop, and other clients' idle connections never keep a scrape out. Per-lease series (which
  * name users) are rendered only with metrics_users = all. Series (docs/api.md, "Metrics"): per GPU
  * with dcgm-exporter's names where one exists (DCGM_FI_DEV_FB_USED/FREE in MiB,
- * DCGM_FI_DEV_GPU_UTIL) and gpushare_gpu_*; per lease gpushare_lease_* labelled with lease id and
- * user (never the command); node counters gpushare_*_total. Labels are snake_case (gpu, uuid,
- * model_name, hostname) rather than dcgm-exporter's UUID / modelName / Hostname, which promtool's
- * lint rejects. */
+ * DCGM_FI_DEV_GPU_UTIL) and gpushare_gpu_*, labelled as dcgm-exporter labels its series (gpu, UUID,
+ * pci_bus_id, device, modelName, Hostname: its dashboards and joins work on them; promtool's lint
+ * says modelName is camelCase, as it says of dcgm-exporter's); per lease gpushare_lease_*
+ * labelled with lease id, user and job name (never the command); node counters
+ * gpushare_*_total. */
 #ifndef GS_DAEMON_METRICS_H
 #define GS_DAEMON_METRICS_H
 

@@ -4,6 +4,7 @@
 #include "server.h"
 #include "api.h"
 #include "conn.h"
+#include "lease_socket.h"
 #include "metrics.h"
 
 #include "gpushare/error.h"
@@ -44,7 +45,9 @@ typedef struct server {
     gs__conn_t *idle_head, *idle_tail; /* by last activity, oldest first */
     gs__conn_t *pending;               /* connections with output to write */
     unsigned n_conns;
-    int spare_fd; /* kept open to refuse connections cleanly when out of descriptors */
+    int spare_fd;            /* kept open to refuse connections cleanly when out of descriptors */
+    uint64_t refused;        /* connections refused for want of descriptors, not yet logged */
+    int64_t refused_said_ms; /* when that was last logged */
 } server_t;
 
 /* Tags for epoll: the two special descriptors; connections are their own pointers. */
@@ -114,6 +117,20 @@ static void turn_away(server_t *s, int fd, gs__user_t *user, const gs__cred_t *c
     (void)s;
 }
 
+/* A connection refused for want of descriptors: said at most every 5 s, with how many were
+ * refused meanwhile (a flood is one line). */
+static void note_no_fds(server_t *s)
+{
+    int64_t now = gs__now_ms();
+    s->refused++;
+    if (now - s->refused_said_ms < 5000)
+        return;
+    gs_warn("out of file descriptors (%u connections): refused %llu connection%s", s->n_conns,
+            (unsigned long long)s->refused, s->refused == 1 ? "" : "s");
+    s->refused_said_ms = now;
+    s->refused = 0;
+}
+
 /* Reads who is calling; refuses a user at their connection limit, and a caller whose process is
  * gone (a zombie that connected: its pid names nothing the daemon may ever signal, and may
  * soon be another user's). Returns 0 or -1 (fd closed). A refusal costs a few system calls: a
@@ -137,7 +154,13 @@ static int admit(server_t *s, int fd, gs__cred_t *cred, gs__user_t **user)
         turn_away(s, fd, *user, cred);
         return -1;
     }
-    if (gs__proc_peer(fd, uc.pid, uc.uid, &cred->start) != 0) {
+    int peer = gs__proc_peer(fd, uc.pid, uc.uid, &cred->start);
+    if (peer == -EMFILE || peer == -ENFILE) {
+        close(fd);
+        note_no_fds(s);
+        return -1;
+    }
+    if (peer != 0) {
         close(fd);
         if (gs__users_warn_due(*user, GS__WARN_DENIED, gs__now_ms()))
             gs_warn("user %s: refused a connection from pid %d: that process is gone%s", cred->user,
@@ -147,7 +170,7 @@ static int admit(server_t *s, int fd, gs__cred_t *cred, gs__user_t **user)
     return 0;
 }
 
-static void accept_one(server_t *s, int fd)
+static void accept_one(server_t *s, int fd, uint64_t lease_only)
 {
     gs__cred_t cred;
     gs__user_t *user = NULL;
@@ -167,6 +190,7 @@ static void accept_one(server_t *s, int fd)
     conn->cred = cred;
     conn->user = user;
     conn->events = EPOLLIN;
+    conn->lease_only = lease_only;
     user->conns++;
     conn->next = s->conns;
     if (s->conns != NULL)
@@ -177,17 +201,15 @@ static void accept_one(server_t *s, int fd)
     gs_debug("connection from pid %d (user %s)", (int)cred.pid, cred.user);
 }
 
-/* Out of file descriptors, a pending connection would wake the (level-triggered) loop forever:
- * give up the spare descriptor, take the connection and close it at once. */
-static void refuse_one(server_t *s)
+void gs__server_refuse(server_t *s, int listen_fd)
 {
     if (s->spare_fd >= 0)
         close(s->spare_fd);
-    int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
     if (fd >= 0)
         close(fd);
     s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    gs_warn("out of file descriptors (%u connections): refused a connection", s->n_conns);
+    note_no_fds(s);
 }
 
 static void accept_all(server_t *s)
@@ -195,7 +217,7 @@ static void accept_all(server_t *s)
     for (int i = 0; i < ACCEPT_MAX; i++) {
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-            refuse_one(s);
+            gs__server_refuse(s, s->listen_fd);
             return;
         }
         if (fd < 0) {
@@ -203,8 +225,39 @@ static void accept_all(server_t *s)
                 gs_warn("accept: %s", gs_strerror(-errno));
             return;
         }
-        accept_one(s, fd);
+        accept_one(s, fd, 0);
     }
+}
+
+void gs__server_take(server_t *s, int fd, uint64_t lease_only)
+{
+    accept_one(s, fd, lease_only);
+}
+
+int gs__server_watch(server_t *s, int fd, uintptr_t tag)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = tag};
+    return epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : -errno;
+}
+
+void gs__server_unwatch(server_t *s, int fd)
+{
+    epoll_ctl(s->epfd, EPOLL_CTL_DEL, fd, NULL);
+}
+
+gs__daemon_t *gs__server_daemon(server_t *s)
+{
+    return s->d;
+}
+
+uint64_t gs__conn_lease_only(const gs__conn_t *conn)
+{
+    return conn->lease_only;
+}
+
+struct server *gs__conn_server(const gs__conn_t *conn)
+{
+    return conn->server;
 }
 
 /* The connection ended: let the API drop its queued request and leases now; the memory goes at
@@ -425,6 +478,10 @@ static void dispatch(server_t *s, struct epoll_event *ev)
         on_signals(s);
         return;
     }
+    if (ev->data.u64 & 1u) { /* a keyed lease's socket (lease_socket.c) */
+        gs__lease_socket_accept((gs__lease_socket_t *)(uintptr_t)(ev->data.u64 & ~(uint64_t)1));
+        return;
+    }
     gs__conn_t *conn = ev->data.ptr;
     if (conn->dead)
         return;
@@ -544,6 +601,16 @@ static int open_signals(void)
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+/* The keyed leases restored from the ledger listen on their sockets again. */
+static void open_lease_sockets(server_t *s)
+{
+    char err[GS__PATH_MAX + 128];
+    for (gs__lease_t *lease = s->d->leases; lease != NULL; lease = lease->next) {
+        if (gs__lease_keyed(lease) && gs__lease_socket_open(s, lease, err, sizeof(err)) != 0)
+            gs_error("%s", err);
+    }
+}
+
 int gs__server_run(gs__daemon_t *d, gs__metrics_t *metrics, char *err, size_t errlen)
 {
     server_t s = {
@@ -564,7 +631,10 @@ int gs__server_run(gs__daemon_t *d, gs__metrics_t *metrics, char *err, size_t er
         goto out;
     }
     gs_info("listening on %s", d->cfg.socket);
+    open_lease_sockets(&s);
     loop(&s);
+    for (gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next)
+        gs__lease_socket_close(lease, 0); /* listening again at the next start */
     for (gs__conn_t *conn = s.conns; conn != NULL; conn = conn->next)
         conn->dead = 1; /* leases stay: their holders keep them through a restart */
     free_dead(&s);

@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/core.h"
 #include "metrics.h"
@@ -37,6 +38,11 @@ gs__user_t *gs__conn_user(const gs__conn_t *conn);
  * max_output_per_connection is cut off. */
 void gs__conn_send(gs__conn_t *conn, json_t *msg);
 
+/* Like gs__conn_send, and the connection's output is written now, as far as the socket takes it
+ * (the rest, and a connection found gone, wait for the loop's flush): for a message that must
+ * reach the client before something else the loop does next. */
+void gs__conn_send_now(gs__conn_t *conn, json_t *msg);
+
 /* Like gs__conn_send, and fd (not taken: a duplicate is sent) travels with the line
  * (SCM_RIGHTS). Returns 0, or -errno when fd cannot be duplicated (nothing is queued). The
  * connection reads no further request until the line has left. */
@@ -53,6 +59,26 @@ void *gs__conn_waiter(const gs__conn_t *conn);
 
 /* Closes the connection once its pending output is written. */
 void gs__conn_close(gs__conn_t *conn);
+
+/* The lease a connection taken on a keyed lease's own socket serves (lease_socket.h), 0 for a
+ * connection to the main socket. */
+uint64_t gs__conn_lease_only(const gs__conn_t *conn);
+
+/* The server a connection belongs to; the daemon it serves. */
+struct server *gs__conn_server(const gs__conn_t *conn);
+gs__daemon_t *gs__server_daemon(struct server *s);
+
+/* For lease_socket.c: watches fd in the loop with tag (its lowest bit set, so that it is told
+ * from a connection), stops watching it, and takes a connection accepted on a keyed lease's
+ * socket (serving that lease only). */
+int gs__server_watch(struct server *s, int fd, uintptr_t tag);
+void gs__server_unwatch(struct server *s, int fd);
+void gs__server_take(struct server *s, int fd, uint64_t lease_only);
+
+/* Out of file descriptors, a pending connection on listen_fd (the main socket or a keyed
+ * lease's) would wake the level-triggered loop forever: gives up the spare descriptor, takes the
+ * connection and closes it at once; logged at most every 5 s, with a count. */
+void gs__server_refuse(struct server *s, int listen_fd);
 
 /* Creates the socket (mode 0666: SO_PEERCRED authenticates) and runs the loop until SIGTERM or
  * SIGINT, publishing d's metrics on metrics (NULL: off) once a second and after each watchdog

@@ -25,7 +25,8 @@ static const char *state_name(const gs__lease_t *lease)
 static json_t *request_view(const gs_lease_request_t *req)
 {
     json_t *obj = gs_proto_acquire_json(req);
-    static const char *const hidden[] = {"op", "wait", "command", "uid", "gid", "user"};
+    static const char *const hidden[] = {"op",  "wait", "command",   "uid",
+                                         "gid", "user", "capability"};
     for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
         json_object_del(obj, hidden[i]);
     return obj;
@@ -48,6 +49,10 @@ static void add_labels(json_t *obj, const gs__lease_t *lease)
     if (obj == NULL)
         return;
     json_object_set_new(obj, "name", json_string(lease->rec.request.name));
+    if (lease->rec.request.key[0] != '\0')
+        json_object_set_new(obj, "key", json_string(lease->rec.request.key));
+    if (lease->rec.request.cgroup[0] != '\0')
+        json_object_set_new(obj, "cgroup", json_string(lease->rec.request.cgroup));
     int64_t expiry = gs__lease_expiry(lease);
     if (expiry == 0)
         return;
@@ -144,8 +149,22 @@ json_t *gs__view_env(const gs__daemon_t *d, const gs__lease_t *lease)
     }
     snprintf(number, sizeof(number), "%llu", (unsigned long long)lease->rec.id);
     set_text(env, "GPUSHARE_LEASE_ID", number);
+    /* On gpusim the job runs on the daemon's node, whoever runs it. */
+    if (gs__inventory_sim_state(d->inv)[0] != '\0')
+        set_text(env, "GPUSIM_STATE", gs__inventory_sim_state(d->inv));
     gs__modes_env(d, lease, env);
     return env;
+}
+
+json_t *gs__view_env_paths(const gs__daemon_t *d)
+{
+    json_t *paths = json_object();
+    const char *dir = gs__inventory_sim_dir(d->inv);
+    if (dir[0] != '\0') {
+        set_text(paths, "LD_LIBRARY_PATH", dir); /* gpusim's libcuda.so.1 for CUDA programs */
+        set_text(paths, "PATH", dir);            /* its nvidia-smi */
+    }
+    return paths;
 }
 
 /* One lease's entry under one GPU of the status. */
@@ -319,7 +338,7 @@ static json_t *pending_view(const gs__daemon_t *d, const gs__waiter_t *w, int64_
     const char *user = NULL;
     uid_t uid = waiter_user(w, &user);
     char reason[384];
-    gs__queue_describe(d, w, reason, sizeof(reason));
+    gs__reason_wait(d, w, reason, sizeof(reason));
     return json_pack("{s:I, s:s, s:I, s:s, s:s, s:i, s:I, s:o, s:I, s:s}", "position",
                      (json_int_t)w->wait.position, "user", user, "uid", (json_int_t)uid, "name",
                      w->req.name, "command", w->req.command, "priority", (int)w->req.priority,
@@ -383,7 +402,41 @@ json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, int proce
     json_object_set_new(
         node, "ledger",
         json_pack("{s:b, s:I}", "disk_full", full, "history_dropped", (json_int_t)dropped));
+    json_object_set_new(node, "gpusim_state", json_string(gs__inventory_sim_state(d->inv)));
+    json_object_set_new(node, "config", json_string(d->cfg.path));
     json_t *queue = json_pack("{s:I, s:o}", "length", (json_int_t)d->queue.length, "requests",
                               gs__view_pending(d, cred));
     return json_pack("{s:o, s:o, s:o}", "node", node, "gpus", gpus, "queue", queue);
+}
+
+json_t *gs__view_lease_inside(const gs__daemon_t *d, const gs__lease_t *lease)
+{
+    json_t *obj = gs__view_lease(d, lease);
+    static const char *const host[] = {"client_pid", "region", "cgroup"};
+    for (size_t i = 0; i < sizeof(host) / sizeof(host[0]); i++)
+        json_object_del(obj, host[i]);
+    json_object_del(json_object_get(obj, "request"), "cgroup");
+    return obj;
+}
+
+json_t *gs__view_config(const gs__daemon_t *d)
+{
+    const gs__config_t *cfg = &d->cfg;
+    json_t *gpus = json_array();
+    for (unsigned g = 0; g < d->n_gpus; g++) {
+        const gs__gpu_t *gpu = &d->gpus[g];
+        json_array_append_new(gpus, json_pack("{s:I, s:s, s:s, s:s, s:I, s:I}", "index",
+                                              (json_int_t)gpu->index, "uuid", gpu->uuid, "name",
+                                              gpu->name, "mode", gs_gpu_mode_name(gpu->mode),
+                                              "overprovision", (json_int_t)gpu->overprovision,
+                                              "reserve", (json_int_t)gpu->reserve));
+    }
+    char mps_control[GS__PATH_MAX];
+    gs__gpus_mps_control(d, mps_control, sizeof(mps_control));
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:o}", "config", cfg->path,
+                     "socket", cfg->socket, "state_dir", cfg->state_dir, "runtime_dir",
+                     cfg->runtime_dir, "metrics_listen", cfg->metrics_listen, "enforce",
+                     gs__enforce_name(cfg->enforce), "nvml_library", gs__inventory_library(d->inv),
+                     "mps_control", mps_control, "simulated", gs__inventory_simulated(d->inv),
+                     "gpusim_state", gs__inventory_sim_state(d->inv), "gpus", gpus);
 }

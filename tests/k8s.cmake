@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: Apache-2.0
+# Tests of src/k8s (issue 23: the scheduler extender; the DRA device model's JSON, shared with
+# issue 22) and of online placement in src/placement.
+gs_add_unit_test(test_placement_online SOURCES test_placement_online.c LIBS gs_placement)
+gs_add_unit_test(test_k8s_json SOURCES test_k8s_json.c LIBS gs_k8s_json)
+gs_add_unit_test(test_dra SOURCES test_dra.c LIBS gs_k8s_json)
+gs_add_unit_test(test_k8s_model SOURCES test_k8s_model.c LIBS gs_k8s)
+# libFuzzer targets of what the extender reads from outside: kube-scheduler's ExtenderArgs, and
+# the API server's objects (and the quantities in them).
+gs_add_fuzz_target(fuzz_extender_args SOURCES fuzz/fuzz_extender_args.c LIBS gs_k8s_server
+                   CORPUS "${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/extender_args")
+target_include_directories(fuzz_extender_args PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}/fuzz")
+gs_add_fuzz_target(fuzz_k8s_objects SOURCES fuzz/fuzz_k8s_objects.c LIBS gs_k8s_server
+                   CORPUS "${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/k8s_objects")
+target_include_directories(fuzz_k8s_objects PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}/fuzz")
+# End to end: the extender process, the stand-in API server and kube-scheduler's recorded
+# requests (curl), failures of the API server included.
+gs_add_script_test(test_extender_e2e SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/test_extender_e2e.sh"
+                   TIMEOUT 180)
+# The stand-in API server itself (shared with the DRA plugin's tests, issue 22).
+gs_add_script_test(test_k8s_apiserver SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/test_k8s_apiserver.sh"
+                   TIMEOUT 60)
+# The online replay of the default openb trace, seed 42 (about 25 s).
+gs_add_script_test(test_extender_replay SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/test_extender_replay.sh"
+                   TIMEOUT 900)
+# deploy/kubernetes: parses, read-only RBAC of the extender, the scheduler settings it needs.
+add_test(NAME test_k8s_manifests COMMAND python3 "${CMAKE_CURRENT_SOURCE_DIR}/k8s/check_manifests.py"
+         "${CMAKE_SOURCE_DIR}/deploy/kubernetes")
+set_tests_properties(test_k8s_manifests PROPERTIES TIMEOUT 30 LABELS "integration")
+gs_add_unit_test(test_k8s_http SOURCES test_k8s_http.c LIBS gs_k8s_server)
+# ... and the HTTP it speaks (requests to the extender, responses from the API server, chunks).
+gs_add_fuzz_target(fuzz_khttp SOURCES fuzz/fuzz_khttp.c LIBS gs_k8s_server
+                   CORPUS "${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/khttp")

@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: Apache-2.0
+# Issue 27: gpusim as a node daemon's. gpushared, with GPUSIM_STATE unset, keeps its simulated
+# node in its runtime directory and passes it to every lease, with gpusim's directory ahead of
+# PATH and LD_LIBRARY_PATH: a second user's job, with none of those set, gets its slice on the
+# daemon's node, nvidia-smi is on its PATH and answers --query-gpu as NVIDIA's does, and status
+# --processes shows the job under its lease. gpusim never rebuilds a node that a process has
+# open: another GPUSIM_DEVICES is refused with one line; GPUSIM_DEVICES unset takes the node as
+# it is.
+source "$(dirname "$0")/../daemon/lib.sh"
+source "$(dirname "$0")/user2.sh"
+PROGS=$GS_BUILD_DIR/tests/cuda_progs
+export GPUSIM_DEVICES=A100-40GB,H100-80GB
+unset GPUSIM_STATE
+CONFIG="[daemon]
+runtime_dir = $WORK/run"
+start_daemon
+NODE=$WORK/run/gpusim
+expect_eq "$(gs status --json | jq -r .node.gpusim_state)" "$NODE" "the daemon's simulated node"
+[[ -f $NODE/node ]] || fail "no node file in $NODE"
+
+# The second user's environment: no GPUSIM_*, no LD_LIBRARY_PATH, a PATH without gpusim.
+bare() {
+  runuser -u "$USER2" -- env -i PATH=/usr/bin:/bin GPUSHARE_SOCKET="$GPUSHARE_SOCKET" \
+    LD_PRELOAD="$JOB_PRELOAD" ASAN_OPTIONS="${ASAN_OPTIONS:-}" "$BIN/gpushare" "$@"
+}
+out=$(bare run --gpu-memory 4G --gpu-type H100 -- nvidia-smi --query-gpu=index,name,memory.total,memory.used --format=csv)
+expect_eq "$out" "index, name, memory.total [MiB], memory.used [MiB]
+0, NVIDIA H100-80GB, 4096 MiB, 0 MiB" "nvidia-smi --query-gpu in the second user's lease"
+out=$(bare run --gpu-memory 4G --gpu-type H100 -- nvidia-smi --query-gpu=memory.total,uuid --format=csv,noheader,nounits)
+expect_eq "$out" "4096, $(gs status --json | jq -r '.gpus[1].uuid')" "--format=csv,noheader,nounits"
+pass "in a lease, gpusim's nvidia-smi is on PATH and answers --query-gpu with the lease's GPU and slice"
+
+out=$(bare run --gpu-memory 1G -- "$PROGS/meminfo")
+read -r _ total <<<"$out"
+expect_eq "$total" $((1 << 30)) "the total a 1G job of the second user saw"
+bg runuser -u "$USER2" -- env -i PATH=/usr/bin:/bin GPUSHARE_SOCKET="$GPUSHARE_SOCKET" \
+  LD_PRELOAD="$JOB_PRELOAD" ASAN_OPTIONS="${ASAN_OPTIONS:-}" "$BIN/gpushare" run --gpu-memory 8G \
+  --name held -- "$PROGS/memhold" 3
+wait_eq 10 1 lease_count
+lease=$(gs leases --json | jq '.[0].id')
+procs() {
+  bare status --processes --json | jq -c "[.gpus[].processes[] | select(.lease == $lease) | .user]"
+}
+wait_eq 10 "[\"$USER2\"]" procs
+grep -Eq "^ +[0-9]+ +[^ ]+ +$lease +[0-9.]+G  memhold$" <<<"$(bare status --processes)" ||
+  fail "status --processes does not show the job under lease $lease: $(bare status --processes)"
+pass "a second user's job with no gpusim settings ran on the daemon's node: status --processes shows it under lease $lease"
+
+# Another device list for the node the daemon has open: refused with one line, node unchanged.
+out=$(GPUSIM_STATE=$NODE GPUSIM_DEVICES=T4-16GB "$GS_BUILD_DIR/sim/nvidia-smi" -L 2>&1)
+expect_eq "$(grep -c gpusim: <<<"$out")" 1 "gpusim's lines: $out"
+grep -q "^gpusim: node $NODE/node has devices \"A100-40GB,H100-80GB\" and is in use (a running gpushared or job has it open): not rebuilt for GPUSIM_DEVICES=\"T4-16GB\" (unset it to use the node as it is)$" <<<"$out" ||
+  fail "gpusim's refusal: $out"
+expect_eq "$(grep -c '^GPU ' <<<"$out")" 2 "GPUs listed: $out"
+out=$(GPUSIM_STATE=$NODE env -u GPUSIM_DEVICES "$GS_BUILD_DIR/sim/nvidia-smi" -L 2>&1)
+expect_eq "$(grep -c '^GPU ' <<<"$out")" 2 "GPUs listed with GPUSIM_DEVICES unset: $out"
+grep -q gpusim: <<<"$out" && fail "a line with GPUSIM_DEVICES unset: $out"
+expect_eq "$(gs status --json | jq -r '[.gpus[].name] | join(",")')" "NVIDIA A100-40GB,NVIDIA H100-80GB" "the daemon's GPUs after"
+pass "gpusim never rebuilds a node a process has open; GPUSIM_DEVICES unset takes it as it is"
