@@ -20,8 +20,9 @@ bg "${AS_USER2[@]}" "$BIN/gpushare" run --gpus 2 -- true
 wait_eq 5 1 queue_length
 runuser -u "$USER3" -- env GPUSHARE_SOCKET="$GPUSHARE_SOCKET" LD_PRELOAD="$JOB_PRELOAD" \
   "$BIN/gpushare" run --gpu-memory 1G --no-wait -- true || fail "another user's 1G --no-wait was refused"
-expect_eq "$(gs status --json | jq -r '.queue.requests[0].reason')" \
-  "GPU 0 (H100-80GB) is in use by your lease 1 (1 B)" "the waiting request's reason (its own lease)"
+reason=$(gs status --json | jq -r '.queue.requests[0].reason')
+[[ $reason =~ ^"GPU 0 (H100-80GB) is in use by your lease "[12]" (1 B)"$ ]] ||
+  fail "the waiting request's reason (its own lease): $reason"
 pass "a request waiting on its own user's leases holds nothing: another user's 1G is granted at once"
 for p in "${BG_PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
 wait "${BG_PIDS[@]}" 2>/dev/null || true
@@ -70,6 +71,17 @@ pass "200 unread history replies: the user's budget holds ($rss KiB resident); o
 for p in "${BG_PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
 wait "${BG_PIDS[@]}" 2>/dev/null || true
 BG_PIDS=()
+
+# Finding 4: 250 connections of the user ask for their history in a loop, reading every page:
+# its share of the daemon's time for history is spent and its requests wait their turn; another
+# user's status stays fast (a status took 2.4 s each before).
+bg "${AS_USER2[@]}" "$HOSTILE" histloop "$GPUSHARE_SOCKET" 250
+sleep 2
+line=$(runuser -u "$USER3" -- "$GS_BUILD_DIR/bench/bench_status" "$GPUSHARE_SOCKET" 200)
+p99=$(sed -n 's/.* p99=\([0-9.]*\) .*/\1/p' <<<"$line")
+[[ -n $p99 ]] && awk -v p="$p99" 'BEGIN {exit !(p < 50)}' || fail "another user's status beside 250 history loops: $line"
+pass "250 connections looping history: another user's status $line (ms)"
+stop_bg
 
 # Finding 11: 50,000 denied joins: a few lines, with the count of those left out.
 bg "$BIN/gpushare" run --gpu-memory 1G -- sleep 600

@@ -63,6 +63,32 @@ const char *gs__users_suppressed(gs__user_t *u, gs__warn_cause_t cause)
     return u->note;
 }
 
+/* Microseconds of history work a user earns per ms of time. */
+#define HISTORY_RATE_US_PER_MS (GS__HISTORY_SHARE_MS * 1000 / 1000)
+
+static void history_refill(gs__user_t *u, int64_t now_ms)
+{
+    if (now_ms <= u->history_at_ms)
+        return;
+    int64_t credit = u->history_credit_us + (now_ms - u->history_at_ms) * HISTORY_RATE_US_PER_MS;
+    u->history_credit_us =
+        credit < GS__HISTORY_BURST_MS * 1000 ? credit : GS__HISTORY_BURST_MS * 1000;
+    u->history_at_ms = now_ms;
+}
+
+int64_t gs__users_history_wait(gs__user_t *u, int64_t now_ms)
+{
+    history_refill(u, now_ms);
+    if (u->history_credit_us >= 0)
+        return 0;
+    return (-u->history_credit_us + HISTORY_RATE_US_PER_MS - 1) / HISTORY_RATE_US_PER_MS;
+}
+
+void gs__users_history_spent(gs__user_t *u, int64_t us)
+{
+    u->history_credit_us -= us;
+}
+
 void gs__users_free(gs__users_t *users)
 {
     for (unsigned b = 0; b < GS__USERS_BUCKETS; b++) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Per-user counters behind the per-user limits (connections, queued requests, unread output of
- * each uid) and the per-user, per-cause rate limit of the lines a user's actions make the daemon
- * log. */
+ * each uid), the per-user, per-cause rate limit of the lines a user's actions make the daemon
+ * log, and each user's share of the daemon's time for history reads. */
 #ifndef GS_DAEMON_USERS_H
 #define GS_DAEMON_USERS_H
 
@@ -32,6 +32,13 @@ typedef struct gs__warn_state {
     uint64_t suppressed; /* lines left out since the last one logged */
 } gs__warn_state_t;
 
+/* History pages cost the daemon's one thread work that a user can ask for on many connections
+ * at once: each user (root excepted) has GS__HISTORY_SHARE_MS of it per second, at most
+ * GS__HISTORY_BURST_MS at once; beyond, its history requests wait their turn (never refused),
+ * and other users' requests are served meanwhile. */
+#define GS__HISTORY_SHARE_MS 100
+#define GS__HISTORY_BURST_MS 20
+
 typedef struct gs__user {
     struct gs__user *next; /* in its bucket */
     uid_t uid;
@@ -41,7 +48,9 @@ typedef struct gs__user {
     size_t output;   /* bytes of replies its connections have not read yet */
     unsigned leases; /* leases it holds (each a region memfd the daemon maps) */
     gs__warn_state_t warn[GS__WARN_N];
-    char note[80]; /* gs__users_suppressed's text */
+    int64_t history_credit_us; /* history work it may still have now (negative: in debt) */
+    int64_t history_at_ms;     /* when that was last brought up to date (CLOCK_MONOTONIC) */
+    char note[80];             /* gs__users_suppressed's text */
 } gs__user_t;
 
 #define GS__USERS_BUCKETS 64
@@ -63,6 +72,13 @@ int gs__users_warn_due(gs__user_t *u, gs__warn_cause_t cause, int64_t now_ms);
  * since the last one)", or "" when none was; clears the count. The text lives in u until the
  * next call. u may be NULL (""). */
 const char *gs__users_suppressed(gs__user_t *u, gs__warn_cause_t cause);
+
+/* 0 when a history request of u may be served now, else the ms until it may (its share of the
+ * daemon's time is spent). */
+int64_t gs__users_history_wait(gs__user_t *u, int64_t now_ms);
+
+/* Charges u with us microseconds of history work. */
+void gs__users_history_spent(gs__user_t *u, int64_t us);
 
 /* Frees every entry. */
 void gs__users_free(gs__users_t *users);

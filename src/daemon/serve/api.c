@@ -587,7 +587,21 @@ static void handle_status(gs__daemon_t *d, gs__conn_t *conn, int processes)
     gs__conn_send(conn, reply);
 }
 
-void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t len)
+/* A history request within its user's share of the daemon's time (root: always), charged with
+ * what it cost; else the ms it must wait. */
+static int64_t history_turn(gs__daemon_t *d, gs__conn_t *conn, const gs_history_query_t *q)
+{
+    gs__user_t *user = gs__conn_user(conn);
+    int64_t wait = gs__conn_cred(conn)->uid != 0 ? gs__users_history_wait(user, gs__now_ms()) : 0;
+    if (wait > 0)
+        return wait;
+    int64_t t0 = gs__now_us();
+    handle_history(d, conn, q);
+    gs__users_history_spent(user, gs__now_us() - t0);
+    return 0;
+}
+
+int64_t gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t len)
 {
     gs_request_t req;
     char err[GS_CLIENT_ERR_MAX];
@@ -599,10 +613,10 @@ void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t
                       gs__api_error(req.op != 0 ? gs_op_name(req.op) : NULL,
                                     result == GS_EFORMAT ? GS_WIRE_BAD_JSON : GS_WIRE_BAD_REQUEST,
                                     err));
-        return;
+        return 0;
     }
     if (gs__api_lease_only(conn, &req) != 0)
-        return;
+        return 0;
     switch (req.op) {
     case GS_OP_HELLO:
         handle_hello(d, conn);
@@ -629,9 +643,9 @@ void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t
         handle_status(d, conn, req.processes);
         break;
     case GS_OP_HISTORY:
-        handle_history(d, conn, &req.history);
-        break;
+        return history_turn(d, conn, &req.history);
     }
+    return 0;
 }
 
 void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn)

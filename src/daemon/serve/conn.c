@@ -160,7 +160,7 @@ void gs__conn_close(gs__conn_t *conn)
 
 int gs__conn_paused(const gs__conn_t *conn)
 {
-    return conn->pass_fd >= 0 || conn->out_len > GS__CONN_PAUSE_BYTES;
+    return conn->pass_fd >= 0 || conn->out_len > GS__CONN_PAUSE_BYTES || conn->deferred_ms != 0;
 }
 
 /* Sends len bytes with the connection's descriptor to pass attached. */

@@ -45,6 +45,7 @@ typedef struct server {
     gs__conn_t *idle_head, *idle_tail; /* by last activity, oldest first */
     gs__conn_t *pending;               /* connections with output to write */
     unsigned n_conns;
+    unsigned n_deferred;     /* connections whose request waits its turn (conn->deferred_ms) */
     int spare_fd;            /* kept open to refuse connections cleanly when out of descriptors */
     uint64_t refused;        /* connections refused for want of descriptors, not yet logged */
     int64_t refused_said_ms; /* when that was last logged */
@@ -309,8 +310,14 @@ static void handle_lines(server_t *s, gs__conn_t *conn)
         if (nl == NULL)
             break;
         size_t len = (size_t)(nl - (conn->in + start));
-        touch(s, conn, gs__now_ms());
-        gs__api_request(s->d, conn, conn->in + start, len);
+        int64_t now = gs__now_ms();
+        touch(s, conn, now);
+        int64_t wait = gs__api_request(s->d, conn, conn->in + start, len);
+        if (wait > 0) { /* the same line again once its turn comes (resume_deferred) */
+            conn->deferred_ms = now + wait;
+            s->n_deferred++;
+            break;
+        }
         start += len + 1;
     }
     memmove(conn->in, conn->in + start, conn->in_len - start);
@@ -389,6 +396,7 @@ static void free_dead(server_t *s)
         if (conn->next != NULL)
             conn->next->prev = conn->prev;
         idle_remove(s, conn);
+        s->n_deferred -= conn->deferred_ms != 0;
         s->n_conns--;
         conn->user->conns--;
         gs__conn_free(conn);
@@ -434,10 +442,25 @@ static void close_idle(server_t *s, int64_t now)
     }
 }
 
+/* Hands the requests that waited their turn (handle_lines) to the API again once it came. */
+static void resume_deferred(server_t *s, int64_t now)
+{
+    for (gs__conn_t *conn = s->n_deferred > 0 ? s->conns : NULL; conn != NULL; conn = conn->next) {
+        if (conn->deferred_ms == 0 || now < conn->deferred_ms || conn->dead)
+            continue;
+        conn->deferred_ms = 0;
+        s->n_deferred--;
+        handle_lines(s, conn);
+        if (!conn->dead && !conn->pending)
+            set_events(s, conn);
+    }
+}
+
 /* Periodic work, at most every TICK_MS. */
 static void tick(server_t *s, int64_t now, int64_t *next_reap, int64_t *next_refresh)
 {
     gs__api_expire(s->d, now);
+    resume_deferred(s, now);
     gs__leases_expire(s->d, gs__wall_ms());
     close_idle(s, now);
     if (now >= *next_reap) {
