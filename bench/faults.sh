@@ -17,8 +17,8 @@ fi
 cat <<EOM
 bench/faults.sh: gpushared on gpusim (GPU 0 shared H100-80GB, GPU 1 mig A100-40GB, GPU 2 mps
 H100-80GB) under acquire / release / expire / queue / MIG / MPS leases of three users, with
-faults injected between the operations (4 in 10 steps) and the invariants checked after each
-step; seed $seed, $seconds s. Reproduce: BENCH_FAULTS_SEED=$seed bench/faults.sh (or
+faults injected between the operations (half the steps) and the invariants checked after each
+fault, every fourth operation and at the end; seed $seed, $seconds s. Reproduce: BENCH_FAULTS_SEED=$seed bench/faults.sh (or
 tests/faults/run.sh $seed $seconds). Machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg).
 EOM
 GS_BUILD_DIR=$build FAULTS_KEEP=${BENCH_FAULTS_KEEP:-} bash "$(dirname "$0")/../tests/faults/run.sh" "$seed" "$seconds"

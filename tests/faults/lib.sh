@@ -90,6 +90,16 @@ fds() {
   ls "/proc/$DAEMON_PID/fd" 2>/dev/null | wc -l
 }
 
+# The regions the daemon holds open (with no lease live: the idle ones it keeps for reuse, at
+# most GS__REGION_POOL_MAX, 32).
+pooled() {
+  local f n=0
+  for f in /proc/"$DAEMON_PID"/fd/*; do
+    [[ $(readlink "$f" 2>/dev/null) == /memfd:gpushare-region* ]] && n=$((n + 1))
+  done
+  echo "$n"
+}
+
 # ---- the users' operations ----
 
 pick() {
@@ -328,11 +338,19 @@ check_listing() {
       ((new > MAX_ID)) && MAX_ID=$new
     fi
   done
-  jq -r '.gpus[] | select(.memory_leased > .memory_leasable or .compute_leased > 100 or
-      .logical_free < 0) | "GPU \(.index): leased \(.memory_leased) of \(.memory_leasable), compute \(.compute_leased)%"' \
-    "$WORK/status.json" | while read -r line; do violation "promised twice: $line"; done
-  jq -r ".gpus[].leases[]? | select((.over_limit // 0) > 0) | \"lease \(.id) over its limit by \(.over_limit) (watchdog)\"" \
-    "$WORK/status.json" | while read -r line; do violation "$line"; done
+  # (Read through process substitution, not a pipe: a violation counted in a subshell is lost.)
+  # A MIG GPU is shared out by its memory slots, each instance of a lease of its own (the
+  # profiles' memory is the hardware's: gpusim's nominal 5, 10, 20 GiB fill all 40 GiB of an
+  # A100-40GB, beyond what a shared lease could be promised); other GPUs by their memory.
+  local line
+  while read -r line; do violation "promised twice: $line"; done < <(jq -r '.gpus[] |
+      select((.mode != "mig" and .memory_leased > .memory_leasable) or .compute_leased > 100 or
+        .logical_free < 0 or (.mode == "mig" and
+          ([.mig.instances[]? | select(.state == "leased") | .lease] | length != (unique | length))))
+      | "GPU \(.index): leased \(.memory_leased) of \(.memory_leasable), compute \(.compute_leased)%, MIG instances leased \([.mig.instances[]? | select(.state == "leased") | .lease])"' \
+    "$WORK/status.json")
+  while read -r line; do violation "$line"; done < <(jq -r ".gpus[].leases[]? | select((.over_limit // 0) > 0) | \"lease \(.id) over its limit by \(.over_limit) (watchdog)\"" \
+    "$WORK/status.json")
 }
 
 # gpusim's view: the processes of each lease hold no more than its limit.
@@ -479,7 +497,33 @@ report() {
   done
   echo "faults: $total of $kinds kinds; daemon starts: $RESTARTS; leases seen: $(wc -w <<<"$ALL_SEEN")"
   echo "invariant checks: $CHECKS; violations: $VIOLATIONS"
-  echo "daemon RSS: $RSS0 KiB at the start, $RSS1 KiB at the end; open fds: $FDS0 at the start, $FDS1 at the end"
+  echo "daemon, idle after a lease of each kind: RSS $RSS0 KiB at the start, $RSS1 KiB at the end;"
+  echo "  open fds $FDS0 at the start, $FDS1 at the end (of which idle regions kept for reuse, at most"
+  echo "  32: $POOL0 and $POOL1; the others: $((FDS0 - POOL0)) and $((FDS1 - POOL1)))"
+}
+
+# A lease of each kind (shared, MIG, MPS) granted and ended, then the daemon's RSS and open
+# descriptors once idle, in WARM_RSS and WARM_FDS: the start's and the end's figures are taken
+# alike (the daemon at the end is the last one started: its lifetime's growth is what a leak
+# would show).
+warm_measure() {
+  client root 1 --gpu-memory 2G --mode shared --timeout 5s
+  client root 0 --mig-profile 1g.5gb --timeout 5s
+  client root 1 --gpu-memory 2G --mode mps --timeout 5s
+  local deadline=$((SECONDS + 10))
+  while ((SECONDS < deadline)) && [[ $(wc -w <<<"$LAST_IDS") -lt 3 ]]; do
+    check_all
+    sleep 0.2
+  done
+  stop_all
+  deadline=$((SECONDS + 20))
+  while ((SECONDS < deadline)); do
+    check_all
+    [[ -z $LAST_IDS ]] && break
+    sleep 0.2
+  done
+  sleep 1
+  WARM_RSS=$(rss_kb) WARM_FDS=$(fds) WARM_POOL=$(pooled)
 }
 
 faults_main() {
@@ -487,23 +531,27 @@ faults_main() {
   echo 0 >"$GS_FAULT_DIR/clock"
   daemon_up || { echo "faults: gpushared did not start" >&2; exit 1; }
   ALL_SEEN=""
-  sleep 1
-  RSS0=$(rss_kb) FDS0=$(fds)
+  warm_measure
+  RSS0=$WARM_RSS FDS0=$WARM_FDS POOL0=$WARM_POOL
   local end=$((SECONDS + seconds)) i=0
   while ((SECONDS < end)); do
     fault_end_due
     daemon_alive || daemon_up
-    if ((RANDOM % 10 < 4)); then
+    # Half the steps inject a fault, checked at once; the invariants are checked after every
+    # fourth operation too.
+    if ((RANDOM % 2 == 0)); then
       inject
+      check_all
     else
       operation
+      ((i % 4 == 0)) && check_all
     fi
-    check_all
     i=$((i + 1))
     ((${#CLIENTS[@]} > 40)) && reap_clients
   done
   quiesce
-  RSS1=$(rss_kb) FDS1=$(fds)
+  warm_measure
+  RSS1=$WARM_RSS FDS1=$WARM_FDS POOL1=$WARM_POOL
   report | tee "$WORK/report.txt"
   if ((VIOLATIONS > 0)) || [[ -n ${FAULTS_KEEP:-} ]]; then
     local keep=${FAULTS_KEEP:-/tmp/gs-faults-seed-$seed}

@@ -21,8 +21,10 @@
 # and the watchdog's figure); no process of an ended lease alive kill_grace after it ended; every
 # MIG instance gpusim has is one gpushared knows, and every leased one belongs to a live lease.
 #
-# Prints the faults injected by kind, the invariant checks, the violations (with what was seen),
-# and the daemon's RSS and open descriptors at the start and the end. Exit status: 0 with no
+# Half the steps inject a fault, the others are operations; the invariants are checked after
+# every fault, every fourth operation and at the end. Prints the faults injected by kind, the
+# invariant checks, the violations (with what was seen), and the daemon's RSS and open
+# descriptors at the start and the end, each idle after a lease of each kind. Exit status: 0 with no
 # violation, 1 otherwise, 77 when not root.
 seed=${1:-1}
 seconds=${2:-45}
