@@ -537,6 +537,7 @@ faults_main() {
   while ((SECONDS < end)); do
     fault_end_due
     daemon_alive || daemon_up
+    check_starts
     # Half the steps inject a fault, checked at once; the invariants are checked after every
     # fourth operation too.
     if ((RANDOM % 2 == 0)); then
@@ -560,6 +561,20 @@ faults_main() {
     echo "faults: logs kept in $keep (rerun: tests/faults/run.sh $seed $seconds)"
   fi
   ((VIOLATIONS == 0))
+}
+
+# gpushared starts again once the faults that keep it from starting are over (each lasts 4 s at
+# most): down for 20 s is a violation, with the last line it said.
+check_starts() {
+  if daemon_alive; then
+    DOWN_SINCE=
+    return 0
+  fi
+  DOWN_SINCE=${DOWN_SINCE:-$SECONDS}
+  if ((SECONDS - DOWN_SINCE >= 20)); then
+    violation "gpushared has not started for $((SECONDS - DOWN_SINCE)) s: $(grep -v 'info:' "$WORK/daemon.log" | tail -1)"
+    DOWN_SINCE=$SECONDS
+  fi
 }
 
 # Forgets the clients that exited.

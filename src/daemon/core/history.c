@@ -223,6 +223,8 @@ void gs__ledger_tick(gs__ledger_t *ledger, int64_t wall_ms)
         return;
     check_room(ledger);
     expire_days(ledger, wall_ms);
+    if (ledger->mark_pending)
+        gs__ledger_mark(ledger, ledger->mark_live, ledger->mark_id);
 }
 
 int gs__ledger_disk_full(const gs__ledger_t *ledger, uint64_t *dropped)
@@ -243,7 +245,13 @@ int gs__ledger_mark(gs__ledger_t *ledger, int live, uint64_t first_id)
     int result = fd >= 0 && pwrite(fd, text, 21, 0) == 21 && (!live || fsync(fd) == 0) ? 0 : -errno;
     if (fd >= 0)
         close(fd);
-    if (result != 0)
+    /* Not written: the tick tries again (a marker left naming a lease whose row never was would
+     * refuse the next start). Said once until it is written. */
+    int said = ledger->mark_pending;
+    ledger->mark_pending = result != 0;
+    ledger->mark_live = live;
+    ledger->mark_id = first_id;
+    if (result != 0 && !said)
         gs_warn("cannot write %s: %s (a damaged ledger may then go unnoticed)", ledger->marker,
                 gs_strerror(result));
     return result;

@@ -139,13 +139,13 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
         gs__regions_take(&d->region_pool, &rcfg, cred->uid, cred->gid, &lease->region, err, errlen);
     lease->rec.region_ino = gs__regions_ino(lease->region);
     char why[160];
-    /* The first live lease: the marker is on disk before its row (ledger.h). */
-    if (result == 0 && d->n_leases == 0)
-        gs__ledger_mark(d->ledger, 1, lease->rec.id);
     if (result == 0 && (result = gs__ledger_put(d->ledger, &lease->rec, why, sizeof(why))) != 0) {
         result = gs_fail(err, errlen, result, "cannot record the lease in the ledger: %s", why);
         gs__regions_give_back(&d->region_pool, lease->region, cred->uid, cred->gid);
     }
+    /* The first live lease: the marker once its row is committed (ledger.h). */
+    if (result == 0 && d->n_leases == 0)
+        gs__ledger_mark(d->ledger, 1, lease->rec.id);
     if (result != 0) {
         gs__lease_modes_end(d, lease);
         set_conn(d, lease, NULL);

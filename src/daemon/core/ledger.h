@@ -78,11 +78,14 @@ int gs__ledger_open(const char *path, gs__ledger_t **out, char *err, size_t errl
 void gs__ledger_close(gs__ledger_t *ledger);
 
 /* The marker beside the ledger (PATH.live) says leases are live: the id of the first such lease
- * is written (and synced to disk) before the row of a lease granted while none was, 0 once the
- * last lease's row is deleted; the file keeps its size, so a full filesystem cannot fail it.
- * Opening refuses a ledger without its leases table, or whose id sequence is behind that first id,
- * while the marker is there (gpushared(8), RECOVERY). Returns 0 or -errno (logged; a marker not
- * written weakens that check only). */
+ * is written (and synced to disk) once the row of a lease granted while none was is committed
+ * (never before: a marker naming a lease whose row failed would refuse every later start; a
+ * crash between the two leaves it unset, and the next start sets it from the rows), 0 once the
+ * last lease's row is deleted; the file keeps its size, so a full filesystem cannot fail it. One
+ * that cannot be written is written again by gs__ledger_tick. Opening refuses a ledger without
+ * its leases table, or whose id sequence is behind that first id, while the marker is there
+ * (gpushared(8), RECOVERY). Returns 0 or -errno (logged once; until written, that check is
+ * weaker). */
 int gs__ledger_mark(gs__ledger_t *ledger, int live, uint64_t first_id);
 
 /* Sets the history's retention (the defaults until called); applied as rows are written and by

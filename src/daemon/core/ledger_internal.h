@@ -32,6 +32,9 @@ struct gs__ledger {
     gs__history_retention_t keep;
     struct history_counts *counts; /* rows per uid (history.c's retention) */
     int64_t next_expire_ms;        /* when rows past history_max_days are looked for next */
+    int mark_pending;              /* the marker could not be written: written again by the tick */
+    int mark_live;                 /* ... what it should say */
+    uint64_t mark_id;
 };
 
 /* Runs statements; SQLite's message goes into err. Returns 0 or GS_EIO. */
