@@ -18,15 +18,20 @@ dir=$(mktemp -d /tmp/gs-bench-hostile.XXXXXX)
 chmod 755 "$dir"
 export GPUSIM_STATE=$dir/sim GPUSIM_DEVICES=H100-80GB LD_LIBRARY_PATH=$build/sim
 sock=$dir/gpushared.sock
-: >"$dir/gpushare.conf"
+export GPUSHARE_SOCKET=$sock
+mport=$((20000 + RANDOM % 10000)) # the metrics endpoint (a scenario floods it)
+# The issue's attacks hold 1,000 leases: the per-user cap (256 by default) is raised for them.
+printf '[daemon]\nmax_leases_per_user = 1024\nkill_grace = 1\n' >"$dir/gpushare.conf"
 "$build/bin/gpushared" --config "$dir/gpushare.conf" --socket "$sock" --state-dir "$dir/state" \
-  --metrics-listen 127.0.0.1:0 --log-level warn 2>"$dir/daemon.log" &
+  --metrics-listen "127.0.0.1:$mport" --log-level warn 2>"$dir/daemon.log" &
 daemon=$!
 pids=()
 stop_attack() {
   [[ ${#pids[@]} -gt 0 ]] || return 0
   for p in "${pids[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
   wait "${pids[@]}" 2>/dev/null || true
+  # (runuser may start a session of its own: the attacker's processes of this run, by pid.)
+  for p in $(pgrep -u gpushare-test -f "$dir" || true); do kill -KILL "$p" 2>/dev/null || true; done
   pids=()
 }
 trap 'stop_attack; kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$dir"' EXIT
@@ -36,16 +41,24 @@ attack() {
   setsid "${attacker[@]}" "$@" >/dev/null 2>&1 &
   pids+=($!)
 }
-leases() {
-  "$build/bin/gpushare" --socket "$sock" leases --json 2>/dev/null | jq length
+leases() { # granted leases (the listing has the waiting requests too, state pending)
+  "$build/bin/gpushare" leases --json 2>/dev/null | jq '[.[] | select(.state != "pending")] | length'
 }
 rss_mib() {
   awk '/^VmRSS:/ {printf "%.0f", $2 / 1024}' "/proc/$daemon/status"
 }
+# cpu_pct SECONDS: the daemon's CPU use over SECONDS, in percent of one CPU.
+cpu_pct() {
+  local t0 t1
+  t0=$(awk '{print $14 + $15}' "/proc/$daemon/stat")
+  sleep "$1"
+  t1=$(awk '{print $14 + $15}' "/proc/$daemon/stat")
+  awk -v d=$((t1 - t0)) -v s="$1" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", 100 * d / hz / s}'
+}
 measure() {
-  local label=$1 line
+  local label=$1 target=${2:-100} line
   line=$(runuser -u gpushare-bench -- "$build/bench/bench_status" "$sock" "$requests" || true)
-  printf '%-46s %-40s  target p99 < 100 ms  RSS %s MiB\n' "$label" "$line" "$(rss_mib)"
+  printf '%-46s %-40s  target p99 < %s ms  RSS %s MiB\n' "$label" "$line" "$target" "$(rss_mib)"
 }
 
 cat <<EOM
@@ -72,7 +85,7 @@ measure "20,000 connections opening"
 measure "20,000 connections held (256 kept)"
 stop_attack
 
-"$build/bin/gpushare" --socket "$sock" run --gpu-memory 80G -- sleep 3600 >/dev/null 2>&1 &
+"$build/bin/gpushare" run --gpu-memory 80G -- sleep 3600 >/dev/null 2>&1 &
 holder=$!
 for _ in $(seq 100); do [[ $(leases) == 1 ]] && break; sleep 0.05; done
 req='{"op":"acquire","gpu_memory":"40G","command":"flood"}'
@@ -89,3 +102,78 @@ done
 sleep 2
 measure "20 clients pipelining status, reading nothing"
 stop_attack
+
+# ---- Issue 28: the round-2 attacks (targets: p99 < 50 ms, RSS < 200 MB, CPU < 5 %) ----
+as_attacker() {
+  "${attacker[@]}" "$@"
+}
+ids_of_attacker() {
+  "$build/bin/gpushare" leases --json | jq -r ".[] | select(.user == \"gpushare-test\" and .id != null) | .id"
+}
+count() {
+  "$build/bin/gpushare" leases --json | jq "[.[] | select($1)] | length"
+}
+
+# 1. 1000 leases past their time limit, kept ending by a process that is neither their holder's
+# descendant nor one that joined them (a child joined and passed the regions over), and 3000 idle
+# processes on the node.
+attack "$build/tests/gs-hostile" hold "$sock" 1000 '{"op":"acquire","gpu_memory":"1M","wait":false,"time_limit_ms":2000}'
+for _ in $(seq 300); do [[ $(leases) == 1000 ]] && break; sleep 0.1; done
+setsid "${attacker[@]}" "$build/tests/gs-hostile" keep "$sock" $(ids_of_attacker) >/dev/null 2>&1 &
+pids+=($!)
+attack bash -c 'for i in $(seq 3000); do sleep 3600 & done; wait'
+sleep 8 # time limits, kill_grace, the report
+echo "  ($(count '.state == "expired"') leases expired and kept, $(pgrep -c -u gpushare-test) processes of the attacker)"
+printf '%-46s %s %%  target < 5 %%\n' "  the daemon's CPU over 10 s" "$(cpu_pct 10)"
+measure "1000 ending leases, 3000 idle processes" 50
+stop_attack
+for _ in $(seq 300); do [[ $(leases) == 0 ]] && break; sleep 0.1; done
+
+# 2. 250 connections, each with a 1M lease (never idle) and an unread history reply (the
+# attacker's history: 5,000 rows); then 250 connections asking for their history in a loop.
+for cycle in 1 2 3 4 5; do
+  attack "$build/tests/gs-hostile" hold "$sock" 1000 '{"op":"acquire","gpu_memory":"1M","wait":false}'
+  for _ in $(seq 300); do [[ $(leases) == 1000 ]] && break; sleep 0.1; done
+  stop_attack
+  for _ in $(seq 300); do [[ $(leases) == 0 ]] && break; sleep 0.1; done
+done
+attack "$build/tests/gs-hostile" histhold "$sock" 250 '{"op":"acquire","gpu_memory":"1M","wait":false}'
+for _ in $(seq 300); do [[ $(leases) == 250 ]] && break; sleep 0.1; done
+sleep 2
+measure "250 leases with an unread history reply" 50
+stop_attack
+for _ in $(seq 300); do [[ $(leases) == 0 ]] && break; sleep 0.1; done
+attack "$build/tests/gs-hostile" histloop "$sock" 250
+sleep 2
+measure "250 connections looping history" 50
+stop_attack
+
+# 3. 1024 leases whose regions hold 1024 forged records each (pid 1, attached all ones), and 40
+# CUDA processes of the attacker outside any lease.
+attack "$build/tests/gs-hostile" hold "$sock" 1024 '{"op":"acquire","gpu_memory":"1M","wait":false}'
+for _ in $(seq 300); do [[ $(leases) == 1024 ]] && break; sleep 0.1; done
+setsid "${attacker[@]}" "$build/tests/gs-hostile" keep "$sock" $(ids_of_attacker) --forge >/dev/null 2>&1 &
+pids+=($!)
+for i in $(seq 40); do
+  attack env -u LD_PRELOAD "$build/tests/gs-gpu-hog" hold 0
+done
+sleep 5
+printf '%-46s %s %%\n' "  the daemon's CPU over 10 s" "$(cpu_pct 10)"
+measure "1024 forged regions, 40 unmanaged processes" 50
+stop_attack
+
+# 4. Two users flood the metrics port (1000 connections each kept, the oldest closed, as fast as
+# they can): scrapes by a third party that failed.
+port=$mport
+if curl -fsS --max-time 5 "http://127.0.0.1:$port/metrics" >/dev/null 2>&1; then
+  attack "$build/tests/gs-hostile" tcpflood "$port" 60
+  setsid runuser -u gpushare-bench -- "$build/tests/gs-hostile" tcpflood "$port" 60 >/dev/null 2>&1 &
+  pids+=($!)
+  sleep 1
+  failed=0
+  for i in $(seq 200); do
+    curl -fsS --max-time 5 "http://127.0.0.1:$port/metrics" >/dev/null 2>&1 || failed=$((failed + 1))
+  done
+  printf '%-46s %s of 200 failed  target 0\n' "scrapes under two users' connection floods" "$failed"
+  stop_attack
+fi

@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,7 +33,27 @@ static void usage(void)
             "       gs-hostile pipeline SOCKET N      send N status requests, read nothing, hold\n"
             "       gs-hostile tcpidle PORT N         open N idle connections to 127.0.0.1:PORT\n"
             "       gs-hostile hold SOCKET N LINE     send LINE N times on one connection, print\n"
-            "                                         how many were granted, hold the leases\n");
+            "                                         how many were granted, hold the leases\n"
+            "       gs-hostile adopt PID FD [SECONDS] take the region open as PID's FD as a\n"
+            "                                         member (never joined through gpushared),\n"
+            "                                         stay SECONDS ignoring SIGTERM\n"
+            "       gs-hostile zombie SOCKET LINE     connect from a child that exits at once (a\n"
+            "                                         zombie), send LINE, print the child's pid\n"
+            "                                         and the reply, reap the child, hold\n"
+            "       gs-hostile tcpflood PORT SECONDS  connect to 127.0.0.1:PORT as fast as it can\n"
+            "                                         (1000 kept open, the oldest closed)\n"
+            "       gs-hostile keep SOCKET ID... [--forge]\n"
+            "                                         a child joins the leases, passes their\n"
+            "                                         regions over and exits; this process takes\n"
+            "                                         them as a member (never joined itself),\n"
+            "                                         rewrites every record with --forge, holds\n"
+            "       gs-hostile histhold SOCKET N LINE N connections: each acquires with LINE,\n"
+            "                                         then asks for its history, reads nothing\n"
+            "       gs-hostile histloop SOCKET N      N connections asking for their history in\n"
+            "                                         a loop, reading every reply\n"
+            "       gs-hostile stall SOCKET N         open N connections, print \"opened\", at\n"
+            "                                         SIGUSR1 send a status request on each and\n"
+            "                                         count the replies and idle_timeout errors\n");
 }
 
 /* The region's descriptor as a process of the lease gets it: joined from gpushared, or the
@@ -267,8 +289,270 @@ static int hold_leases(char **argv)
     return 0;
 }
 
+static int adopt(int argc, char **argv)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/proc/%s/fd/%s", argv[2], argv[3]);
+    double seconds = argc > 4 ? atof(argv[4]) : 3600;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    gs_region_t *region = NULL;
+    if (fd < 0 || gs_region_adopt(fd, GS_REGION_SEALED | GS_REGION_MEMBER, &region) != 0) {
+        fprintf(stderr, "gs-hostile: cannot adopt %s\n", path);
+        return 1;
+    }
+    printf("adopted %s\n", path);
+    fflush(stdout);
+    signal(SIGTERM, SIG_IGN);
+    struct timespec nap = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
+    for (double waited = 0; waited < seconds; waited += 0.05)
+        nanosleep(&nap, NULL);
+    return 0;
+}
+
+/* The pid-reuse attack of issue 28: the process that connects is a zombie when the daemon
+ * accepts; the connection lives on in its parent. */
+static int zombie(char **argv)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", argv[2]);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 ? 0 : 1);
+    struct timespec nap = {.tv_sec = 0, .tv_nsec = 200 * 1000 * 1000};
+    nanosleep(&nap, NULL); /* the child exited: a zombie, not reaped */
+    send(fd, argv[3], strlen(argv[3]), MSG_NOSIGNAL);
+    send(fd, "\n", 1, MSG_NOSIGNAL);
+    char buf[4096];
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    ssize_t n = poll(&pfd, 1, 3000) > 0 ? recv(fd, buf, sizeof(buf) - 1, 0) : -2;
+    if (n == -1 && errno == ECONNRESET)
+        n = 0; /* closed with the request unread */
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    printf("zombie %d: %s\n", (int)child, n > 0 ? buf : n == 0 ? "closed" : "no reply");
+    fflush(stdout);
+    waitpid(child, NULL, 0);
+    hold();
+    return 0;
+}
+
+static int tcpflood(char **argv)
+{
+    int port = atoi(argv[2]);
+    double seconds = atof(argv[3]);
+    raise_fd_limit();
+    static int fds[1000];
+    unsigned next = 0, opened = 0;
+    for (unsigned i = 0; i < 1000; i++)
+        fds[i] = -1;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        if (fds[next] >= 0)
+            close(fds[next]);
+        fds[next] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sin = {.sin_family = AF_INET,
+                                  .sin_port = htons((uint16_t)port),
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        if (fds[next] >= 0 && connect(fds[next], (struct sockaddr *)&sin, sizeof(sin)) == 0)
+            opened++;
+        next = (next + 1) % 1000;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
+    printf("opened %u\n", opened);
+    return 0;
+}
+
+/* Sends fd over sock (SCM_RIGHTS) with one byte. */
+static int send_fd(int sock, int fd)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof(control));
+    char byte = 'r';
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.buf,
+                         .msg_controllen = sizeof(control.buf)};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fd(int sock)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    char byte;
+    struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control.buf,
+                         .msg_controllen = sizeof(control.buf)};
+    if (recvmsg(sock, &msg, 0) != 1)
+        return -1;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    int fd = -1;
+    if (c != NULL && c->cmsg_type == SCM_RIGHTS)
+        memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    return fd;
+}
+
+/* Rewrites every record of the region mapped from fd (pid 1, attached all ones). */
+static void forge_fd(int fd)
+{
+    region_layout_t *map = mmap(NULL, sizeof(*map), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED)
+        return;
+    for (int i = 0; i < GS_REGION_MAX_PROCS; i++) {
+        map->procs[i].pid = 1;
+        map->procs[i].start_time = 1;
+    }
+    map->attached = UINT32_MAX;
+}
+
+/* Issue 28, finding 2: regions held by a process that is neither the holder's descendant nor a
+ * process that joined (a child joined and passed them over). */
+static int keep(int argc, char **argv)
+{
+    int forge_too = strcmp(argv[argc - 1], "--forge") == 0;
+    int n = argc - 3 - forge_too, pair[2], kept = 0;
+    raise_fd_limit();
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+        return 1;
+    pid_t child = fork();
+    if (child == 0) {
+        for (int i = 0; i < n; i++) {
+            char spec[512], why[256];
+            gs_region_t *region = NULL;
+            snprintf(spec, sizeof(spec), "gpushared:%s:%s", argv[3 + i], argv[2]);
+            if (gs_region_join(spec, &region, why, sizeof(why)) == 0)
+                send_fd(pair[1], gs_region_fd(region));
+        }
+        _exit(0);
+    }
+    close(pair[1]);
+    for (int fd; (fd = recv_fd(pair[0])) >= 0;) {
+        gs_region_t *region = NULL;
+        if (gs_region_adopt(fd, GS_REGION_SEALED | GS_REGION_MEMBER, &region) == 0)
+            kept++;
+        if (forge_too)
+            forge_fd(fd);
+    }
+    waitpid(child, NULL, 0);
+    printf("kept %d\n", kept);
+    fflush(stdout);
+    signal(SIGTERM, SIG_IGN);
+    hold();
+    return 0;
+}
+
+/* Issue 28, finding 3: N connections, each holding a lease (never idle) and one unread history
+ * reply. */
+static int histhold(char **argv)
+{
+    int n = atoi(argv[3]), held = 0;
+    raise_fd_limit();
+    static char buf[1 << 16];
+    static const char ask[] = "{\"op\":\"history\",\"limit\":5000}\n";
+    for (int i = 0; i < n; i++) {
+        int fd = unix_conn(argv[2]);
+        size_t have = 0;
+        if (fd < 0 || send(fd, argv[4], strlen(argv[4]), MSG_NOSIGNAL) < 0 ||
+            send(fd, "\n", 1, MSG_NOSIGNAL) < 0 || read_line(fd, buf, sizeof(buf), &have) != 1)
+            continue;
+        held += send(fd, ask, sizeof(ask) - 1, MSG_NOSIGNAL) > 0;
+    }
+    printf("held %d\n", held);
+    fflush(stdout);
+    hold();
+    return 0;
+}
+
+static int histloop(char **argv)
+{
+    int n = atoi(argv[3]);
+    raise_fd_limit();
+    for (int i = 1; i < n; i++) {
+        if (fork() == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* they go with the first */
+            break;
+        }
+    }
+    static char buf[1 << 20];
+    static const char ask[] = "{\"op\":\"history\",\"limit\":5000}\n";
+    int fd = unix_conn(argv[2]);
+    for (;;) {
+        size_t have = 0;
+        if (fd < 0 || send(fd, ask, sizeof(ask) - 1, MSG_NOSIGNAL) < 0 ||
+            read_line(fd, buf, sizeof(buf), &have) < 0)
+            return 1;
+    }
+}
+
+static volatile sig_atomic_t go;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    go = 1;
+}
+
+/* Issue 28, finding 12: requests sent while the daemon is stalled are answered, not closed as
+ * idle. */
+static int stall(char **argv)
+{
+    int n = atoi(argv[3]), replies = 0, idle = 0;
+    raise_fd_limit();
+    signal(SIGUSR1, on_usr1);
+    int *fds = calloc((size_t)n, sizeof(int));
+    for (int i = 0; fds != NULL && i < n; i++)
+        fds[i] = unix_conn(argv[2]);
+    printf("opened\n");
+    fflush(stdout);
+    while (!go)
+        pause();
+    static const char req[] = "{\"op\":\"hello\"}\n";
+    for (int i = 0; fds != NULL && i < n; i++)
+        if (fds[i] >= 0)
+            send(fds[i], req, sizeof(req) - 1, MSG_NOSIGNAL);
+    for (int i = 0; fds != NULL && i < n; i++) {
+        char buf[512];
+        struct pollfd pfd = {.fd = fds[i], .events = POLLIN};
+        ssize_t got = fds[i] >= 0 && poll(&pfd, 1, 10000) > 0 ? recv(fds[i], buf, 511, 0) : -1;
+        buf[got > 0 ? got : 0] = '\0';
+        replies += strstr(buf, "\"ok\":true") != NULL;
+        idle += strstr(buf, "idle_timeout") != NULL;
+    }
+    printf("replies %d, idle_timeout %d\n", replies, idle);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && strcmp(argv[1], "keep") == 0)
+        return keep(argc, argv);
+    if (argc >= 5 && strcmp(argv[1], "histhold") == 0)
+        return histhold(argv);
+    if (argc >= 4 && strcmp(argv[1], "histloop") == 0)
+        return histloop(argv);
+    if (argc >= 4 && strcmp(argv[1], "stall") == 0)
+        return stall(argv);
+    if (argc >= 4 && strcmp(argv[1], "adopt") == 0)
+        return adopt(argc, argv);
+    if (argc >= 4 && strcmp(argv[1], "zombie") == 0)
+        return zombie(argv);
+    if (argc >= 4 && strcmp(argv[1], "tcpflood") == 0)
+        return tcpflood(argv);
     if (argc >= 5 && strcmp(argv[1], "hold") == 0)
         return hold_leases(argv);
     if (argc >= 2 && strcmp(argv[1], "resize") == 0)

@@ -7,7 +7,7 @@ if(TARGET gsim_nvml)
   add_library(test_sim_nvml_proc STATIC test_sim_nvml_proc.c)
 
   gs_add_unit_test(test_sim_nvml_errors SOURCES test_sim_nvml_errors.c
-                   LIBS gsim_nvml test_sim_nvml_proc LABELS gpusim)
+                   LIBS gsim_nvml test_sim_nvml_proc ${CMAKE_DL_LIBS} LABELS gpusim)
   gs_add_unit_test(test_sim_nvml SOURCES test_sim_nvml.c
                    LIBS gsim_nvml test_sim_nvml_proc LABELS gpusim)
   add_dependencies(test_sim_nvml test_sim_nvml_helper)

@@ -43,6 +43,11 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.max_connections_per_user, 256);
     assert_int_equal(cfg.max_queued_per_user, 128);
     assert_int_equal(cfg.max_output_per_connection, 4 * MIB);
+    assert_int_equal(cfg.max_output_per_user, 16 * MIB);
+    assert_int_equal(cfg.max_leases_per_user, 256);
+    assert_int_equal(cfg.history_max_rows, 200000);
+    assert_int_equal(cfg.history_max_rows_per_user, 20000);
+    assert_int_equal(cfg.history_max_days, 90);
     assert_int_equal(cfg.metrics_users, GS__METRICS_USERS_NONE);
     gs__gpu_settings_t s = gs__config_gpu(&cfg, 0, "GPU-x");
     assert_int_equal(s.mode, GS_GPU_MODE_SHARED);
@@ -70,6 +75,11 @@ static void test_full_file(void **state)
                        "max_connections_per_user = 8\n"
                        "max_queued_per_user = 3\n"
                        "max_output_per_connection = 1M\n"
+                       "max_output_per_user = 2M\n"
+                       "max_leases_per_user = 12\n"
+                       "history_max_rows = 1000\n"
+                       "history_max_rows_per_user = 100\n"
+                       "history_max_days = 7\n"
                        "metrics_users = all\n"
                        "\n"
                        "[gpu:all]\n"
@@ -93,6 +103,11 @@ static void test_full_file(void **state)
     assert_int_equal(cfg.max_connections_per_user, 8);
     assert_int_equal(cfg.max_queued_per_user, 3);
     assert_int_equal(cfg.max_output_per_connection, MIB);
+    assert_int_equal(cfg.max_output_per_user, 2 * MIB);
+    assert_int_equal(cfg.max_leases_per_user, 12);
+    assert_int_equal(cfg.history_max_rows, 1000);
+    assert_int_equal(cfg.history_max_rows_per_user, 100);
+    assert_int_equal(cfg.history_max_days, 7);
     assert_int_equal(cfg.metrics_users, GS__METRICS_USERS_ALL);
     assert_int_equal(cfg.n_sections, 3);
 
@@ -156,7 +171,15 @@ static void test_errors_name_file_and_line(void **state)
                  "test.conf:2: unknown key \"bogus\" in [daemon] (socket, state_dir, runtime_dir, "
                  "metrics_listen, nvml_library, shim, mps_control, idle_timeout, queue_aging, "
                  "kill_grace, watch_interval, watch_tolerance, enforce, max_connections_per_user, "
-                 "max_queued_per_user, max_output_per_connection, metrics_users)");
+                 "max_queued_per_user, max_output_per_connection, max_output_per_user, "
+                 "max_leases_per_user, history_max_rows, history_max_rows_per_user, "
+                 "history_max_days, metrics_users, lease_admin_group)");
+    expect_error("[daemon]\nmax_leases_per_user = 0\n",
+                 "test.conf:2: max_leases_per_user \"0\" must be a whole number from 1 to 65536");
+    expect_error("[daemon]\nmax_output_per_user = 1K\n",
+                 "test.conf:2: max_output_per_user \"1K\" must be from 64K to 1G");
+    expect_error("[daemon]\nhistory_max_days = 0\n",
+                 "test.conf:2: history_max_days \"0\" must be a whole number from 1 to 36500");
     expect_error("[daemon]\nmax_connections_per_user = 0\n",
                  "test.conf:2: max_connections_per_user \"0\" must be a whole number from 1 to "
                  "65536");

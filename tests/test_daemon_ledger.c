@@ -302,9 +302,10 @@ static void test_history(void **state)
     gs__ledger_close(ledger);
 
     assert_int_equal(gs__ledger_open(old, &ledger, err, sizeof(err)), 0);
-    gs_history_query_t q = {.limit = 10};
+    gs_history_query_t q = {.limit = 10}, next;
+    int more = 0;
     json_t *rows = NULL;
-    assert_int_equal(gs__ledger_history(ledger, &q, -1, NULL, &rows), 0);
+    assert_int_equal(gs__ledger_history(ledger, &q, -1, NULL, &rows, &next, &more), 0);
     assert_int_equal(json_array_size(rows), 2);
     char *text = json_dumps(json_array_get(rows, 1), JSON_COMPACT);
     assert_string_equal(
@@ -325,23 +326,171 @@ static void test_history(void **state)
     json_decref(rows);
 
     q.since_ms = 1700000070000;
-    assert_int_equal(gs__ledger_history(ledger, &q, -1, NULL, &rows), 0);
+    assert_int_equal(gs__ledger_history(ledger, &q, -1, NULL, &rows, &next, &more), 0);
     assert_int_equal(json_array_size(rows), 1);
     json_decref(rows);
     q.since_ms = 0;
-    assert_int_equal(gs__ledger_history(ledger, &q, 1001, NULL, &rows), 0);
+    assert_int_equal(gs__ledger_history(ledger, &q, 1001, NULL, &rows, &next, &more), 0);
     assert_int_equal(json_array_size(rows), 1);
     json_decref(rows);
-    assert_int_equal(gs__ledger_history(ledger, &q, -1, "user2", &rows), 0);
+    assert_int_equal(gs__ledger_history(ledger, &q, -1, "user2", &rows, &next, &more), 0);
     assert_int_equal(json_array_size(rows), 1);
     json_decref(rows);
     q.limit = 1;
-    assert_int_equal(gs__ledger_history(ledger, &q, -1, NULL, &rows), 0);
+    assert_int_equal(gs__ledger_history(ledger, &q, -1, NULL, &rows, &next, &more), 0);
     assert_int_equal(json_array_size(rows), 1);
     json_decref(rows);
     gs__ledger_close(ledger);
     snprintf(cmd, sizeof(cmd), "test \"$(sqlite3 %s 'PRAGMA user_version;')\" = 3", old);
     assert_int_equal(system(cmd), 0);
+}
+
+/* Adds n history rows of uid, ending at ms, ms + 1000, ... (ids from id on). */
+static void add_rows(gs__ledger_t *ledger, uint64_t id, uint32_t uid, unsigned n, int64_t ms)
+{
+    for (unsigned i = 0; i < n; i++) {
+        gs__lease_record_t r = record(id + i);
+        r.uid = uid;
+        snprintf(r.user, sizeof(r.user), "u%u", (unsigned)uid);
+        gs__history_entry_t e = {.rec = &r, .ended_at_ms = ms + 1000 * (int64_t)i, .reason = "x"};
+        assert_int_equal(gs__ledger_history_add(ledger, &e), 0);
+    }
+}
+
+/* Issue 28, finding 4: the history comes in pages of bounded size through an index of the
+ * user's own rows; "next" goes on where a page stopped until the limit asked. */
+static void test_history_pages(void **state)
+{
+    (void)state;
+    char db[300], cmd[900];
+    snprintf(db, sizeof(db), "%s/pages.db", dir);
+    gs__ledger_t *ledger = NULL;
+    char err[256];
+    assert_int_equal(gs__ledger_open(db, &ledger, err, sizeof(err)), 0);
+    add_rows(ledger, 1, 7, 1200, 1700000000000);
+    add_rows(ledger, 5001, 8, 3, 1700000000500);
+    gs_history_query_t q = {.limit = 1000}, next;
+    int more = 0;
+    json_t *rows = NULL;
+    assert_int_equal(gs__ledger_history(ledger, &q, 8, NULL, &rows, &next, &more), 0);
+    assert_int_equal(json_array_size(rows), 3);
+    assert_int_equal(more, 0);
+    json_decref(rows);
+    assert_int_equal(gs__ledger_history(ledger, &q, 7, NULL, &rows, &next, &more), 0);
+    assert_int_equal(json_array_size(rows), GS_HISTORY_PAGE);
+    assert_int_equal(more, 1);
+    assert_int_equal(next.limit, 500);
+    assert_int_equal(next.before_id, 701); /* the newest 500 of ids 1..1200 */
+    assert_int_equal(next.before_ms, 1700000000000 + 700 * 1000);
+    json_decref(rows);
+    q = next;
+    assert_int_equal(gs__ledger_history(ledger, &q, 7, NULL, &rows, &next, &more), 0);
+    assert_int_equal(json_array_size(rows), 500);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(rows, 0), "id")), 700);
+    assert_int_equal(more, 0); /* 1000 given: the limit */
+    json_decref(rows);
+    gs__ledger_close(ledger);
+    /* A user's page reads that user's index, root's filter by name its own, everyone's by time. */
+    const char *plans[][2] = {
+        {"uid = 7", "history_uid"}, {"user = 'u7'", "history_user"}, {"1", "history_ended"}};
+    for (unsigned i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof(cmd),
+                 "sqlite3 %s \"EXPLAIN QUERY PLAN SELECT id FROM history WHERE %s AND ended_at "
+                 ">= 0 AND (ended_at, id) < (9e18, 9e18) ORDER BY ended_at DESC, id DESC LIMIT "
+                 "500\" | grep -Eq 'USING (COVERING )?INDEX %s '",
+                 db, plans[i][0], plans[i][1]);
+        assert_int_equal(system(cmd), 0);
+    }
+}
+
+/* Issue 25 and 28: the history is kept within its retention: a user's rows beyond theirs go
+ * first (the oldest), then the oldest of all, then those past the days. */
+static void test_history_retention(void **state)
+{
+    (void)state;
+    char db[300];
+    snprintf(db, sizeof(db), "%s/keep.db", dir);
+    gs__ledger_t *ledger = NULL;
+    char err[256];
+    assert_int_equal(gs__ledger_open(db, &ledger, err, sizeof(err)), 0);
+    gs__history_retention_t keep = {.rows = 15, .rows_per_user = 10, .days = 1};
+    gs__ledger_set_retention(ledger, &keep);
+    int64_t now = 1700000000000;
+    add_rows(ledger, 1, 1, 15, now - 3 * 86400000LL); /* three days old */
+    add_rows(ledger, 101, 2, 10, now - 1000000);
+    gs_history_query_t q = {.limit = 100}, next;
+    int more = 0;
+    json_t *rows = NULL;
+    assert_int_equal(gs__ledger_history(ledger, &q, 1, NULL, &rows, &next, &more), 0);
+    /* User 1's newest 10 were kept, then the 5 oldest of everyone went: its ids 11..15. */
+    assert_int_equal(json_array_size(rows), 5);
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(rows, 4), "id")), 11);
+    json_decref(rows);
+    gs__ledger_tick(ledger, now);
+    assert_int_equal(gs__ledger_history(ledger, &q, -1, NULL, &rows, &next, &more), 0);
+    assert_int_equal(json_array_size(rows), 10); /* user 1's rows were older than a day */
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(rows, 9), "id")), 101);
+    json_decref(rows);
+    gs__ledger_close(ledger);
+}
+
+/* Issue 28, finding 5: a ledger emptied (0 bytes) or whose leases table was dropped, while the
+ * marker says leases were live, is refused with one line; without the marker it starts. */
+static void test_marker(void **state)
+{
+    (void)state;
+    char db[300], cmd[700], err[512], want[1024];
+    snprintf(db, sizeof(db), "%s/marked.db", dir);
+    gs__ledger_t *ledger = NULL;
+    assert_int_equal(gs__ledger_open(db, &ledger, err, sizeof(err)), 0);
+    uint64_t id = gs__ledger_next_id(ledger);
+    gs__lease_record_t r = record(id);
+    assert_int_equal(gs__ledger_mark(ledger, 1, id), 0);
+    assert_int_equal(gs__ledger_put(ledger, &r, why, sizeof(why)), 0);
+    gs__ledger_close(ledger);
+    assert_int_equal(gs__ledger_open(db, &ledger, err, sizeof(err)), 0); /* intact */
+    gs__ledger_close(ledger);
+    snprintf(cmd, sizeof(cmd), "sqlite3 %s 'DROP TABLE leases'", db);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(gs__ledger_open(db, &ledger, err, sizeof(err)), GS_EIO);
+    snprintf(want, sizeof(want),
+             "the ledger %s has no leases (empty or replaced), but %s.live says leases were live "
+             "(from lease 1 on): gpushared will not start and forget them; see RECOVERY in "
+             "gpushared(8)",
+             db, db);
+    assert_string_equal(err, want);
+    assert_int_equal(truncate(db, 0), 0);
+    assert_int_equal(gs__ledger_open(db, &ledger, err, sizeof(err)), GS_EIO);
+    assert_string_equal(err, want);
+    snprintf(cmd, sizeof(cmd), "%s.live", db);
+    assert_int_equal(unlink(cmd), 0);
+    assert_int_equal(gs__ledger_open(db, &ledger, err, sizeof(err)), 0); /* root decided */
+    gs__ledger_close(ledger);
+}
+
+/* Issue 28, finding 5: a row whose request cannot be read is given all the same, damaged, with
+ * its parts (its capacity) and holder. */
+static void test_damaged_row(void **state)
+{
+    (void)state;
+    char db[300], cmd[700], err[256];
+    snprintf(db, sizeof(db), "%s/bad-row.db", dir);
+    gs__ledger_t *ledger = NULL;
+    assert_int_equal(gs__ledger_open(db, &ledger, err, sizeof(err)), 0);
+    gs__lease_record_t r = record(gs__ledger_next_id(ledger));
+    assert_int_equal(gs__ledger_put(ledger, &r, why, sizeof(why)), 0);
+    gs__ledger_close(ledger);
+    snprintf(cmd, sizeof(cmd), "sqlite3 %s \"UPDATE leases SET request = '{not json'\"", db);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(gs__ledger_open(db, &ledger, err, sizeof(err)), 0);
+    loaded_t got = {0};
+    assert_int_equal(gs__ledger_load(ledger, collect, &got), 0);
+    assert_int_equal(got.count, 1);
+    assert_int_equal(strncmp(got.recs[0].damaged, "its request cannot be read: ", 28), 0);
+    assert_int_equal(got.recs[0].n_parts, 2);
+    assert_int_equal(got.recs[0].parts[1].memory, 40 * GIB);
+    assert_int_equal(got.recs[0].client_pid, 4242);
+    gs__ledger_close(ledger);
 }
 
 int main(void)
@@ -353,6 +502,10 @@ int main(void)
         cmocka_unit_test(test_rewrite_after_removal),
         cmocka_unit_test(test_newer_schema_is_refused),
         cmocka_unit_test(test_history),
+        cmocka_unit_test(test_history_pages),
+        cmocka_unit_test(test_history_retention),
+        cmocka_unit_test(test_marker),
+        cmocka_unit_test(test_damaged_row),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -302,6 +302,78 @@ static void test_encode_round_trip(void **state)
     assert_memory_equal(&out.lease, &in, sizeof(in));
 }
 
+/* Issue 28, finding 9: every invisible character is refused in a name, at any place in it; what
+ * shows as itself (letters of any script, marks, digits, punctuation, symbols, the space) is
+ * accepted. */
+static void test_name_invisible(void **state)
+{
+    (void)state;
+    static const uint32_t refused[] = {
+        0x200B,  /* zero width space */
+        0xFEFF,  /* byte order mark, zero width no-break space */
+        0x00AD,  /* soft hyphen */
+        0x2060,  /* word joiner */
+        0x180E,  /* Mongolian vowel separator */
+        0xFFF9,  /* interlinear annotation anchor */
+        0xE0001, /* language tag */
+        0xE0041, /* tag latin capital letter A */
+        0xE007F, /* cancel tag */
+        0x200C,  0x200D,  0x200E, 0x202E, 0x2066, 0x061C, 0x034F, 0x115F, 0x3164, 0xFE0F,
+        0xFFA0,  0xE0100, 0x180B, 0x00A0, 0x2028, 0x3000, 0x0085, 0xE000, 0x0378,
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        char utf8[5] = {0}, name[32], why[256];
+        uint32_t cp = refused[i];
+        if (cp < 0x800)
+            snprintf(utf8, sizeof(utf8), "%c%c", 0xC0 | (cp >> 6), 0x80 | (cp & 0x3F));
+        else if (cp < 0x10000)
+            snprintf(utf8, sizeof(utf8), "%c%c%c", 0xE0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3F),
+                     0x80 | (cp & 0x3F));
+        else
+            snprintf(utf8, sizeof(utf8), "%c%c%c%c", 0xF0 | (cp >> 18), 0x80 | ((cp >> 12) & 0x3F),
+                     0x80 | ((cp >> 6) & 0x3F), 0x80 | (cp & 0x3F));
+        for (size_t f = 0; f < 3; f++) {
+            if (f == 0)
+                snprintf(name, sizeof(name), "%salice", utf8);
+            else if (f == 1)
+                snprintf(name, sizeof(name), "ali%sce", utf8);
+            else
+                snprintf(name, sizeof(name), "alice%s", utf8);
+            assert_int_equal(gs_lease_name_check(name, why, sizeof(why)), GS_EINVAL);
+            char want[256];
+            snprintf(want, sizeof(want),
+                     "a name must be printable text (letters, marks, digits, punctuation, symbols "
+                     "and spaces): U+%04X is not",
+                     (unsigned)cp);
+            assert_string_equal(why, want);
+        }
+    }
+    char why[256];
+    static const char *const fine[] = {"train \xc3\xa9",
+                                       "\xe8\xae\xad\xe7\xbb\x83 job-1",
+                                       "cafe\xcc\x81",
+                                       "r\xc3\xa9sum\xc3\xa9 (v2) #3 $5 \xe2\x82\xac",
+                                       "\xd0\xbc\xd0\xbe\xd0\xb4\xd0\xb5\xd0\xbb\xd1\x8c",
+                                       "a b"};
+    for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++)
+        assert_int_equal(gs_lease_name_check(fine[i], why, sizeof(why)), 0);
+    /* Not UTF-8: an overlong encoding, a surrogate, beyond U+10FFFF, a stray byte. */
+    static const char *const bad[] = {"a\xc0\xaf"
+                                      "b",
+                                      "a\xe0\x80\xaf"
+                                      "b",
+                                      "a\xed\xa0\x80"
+                                      "b",
+                                      "a\xf4\x90\x80\x80"
+                                      "b",
+                                      "a\xff"
+                                      "b"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(gs_lease_name_check(bad[i], why, sizeof(why)), GS_EINVAL);
+        assert_string_equal(why, "a name must be valid UTF-8");
+    }
+}
+
 /* --name, --gpu-type and --time (issue 14): parsed, checked and encoded back. */
 static void test_labels(void **state)
 {
@@ -331,7 +403,8 @@ static void test_labels(void **state)
     assert_string_equal(req.lease.gpu_types[1], "L4");
 
     expect("{\"op\":\"acquire\",\"gpus\":1,\"name\":\"a\\u001b[2J\"}", GS_EINVAL,
-           "\"name\": a name must be text without control characters");
+           "\"name\": a name must be printable text (letters, marks, digits, punctuation, "
+           "symbols and spaces): U+001B is not");
     expect("{\"op\":\"acquire\",\"gpus\":1,\"name\":\"\"}", GS_EINVAL, "\"name\": missing value");
     expect("{\"op\":\"acquire\",\"gpus\":1,\"gpu_type\":[\"T4,L4\"]}", GS_EINVAL,
            "\"gpu_type\": one model per entry");
@@ -476,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_owner_fields),
         cmocka_unit_test(test_pinned_gpus),
         cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_name_invisible),
         cmocka_unit_test(test_release_history_status),
         cmocka_unit_test(test_modes_and_mig_profiles),
     };

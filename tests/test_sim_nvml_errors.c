@@ -8,9 +8,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NVML_NO_UNVERSIONED_FUNC_DEFS 1 /* the legacy versions by their own names */
 #include "gpushare/nvml_abi.h"
@@ -267,6 +269,48 @@ static void test_after_shutdown(void **state)
     assert_int_equal(nvmlShutdown(), NVML_ERROR_UNINITIALIZED);
 }
 
+/* Writes the fault file (NULL: removes it). */
+static void faults(const char *rules)
+{
+    const char *path = getenv("GPUSIM_NVML_FAULTS");
+    if (rules == NULL) {
+        unlink(path);
+        return;
+    }
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(rules, f);
+    fclose(f);
+}
+
+/* Issue 25: GPUSIM_NVML_FAULTS makes any entry point fail, modelled or not, by name, by prefix
+ * or all of them; the first matching line wins, and a fault goes when its line does. */
+static void test_faults_any_function(void **state)
+{
+    (void)state;
+    assert_int_equal(nvmlInit_v2(), NVML_SUCCESS);
+    nvmlDevice_t dev0;
+    assert_int_equal(nvmlDeviceGetHandleByIndex_v2(0, &dev0), NVML_SUCCESS);
+    nvmlReturn_t (*fan)(nvmlDevice_t, unsigned *) =
+        (nvmlReturn_t(*)(nvmlDevice_t, unsigned *))dlsym(RTLD_DEFAULT, "nvmlDeviceGetFanSpeed");
+    assert_non_null(fan);
+    assert_int_equal(fan(dev0, &u1), NVML_ERROR_NOT_SUPPORTED);
+    faults("nvmlDeviceGetShutdown 0\n* 999 # every function\n");
+    expect_all(dev0, 1, NVML_ERROR_UNKNOWN);
+    assert_int_equal(fan(dev0, &u1), NVML_ERROR_UNKNOWN);
+    faults("nvmlDeviceGetName 3\nnvmlGpuInstance* 19\n");
+    assert_int_equal(c_name(dev0), NVML_ERROR_NOT_SUPPORTED);
+    assert_int_equal(nvmlDeviceGetMemoryInfo(dev0, &mem), NVML_SUCCESS);
+    assert_int_equal(nvmlGpuInstanceGetInfo(NULL, &gii), NVML_ERROR_IN_USE);
+    assert_int_equal(fan(dev0, &u1), NVML_ERROR_NOT_SUPPORTED);
+    faults("nvmlDeviceGetMemoryInfo 0\nnvmlDeviceGet* 999\n");
+    assert_int_equal(nvmlDeviceGetMemoryInfo(dev0, &mem), NVML_SUCCESS);
+    assert_int_equal(fan(dev0, &u1), NVML_ERROR_UNKNOWN);
+    faults(NULL);
+    assert_int_equal(c_name(dev0), NVML_SUCCESS);
+    assert_int_equal(nvmlShutdown(), NVML_SUCCESS);
+}
+
 int main(void)
 {
     const char *dir = make_temp_dir("nvml-errors");
@@ -274,10 +318,14 @@ int main(void)
         return 1;
     setenv("GPUSIM_STATE", dir, 1);
     setenv("GPUSIM_DEVICES", "A100-40GB", 1);
+    char fault_file[512];
+    snprintf(fault_file, sizeof(fault_file), "%s/nvml-faults", dir);
+    setenv("GPUSIM_NVML_FAULTS", fault_file, 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_before_init),
         cmocka_unit_test(test_bad_handles),
         cmocka_unit_test(test_after_shutdown),
+        cmocka_unit_test(test_faults_any_function),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     remove_tree(dir);

@@ -135,10 +135,15 @@ typedef struct gs_history_query {
     int64_t since_ms;            /* "since_ms": ended at or after (ms since the epoch), 0 = all */
     char user[GS_USER_NAME_MAX]; /* "user": only this user's, "" = the caller's (root: all) */
     uint32_t limit;              /* "limit": at most this many, 1..GS_HISTORY_MAX */
+    int64_t before_ms;           /* "before": [ended_at_ms, id], the cursor of a page: rows that */
+    int64_t before_id;           /* ended before it (0, 0: from the most recent) */
 } gs_history_query_t;
 
 #define GS_HISTORY_MAX     10000
 #define GS_HISTORY_DEFAULT 100
+/* One reply holds at most this many rows and about this many bytes; "next" asks for the rest. */
+#define GS_HISTORY_PAGE       500
+#define GS_HISTORY_PAGE_BYTES (512 * 1024)
 
 /* One parsed request line. */
 typedef struct gs_request {
@@ -193,8 +198,10 @@ json_t *gs_proto_acquire_json(const gs_lease_request_t *req);
 int gs_lease_key_check(const char *key, char *err, size_t errlen);
 int gs_cgroup_path_check(const char *path, char *err, size_t errlen);
 
-/* Checks a lease name: 1 to GS_LEASE_NAME_MAX - 1 bytes of valid UTF-8 without control
- * characters. Returns 0 or GS_EINVAL with a message in err. Thread-safe. */
+/* Checks a lease name: 1 to GS_LEASE_NAME_MAX - 1 bytes of valid UTF-8 holding only printable
+ * characters of the general categories L, M, N, P and S and the space, none of them
+ * default-ignorable (no controls, no format characters such as U+200B or U+FEFF): a name shows
+ * as itself in listings. Returns 0 or GS_EINVAL with a message in err. Thread-safe. */
 int gs_lease_name_check(const char *name, char *err, size_t errlen);
 
 /* Adds the GPU models of a comma-separated list ("T4,A100-40GB") to req->gpu_types (each 1 to

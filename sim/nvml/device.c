@@ -7,6 +7,7 @@
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_node(&t);
     if (result == NVML_SUCCESS && deviceCount == NULL)
@@ -18,11 +19,13 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount)
 {
+    GSIM_NVML_FAULT_POINT();
     return nvmlDeviceGetCount_v2(deviceCount);
 }
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_node(&t);
     if (result == NVML_SUCCESS && (device == NULL || index >= t.node->n_devices))
@@ -34,6 +37,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlD
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device)
 {
+    GSIM_NVML_FAULT_POINT();
     return nvmlDeviceGetHandleByIndex_v2(index, device);
 }
 
@@ -61,6 +65,7 @@ static nvmlReturn_t find_uuid(const gsim_node_t *node, const char *uuid, nvmlDev
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_node(&t);
     if (result == NVML_SUCCESS && (uuid == NULL || device == NULL))
@@ -81,6 +86,7 @@ static int parse_bus_id(const char *text, unsigned *domain, unsigned *bus, unsig
 GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId,
                                                           nvmlDevice_t *device)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     unsigned want[3], have[3];
     nvmlReturn_t result = gsim_nvml_begin_node(&t);
@@ -99,11 +105,13 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId,
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevice_t *device)
 {
+    GSIM_NVML_FAULT_POINT();
     return nvmlDeviceGetHandleByPciBusId_v2(pciBusId, device);
 }
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     char text[GSIM_NAME_MAX + 48], profile[40];
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
@@ -121,6 +129,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsi
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     char text[GSIM_UUID_MAX];
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
@@ -136,6 +145,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsi
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && index == NULL)
@@ -179,6 +189,7 @@ static unsigned pci_device_id(const char *model)
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     unsigned domain, bus, dev;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
@@ -204,6 +215,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInf
 GS_NVML_API nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device,
                                                     nvmlDeviceAttributes_t *attributes)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && attributes == NULL)
@@ -229,12 +241,14 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device,
 GS_NVML_API nvmlReturn_t nvmlDeviceGetAttributes(nvmlDevice_t device,
                                                  nvmlDeviceAttributes_t *attributes)
 {
+    GSIM_NVML_FAULT_POINT();
     return nvmlDeviceGetAttributes_v2(device, attributes);
 }
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major,
                                                             int *minor)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && (major == NULL || minor == NULL))
@@ -259,6 +273,7 @@ static void memory_of(nvml_target_t *t, uint64_t *total, uint64_t *reserved, uin
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     uint64_t total, reserved, used;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
@@ -275,6 +290,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     uint64_t total, reserved, used;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
@@ -294,6 +310,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMem
 
 GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mode)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && mode == NULL)
@@ -305,6 +322,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlCompu
 
 GS_NVML_API nvmlReturn_t nvmlDeviceSetComputeMode(nvmlDevice_t device, nvmlComputeMode_t mode)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && t.g != NULL)

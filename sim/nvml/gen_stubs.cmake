@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Generates OUT (nvml_stubs.c) from LIST (entry_points.tsv): one function per row marked "stub",
-# named as the row, that validates its first argument as the row's kind says and returns what
-# gsim_nvml_stub returns. Rows marked "sim" are written by hand; a row both written and generated
+# named as the row, that answers an injected fault (GPUSIM_NVML_FAULTS, fault.c), else validates
+# its first argument as the row's kind says and returns what gsim_nvml_stub returns. Rows marked "sim" are written by hand; a row both written and generated
 # is a duplicate symbol at link time.
 file(STRINGS "${LIST}" rows)
 set(body "/* Generated from sim/nvml/entry_points.tsv by sim/nvml/gen_stubs.cmake: do not edit. */\n")
@@ -39,7 +39,7 @@ foreach(row IN LISTS rows)
   # The callers pass the real arguments; the stub reads only the first (a register on x86-64
   # and AArch64, where the caller owns the argument area).
   string(APPEND body "GS_NVML_API nvmlReturn_t ${name}(${params});\n")
-  string(APPEND body "GS_NVML_API nvmlReturn_t ${name}(${params})\n{\n    return ${call};\n}\n\n")
+  string(APPEND body "GS_NVML_API nvmlReturn_t ${name}(${params})\n{\n    GSIM_NVML_FAULT_POINT();\n    return ${call};\n}\n\n")
   math(EXPR count "${count} + 1")
 endforeach()
 file(WRITE "${OUT}.tmp" "${body}")

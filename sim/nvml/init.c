@@ -23,6 +23,7 @@ gsim_node_t *gsim_nvml_node(void)
 
 GS_NVML_API nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
 {
+    GSIM_NVML_FAULT_POINT();
     (void)flags; /* the simulated node always has GPUs and attaches nothing */
     nvmlReturn_t result = NVML_SUCCESS;
     pthread_mutex_lock(&state.mutex);
@@ -39,16 +40,19 @@ GS_NVML_API nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
 
 GS_NVML_API nvmlReturn_t nvmlInit_v2(void)
 {
+    GSIM_NVML_FAULT_POINT();
     return nvmlInitWithFlags(0);
 }
 
 GS_NVML_API nvmlReturn_t nvmlInit(void)
 {
+    GSIM_NVML_FAULT_POINT();
     return nvmlInitWithFlags(0);
 }
 
 GS_NVML_API nvmlReturn_t nvmlShutdown(void)
 {
+    GSIM_NVML_FAULT_POINT();
     nvmlReturn_t result = NVML_SUCCESS;
     pthread_mutex_lock(&state.mutex);
     if (state.refs == 0)
@@ -130,6 +134,7 @@ GS_NVML_API const char *nvmlErrorString(nvmlReturn_t result)
 
 GS_NVML_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
 {
+    GSIM_NVML_FAULT_POINT();
     if (gsim_nvml_node() == NULL)
         return NVML_ERROR_UNINITIALIZED;
     return gsim_nvml_copy_string(version, length, GSIM_DRIVER_VERSION);
@@ -137,6 +142,7 @@ GS_NVML_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int 
 
 GS_NVML_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
 {
+    GSIM_NVML_FAULT_POINT();
     if (gsim_nvml_node() == NULL)
         return NVML_ERROR_UNINITIALIZED;
     /* NVML's version is the driver's with a leading API major, e.g. "12.580.65.06". */
@@ -147,6 +153,7 @@ GS_NVML_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int le
 
 GS_NVML_API nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
 {
+    GSIM_NVML_FAULT_POINT();
     if (gsim_nvml_node() == NULL)
         return NVML_ERROR_UNINITIALIZED;
     if (cudaDriverVersion == NULL)
@@ -157,5 +164,6 @@ GS_NVML_API nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
 
 GS_NVML_API nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
 {
+    GSIM_NVML_FAULT_POINT();
     return nvmlSystemGetCudaDriverVersion(cudaDriverVersion);
 }

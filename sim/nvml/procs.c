@@ -12,6 +12,9 @@
  * MPS clients among them; no simulated process has a graphics context. */
 #include "nvml_internal.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include <string.h>
 
 #define NO_INSTANCE 0xFFFFFFFFu
@@ -70,8 +73,39 @@ static void instance_ids(const nvml_target_t *t, const gsim_proc_t *proc, nvmlPr
     }
 }
 
+/* A test hook (issue 25): GPUSIM_NVML_NA_PIDS names a file of pids (one per line) whose memory
+ * the process lists report as NVML_VALUE_NOT_AVAILABLE, as NVIDIA's driver does where it cannot
+ * tell (WDDM, or a process it may not look at). Read at each list. */
+typedef struct na_pids {
+    unsigned n;
+    pid_t pid[64];
+} na_pids_t;
+
+static void read_na_pids(na_pids_t *na)
+{
+    na->n = 0;
+    const char *path = getenv("GPUSIM_NVML_NA_PIDS");
+    FILE *f = path != NULL && path[0] != '\0' ? fopen(path, "re") : NULL;
+    if (f == NULL)
+        return;
+    long pid;
+    while (na->n < 64 && fscanf(f, "%ld", &pid) == 1)
+        na->pid[na->n++] = (pid_t)pid;
+    fclose(f);
+}
+
+static int memory_hidden(const na_pids_t *na, pid_t pid)
+{
+    for (unsigned i = 0; i < na->n; i++) {
+        if (na->pid[i] == pid)
+            return 1;
+    }
+    return 0;
+}
+
 /* Writes slot i's record into out, record bytes of it (lock held). */
-static void fill_record(const nvml_target_t *t, int i, void *out, size_t record)
+static void fill_record(const nvml_target_t *t, int i, void *out, size_t record,
+                        const na_pids_t *na)
 {
     const gsim_proc_t *proc = &t->node->procs[i];
     nvmlProcessInfo_t info;
@@ -80,6 +114,8 @@ static void fill_record(const nvml_target_t *t, int i, void *out, size_t record)
     info.usedGpuMemory = proc->mem[t->dev];
     if (t->g != NULL && proc->gi[t->dev] != t->gi)
         info.usedGpuMemory = 0;
+    if (memory_hidden(na, (pid_t)info.pid))
+        info.usedGpuMemory = (unsigned long long)NVML_VALUE_NOT_AVAILABLE;
     instance_ids(t, proc, &info);
     if (record == sizeof(nvmlProcessInfo_v1_t)) {
         nvmlProcessInfo_v1_t v1 = {.pid = info.pid, .usedGpuMemory = info.usedGpuMemory};
@@ -113,9 +149,11 @@ static nvmlReturn_t list_processes(nvmlDevice_t device, unsigned int *infoCount,
     if (n > 0 && infos == NULL)
         return gsim_nvml_end(&t, NVML_ERROR_INVALID_ARGUMENT);
     unsigned k = 0;
+    na_pids_t na;
+    read_na_pids(&na);
     for (int i = 0; i < GSIM_MAX_PROCS && k < n; i++) {
         if (process_listed(&t, i, kind))
-            fill_record(&t, i, (char *)infos + (size_t)k++ * record, record);
+            fill_record(&t, i, (char *)infos + (size_t)k++ * record, record, &na);
     }
     *infoCount = n;
     return gsim_nvml_end(&t, NVML_SUCCESS);
@@ -125,6 +163,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t de
                                                                  unsigned int *infoCount,
                                                                  nvmlProcessInfo_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_COMPUTE);
 }
 
@@ -132,6 +171,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t de
                                                                  unsigned int *infoCount,
                                                                  nvmlProcessInfo_v2_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_COMPUTE);
 }
 
@@ -139,6 +179,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t devic
                                                               unsigned int *infoCount,
                                                               nvmlProcessInfo_v1_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_COMPUTE);
 }
 
@@ -146,6 +187,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t
                                                                     unsigned int *infoCount,
                                                                     nvmlProcessInfo_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_MPS);
 }
 
@@ -153,6 +195,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t
                                                                     unsigned int *infoCount,
                                                                     nvmlProcessInfo_v2_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_MPS);
 }
 
@@ -160,6 +203,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t de
                                                                  unsigned int *infoCount,
                                                                  nvmlProcessInfo_v1_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_MPS);
 }
 
@@ -167,6 +211,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d
                                                                   unsigned int *infoCount,
                                                                   nvmlProcessInfo_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_GRAPHICS);
 }
 
@@ -174,6 +219,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t d
                                                                   unsigned int *infoCount,
                                                                   nvmlProcessInfo_v2_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_GRAPHICS);
 }
 
@@ -181,11 +227,13 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t devi
                                                                unsigned int *infoCount,
                                                                nvmlProcessInfo_v1_t *infos)
 {
+    GSIM_NVML_FAULT_POINT();
     return list_processes(device, infoCount, infos, sizeof(*infos), LIST_GRAPHICS);
 }
 
 GS_NVML_API nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     gsim_node_t *node = gsim_nvml_node();
     if (node != NULL)

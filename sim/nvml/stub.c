@@ -39,6 +39,7 @@ nvmlReturn_t gsim_nvml_stub(gsim_nvml_kind_t kind, void *handle)
  * products only). */
 GS_NVML_API nvmlReturn_t nvmlUnitGetCount(unsigned int *unitCount)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_node(&t);
     if (result == NVML_SUCCESS && unitCount == NULL)
@@ -51,6 +52,7 @@ GS_NVML_API nvmlReturn_t nvmlUnitGetCount(unsigned int *unitCount)
 /* No GPU of the simulated node is excluded from use. */
 GS_NVML_API nvmlReturn_t nvmlGetExcludedDeviceCount(unsigned int *deviceCount)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_node(&t);
     if (result == NVML_SUCCESS && deviceCount == NULL)
@@ -64,6 +66,7 @@ GS_NVML_API nvmlReturn_t nvmlGetExcludedDeviceCount(unsigned int *deviceCount)
 GS_NVML_API nvmlReturn_t nvmlGetExcludedDeviceInfoByIndex(unsigned int index,
                                                           nvmlExcludedDeviceInfo_t *info)
 {
+    GSIM_NVML_FAULT_POINT();
     (void)index;
     (void)info;
     nvml_target_t t;
@@ -74,11 +77,13 @@ GS_NVML_API nvmlReturn_t nvmlGetExcludedDeviceInfoByIndex(unsigned int index,
 /* The pre-R460 names of the two above (nvml.h maps them with #define). */
 GS_NVML_API nvmlReturn_t nvmlGetBlacklistDeviceCount(unsigned int *deviceCount)
 {
+    GSIM_NVML_FAULT_POINT();
     return nvmlGetExcludedDeviceCount(deviceCount);
 }
 
 GS_NVML_API nvmlReturn_t nvmlGetBlacklistDeviceInfoByIndex(unsigned int index,
                                                            nvmlExcludedDeviceInfo_t *info)
 {
+    GSIM_NVML_FAULT_POINT();
     return nvmlGetExcludedDeviceInfoByIndex(index, info);
 }

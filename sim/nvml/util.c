@@ -59,6 +59,7 @@ static unsigned percent(int64_t part, int64_t whole)
 GS_NVML_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
                                                        nvmlUtilization_t *utilization)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     nvmlReturn_t result = gsim_nvml_begin_device(device, &t);
     if (result == NVML_SUCCESS && utilization == NULL)
@@ -164,6 +165,7 @@ GS_NVML_API nvmlReturn_t nvmlDeviceGetProcessUtilization(
     nvmlDevice_t device, nvmlProcessUtilizationSample_t *utilization,
     unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp)
 {
+    GSIM_NVML_FAULT_POINT();
     nvml_target_t t;
     gsim_node_t *node = gsim_nvml_node();
     if (node != NULL)

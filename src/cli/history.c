@@ -175,27 +175,53 @@ static void print_row(const json_t *lease)
            gs__cli_str(lease, "command"));
 }
 
+/* Asks for the history page by page (the daemon answers at most a page per request, with
+ * "next" while more is wanted), on one connection; *out gets every lease in order. */
+static int fetch(history_opts_t *opts, json_t **out)
+{
+    json_t *req =
+        json_pack("{s:s, s:I, s:I}", "op", "history", "since_ms", (json_int_t)opts->query.since_ms,
+                  "limit", (json_int_t)opts->query.limit);
+    if (req != NULL && opts->query.user[0] != '\0')
+        json_object_set_new(req, "user", json_string(opts->query.user));
+    gs_client_t *client = NULL;
+    json_t *all = json_array();
+    int result = gs__cli_connect(&opts->cli, &client);
+    while (result == GS_EXIT_OK && req != NULL) {
+        json_t *reply = NULL;
+        result = gs__cli_call(&opts->cli, client, json_incref(req), &reply);
+        if (result != GS_EXIT_OK)
+            break;
+        json_array_extend(all, json_object_get(reply, "leases"));
+        const json_t *next = json_object_get(reply, "next");
+        if (json_is_object(next)) {
+            json_object_set(req, "before", json_object_get(next, "before"));
+            json_object_set(req, "limit", json_object_get(next, "limit"));
+        } else {
+            json_decref(req);
+            req = NULL;
+        }
+        json_decref(reply);
+    }
+    json_decref(req);
+    gs_client_close(client);
+    if (result != GS_EXIT_OK)
+        json_decref(all);
+    else
+        *out = all;
+    return result;
+}
+
 int gs_cli_history(int argc, char **argv)
 {
     history_opts_t opts;
     int result = parse_args(argc, argv, &opts);
     if (result != 0)
         return result < 0 ? GS_EXIT_OK : result;
-    json_t *req = json_pack("{s:s, s:I, s:I}", "op", "history", "since_ms",
-                            (json_int_t)opts.query.since_ms, "limit", (json_int_t)opts.query.limit);
-    if (req != NULL && opts.query.user[0] != '\0')
-        json_object_set_new(req, "user", json_string(opts.query.user));
-    gs_client_t *client = NULL;
-    json_t *reply = NULL;
-    result = gs__cli_connect(&opts.cli, &client);
-    if (result == GS_EXIT_OK)
-        result = gs__cli_call(&opts.cli, client, req, &reply);
-    else
-        json_decref(req);
-    gs_client_close(client);
+    json_t *leases = NULL;
+    result = fetch(&opts, &leases);
     if (result != GS_EXIT_OK)
         return result;
-    const json_t *leases = json_object_get(reply, "leases");
     if (opts.cli.json) {
         gs__cli_print_json(leases);
     } else if (json_array_size(leases) == 0) {
@@ -208,6 +234,6 @@ int gs_cli_history(int argc, char **argv)
         const json_t *lease;
         json_array_foreach(leases, i, lease) print_row(lease);
     }
-    json_decref(reply);
+    json_decref(leases);
     return GS_EXIT_OK;
 }

@@ -129,6 +129,11 @@ static void print_header(const json_t *status, int64_t now)
     localtime_r(&t, &tm);
     strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", &tm);
     printf("%-*s%s\n", WIDTH - (int)strlen(stamp), counts, stamp);
+    const json_t *ledger = json_object_get(node, "ledger");
+    if (json_is_true(json_object_get(ledger, "disk_full")))
+        printf("the ledger's filesystem is full: the history is not written (%llu ended leases "
+               "so far); grants go on from the room kept for them\n",
+               (unsigned long long)gs__cli_uint(ledger, "history_dropped"));
     printf("GPU %-16s %-9s %7s %27s %7s %5s\n", "NAME", "MODE", "FREE", "USED / LEASED / TOTAL",
            "COMPUTE", "UTIL");
 }
@@ -176,8 +181,9 @@ static void print_unmanaged(const json_t *gpu)
     const json_t *row;
     json_array_foreach(json_object_get(gpu, "unmanaged"), i, row)
     {
-        char used[32], line[512], fitted[160];
-        gs__cli_bytes(gs__cli_uint(row, "memory_used"), used, sizeof(used));
+        char used[32] = "memory NVML cannot tell (N/A)", line[512], fitted[160];
+        if (json_is_integer(json_object_get(row, "memory_used")))
+            gs__cli_bytes(gs__cli_uint(row, "memory_used"), used, sizeof(used));
         snprintf(line, sizeof(line), "  ! UNMANAGED pid %llu (%s) holds %s: %s",
                  (unsigned long long)gs__cli_uint(row, "pid"), gs__cli_str(row, "user"), used,
                  gs__cli_str(row, "command"));

@@ -2,28 +2,51 @@
 /* Lease request fields people write: names, GPU models, durations (shared by CLI and daemon). */
 #include "gpushare/client.h"
 #include "gpushare/error.h"
+#include "name_chars.h"
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-/* Length of the UTF-8 sequence starting at s (1..4), or 0 when it is not valid UTF-8. */
-static size_t utf8_length(const unsigned char *s)
+/* Decodes the UTF-8 character at s into *cp. Returns its length (1..4), or 0 when it is not
+ * valid UTF-8 (a stray byte, a short, overlong or surrogate sequence, beyond U+10FFFF). */
+static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
 {
+    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
     size_t n = s[0] < 0x80             ? 1
                : (s[0] & 0xE0) == 0xC0 ? 2
                : (s[0] & 0xF0) == 0xE0 ? 3
                : (s[0] & 0xF8) == 0xF0 ? 4
                                        : 0;
-    if (n == 2 && s[0] < 0xC2)
-        return 0; /* overlong */
+    uint32_t v = n == 1 ? s[0] : n == 2 ? s[0] & 0x1Fu : n == 3 ? s[0] & 0x0Fu : s[0] & 0x07u;
     for (size_t i = 1; i < n; i++) {
         if ((s[i] & 0xC0) != 0x80)
             return 0;
+        v = (v << 6) | (s[i] & 0x3Fu);
     }
+    if (n == 0 || v < min[n] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
     return n;
+}
+
+/* Whether a name may hold cp (name_chars.h): a binary search of the ranges. */
+static int name_char(uint32_t cp)
+{
+    unsigned lo = 0, hi = gs__name_chars_n;
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+        if (cp < gs__name_chars[mid].lo)
+            hi = mid;
+        else if (cp > gs__name_chars[mid].hi)
+            lo = mid + 1;
+        else
+            return 1;
+    }
+    return 0;
 }
 
 int gs_lease_name_check(const char *name, char *err, size_t errlen)
@@ -34,20 +57,22 @@ int gs_lease_name_check(const char *name, char *err, size_t errlen)
     if (len >= GS_LEASE_NAME_MAX)
         return gs_fail(err, errlen, GS_EINVAL, "a name has at most %d bytes",
                        GS_LEASE_NAME_MAX - 1);
+    /* Only what shows as itself: letters, marks, digits, punctuation, symbols and the space.
+     * Controls, format characters (zero-width spaces, joiners, the byte order mark, soft hyphens,
+     * tag characters, bidirectional controls) and the other default-ignorable code points would
+     * let one name pass for another in listings. */
     for (size_t i = 0; i < len;) {
-        const unsigned char *c = (const unsigned char *)name + i;
-        size_t n = utf8_length(c);
-        if (n == 0 || (n == 1 && (c[0] < 0x20 || c[0] == 0x7f)))
+        uint32_t cp = 0;
+        size_t n = utf8_decode((const unsigned char *)name + i, &cp);
+        if (n == 0)
+            return gs_fail(err, errlen, GS_EINVAL, "a name must be valid UTF-8");
+        if (!name_char(cp))
             return gs_fail(err, errlen, GS_EINVAL,
-                           "a name must be text without control characters");
+                           "a name must be printable text (letters, marks, digits, punctuation, "
+                           "symbols and spaces): U+%04X is not",
+                           (unsigned)cp);
         i += n;
     }
-    /* C1 controls and the characters that reorder text are refused too: whatever the display
-     * escape would change (gs_display_escape) is not plain text. */
-    char shown[GS_LEASE_NAME_MAX * 6 + 1];
-    gs_display_escape(shown, sizeof(shown), name);
-    if (strcmp(shown, name) != 0)
-        return gs_fail(err, errlen, GS_EINVAL, "a name must be text without control characters");
     return 0;
 }
 

@@ -728,7 +728,22 @@ static int parse_compute_join(json_t *obj, gs_request_t *out, char *err, size_t 
     return 0;
 }
 
-/* history: "since_ms", "user", "limit". */
+/* "before": [ended_at_ms, id], where a page of the history goes on (the previous reply's
+ * "next"). */
+static int parse_cursor(const json_t *value, gs_history_query_t *q, char *err, size_t errlen)
+{
+    json_int_t ms = 0, id = 0;
+    if (!json_is_array(value) || json_array_size(value) != 2 ||
+        get_int(json_array_get(value, 0), "before", 1, INT64_MAX, &ms, err, errlen) != 0 ||
+        get_int(json_array_get(value, 1), "before", 0, INT64_MAX, &id, err, errlen) != 0)
+        return gs_fail(err, errlen, GS_EINVAL,
+                       "\"before\" must be [ended_at_ms, id] (a reply's \"next\")");
+    q->before_ms = (int64_t)ms;
+    q->before_id = (int64_t)id;
+    return 0;
+}
+
+/* history: "since_ms", "user", "limit", "before". */
 static int parse_history(json_t *obj, gs_request_t *out, char *err, size_t errlen)
 {
     const char *key;
@@ -747,6 +762,8 @@ static int parse_history(json_t *obj, gs_request_t *out, char *err, size_t errle
         } else if (strcmp(key, "limit") == 0) {
             result = get_int(value, key, 1, GS_HISTORY_MAX, &v, err, errlen);
             q->limit = (uint32_t)v;
+        } else if (strcmp(key, "before") == 0) {
+            result = parse_cursor(value, q, err, errlen);
         } else if (strcmp(key, "user") == 0) {
             if (!json_is_string(value) || !valid_user_name(json_string_value(value)))
                 result = gs_fail(err, errlen, GS_EINVAL,

@@ -82,13 +82,15 @@ int64_t gs__drain(CUdevice device);
 
 /* Context registry for drains (drain.c), fed by context.c: a context the process made
  * (cuCtxCreate) or retained (the primary context, primary nonzero) on device. Before it
- * destroys a context, context.c calls gs__ctx_forget; before it releases or resets a primary
- * context, gs__ctx_primary_wait. Both wait for a drain in progress on that context to end (no
- * lock is held meanwhile); primary contexts stay registered (a drain skips them while
- * inactive). No-ops while compute shares are off. */
+ * destroys a context, context.c calls gs__ctx_forget; around the driver's release or reset of a
+ * primary context, gs__ctx_primary_begin and gs__ctx_primary_end. Forget and begin wait for a
+ * drain in progress on that context to end (no lock is held meanwhile), and no drain starts on
+ * it until end; primary contexts stay registered (a drain skips them while inactive). No-ops
+ * while compute shares are off. */
 void gs__ctx_note(CUcontext ctx, CUdevice device, int primary);
 void gs__ctx_forget(CUcontext ctx);
-void gs__ctx_primary_wait(CUdevice device);
+void gs__ctx_primary_begin(CUdevice device);
+void gs__ctx_primary_end(CUdevice device);
 
 /* CLOCK_MONOTONIC in ns. */
 int64_t gs__mono_ns(void);

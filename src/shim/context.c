@@ -221,27 +221,35 @@ static CUresult after_release(CUresult result, CUdevice dev)
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
     REAL_OR_FAIL(cuDevicePrimaryCtxRelease_v2);
-    gs__ctx_primary_wait(dev);
-    return after_release(gs__real()->cuDevicePrimaryCtxRelease_v2(dev), dev);
+    gs__ctx_primary_begin(dev);
+    CUresult result = gs__real()->cuDevicePrimaryCtxRelease_v2(dev);
+    gs__ctx_primary_end(dev);
+    return after_release(result, dev);
 }
 
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
 {
     REAL_OR_FAIL(cuDevicePrimaryCtxRelease);
-    gs__ctx_primary_wait(dev);
-    return after_release(gs__real()->cuDevicePrimaryCtxRelease(dev), dev);
+    gs__ctx_primary_begin(dev);
+    CUresult result = gs__real()->cuDevicePrimaryCtxRelease(dev);
+    gs__ctx_primary_end(dev);
+    return after_release(result, dev);
 }
 
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
     REAL_OR_FAIL(cuDevicePrimaryCtxReset_v2);
-    gs__ctx_primary_wait(dev);
-    return after_destroy(gs__real()->cuDevicePrimaryCtxReset_v2(dev), primary_of(dev), 0);
+    gs__ctx_primary_begin(dev);
+    CUresult result = gs__real()->cuDevicePrimaryCtxReset_v2(dev);
+    gs__ctx_primary_end(dev);
+    return after_destroy(result, primary_of(dev), 0);
 }
 
 GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev)
 {
     REAL_OR_FAIL(cuDevicePrimaryCtxReset);
-    gs__ctx_primary_wait(dev);
-    return after_destroy(gs__real()->cuDevicePrimaryCtxReset(dev), primary_of(dev), 0);
+    gs__ctx_primary_begin(dev);
+    CUresult result = gs__real()->cuDevicePrimaryCtxReset(dev);
+    gs__ctx_primary_end(dev);
+    return after_destroy(result, primary_of(dev), 0);
 }

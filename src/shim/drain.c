@@ -2,8 +2,10 @@
 /* Draining a process's work on one device: the contexts the process holds there (created, or
  * its retained primary context) are each synchronized from the agent thread. The registry keeps
  * a drain from racing with the application destroying or releasing a context: that waits for
- * the drain of that context to finish (the registry's mutex is never held across a driver call).
- */
+ * the drain of that context to finish, and a drain does not start on a context being destroyed,
+ * released or reset (the registry's mutex is never held across a driver call). A primary
+ * context's release is marked in the registry for as long as the driver's release runs: a drain
+ * that looked at its state before could otherwise push it while it goes (issue 25). */
 #include "compute.h"
 #include "shim.h"
 
@@ -17,7 +19,8 @@ typedef struct ctx_entry {
     CUcontext ctx; /* NULL = free */
     CUdevice device;
     int primary;
-    int busy; /* drains in progress on it */
+    int busy;      /* drains in progress on it */
+    int releasing; /* primary: releases or resets in progress on it (no drain starts) */
 } ctx_entry_t;
 
 static struct {
@@ -88,10 +91,25 @@ void gs__ctx_forget(CUcontext ctx)
     pthread_mutex_unlock(&registry.mutex);
 }
 
-void gs__ctx_primary_wait(CUdevice device)
+void gs__ctx_primary_begin(CUdevice device)
 {
     pthread_mutex_lock(&registry.mutex);
+    for (int i = 0; i < MAX_CONTEXTS; i++) {
+        if (registry.entries[i].ctx != NULL && is_primary_of(&registry.entries[i], &device))
+            registry.entries[i].releasing++;
+    }
     wait_idle(is_primary_of, &device);
+    pthread_mutex_unlock(&registry.mutex);
+}
+
+void gs__ctx_primary_end(CUdevice device)
+{
+    pthread_mutex_lock(&registry.mutex);
+    for (int i = 0; i < MAX_CONTEXTS; i++) {
+        if (registry.entries[i].ctx != NULL && is_primary_of(&registry.entries[i], &device) &&
+            registry.entries[i].releasing > 0)
+            registry.entries[i].releasing--;
+    }
     pthread_mutex_unlock(&registry.mutex);
 }
 
@@ -122,7 +140,7 @@ int64_t gs__drain(CUdevice device)
     pthread_mutex_lock(&registry.mutex);
     for (int i = 0; i < MAX_CONTEXTS; i++) {
         ctx_entry_t *e = &registry.entries[i];
-        if (e->ctx != NULL && e->device == device) {
+        if (e->ctx != NULL && e->device == device && e->releasing == 0) {
             e->busy++;
             marked[n] = i;
             copies[n++] = *e;

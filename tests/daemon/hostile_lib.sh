@@ -50,3 +50,24 @@ process_gone() {
   stat=$(ps -o stat= -p "$1" 2>/dev/null || true)
   [[ -z $stat || $stat == Z* ]]
 }
+
+# stop_bg: kills every background process of the test (bg) and forgets them.
+stop_bg() {
+  for p in "${BG_PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
+  wait "${BG_PIDS[@]}" 2>/dev/null || true
+  BG_PIDS=()
+}
+
+# zombie_connect SOCKET LINE: the pid-reuse attack of issue 28. The second user's process
+# connects to SOCKET and exits at once; its parent sends LINE. The daemon is stopped meanwhile,
+# so that it always accepts a zombie's connection (running, it may accept before the child
+# exits). Sets ZOMBIE_PID (the child's pid) and ZOMBIE_REPLY ("closed" when refused).
+zombie_connect() {
+  kill -STOP "$DAEMON_PID"
+  bg "${AS_USER2[@]}" "$HOSTILE" zombie "$1" "$2" >"$WORK/zombie.out"
+  sleep 0.5
+  kill -CONT "$DAEMON_PID"
+  wait_until 10 grep -q zombie "$WORK/zombie.out"
+  read -r _ ZOMBIE_PID ZOMBIE_REPLY <<<"$(cat "$WORK/zombie.out")"
+  ZOMBIE_PID=${ZOMBIE_PID%:}
+}

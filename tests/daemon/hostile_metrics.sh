@@ -49,3 +49,23 @@ scrape >"$WORK/all.txt"
 expect_eq "$(grep -c '^gpushare_lease_info{' "$WORK/all.txt")" 2000 "gpushare_lease_info series"
 expect_eq "$(grep -c "^gpushare_lease_memory_limit_bytes{lease=\"[0-9]*\",user=\"root\",job_name=\"[^\"]*\",gpu=\"0\"" "$WORK/all.txt")" 2000 "limit series"
 pass "a scrape with 2,000 leases ($(ls "/proc/$DAEMON_PID/fd" | wc -l) descriptors): $(wc -c <"$WORK/all.txt") bytes"
+for p in "${BG_PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
+wait "${BG_PIDS[@]}" 2>/dev/null || true
+BG_PIDS=()
+stop_daemon
+
+# Issue 28, finding 11: two users flood the endpoint with connections (1,000 each kept open, the
+# oldest closed and another opened, as fast as they can): each evicts only its own, and every
+# scrape of a third party is answered.
+start_with_metrics ""
+USER3=gpushare-bench
+id "$USER3" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$USER3"
+bg "${AS_USER2[@]}" "$HOSTILE" tcpflood "$port" 30
+bg runuser -u "$USER3" -- "$HOSTILE" tcpflood "$port" 30
+sleep 1
+failed=0
+for i in $(seq 100); do
+  grep -q '^gpushare_leases 0$' <<<"$(curl -fsS --max-time 5 "$url" 2>/dev/null)" || failed=$((failed + 1))
+done
+expect_eq "$failed" 0 "scrapes that failed of 100 under two users' connection floods"
+pass "two users' connection floods: 100 of 100 scrapes answered"

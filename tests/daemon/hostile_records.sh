@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-# Issue 15, findings 3 and 9: a lease whose records its processes rewrote (pid 1, no lock) still
-# ends when its processes are gone; one whose region a process outside its job keeps ends with
-# root's release --force (SIGTERM, SIGKILL after kill_grace); leases full of such records leave
+# Issue 15, findings 3 and 9, and issue 28, finding 2: a lease whose records its processes
+# rewrote (pid 1, no lock) still ends when its processes are gone; the processes that joined it
+# are stopped with its job; one whose region a process outside its job keeps is reported once and
+# ends with root's release --force (SIGTERM, SIGKILL after kill_grace); leases full of such records leave
 # other users served; a job whose gpushare run is stopped is stopped by the daemon itself when
 # root releases its lease.
 source "$(dirname "$0")/hostile_lib.sh"
@@ -16,15 +17,40 @@ wait_eq 3 0 lease_count
 pass "a lease whose records were rewritten ends when its processes are gone"
 
 # A process outside the job (started apart by the lease's user, not a descendant of gpushare
-# run, which keeps its job's orphans) joins the region, rewrites it and ignores SIGTERM.
+# run, which keeps its job's orphans) joins the region through gpushared, rewrites it and ignores
+# SIGTERM: having joined, it is one of the lease's processes (issue 28), and the user's release
+# stops it (SIGKILL after kill_grace).
 bg "${AS_USER2[@]}" "$BIN/gpushare" run --gpu-memory 4G -- sleep 600
 wait_eq 5 1 lease_count
 id=$(user2_lease)
 spec=$(gs leases --json | jq -r ".[] | select(.id == $id) | .region")
 bg "${AS_USER2[@]}" env GPUSHARE_REGION="$spec" "$HOSTILE" forge 1024 600
 wait_until 5 pgrep -u "$USER2" -f "gs-hostile forge 1024 600" >/dev/null
-escaped=$(pgrep -u "$USER2" -f "gs-hostile forge 1024 600")
-# The user's release waits out kill_grace (1 s) and 7 s more, then says what holds the lease.
+member=$(pgrep -u "$USER2" -f "gs-hostile forge 1024 600")
+gs2 release "$id" >/dev/null
+wait_until 5 process_gone "$member"
+wait_eq 5 gone lease_state "$id"
+pass "the user's release stops a process that joined the lease from outside its job"
+
+# A process that takes the region without asking gpushared (it reopens another process's
+# descriptor and takes the membership lock itself) and ignores SIGTERM: not the lease's job,
+# never a member. The user's release leaves it (it waits out kill_grace and 7 s more, then says
+# what holds the lease); the lease stays ending, is reported once kill_grace after the SIGKILL,
+# and is looked at no further than its region's lock; root's release --force stops it.
+bg "${AS_USER2[@]}" "$BIN/gpushare" run --gpu-memory 4G -- sleep 600
+wait_eq 5 1 lease_count
+id=$(user2_lease)
+spec=$(gs leases --json | jq -r ".[] | select(.id == $id) | .region")
+bg "${AS_USER2[@]}" env GPUSHARE_REGION="$spec" "$HOSTILE" forge 1024 600
+wait_until 5 pgrep -u "$USER2" -f "gs-hostile forge 1024 600" >/dev/null
+member=$(pgrep -u "$USER2" -f "gs-hostile forge 1024 600")
+fd=$(for f in /proc/"$member"/fd/*; do
+  [[ $(readlink "$f") == /memfd:gpushare-region* ]] && basename "$f" && break
+done)
+bg "${AS_USER2[@]}" "$HOSTILE" adopt "$member" "$fd" 600
+wait_until 5 pgrep -u "$USER2" -f "gs-hostile adopt" >/dev/null
+escaped=$(pgrep -u "$USER2" -f "gs-hostile adopt")
+kill -KILL "$member"
 set +e
 out=$(gs2 release "$id" 2>&1)
 rc=$?
@@ -33,6 +59,10 @@ expect_eq "$rc" 1 "exit status of the user's release"
 expect_eq "$out" "gpushare: lease $id is still ending 8 s after its release: processes still hold its region (see gpushare status --processes; root may release it --force)" "the user's release"
 expect_eq "$(lease_state "$id")" ending "the lease after its user's release"
 process_gone "$escaped" && fail "the escaped process was stopped without force"
+expect_eq "$(grep -c "lease $id (user $USER2) cannot end: processes still use its region" "$WORK/daemon.log")" 1 \
+  "reports of the lease that cannot end"
+sleep 1.5
+expect_eq "$(grep -c "lease $id (user $USER2) cannot end" "$WORK/daemon.log")" 1 "reports a while later"
 out=$(gs release --force "$id")
 expect_eq "$out" "lease $id released by force" "release --force"
 expect_eq "$(lease_count)" 0 "leases after release --force"
@@ -44,7 +74,7 @@ out=$(gs2 release --force 1 2>&1)
 rc=$?
 set -e
 expect_eq "$rc:$out" "1:gpushare: only root may release a lease by force" "release --force by a user"
-pass "release --force ends a lease whose region a rewriting, SIGTERM-deaf process held"
+pass "a lease a foreign process keeps is reported once and left to root; release --force ends it"
 
 # Twenty leases whose processes rewrite their regions and stay: other users are served.
 for i in $(seq 20); do

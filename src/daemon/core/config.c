@@ -54,6 +54,11 @@ void gs__config_defaults(gs__config_t *cfg)
     cfg->max_connections_per_user = GS__DEFAULT_MAX_CONNS;
     cfg->max_queued_per_user = GS__DEFAULT_MAX_QUEUED;
     cfg->max_output_per_connection = GS__DEFAULT_MAX_OUTPUT;
+    cfg->max_output_per_user = GS__DEFAULT_MAX_USER_OUTPUT;
+    cfg->max_leases_per_user = GS__DEFAULT_MAX_LEASES;
+    cfg->history_max_rows = GS__DEFAULT_HISTORY_ROWS;
+    cfg->history_max_rows_per_user = GS__DEFAULT_HISTORY_USER_ROWS;
+    cfg->history_max_days = GS__DEFAULT_HISTORY_DAYS;
     cfg->metrics_users = GS__METRICS_USERS_NONE;
 }
 
@@ -155,17 +160,48 @@ static int set_count(parse_ctx_t *ctx, const char *key, const char *value, unsig
     return 1;
 }
 
-/* max_output_per_connection: a size from 64K to 1G. */
-static int set_output(parse_ctx_t *ctx, const char *value, unsigned *out)
+/* max_output_per_connection, max_output_per_user: a size from 64K to 1G. */
+static int set_output(parse_ctx_t *ctx, const char *key, const char *value, unsigned *out)
 {
     char why[GS_QTY_ERR_MAX];
     uint64_t bytes = 0;
     if (gs_qty_parse_bytes(value, 0, &bytes, why, sizeof(why)) != 0)
-        return bad(ctx, "max_output_per_connection: %s", why);
+        return bad(ctx, "%s: %s", key, why);
     if (bytes < 65536 || bytes > (UINT64_C(1) << 30))
-        return bad(ctx, "max_output_per_connection \"%s\" must be from 64K to 1G", value);
+        return bad(ctx, "%s \"%s\" must be from 64K to 1G", key, value);
     *out = (unsigned)bytes;
     return 1;
+}
+
+/* A whole number from min to max. */
+static int set_range(parse_ctx_t *ctx, const char *key, const char *value, unsigned long min,
+                     unsigned long max, unsigned *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long n = strtoul(value, &end, 10);
+    if (value[0] < '0' || value[0] > '9' || *end != '\0' || errno != 0 || n < min || n > max)
+        return bad(ctx, "%s \"%s\" must be a whole number from %lu to %lu", key, value, min, max);
+    *out = (unsigned)n;
+    return 1;
+}
+
+/* The keys of issue 28's bounds: what one user may make the daemon hold, and the history's
+ * retention. Returns -1 when key is none of them. */
+static int limits_key(parse_ctx_t *ctx, const char *key, const char *value)
+{
+    gs__config_t *cfg = ctx->cfg;
+    if (strcmp(key, "max_output_per_user") == 0)
+        return set_output(ctx, key, value, &cfg->max_output_per_user);
+    if (strcmp(key, "max_leases_per_user") == 0)
+        return set_range(ctx, key, value, 1, 65536, &cfg->max_leases_per_user);
+    if (strcmp(key, "history_max_rows") == 0)
+        return set_range(ctx, key, value, 100, 100000000, &cfg->history_max_rows);
+    if (strcmp(key, "history_max_rows_per_user") == 0)
+        return set_range(ctx, key, value, 10, 100000000, &cfg->history_max_rows_per_user);
+    if (strcmp(key, "history_max_days") == 0)
+        return set_range(ctx, key, value, 1, 36500, &cfg->history_max_days);
+    return -1;
 }
 
 static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
@@ -211,7 +247,10 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
     if (strcmp(key, "max_queued_per_user") == 0)
         return set_count(ctx, key, value, &cfg->max_queued_per_user);
     if (strcmp(key, "max_output_per_connection") == 0)
-        return set_output(ctx, value, &cfg->max_output_per_connection);
+        return set_output(ctx, key, value, &cfg->max_output_per_connection);
+    int limit = limits_key(ctx, key, value);
+    if (limit >= 0)
+        return limit;
     if (strcmp(key, "metrics_users") == 0) {
         if (strcmp(value, "all") != 0 && strcmp(value, "none") != 0)
             return bad(ctx, "metrics_users \"%s\" must be all or none", value);
@@ -222,7 +261,9 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
                "unknown key \"%s\" in [daemon] (socket, state_dir, runtime_dir, metrics_listen, "
                "nvml_library, shim, mps_control, idle_timeout, queue_aging, kill_grace, "
                "watch_interval, watch_tolerance, enforce, max_connections_per_user, "
-               "max_queued_per_user, max_output_per_connection, metrics_users)",
+               "max_queued_per_user, max_output_per_connection, max_output_per_user, "
+               "max_leases_per_user, history_max_rows, history_max_rows_per_user, "
+               "history_max_days, metrics_users, lease_admin_group)",
                key);
 }
 
@@ -352,7 +393,12 @@ static unsigned key_bit(const char *key)
                                        "max_queued_per_user",
                                        "max_output_per_connection",
                                        "metrics_users",
-                                       "lease_admin_group"};
+                                       "lease_admin_group",
+                                       "max_output_per_user",
+                                       "max_leases_per_user",
+                                       "history_max_rows",
+                                       "history_max_rows_per_user",
+                                       "history_max_days"};
     for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (strcmp(key, keys[i]) == 0)
             return 1u << i;

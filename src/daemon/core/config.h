@@ -29,6 +29,15 @@
 #define GS__DEFAULT_MAX_CONNS  256                /* connections open at once */
 #define GS__DEFAULT_MAX_QUEUED 128                /* requests waiting at once */
 #define GS__DEFAULT_MAX_OUTPUT (4u * 1024 * 1024) /* unread replies of one connection, bytes */
+#define GS__DEFAULT_MAX_USER_OUTPUT                                                                \
+    (16u * 1024 * 1024)            /* unread replies of all its connections                        \
+                                    */
+#define GS__DEFAULT_MAX_LEASES 256 /* leases held at once (each a region memfd of 384 KiB) */
+
+/* The history's retention: the oldest rows go first, beyond any of these. */
+#define GS__DEFAULT_HISTORY_ROWS      200000 /* rows in all */
+#define GS__DEFAULT_HISTORY_USER_ROWS 20000  /* rows of one user */
+#define GS__DEFAULT_HISTORY_DAYS      90     /* days since the lease ended */
 
 /* Who the per-lease metric series show (metrics_users). */
 typedef enum gs__metrics_users {
@@ -91,6 +100,11 @@ typedef struct gs__config {
     unsigned max_connections_per_user;
     unsigned max_queued_per_user;
     unsigned max_output_per_connection; /* bytes */
+    unsigned max_output_per_user;       /* bytes, all its connections together */
+    unsigned max_leases_per_user;
+    unsigned history_max_rows; /* the history's retention (ledger.h) */
+    unsigned history_max_rows_per_user;
+    unsigned history_max_days;
     gs__metrics_users_t metrics_users;
     unsigned n_sections;
     gs__gpu_section_t sections[GS__MAX_GPU_SECTIONS];

@@ -11,9 +11,11 @@
  *   reasons.h    every refusal's and wait's reason, from one place;
  *   ledger.h     the leases in SQLite and the history;
  *   regions.h    the leases' sealed memfd regions;
- *   config.h, users.h, clock.h  the configuration, per-user counters, the clocks;
- *   claim.h      one gpushared per node: its claim on its state directory and its GPUs.
- * Private to core: place_engine.h, lease_procs.h. Core includes and calls nothing of gpu/ or
+ *   config.h, users.h, clock.h  the configuration, per-user counters and warnings, the clocks;
+ *   claim.h      one gpushared per node: its claim on its state directory and its GPUs;
+ *   lease_procs.h  processes named so that a reused pid is never taken for them (identity,
+ *                signals through pidfds, the peer of a connection), through lease.h.
+ * Private to core: place_engine.h. Core includes and calls nothing of gpu/ or
  * serve/ (scripts/check-layers.sh). One thread, the event loop, runs all of it. */
 #ifndef GS_DAEMON_CORE_H
 #define GS_DAEMON_CORE_H

@@ -14,10 +14,11 @@
  *
  * "Uses its region" is the kernel's answer (gs_region_in_use: a process maps it), never what the
  * region's records say: a lease's processes may write anything there. A lease released by
- * someone else, or forced (root), is stopped by the daemon itself: its processes (found through
- * /proc, lease_procs.h) get SIGTERM, then SIGKILL after kill_grace, and its capacity comes back
- * only once they are gone. A lease whose ledger row cannot be deleted keeps its capacity until it
- * can. */
+ * someone else, or forced (root), is stopped by the daemon itself: its processes (the
+ * descendants of its holder and of the processes that joined it, lease_procs.h) get SIGTERM,
+ * then SIGKILL after kill_grace, and its capacity comes back only once they are gone; one still
+ * in use gs__stop_report_ms later is reported once and left to root. A lease whose ledger row
+ * cannot be deleted keeps its capacity until it can. */
 #ifndef GS_DAEMON_LEASE_H
 #define GS_DAEMON_LEASE_H
 
@@ -41,7 +42,8 @@ typedef struct gs__cred {
     uid_t uid;
     gid_t gid;
     pid_t pid;
-    uint64_t start; /* the process's start time, 0 when unknown */
+    uint64_t start; /* the process's start time (never 0: a connection whose process is gone is
+                       refused) */
     char user[GS__USER_MAX];
 } gs__cred_t;
 
@@ -57,10 +59,14 @@ typedef struct gs__lease {
     gs_job_end_t job_end;    /* how its job ended, as the holder said when releasing it */
     char end_reason[96];     /* why it is ending, for the history ("" while active) */
     int64_t kill_at_ms;      /* being stopped: when SIGKILL follows the SIGTERM, 0 = not */
-    int64_t next_scan_ms;    /* when to look for its processes again while killing */
+    int killed;              /* the SIGKILL was sent (its processes looked for a last time) */
+    int stop_reported;       /* still in use gs__stop_report_ms after the SIGKILL: said once,
+                                left to root */
     int forced;              /* stopped by force: every process holding its region, not only its
                                 job */
     gs__proc_refs_t victims; /* the processes it signalled, until they are gone */
+    gs__proc_refs_t members; /* the processes that joined it (SO_PEERCRED at join), at most
+                                GS__LEASE_MEMBERS_MAX: with the holder, where its job is found */
     unsigned reap_cursor;    /* where bounded reaping of its records goes on */
     int end_failed;          /* its row could not be deleted: ended again by the reaper */
     void *serve_data;        /* what serve/ keeps for it (a keyed lease's socket), opaque here */
@@ -128,8 +134,14 @@ int gs__lease_set_cgroup(gs__daemon_t *d, gs__lease_t *lease, const char *cgroup
  * reaper ends it later). Returns 1 when it ended. */
 int gs__lease_end_when_idle(gs__daemon_t *d, gs__lease_t *lease, const char *why);
 
-/* One step of stopping a lease's processes (the reaper, every pass): SIGKILL once kill_grace has
- * passed, looking for new ones once a second. */
+/* How long after the SIGKILL a lease still in use is reported (once) and left to root:
+ * kill_grace, at least 1 s. */
+int64_t gs__stop_report_ms(const gs__daemon_t *d);
+
+/* One step of stopping a lease's processes (the reaper, every pass): once kill_grace has passed,
+ * looks for them a last time and sends SIGKILL (again at each pass to those still there); a
+ * lease still in use gs__stop_report_ms later is reported once and looked at no further than
+ * its region's lock. Costs the lease's own processes, never a pass over the node's. */
 void gs__lease_stop_step(gs__daemon_t *d, gs__lease_t *lease, int64_t now);
 
 /* Nonzero while the lease's holder process (pid + start time) lives. */
@@ -142,6 +154,10 @@ void gs__lease_region_config(const gs__daemon_t *d, const gs__lease_t *lease,
 
 /* Nonzero when cred is the lease's holder process (same pid and start time). */
 int gs__lease_is_holder(const gs__lease_t *lease, const gs__cred_t *cred);
+
+/* Remembers cred's process as one of the lease's (it joined it): where its job is looked for
+ * when it is stopped. Root's processes and those of other users are not remembered. */
+void gs__lease_add_member(gs__lease_t *lease, const gs__cred_t *cred);
 
 /* The reaper: reclaims dead processes' charges and ends leases whose holder and processes are
  * gone. Called every 250 ms. */

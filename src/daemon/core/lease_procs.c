@@ -12,15 +12,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MEMFD_LINK "/memfd:" GS_REGION_MEMFD_NAME
+
+#define CGROUP_ROOT      "/sys/fs/cgroup"
+#define CGROUP_DIR_MAX   1024 /* a hierarchy's directory and a cgroup path below it */
+#define CGROUP_DEPTH_MAX 16   /* levels below a keyed lease's cgroup that are looked at */
 
 /* What one pass over /proc reads of a process. */
 typedef struct proc_info {
     pid_t pid, ppid;
     uint64_t start;
+    char state; /* 'Z' (zombie), 'X' (dead), ... */
 } proc_info_t;
 
 typedef struct proc_table {
@@ -47,6 +54,7 @@ static int read_stat(pid_t pid, proc_info_t *info)
     info->pid = pid;
     info->ppid = 0;
     info->start = 0;
+    info->state = p[2];
     unsigned long long field = 0;
     p += 2;
     for (int k = 3; k <= 22 && *p != '\0'; k++) {
@@ -64,21 +72,123 @@ static int read_stat(pid_t pid, proc_info_t *info)
     return 0;
 }
 
-/* The real uid of pid from /proc/PID/status, or (uid_t)-1. */
-static uid_t real_uid(pid_t pid)
+/* The real and effective uids of pid from /proc/PID/status. Returns 0 or GS_ENOENT. */
+static int read_uids(pid_t pid, uid_t *ruid, uid_t *euid)
 {
     char path[64], buf[2048];
     snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return (uid_t)-1;
+        return GS_ENOENT;
     ssize_t n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     if (n <= 0)
-        return (uid_t)-1;
+        return GS_ENOENT;
     buf[n] = '\0';
     const char *line = strstr(buf, "\nUid:");
-    return line != NULL ? (uid_t)strtoul(line + 5, NULL, 10) : (uid_t)-1;
+    unsigned long r = 0, e = 0;
+    if (line == NULL || sscanf(line + 5, "%lu %lu", &r, &e) != 2)
+        return GS_ENOENT;
+    *ruid = (uid_t)r;
+    *euid = (uid_t)e;
+    return 0;
+}
+
+/* The real uid of pid, or (uid_t)-1. */
+static uid_t real_uid(pid_t pid)
+{
+    uid_t ruid = (uid_t)-1, euid = (uid_t)-1;
+    read_uids(pid, &ruid, &euid);
+    return ruid;
+}
+
+int gs__proc_identity(pid_t pid, gs__proc_id_t *id)
+{
+    proc_info_t info;
+    memset(id, 0, sizeof(*id));
+    if (pid <= 0 || read_stat(pid, &info) != 0 || info.state == 'Z' || info.state == 'X' ||
+        info.start == 0 || read_uids(pid, &id->ruid, &id->euid) != 0)
+        return GS_ENOENT;
+    id->start = info.start;
+    id->ppid = info.ppid;
+    return 0;
+}
+
+/* Whether the process is uid's (its real or effective uid; (uid_t)-1: anyone's). */
+static int owned_by(const gs__proc_id_t *id, uid_t uid)
+{
+    return uid == (uid_t)-1 || id->ruid == uid || id->euid == uid;
+}
+
+/* The pid a pidfd names now (its fdinfo), -1 once the process is gone (reaped). */
+static pid_t pidfd_pid(int pidfd)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *line = strstr(buf, "Pid:");
+    return line != NULL ? (pid_t)strtol(line + 4, NULL, 10) : -1;
+}
+
+int gs__proc_open_exact(pid_t pid, uint64_t start, uid_t uid)
+{
+    if (pid <= 1 || start == 0 || pid == getpid())
+        return GS_EPERM;
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd < 0)
+        return errno == ESRCH ? GS_ENOENT : -errno;
+    /* Read after the pidfd is open: it cannot name another process any more, so a process with
+     * the start time and owner expected is the one it names. */
+    gs__proc_id_t id;
+    if (gs__proc_identity(pid, &id) != 0 || id.start != start || !owned_by(&id, uid)) {
+        close(fd);
+        return GS_ENOENT;
+    }
+    return fd;
+}
+
+int gs__proc_signal(pid_t pid, uint64_t start, uid_t uid, int sig)
+{
+    int fd = gs__proc_open_exact(pid, start, uid);
+    if (fd < 0)
+        return fd;
+    int result = syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0) == 0 ? 0 : -errno;
+    close(fd);
+    return result;
+}
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+int gs__proc_peer(int sock, pid_t pid, uid_t uid, uint64_t *start)
+{
+    *start = 0;
+    int pidfd = -1;
+    socklen_t len = sizeof(pidfd);
+    /* The kernel's own handle on the process that connected (Linux 6.5): no pid can be reused
+     * under it. Older kernels: a pidfd of the pid, which the owner check below ties to uid. */
+    if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) != 0 || pidfd < 0)
+        pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0)
+        return errno == EMFILE || errno == ENFILE ? -errno : GS_ENOENT;
+    gs__proc_id_t id;
+    int result = gs__proc_identity(pid, &id) == 0 && owned_by(&id, uid) && pidfd_pid(pidfd) == pid
+                     ? 0
+                     : GS_ENOENT;
+    if (result != 0 && (errno == EMFILE || errno == ENFILE))
+        result = -errno; /* /proc could not be read: out of descriptors, not a process gone */
+    close(pidfd);
+    if (result == 0)
+        *start = id.start;
+    return result;
 }
 
 static int list_has(const gs__proc_refs_t *list, pid_t pid)
@@ -90,9 +200,9 @@ static int list_has(const gs__proc_refs_t *list, pid_t pid)
     return 0;
 }
 
-static int list_add(gs__proc_refs_t *list, const proc_info_t *info)
+int gs__proc_refs_add(gs__proc_refs_t *list, pid_t pid, uint64_t start, uid_t uid)
 {
-    if (info->pid <= 1 || info->pid == getpid() || list_has(list, info->pid))
+    if (pid <= 1 || start == 0 || pid == getpid() || list_has(list, pid))
         return 0;
     if (list->n == list->cap) {
         unsigned cap = list->cap != 0 ? 2 * list->cap : 16;
@@ -102,10 +212,13 @@ static int list_add(gs__proc_refs_t *list, const proc_info_t *info)
         list->v = grown;
         list->cap = cap;
     }
-    list->v[list->n].pid = info->pid;
-    list->v[list->n].start = info->start;
-    list->n++;
+    list->v[list->n++] = (gs__proc_ref_t){.pid = pid, .start = start, .uid = uid};
     return 1;
+}
+
+static int list_add(gs__proc_refs_t *list, const proc_info_t *info, uid_t uid)
+{
+    return gs__proc_refs_add(list, info->pid, info->start, uid);
 }
 
 /* Every process of the node: pid, ppid and start time. Returns 0 or -errno. */
@@ -180,53 +293,126 @@ static int is_region(void *arg, const char *path)
     return stat(path, &st) == 0 && st.st_dev == want->dev && st.st_ino == want->ino;
 }
 
-/* The region's holders (their real uid but root), then the holder's descendants of uid. */
-static int add_lease_procs(const gs__lease_procs_query_t *q, const proc_table_t *t,
-                           gs__proc_refs_t *list)
+/* The region's holders, their real uid but root: a pass over every process of the node. */
+static int add_region_holders(const gs_region_t *region, gs__proc_refs_t *list)
 {
-    int added = 0, r;
     struct stat st;
-    inode_match_t want = {0};
-    int by_region = q->region != NULL && gs_region_fd(q->region) >= 0 &&
-                    fstat(gs_region_fd(q->region), &st) == 0;
-    if (by_region) {
-        want.dev = st.st_dev;
-        want.ino = st.st_ino;
+    if (gs_region_fd(region) < 0 || fstat(gs_region_fd(region), &st) != 0)
+        return 0;
+    inode_match_t want = {.dev = st.st_dev, .ino = st.st_ino};
+    proc_table_t t = {0};
+    int added = read_table(&t);
+    for (size_t i = 0; added >= 0 && i < t.n; i++) {
+        uid_t uid = real_uid(t.v[i].pid);
+        int r = 0;
+        if (t.v[i].pid != getpid() && each_region_link(t.v[i].pid, is_region, &want) && uid != 0 &&
+            uid != (uid_t)-1)
+            r = list_add(list, &t.v[i], uid);
+        added = r < 0 ? r : added + r;
     }
-    for (size_t i = 0; by_region && i < t->n; i++) {
-        if (t->v[i].pid != getpid() && each_region_link(t->v[i].pid, is_region, &want) &&
-            real_uid(t->v[i].pid) != 0 && (r = list_add(list, &t->v[i])) != 0)
-            added += r > 0 ? 1 : 0;
+    free(t.v);
+    return added;
+}
+
+/* pid's children (every thread's, from /proc/PID/task/TID/children), appended to out (room for
+ * max). Returns how many. */
+static int read_children(pid_t pid, pid_t *out, unsigned max)
+{
+    char path[96];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *dir = opendir(path);
+    if (dir == NULL)
+        return 0; /* gone */
+    struct dirent *e;
+    int n = 0;
+    while ((unsigned)n < max && (e = readdir(dir)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char buf[4096];
+        snprintf(path, sizeof(path), "/proc/%d/task/%.20s/children", (int)pid, e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue; /* the thread ended meanwhile */
+        ssize_t len = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        buf[len > 0 ? len : 0] = '\0';
+        for (char *p = buf, *end; (unsigned)n < max; p = end) {
+            long child = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            out[n++] = (pid_t)child;
+        }
     }
-    /* Descendants: a breadth-first walk over the ppid links, in rounds (the table is small). */
-    pid_t *frontier = calloc(t->n + 1, sizeof(pid_t));
-    if (frontier == NULL)
+    closedir(dir);
+    return n;
+}
+
+/* Whether the kernel keeps children lists (CONFIG_PROC_CHILDREN), looked at once. */
+static int children_lists(void)
+{
+    static int known = -1;
+    if (known < 0)
+        known = access("/proc/thread-self/children", R_OK) == 0;
+    return known;
+}
+
+/* From each root (the holder, the members), their descendants whose real uid is uid, by the
+ * kernel's children lists: work in proportion to the lease's own processes, no pass over the
+ * node's. Returns how many were added, GS_ENOSYS (no children lists) or -errno. */
+static int add_descendants(const pid_t *roots, unsigned n_roots, uid_t uid, gs__proc_refs_t *list)
+{
+    if (!children_lists())
+        return GS_ENOSYS;
+    pid_t *queue = malloc(GS__LEASE_PROCS_MAX * sizeof(*queue));
+    if (queue == NULL)
         return GS_ENOMEM;
-    size_t nf = 0;
-    for (size_t i = 0; q->holder > 0 && i < t->n; i++) {
-        if (t->v[i].pid == q->holder && (q->holder_start == 0 || t->v[i].start == q->holder_start))
-            frontier[nf++] = q->holder;
+    unsigned n = 0;
+    for (unsigned i = 0; i < n_roots && n < GS__LEASE_PROCS_MAX; i++)
+        queue[n++] = roots[i];
+    int added = 0;
+    for (unsigned next = 0; next < n && added >= 0; next++) {
+        int got = read_children(queue[next], queue + n, GS__LEASE_PROCS_MAX - n);
+        if (got < 0) {
+            added = got;
+            break;
+        }
+        for (unsigned k = n; k < n + (unsigned)got; k++) {
+            gs__proc_id_t id;
+            if (gs__proc_identity(queue[k], &id) == 0 && id.ruid == uid &&
+                gs__proc_refs_add(list, queue[k], id.start, uid) > 0)
+                added++;
+        }
+        n += (unsigned)got;
     }
+    free(queue);
+    return added;
+}
+
+/* The same from a table of every process (kernels without children lists). */
+static int add_descendants_table(const pid_t *roots, unsigned n_roots, uid_t uid,
+                                 gs__proc_refs_t *list)
+{
+    proc_table_t t = {0};
+    int added = read_table(&t);
+    pid_t *frontier = added == 0 ? calloc(t.n + n_roots + 1, sizeof(pid_t)) : NULL;
+    if (frontier == NULL) {
+        free(t.v);
+        return added != 0 ? added : GS_ENOMEM;
+    }
+    size_t nf = 0;
+    for (unsigned i = 0; i < n_roots; i++)
+        frontier[nf++] = roots[i];
     for (size_t next = 0; next < nf; next++) {
-        for (size_t i = 0; i < t->n; i++) {
-            if (t->v[i].ppid != frontier[next] || nf == t->n)
+        for (size_t i = 0; i < t.n && nf < t.n + n_roots; i++) {
+            if (t.v[i].ppid != frontier[next])
                 continue;
-            frontier[nf++] = t->v[i].pid;
-            if (real_uid(t->v[i].pid) == q->uid && (r = list_add(list, &t->v[i])) > 0)
+            frontier[nf++] = t.v[i].pid;
+            if (real_uid(t.v[i].pid) == uid && list_add(list, &t.v[i], uid) > 0)
                 added++;
         }
     }
-    for (size_t i = 0; nf > 0 && q->with_holder && i < t->n; i++) {
-        if (t->v[i].pid == q->holder && real_uid(q->holder) == q->uid &&
-            list_add(list, &t->v[i]) > 0)
-            added++;
-    }
     free(frontier);
-    for (size_t i = 0; q->cgroup != NULL && q->cgroup[0] != '\0' && i < t->n; i++) {
-        if (t->v[i].pid != getpid() && t->v[i].pid != 1 &&
-            gs__proc_in_cgroup(t->v[i].pid, q->cgroup) && list_add(list, &t->v[i]) > 0)
-            added++;
-    }
+    free(t.v);
     return added;
 }
 
@@ -256,35 +442,124 @@ int gs__proc_in_cgroup(pid_t pid, const char *path)
     return 0;
 }
 
+/* The processes of one cgroup directory (its cgroup.procs) and of those below it, whatever
+ * their user (root named the cgroup), into list; at most GS__LEASE_PROCS_MAX looked at in all
+ * (*budget), and CGROUP_DEPTH_MAX levels. Returns how many were added. */
+static int add_cgroup_dir(const char *dir, unsigned depth, unsigned *budget, gs__proc_refs_t *list)
+{
+    char path[CGROUP_DIR_MAX + 16], buf[32];
+    int added = 0;
+    snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+    FILE *f = fopen(path, "re");
+    while (f != NULL && *budget > 0 && fgets(buf, sizeof(buf), f) != NULL) {
+        pid_t pid = (pid_t)strtol(buf, NULL, 10);
+        gs__proc_id_t id;
+        (*budget)--;
+        if (pid > 1 && pid != getpid() && gs__proc_identity(pid, &id) == 0 &&
+            gs__proc_refs_add(list, pid, id.start, (uid_t)-1) > 0)
+            added++;
+    }
+    if (f != NULL)
+        fclose(f);
+    DIR *d = depth < CGROUP_DEPTH_MAX ? opendir(dir) : NULL;
+    struct dirent *e;
+    while (d != NULL && *budget > 0 && (e = readdir(d)) != NULL) {
+        if (e->d_type != DT_DIR || e->d_name[0] == '.')
+            continue;
+        int n = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (n > 0 && (size_t)n < CGROUP_DIR_MAX)
+            added += add_cgroup_dir(path, depth + 1, budget, list);
+    }
+    if (d != NULL)
+        closedir(d);
+    return added;
+}
+
+/* Every process in cgroup (a path as /proc/PID/cgroup writes it) or below, in each hierarchy
+ * mounted in CGROUP_ROOT: the cgroups' own lists, work in proportion to their processes. */
+static int add_cgroup_procs(const char *cgroup, gs__proc_refs_t *list)
+{
+    char dir[CGROUP_DIR_MAX];
+    unsigned budget = GS__LEASE_PROCS_MAX;
+    struct stat st;
+    if (stat(CGROUP_ROOT "/cgroup.controllers", &st) == 0) { /* cgroup v2 at the root */
+        snprintf(dir, sizeof(dir), CGROUP_ROOT "%s", cgroup);
+        return add_cgroup_dir(dir, 0, &budget, list);
+    }
+    int added = 0;
+    DIR *root = opendir(CGROUP_ROOT); /* v1 controllers, and v2's "unified" beside them */
+    struct dirent *e;
+    while (root != NULL && budget > 0 && (e = readdir(root)) != NULL) {
+        if (e->d_name[0] == '.' || e->d_type != DT_DIR)
+            continue; /* links (cpu -> cpu,cpuacct) name a hierarchy read anyway */
+        snprintf(dir, sizeof(dir), CGROUP_ROOT "/%s%s", e->d_name, cgroup);
+        if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+            added += add_cgroup_dir(dir, 0, &budget, list);
+    }
+    if (root != NULL)
+        closedir(root);
+    return added;
+}
+
+/* The roots of the lease's processes: its holder and its members, each only if it is still the
+ * process recorded; those of uid go into the list themselves when with_self. */
+static unsigned lease_roots(const gs__lease_procs_query_t *q, pid_t *roots, gs__proc_refs_t *list,
+                            int *added)
+{
+    unsigned n = 0;
+    gs__proc_id_t id;
+    if (q->holder > 0 && gs__proc_identity(q->holder, &id) == 0 && id.start == q->holder_start) {
+        roots[n++] = q->holder;
+        if (q->with_holder && id.ruid == q->uid &&
+            gs__proc_refs_add(list, q->holder, id.start, q->uid) > 0)
+            (*added)++;
+    }
+    for (unsigned i = 0; q->members != NULL && i < q->members->n && n < GS__LEASE_MEMBERS_MAX + 1;
+         i++) {
+        const gs__proc_ref_t *m = &q->members->v[i];
+        if (gs__proc_identity(m->pid, &id) != 0 || id.start != m->start || id.ruid != q->uid)
+            continue;
+        roots[n++] = m->pid;
+        if (gs__proc_refs_add(list, m->pid, m->start, q->uid) > 0)
+            (*added)++;
+    }
+    return n;
+}
+
 int gs__lease_procs_find(const gs__lease_procs_query_t *q, gs__proc_refs_t *list)
 {
-    proc_table_t t = {0};
-    int result = read_table(&t);
-    if (result == 0)
-        result = add_lease_procs(q, &t, list);
-    free(t.v);
-    return result;
+    pid_t roots[GS__LEASE_MEMBERS_MAX + 1];
+    int added = 0;
+    unsigned n = lease_roots(q, roots, list, &added);
+    int r = n > 0 ? add_descendants(roots, n, q->uid, list) : 0;
+    if (r == GS_ENOSYS)
+        r = add_descendants_table(roots, n, q->uid, list);
+    if (r < 0)
+        return r;
+    added += r;
+    if (q->region != NULL) {
+        r = add_region_holders(q->region, list);
+        if (r < 0)
+            return r;
+        added += r;
+    }
+    if (q->cgroup != NULL && q->cgroup[0] != '\0')
+        added += add_cgroup_procs(q->cgroup, list);
+    return added;
 }
 
-/* Whether p is still the process listed (same pid, same start time). */
-static int still_there(const gs__proc_ref_t *p)
-{
-    proc_info_t info;
-    uint64_t start = 0;
-    if (read_stat(p->pid, &info) != 0 || !gs_proc_alive(p->pid, &start))
-        return 0;
-    return p->start == 0 || info.start == p->start;
-}
-
+/* Sends sig to each process of list that is still the one listed (through a pidfd, after its
+ * start time and owner are checked), or only checks that when sig is 0; drops the others. */
 static unsigned prune(gs__proc_refs_t *list, int sig)
 {
     unsigned kept = 0;
     for (unsigned i = 0; i < list->n; i++) {
-        if (!still_there(&list->v[i]))
-            continue;
-        if (sig != 0)
-            kill(list->v[i].pid, sig);
-        list->v[kept++] = list->v[i];
+        const gs__proc_ref_t *p = &list->v[i];
+        gs__proc_id_t id;
+        int there = sig != 0 ? gs__proc_signal(p->pid, p->start, p->uid, sig) == 0
+                             : gs__proc_identity(p->pid, &id) == 0 && id.start == p->start;
+        if (there)
+            list->v[kept++] = *p;
     }
     list->n = kept;
     return kept;

@@ -3,8 +3,15 @@
  * hold a lease's region (open or mapped), the descendants of a lease's holder, signals to them,
  * and the regions of gpushared that processes still hold after a restart of the daemon.
  *
- * These walk every process of the node (a few ms on a busy node): they run when a lease is
- * released by someone else or forced, a few times per lease, and once at start. */
+ * A lease's processes are found from the processes the kernel named to the daemon (its holder,
+ * from SO_PEERCRED at accept; the processes that joined it, at join) and their descendants, by
+ * the kernel's children lists: work in proportion to the lease's own processes, whatever else
+ * runs on the node. Only a forced stop (root) and the search for regions at start walk every
+ * process of the node (a few ms on a busy node), once each.
+ *
+ * A process is named by pid, start time and owner; every signal goes through a pidfd opened
+ * before the start time and owner are checked, so a pid reused by another process, of any user,
+ * is never signalled. */
 #ifndef GS_DAEMON_PROCTAB_H
 #define GS_DAEMON_PROCTAB_H
 
@@ -16,8 +23,39 @@
 /* A process, named so that a reused pid is never mistaken for it. */
 typedef struct gs__proc_ref {
     pid_t pid;
-    uint64_t start; /* /proc/PID/stat start time */
+    uint64_t start; /* /proc/PID/stat start time, never 0 */
+    uid_t uid;      /* its real or effective uid when found */
 } gs__proc_ref_t;
+
+/* The most processes one lease's stop looks at, and the most members it remembers. */
+#define GS__LEASE_PROCS_MAX   4096
+#define GS__LEASE_MEMBERS_MAX 256
+
+/* What /proc says of a live process (not a zombie). */
+typedef struct gs__proc_id {
+    uint64_t start; /* start time, clock ticks since boot */
+    pid_t ppid;
+    uid_t ruid, euid; /* real and effective uid */
+} gs__proc_id_t;
+
+/* Reads pid's identity. Returns 0, or GS_ENOENT when it is gone or a zombie. */
+int gs__proc_identity(pid_t pid, gs__proc_id_t *id);
+
+/* A pidfd of the process pid if it is the one started at start (never 0) and owned by uid (its
+ * real or effective uid; (uid_t)-1: anyone but checked nothing else): returns the descriptor
+ * (the caller closes it), GS_ENOENT when that process is gone (its pid free or someone else's),
+ * GS_EPERM for pid 0, 1 or the daemon itself, or -errno. */
+int gs__proc_open_exact(pid_t pid, uint64_t start, uid_t uid);
+
+/* Sends sig to that process through such a pidfd. Returns 0 or as gs__proc_open_exact. */
+int gs__proc_signal(pid_t pid, uint64_t start, uid_t uid, int sig);
+
+/* The process that connected on sock (pid and uid from SO_PEERCRED): checks through a pidfd
+ * (SO_PEERPIDFD where the kernel has it) that it is still there, not a zombie, and owned by uid,
+ * and reads its start time. Returns 0, GS_ENOENT (refuse the connection: a pid of a process
+ * that is gone names nothing the daemon may ever signal), or -EMFILE / -ENFILE when the daemon
+ * is out of descriptors to look (refuse it too, for that reason). */
+int gs__proc_peer(int sock, pid_t pid, uid_t uid, uint64_t *start);
 
 /* A growing list of processes (gs__lease_procs_clear frees it). */
 typedef struct gs__proc_refs {
@@ -25,16 +63,23 @@ typedef struct gs__proc_refs {
     unsigned n, cap;
 } gs__proc_refs_t;
 
+/* Adds the process to list unless it is there already (or pid 0 / 1, the daemon, start 0).
+ * Returns 1 when added, 0 when not, GS_ENOMEM. */
+int gs__proc_refs_add(gs__proc_refs_t *list, pid_t pid, uint64_t start, uid_t uid);
+
 /* Whom gs__lease_procs_find looks for. */
 typedef struct gs__lease_procs_query {
-    const gs_region_t *region; /* its holders (open or mapped), whatever their user but root; NULL:
-                                  none */
-    pid_t holder;              /* the descendants of this process (0: none) ... */
-    uint64_t holder_start;     /* ... if it is still this one ... */
-    uid_t uid;                 /* ... whose real uid is this */
-    int with_holder;           /* the holder itself too (it is the lease's user's own client) */
-    const char *cgroup;        /* every process in this cgroup or below (any hierarchy), root's
-                                  too: a keyed lease's container (NULL: none) */
+    const gs_region_t *region;      /* forced or keyed: its holders (open or mapped), any user
+                                       but root, by a pass over every process; NULL: none */
+    pid_t holder;                   /* the descendants of this process (0: none) ... */
+    uint64_t holder_start;          /* ... if it is still this one ... */
+    const gs__proc_refs_t *members; /* ... and of these (those still the ones listed) ... */
+    uid_t uid;                      /* ... whose real uid is this (the members too) */
+    int with_holder;                /* the holder itself too (it is the lease's user's own
+                                       client) */
+    const char *cgroup;             /* every process in this cgroup or below (any hierarchy),
+                                       root's too, from the cgroups' process lists: a keyed
+                                       lease's container, named by root (NULL: none) */
 } gs__lease_procs_query_t;
 
 /* Nonzero when process pid is in cgroup path (absolute, as /proc/PID/cgroup writes it) or a
@@ -45,8 +90,8 @@ int gs__proc_in_cgroup(pid_t pid, const char *path);
  * pid 1. Returns how many were added, or -errno. */
 int gs__lease_procs_find(const gs__lease_procs_query_t *q, gs__proc_refs_t *list);
 
-/* Sends sig to every process of list that is still the one listed, and drops the others from
- * the list. Returns how many remain. */
+/* Sends sig to every process of list that is still the one listed (gs__proc_signal), and drops
+ * the others from the list. Returns how many remain. */
 unsigned gs__lease_procs_signal(gs__proc_refs_t *list, int sig);
 
 /* Drops the processes of list that are gone. Returns how many remain. */

@@ -23,6 +23,9 @@ void gs__lease_link(gs__daemon_t *d, gs__lease_t *lease)
         d->leases = lease;
     d->leases_tail = lease;
     d->n_leases++;
+    gs__user_t *u = gs__users_get(&d->users, lease->rec.uid);
+    if (u != NULL)
+        u->leases++;
 }
 
 static void unlink_lease(gs__daemon_t *d, gs__lease_t *lease)
@@ -38,6 +41,9 @@ static void unlink_lease(gs__daemon_t *d, gs__lease_t *lease)
     else
         d->leases_tail = lease->prev;
     d->n_leases--;
+    gs__user_t *u = gs__users_get(&d->users, lease->rec.uid);
+    if (u != NULL && u->leases > 0)
+        u->leases--;
 }
 
 /* Ties the lease to its holder's connection (NULL: none); the connection's layer is told. */
@@ -137,6 +143,9 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
         result = gs_fail(err, errlen, result, "cannot record the lease in the ledger: %s", why);
         gs__regions_give_back(&d->region_pool, lease->region, cred->uid, cred->gid);
     }
+    /* The first live lease: the marker once its row is committed (ledger.h). */
+    if (result == 0 && d->n_leases == 0)
+        gs__ledger_mark(d->ledger, 1, lease->rec.id);
     if (result != 0) {
         gs__lease_modes_end(d, lease);
         set_conn(d, lease, NULL);
@@ -204,11 +213,14 @@ int gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
     give(d, &lease->alloc);
     gs__regions_give_back(&d->region_pool, lease->region, lease->rec.uid, lease->rec.gid);
     unlink_lease(d, lease);
+    if (d->n_leases == 0)
+        gs__ledger_mark(d->ledger, 0, 0);
     gs_info("lease %llu ended (%s): user %s, %s, held %.1f s", (unsigned long long)lease->rec.id,
             why, lease->rec.user, what, (double)(gs__wall_ms() - lease->rec.granted_at_ms) / 1e3);
     d->counters.ended++;
     d->need_schedule = 1;
     gs__lease_procs_clear(&lease->victims);
+    gs__lease_procs_clear(&lease->members);
     free(lease);
     return 0;
 }
@@ -262,26 +274,40 @@ int gs__lease_let_go(gs__daemon_t *d, gs__lease_t *lease, const char *why)
     return gs__lease_end_when_idle(d, lease, why);
 }
 
+/* The holder's user: root's when root asked for the lease on behalf of another user (only root
+ * may), else the lease's. */
+static uid_t holder_uid(const gs__lease_t *lease)
+{
+    return lease->rec.request.owner.set ? 0 : (uid_t)lease->rec.uid;
+}
+
 int gs__lease_holder_alive(const gs__lease_t *lease)
 {
     if (gs__lease_keyed(lease))
         return 1; /* no holder: it lives until released */
-    uint64_t start = 0;
-    if (lease->rec.client_pid <= 0 || !gs_proc_alive(lease->rec.client_pid, &start))
-        return 0;
-    return lease->rec.client_start == 0 || start == 0 || start == lease->rec.client_start;
+    /* Only the process that asked: same pid, same start time, same owner. A row without a start
+     * time (an older version's, or one edited) names no process the daemon can tell from
+     * another's that took its pid: its holder counts as gone. */
+    gs__proc_id_t id;
+    uid_t uid = holder_uid(lease);
+    return lease->rec.client_pid > 1 && lease->rec.client_start != 0 &&
+           gs__proc_identity(lease->rec.client_pid, &id) == 0 &&
+           id.start == lease->rec.client_start && (id.ruid == uid || id.euid == uid);
 }
 
-/* Whom stopping the lease signals: its job (the holder's descendants of the lease's user); by
- * force also every process holding its region and, at the SIGKILL, the holder itself when it
- * is the user's own client (a gpushare run that was stopped). */
+/* Whom stopping the lease signals: its job (the descendants of the holder and of the processes
+ * that joined it, of the lease's user); by force also every process holding its region and, at
+ * the SIGKILL, the holder itself when it is the user's own client (a gpushare run that was
+ * stopped). A keyed lease has no holder: its processes are those holding its region (a pass over
+ * /proc at the SIGTERM and one at the SIGKILL, never more) and those of its cgroup. */
 static gs__lease_procs_query_t victims_of(const gs__lease_t *lease, int killing)
 {
     int keyed = gs__lease_keyed(lease);
     gs__lease_procs_query_t q = {
         .region = lease->forced || keyed ? lease->region : NULL,
-        .holder = keyed ? 0 : lease->rec.client_pid,
+        .holder = !keyed && lease->rec.client_start != 0 ? lease->rec.client_pid : 0,
         .holder_start = lease->rec.client_start,
+        .members = &lease->members,
         .uid = lease->rec.uid,
         .with_holder = killing && lease->forced && !lease->rec.request.owner.set && !keyed,
         .cgroup = lease->rec.request.cgroup,
@@ -298,30 +324,54 @@ static void stop_processes(gs__daemon_t *d, gs__lease_t *lease, int force)
     gs__lease_procs_query_t q = victims_of(lease, 0);
     int found = gs__lease_procs_find(&q, &lease->victims);
     unsigned left = gs__lease_procs_signal(&lease->victims, SIGTERM);
-    if (lease->kill_at_ms == 0 || force)
+    if (lease->kill_at_ms == 0 || force) {
         lease->kill_at_ms = now + (int64_t)d->cfg.kill_grace_ms;
-    lease->next_scan_ms = lease->kill_at_ms;
+        lease->killed = 0;
+        lease->stop_reported = 0;
+    }
     gs_info("lease %llu: SIGTERM to %u of its processes (%d found); SIGKILL in %.1f s to those "
             "left",
             (unsigned long long)lease->rec.id, left, found, d->cfg.kill_grace_ms / 1000.0);
 }
 
+int64_t gs__stop_report_ms(const gs__daemon_t *d)
+{
+    return d->cfg.kill_grace_ms > 1000 ? (int64_t)d->cfg.kill_grace_ms : 1000;
+}
+
+/* Said once of a lease that is still in use well after its processes got SIGKILL: what keeps it
+ * is not its job (a process that joined it from elsewhere), or root's, or beyond a signal. */
+static void report_stuck(gs__daemon_t *d, gs__lease_t *lease)
+{
+    lease->stop_reported = 1;
+    gs__user_t *u = gs__users_get(&d->users, lease->rec.uid);
+    if (u != NULL && !gs__users_warn_due(u, GS__WARN_STUCK, gs__now_ms()))
+        return;
+    gs_warn("lease %llu (user %s) cannot end: processes still use its region %.1f s after its "
+            "job was killed (processes that are not its job's%s); it stays ending, its capacity "
+            "taken, until they exit or root stops them (gpushare release --force %llu)%s",
+            (unsigned long long)lease->rec.id, lease->rec.user, gs__stop_report_ms(d) / 1000.0,
+            lease->forced ? ", root's, or ones no signal stops" : "",
+            (unsigned long long)lease->rec.id, gs__users_suppressed(u, GS__WARN_STUCK));
+}
+
 void gs__lease_stop_step(gs__daemon_t *d, gs__lease_t *lease, int64_t now)
 {
-    (void)d;
-    if (now < lease->kill_at_ms) {
+    if (now < lease->kill_at_ms || lease->stop_reported) {
         gs__lease_procs_alive(&lease->victims);
         return;
     }
-    if (now >= lease->next_scan_ms) {
-        /* Once a second: processes started since (or missed) are stopped too. */
+    if (!lease->killed) {
+        /* Once, at the end of the grace: processes started since (or missed) are stopped too. */
         gs__lease_procs_query_t q = victims_of(lease, 1);
         gs__lease_procs_find(&q, &lease->victims);
-        lease->next_scan_ms = now + 1000;
+        lease->killed = 1;
     }
     unsigned left = gs__lease_procs_signal(&lease->victims, SIGKILL);
     if (left > 0)
         gs_debug("lease %llu: SIGKILL to %u processes", (unsigned long long)lease->rec.id, left);
+    if (now >= lease->kill_at_ms + gs__stop_report_ms(d) && gs__lease_busy(lease))
+        report_stuck(d, lease);
 }
 
 /* Tells the lease's holder to stop its job: an event (type "revoked" or "expired") with the
@@ -332,9 +382,10 @@ static void tell_holder(gs__daemon_t *d, gs__lease_t *lease, const char *event, 
     if (lease->conn != NULL) {
         if (d->events.stop_job != NULL)
             d->events.stop_job(d, lease, event, by);
-    } else if (!gs__lease_keyed(lease) && lease->rec.client_pid > 0 &&
-               gs__lease_holder_alive(lease) && !lease->rec.request.owner.set) {
-        kill(lease->rec.client_pid, SIGTERM);
+    } else if (!gs__lease_keyed(lease) && !lease->rec.request.owner.set &&
+               lease->rec.client_start != 0) {
+        /* Through a pidfd, once the start time and owner show it is still the holder. */
+        gs__proc_signal(lease->rec.client_pid, lease->rec.client_start, holder_uid(lease), SIGTERM);
     }
 }
 
@@ -397,7 +448,7 @@ void gs__leases_expire(gs__daemon_t *d, int64_t wall_ms)
     for (gs__lease_t *lease = d->leases; lease != NULL; lease = next) {
         next = lease->next;
         int64_t expiry = gs__lease_expiry(lease);
-        if (expiry == 0 || lease->expired)
+        if (expiry == 0 || lease->expired || lease->rec.damaged[0] != '\0')
             continue;
         if (expiry <= wall_ms)
             expire(d, lease);
@@ -408,8 +459,18 @@ void gs__leases_expire(gs__daemon_t *d, int64_t wall_ms)
 
 int gs__lease_is_holder(const gs__lease_t *lease, const gs__cred_t *cred)
 {
-    return cred->pid == lease->rec.client_pid &&
-           (cred->start == 0 || cred->start == lease->rec.client_start);
+    return cred->pid == lease->rec.client_pid && cred->start != 0 &&
+           cred->start == lease->rec.client_start;
+}
+
+void gs__lease_add_member(gs__lease_t *lease, const gs__cred_t *cred)
+{
+    if (cred->start == 0 || cred->uid != lease->rec.uid)
+        return; /* root joining a lease to look at it is no process of its job */
+    if (lease->members.n >= GS__LEASE_MEMBERS_MAX)
+        gs__lease_procs_alive(&lease->members);
+    if (lease->members.n < GS__LEASE_MEMBERS_MAX)
+        gs__proc_refs_add(&lease->members, cred->pid, cred->start, cred->uid);
 }
 
 gs__lease_t *gs__lease_find(gs__daemon_t *d, uint64_t id)
@@ -451,6 +512,7 @@ void gs__leases_free(gs__daemon_t *d)
         unlink_lease(d, lease);
         gs_region_close(lease->region);
         gs__lease_procs_clear(&lease->victims);
+        gs__lease_procs_clear(&lease->members);
         free(lease);
     }
 }

@@ -55,7 +55,17 @@ typedef struct gs__lease_record {
     int64_t granted_at_ms;   /* CLOCK_REALTIME */
     int64_t submitted_at_ms; /* CLOCK_REALTIME: when it was asked for (it waited until granted);
                                 0 = not known (a row from before this was kept) */
+    char damaged[160];       /* why the row could not be read whole ("" when it could): such a
+                                lease keeps its capacity, never ends by itself, root releases it */
 } gs__lease_record_t;
+
+/* How much history is kept: beyond any bound, the oldest rows go first (the oldest of the user
+ * over rows_per_user; of everyone over rows; any older than days). */
+typedef struct gs__history_retention {
+    unsigned rows;
+    unsigned rows_per_user;
+    unsigned days;
+} gs__history_retention_t;
 
 typedef struct gs__ledger gs__ledger_t;
 
@@ -66,6 +76,29 @@ int gs__ledger_open(const char *path, gs__ledger_t **out, char *err, size_t errl
 
 /* Closes (NULL is fine). */
 void gs__ledger_close(gs__ledger_t *ledger);
+
+/* The marker beside the ledger (PATH.live) says leases are live: the id of the first such lease
+ * is written (and synced to disk) once the row of a lease granted while none was is committed
+ * (never before: a marker naming a lease whose row failed would refuse every later start; a
+ * crash between the two leaves it unset, and the next start sets it from the rows), 0 once the
+ * last lease's row is deleted; the file keeps its size, so a full filesystem cannot fail it. One
+ * that cannot be written is written again by gs__ledger_tick. Opening refuses a ledger without
+ * its leases table, or whose id sequence is behind that first id, while the marker is there
+ * (gpushared(8), RECOVERY). Returns 0 or -errno (logged once; until written, that check is
+ * weaker). */
+int gs__ledger_mark(gs__ledger_t *ledger, int live, uint64_t first_id);
+
+/* Sets the history's retention (the defaults until called); applied as rows are written and by
+ * gs__ledger_tick. */
+void gs__ledger_set_retention(gs__ledger_t *ledger, const gs__history_retention_t *keep);
+
+/* Every second or so: removes rows older than the retention's days, a bounded slice at a time;
+ * and once the ledger's filesystem has room again after it filled, keeps the reserve again. */
+void gs__ledger_tick(gs__ledger_t *ledger, int64_t wall_ms);
+
+/* Nonzero while the ledger's filesystem is full: the room kept for the leases' rows is in use
+ * and the history is not written (*dropped: rows not written since). */
+int gs__ledger_disk_full(const gs__ledger_t *ledger, uint64_t *dropped);
 
 /* The ledger's path. */
 const char *gs__ledger_path(const gs__ledger_t *ledger);
@@ -101,19 +134,24 @@ typedef struct gs__history_entry {
     const char *reason;             /* why it ended: "released", "time limit", ... */
 } gs__history_entry_t;
 
-/* Records an ended lease in the history table (its own transaction, committed). Returns 0 or
- * GS_EIO (logged). */
+/* Records an ended lease in the history table (its own transaction, committed), then drops the
+ * oldest rows beyond the retention. Returns 0, GS_ENOSPC (the filesystem is full: not written,
+ * counted) or GS_EIO (logged). */
 int gs__ledger_history_add(gs__ledger_t *ledger, const gs__history_entry_t *entry);
 
-/* The ended leases that q asks for, most recent first, as a JSON array of history objects
- * (docs/api.md); uid >= 0 keeps only that user's, user (not NULL) only that user name's. Returns
- * 0 and *out (a new reference), or GS_EIO / GS_ENOMEM. */
+/* One page of the ended leases that q asks for, most recent first from q's cursor on, as a JSON
+ * array of history objects (docs/api.md); uid >= 0 keeps only that user's, user (not NULL) only
+ * that user name's. A page holds at most GS_HISTORY_PAGE rows and about GS_HISTORY_PAGE_BYTES,
+ * read through an index of the filter: its cost is bounded whatever the table holds. *more is
+ * nonzero when rows may follow, with *next the query for them (cursor and the limit left).
+ * Returns 0 and *out (a new reference), or GS_EIO / GS_ENOMEM. */
 int gs__ledger_history(gs__ledger_t *ledger, const gs_history_query_t *q, int64_t uid,
-                       const char *user, json_t **out);
+                       const char *user, json_t **out, gs_history_query_t *next, int *more);
 
 /* Calls fn for every stored lease, in id order; stops at the first nonzero return, which it
- * returns. Rows that cannot be decoded are logged and skipped. Returns GS_EIO (logged) when
- * the ledger cannot be read to its end. */
+ * returns. A row that cannot be decoded whole is logged and given with rec->damaged set (what
+ * could be read of it: its id, user and holder, its parts when they can be read, n_parts 0 when
+ * not). Returns GS_EIO (logged) when the ledger cannot be read to its end. */
 int gs__ledger_load(gs__ledger_t *ledger, int (*fn)(void *arg, const gs__lease_record_t *rec),
                     void *arg);
 

@@ -13,6 +13,8 @@ typedef enum gs__wait_kind {
     GS__WAIT_NO_ROOM, /* no GPU it may use has room for it now */
     GS__WAIT_BEHIND,  /* it fits now, but only on GPUs held for requests ahead of it */
     GS__WAIT_HELD,    /* every GPU it may use is held for requests ahead of it */
+    GS__WAIT_OWN,     /* it would fit but for its own user's leases: it holds nothing */
+    GS__WAIT_SECOND,  /* an earlier request of its user holds GPUs: it holds nothing */
 } gs__wait_kind_t;
 
 typedef struct gs__wait {

@@ -18,10 +18,17 @@ typedef struct ranked {
     int64_t priority;
 } ranked_t;
 
-/* The state of one pass: which GPUs are held, and for whom (a position in the order). */
+/* The most users whose requests hold GPUs in one pass (beyond, a request holds nothing). */
+#define PASS_HOLDERS 256
+
+/* The state of one pass: which GPUs are held, and for whom (a position in the order); the users
+ * one of whose requests holds GPUs already (one request per user holds: what one user's waiting
+ * requests hold is bounded by one request's shape, as Slurm's backfill bounds reservations). */
 typedef struct pass {
     uint32_t held;
     int holder[GS_MAX_DEVICES];
+    uint32_t users[PASS_HOLDERS];
+    unsigned n_users;
 } pass_t;
 
 static uint32_t bit(unsigned i)
@@ -166,8 +173,53 @@ static unsigned holders_among(const pass_t *p, unsigned n_gpus, uint32_t mask)
     return count;
 }
 
+/* Whether w would fit among candidates now but for its own user's leases: it waits on itself,
+ * and holding GPUs for it would only keep them from other users for as long as it likes. Asked
+ * of a copy of the GPUs without that user's leases, best fit (the engine learns nothing). */
+static int waits_on_own(const gs__daemon_t *d, const gs__waiter_t *w, uint32_t candidates)
+{
+    gs__gpu_t gpus[GS_MAX_DEVICES];
+    int mine = 0;
+    memcpy(gpus, d->gpus, d->n_gpus * sizeof(gpus[0]));
+    for (const gs__lease_t *l = d->leases; l != NULL; l = l->next) {
+        if (l->rec.uid != w->uid)
+            continue;
+        for (unsigned i = 0; i < l->alloc.n; i++) {
+            gs__gpu_give(&gpus[l->alloc.part[i].gpu], &l->alloc.part[i]);
+            mine |= (candidates >> l->alloc.part[i].gpu) & 1;
+        }
+    }
+    gs__alloc_t alloc;
+    return mine && gs__place_within(gpus, d->n_gpus, &w->req, w->uid, GS__POLICY_BESTFIT,
+                                    candidates, &alloc) == 0;
+}
+
+/* Whether a request of uid holds GPUs already in this pass; notes uid as one when not. */
+static int user_holds(pass_t *p, uint32_t uid)
+{
+    for (unsigned i = 0; i < p->n_users; i++) {
+        if (p->users[i] == uid)
+            return 1;
+    }
+    if (p->n_users == PASS_HOLDERS)
+        return 1;
+    p->users[p->n_users++] = uid;
+    return 0;
+}
+
+/* Records that w waits holding nothing, and why. */
+static void wait_unheld(const pass_t *p, const gs__daemon_t *d, gs__waiter_t *w, unsigned pos,
+                        uint32_t eligible, gs__wait_kind_t kind)
+{
+    w->wait.position = pos;
+    w->wait.held = 0;
+    w->wait.gpu = -1;
+    w->wait.ahead = holders_among(p, d->n_gpus, eligible);
+    w->wait.kind = kind;
+}
+
 /* Looks at one waiter (at position pos of the pass): grants it, or records why it waits and
- * holds GPUs for it. */
+ * holds GPUs for it (unless it waits on its own user, or its user's earlier request holds). */
 static void serve(gs__daemon_t *d, pass_t *p, gs__waiter_t *w, unsigned pos,
                   gs__queue_grant_fn grant)
 {
@@ -176,6 +228,17 @@ static void serve(gs__daemon_t *d, pass_t *p, gs__waiter_t *w, unsigned pos,
     if (gs__place_within(d->gpus, d->n_gpus, &w->req, w->uid, d->policy, eligible & ~p->held,
                          &alloc) == 0) {
         grant(d, w, &alloc);
+        return;
+    }
+    /* Root's own requests (Slurm's) are trusted; a request that may not wait is refused after
+     * the pass and says what it lacks. */
+    int bounded = w->uid != 0 && w->req.wait;
+    if (bounded && waits_on_own(d, w, eligible & ~p->held)) {
+        wait_unheld(p, d, w, pos, eligible, GS__WAIT_OWN);
+        return;
+    }
+    if (bounded && user_holds(p, w->uid)) {
+        wait_unheld(p, d, w, pos, eligible, GS__WAIT_SECOND);
         return;
     }
     int fits_held =

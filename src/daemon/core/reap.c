@@ -31,8 +31,11 @@ static void reap_stopping(gs__daemon_t *d, gs__lease_t *lease, int64_t now)
     gs__lease_stop_step(d, lease, now);
     int64_t holder_ms = (int64_t)d->cfg.kill_grace_ms + GS__HOLDER_REPORT_MS;
     if (lease->conn != NULL && lease->revoked_ms != 0 && now - lease->revoked_ms > holder_ms) {
-        gs_warn("lease %llu: its holder did not stop within %.1f s of the release",
-                (unsigned long long)lease->rec.id, holder_ms / 1000.0);
+        gs__user_t *u = gs__users_get(&d->users, lease->rec.uid);
+        if (gs__users_warn_due(u, GS__WARN_STUCK, now))
+            gs_warn("lease %llu: its holder did not stop within %.1f s of the release%s",
+                    (unsigned long long)lease->rec.id, holder_ms / 1000.0,
+                    gs__users_suppressed(u, GS__WARN_STUCK));
         gs__lease_let_go(d, lease, lease->forced ? "released by force" : "released");
         return;
     }
@@ -53,8 +56,8 @@ void gs__leases_reap(gs__daemon_t *d)
             reap_stopping(d, lease, now);
             continue;
         }
-        if (lease->conn != NULL || lease->end_failed)
-            continue;
+        if (lease->conn != NULL || lease->end_failed || lease->rec.damaged[0] != '\0')
+            continue; /* a damaged lease waits for root */
         int active = lease->rec.state == GS__LEASE_ACTIVE;
         if (active && gs__lease_holder_alive(lease))
             continue;

@@ -238,6 +238,13 @@ void gs__reason_wait(const gs__daemon_t *d, const gs__waiter_t *w, char *buf, si
             snprintf(buf, len, "behind %u request%s ahead of it holding the GPUs it may use",
                      wait->ahead, plural(wait->ahead));
         return;
+    case GS__WAIT_OWN: /* it holds nothing; what stands in the way names the user's leases */
+        describe_blocked(d, w, buf, len);
+        return;
+    case GS__WAIT_SECOND:
+        snprintf(buf, len,
+                 "an earlier waiting request of its user holds GPUs (it holds none meanwhile)");
+        return;
     case GS__WAIT_NEW:
         break;
     }

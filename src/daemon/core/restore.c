@@ -51,6 +51,80 @@ static int check_region(gs__lease_t *lease)
     return -1;
 }
 
+/* Marks a restored lease damaged (its row could not be trusted): it keeps what it holds, never
+ * ends by itself and is shown so; root releases it. */
+static void set_damaged(gs__lease_t *lease, const char *why)
+{
+    if (lease->rec.damaged[0] == '\0')
+        snprintf(lease->rec.damaged, sizeof(lease->rec.damaged), "%s", why);
+}
+
+/* A part must fit beside the leases restored before it: a row that promises more (edited, or
+ * from a configuration that gave more) is held to what is left, and reported, so that the GPU
+ * is never promised twice. Parts of MIG instances are the instances themselves. */
+static void check_capacity(gs__daemon_t *d, gs__lease_t *lease)
+{
+    for (unsigned i = 0; i < lease->alloc.n; i++) {
+        gs__part_t *part = &lease->alloc.part[i];
+        const gs__gpu_t *gpu = &d->gpus[part->gpu];
+        if ((gs_gpu_mode_flags(gpu->mode) & GS_MODE_MIG_INSTANCES) ||
+            gs__gpu_fits(gpu, lease->rec.request.kind, part))
+            continue;
+        uint64_t mem_free =
+            gs__gpu_leasable(gpu) > gpu->mem_leased ? gs__gpu_leasable(gpu) - gpu->mem_leased : 0;
+        unsigned k = gpu->overprovision >= 1 ? gpu->overprovision : 1;
+        char why[160];
+        snprintf(why, sizeof(why),
+                 "its row promises more than GPU %u can give beside the leases restored before "
+                 "it: held to what was left",
+                 gpu->index);
+        gs_error("ledger: lease %llu: %s", (unsigned long long)lease->rec.id, why);
+        set_damaged(lease, why);
+        part->memory = part->memory < mem_free ? part->memory : mem_free;
+        part->compute = gpu->compute_leased + part->compute <= 1000
+                            ? part->compute
+                            : (gpu->compute_leased < 1000 ? 1000 - gpu->compute_leased : 0);
+        part->slots = gpu->slots_leased + part->slots <= k
+                          ? part->slots
+                          : (gpu->slots_leased < k ? k - gpu->slots_leased : 0);
+    }
+}
+
+/* A damaged row whose parts cannot be read holds whatever is free on every GPU once the other
+ * leases are back: nothing it may have held is promised to another lease until root decides. */
+static void hold_unknown(gs__daemon_t *d)
+{
+    for (gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next) {
+        if (lease->rec.damaged[0] == '\0' || lease->rec.n_parts != 0)
+            continue;
+        lease->alloc.n = 0;
+        for (unsigned g = 0; g < d->n_gpus && g < GS_MAX_DEVICES; g++) {
+            const gs__gpu_t *gpu = &d->gpus[g];
+            unsigned k = gpu->overprovision >= 1 ? gpu->overprovision : 1;
+            gs__part_t *part = &lease->alloc.part[lease->alloc.n++];
+            memset(part, 0, sizeof(*part));
+            part->gpu = g;
+            part->memory = gs__gpu_mem_free(gpu);
+            part->compute = gpu->compute_leased < 1000 ? 1000 - gpu->compute_leased : 0;
+            part->slots = gpu->slots_leased < k ? k - gpu->slots_leased : 0;
+            part->plan.profile = part->plan.reuse = -1;
+        }
+        gs__lease_take(d, &lease->alloc);
+        gs_error("ledger: lease %llu (user %s): its parts cannot be read: it holds what is free on "
+                 "every GPU until root releases it (gpushare release %llu)",
+                 (unsigned long long)lease->rec.id, lease->rec.user,
+                 (unsigned long long)lease->rec.id);
+    }
+}
+
+/* Deletes the row of a lease that cannot come back (its GPU or its MIG instance is gone). */
+static void drop_row(gs__daemon_t *d, const gs__lease_record_t *rec)
+{
+    char why[160];
+    if (gs__ledger_delete(d->ledger, rec->id, why, sizeof(why)) != 0)
+        gs_error("ledger: lease %llu: cannot delete its row: %s", (unsigned long long)rec->id, why);
+}
+
 static int restore_one(void *arg, const gs__lease_record_t *rec)
 {
     gs__daemon_t *d = arg;
@@ -58,20 +132,25 @@ static int restore_one(void *arg, const gs__lease_record_t *rec)
     if (lease == NULL)
         return GS_ENOMEM;
     lease->rec = *rec;
-    if (map_parts(d, rec, &lease->alloc) != 0 || gs__lease_modes_restore(d, lease) != 0) {
-        char why[160];
-        if (gs__ledger_delete(d->ledger, rec->id, why, sizeof(why)) != 0)
-            gs_error("ledger: lease %llu: cannot delete its row: %s", (unsigned long long)rec->id,
-                     why);
+    int damaged = rec->damaged[0] != '\0';
+    if (damaged)
+        gs_error("ledger: lease %llu (user %s): %s: it keeps its capacity until root releases it",
+                 (unsigned long long)rec->id, rec->user, rec->damaged);
+    int mapped = rec->n_parts > 0 && map_parts(d, rec, &lease->alloc) == 0;
+    if (rec->n_parts > 0 && (!mapped || gs__lease_modes_restore(d, lease) != 0) && !damaged) {
+        drop_row(d, rec);
         free(lease);
         return 0;
     }
+    if (!mapped)
+        lease->alloc.n = 0;
     if (check_region(lease) != 0)
         lease->rec.region[0] = '\0';
+    check_capacity(d, lease);
     gs__lease_take(d, &lease->alloc);
     gs__lease_link(d, lease);
     int64_t expiry = gs__lease_expiry(lease);
-    if (expiry != 0 && expiry < d->next_expiry_ms)
+    if (expiry != 0 && expiry < d->next_expiry_ms && !damaged)
         d->next_expiry_ms = expiry;
     return 0;
 }
@@ -119,7 +198,8 @@ static void finish_one(gs__daemon_t *d, gs__lease_t *lease)
                          sizeof(lease->rec.region));
     lease->rec.region_ino = gs__regions_ino(lease->region);
     char why[160];
-    if (lease->rec.region_ino != ino &&
+    /* A damaged row is never written again: what could not be read of it stays for root. */
+    if (lease->rec.region_ino != ino && lease->rec.damaged[0] == '\0' &&
         gs__ledger_put(d->ledger, &lease->rec, why, sizeof(why)) != 0)
         gs_error("lease %llu: cannot record its new region: %s", (unsigned long long)lease->rec.id,
                  why);
@@ -133,9 +213,16 @@ static void finish_one(gs__daemon_t *d, gs__lease_t *lease)
 
 int gs__leases_restore(gs__daemon_t *d)
 {
+    gs__history_retention_t keep = {.rows = d->cfg.history_max_rows,
+                                    .rows_per_user = d->cfg.history_max_rows_per_user,
+                                    .days = d->cfg.history_max_days};
+    gs__ledger_set_retention(d->ledger, &keep);
     int result = gs__ledger_load(d->ledger, restore_one, d);
     if (result != 0)
         return result;
+    hold_unknown(d);
+    /* The marker says whether leases are live from now on. */
+    gs__ledger_mark(d->ledger, d->n_leases > 0, d->leases != NULL ? d->leases->rec.id : 0);
     gs__gpus_restored(d);
     if (d->n_leases > 0) {
         int found = gs__lease_procs_find_regions(d->self.uid, adopt_region, d);
@@ -164,12 +251,15 @@ static int rewrite_ledger(gs__daemon_t *d, char *err, size_t errlen)
     int result = gs__regions_init(&d->cfg, err, errlen);
     if (result == 0)
         result = gs__ledger_rewrite(d->ledger, recs, n, err, errlen);
+    if (result == 0 && n > 0)
+        gs__ledger_mark(d->ledger, 1, recs[0]->id);
     free(recs);
     return result;
 }
 
 void gs__leases_check_ledger(gs__daemon_t *d)
 {
+    gs__ledger_tick(d->ledger, gs__wall_ms());
     int intact = gs__ledger_intact(d->ledger);
     if (intact == 1)
         return;

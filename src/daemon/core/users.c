@@ -28,21 +28,65 @@ gs__user_t *gs__users_get(gs__users_t *users, uid_t uid)
     if (u == NULL)
         return NULL;
     u->uid = uid;
-    u->warned_ms = INT64_MIN / 2;
+    for (unsigned c = 0; c < GS__WARN_N; c++)
+        u->warn[c].window_ms = INT64_MIN / 2;
     lookup_name(u);
     u->next = *head;
     *head = u;
     return u;
 }
 
-int gs__users_log_due(gs__user_t *u, int64_t now_ms)
+int gs__users_warn_due(gs__user_t *u, gs__warn_cause_t cause, int64_t now_ms)
 {
-    if (now_ms - u->warned_ms < 5000) {
-        u->refused++;
+    if (u == NULL || cause >= GS__WARN_N)
+        return 1;
+    gs__warn_state_t *w = &u->warn[cause];
+    if (now_ms - w->window_ms >= GS__WARN_WINDOW_MS) {
+        w->window_ms = now_ms;
+        w->logged = 0;
+    }
+    if (w->logged >= GS__WARN_BURST) {
+        w->suppressed++;
         return 0;
     }
-    u->warned_ms = now_ms;
+    w->logged++;
     return 1;
+}
+
+const char *gs__users_suppressed(gs__user_t *u, gs__warn_cause_t cause)
+{
+    if (u == NULL || cause >= GS__WARN_N || u->warn[cause].suppressed == 0)
+        return "";
+    snprintf(u->note, sizeof(u->note), " (%llu more like this left out since the last one)",
+             (unsigned long long)u->warn[cause].suppressed);
+    u->warn[cause].suppressed = 0;
+    return u->note;
+}
+
+/* Microseconds of history work a user earns per ms of time. */
+#define HISTORY_RATE_US_PER_MS (GS__HISTORY_SHARE_MS * 1000 / 1000)
+
+static void history_refill(gs__user_t *u, int64_t now_ms)
+{
+    if (now_ms <= u->history_at_ms)
+        return;
+    int64_t credit = u->history_credit_us + (now_ms - u->history_at_ms) * HISTORY_RATE_US_PER_MS;
+    u->history_credit_us =
+        credit < GS__HISTORY_BURST_MS * 1000 ? credit : GS__HISTORY_BURST_MS * 1000;
+    u->history_at_ms = now_ms;
+}
+
+int64_t gs__users_history_wait(gs__user_t *u, int64_t now_ms)
+{
+    history_refill(u, now_ms);
+    if (u->history_credit_us >= 0)
+        return 0;
+    return (-u->history_credit_us + HISTORY_RATE_US_PER_MS - 1) / HISTORY_RATE_US_PER_MS;
+}
+
+void gs__users_history_spent(gs__user_t *u, int64_t us)
+{
+    u->history_credit_us -= us;
 }
 
 void gs__users_free(gs__users_t *users)

@@ -30,6 +30,14 @@ typedef struct mig_inst {
     uint32_t uid;   /* its user */
 } mig_inst_t;
 
+/* A restored lease whose instance could not be looked for (NVML failed at the start): it keeps
+ * its capacity and waits for NVML, then takes its instance back (or ends if it is gone). */
+typedef struct mig_pending {
+    uint64_t lease;
+    uint32_t uid;
+    char uuid[GS__UUID_MAX];
+} mig_pending_t;
+
 typedef struct mig_gpu {
     gs__mig_nvml_t nv;
     int enabled;       /* MIG mode on and the catalog read */
@@ -39,6 +47,8 @@ typedef struct mig_gpu {
     gs_mig_layout_t layout;
     mig_inst_t inst[GS_MIG_INSTANCES_MAX];
     uint64_t created, destroyed, reused;
+    mig_pending_t pending[GS_MIG_INSTANCES_MAX];
+    unsigned n_pending;
 } mig_gpu_t;
 
 static mig_gpu_t *state_of(const gs__gpu_t *gpu)
@@ -279,6 +289,52 @@ static void mig_stop(gs__daemon_t *d, unsigned g)
     d->gpus[g].mode_state = NULL;
 }
 
+static int find_uuid(const mig_gpu_t *st, const char *uuid)
+{
+    for (unsigned k = 0; uuid[0] != '\0' && k < st->layout.n; k++) {
+        if (st->inst[k].lease == 0 && strcmp(st->inst[k].nv.uuid, uuid) == 0)
+            return (int)k;
+    }
+    return -1;
+}
+
+/* Binds instance k to the lease (its part i). */
+static void bind(mig_gpu_t *st, unsigned k, gs__lease_t *lease, unsigned i)
+{
+    st->layout.inst[k].busy = 1;
+    st->inst[k].lease = lease->rec.id;
+    st->inst[k].uid = lease->rec.uid;
+    lease->alloc.part[i].plan.profile = st->layout.inst[k].profile;
+}
+
+/* NVML answers again: the leases that waited for it take their instances back; one whose
+ * instance is gone now ends (its job cannot run on an instance that is not there). */
+static void take_pending(gs__daemon_t *d, unsigned g)
+{
+    mig_gpu_t *st = state_of(&d->gpus[g]);
+    while (st->n_pending > 0) {
+        mig_pending_t p = st->pending[--st->n_pending];
+        gs__lease_t *lease = gs__lease_find(d, p.lease);
+        for (unsigned i = 0; lease != NULL && i < lease->alloc.n; i++) {
+            if (lease->alloc.part[i].gpu != g)
+                continue;
+            int k = find_uuid(st, p.uuid);
+            if (k >= 0) {
+                bind(st, (unsigned)k, lease, i);
+                gs_info("lease %llu: NVML answers again: its MIG instance %s on GPU %u is back",
+                        (unsigned long long)p.lease, p.uuid, d->gpus[g].index);
+            } else {
+                gs_warn("lease %llu: NVML answers again, and its MIG instance %s on GPU %u is "
+                        "gone: ending it",
+                        (unsigned long long)p.lease, p.uuid[0] ? p.uuid : "(none)",
+                        d->gpus[g].index);
+                gs__lease_end(d, lease, "its MIG instance is gone");
+            }
+            break;
+        }
+    }
+}
+
 static void mig_tick(gs__daemon_t *d, unsigned g, int64_t now_ms)
 {
     gs__gpu_t *gpu = &d->gpus[g];
@@ -294,6 +350,7 @@ static void mig_tick(gs__daemon_t *d, unsigned g, int64_t now_ms)
     if (enable(st, gpu) == 0) {
         gs_info("GPU %u: MIG is on now: %u profiles, %u instances found", gpu->index,
                 st->cat.n_profiles, st->layout.n);
+        take_pending(d, g);
         d->need_schedule = 1;
     } else if (was) {
         gs_warn("GPU %u: %s", gpu->index, st->problem);
@@ -391,6 +448,10 @@ static void mig_end(gs__daemon_t *d, gs__lease_t *lease, unsigned i)
 {
     gs__gpu_t *gpu = &d->gpus[lease->alloc.part[i].gpu];
     mig_gpu_t *st = state_of(gpu);
+    for (unsigned p = 0; st != NULL && p < st->n_pending; p++) {
+        if (st->pending[p].lease == lease->rec.id)
+            st->pending[p--] = st->pending[--st->n_pending];
+    }
     int k = st != NULL ? find_lease(st, lease->rec.id) : -1;
     if (k < 0)
         return;
@@ -401,18 +462,32 @@ static void mig_end(gs__daemon_t *d, gs__lease_t *lease, unsigned i)
             st->cat.profiles[st->layout.inst[k].profile].name);
 }
 
+/* A restored lease while NVML cannot list the instances: it keeps its capacity and waits. */
+static int wait_for_nvml(mig_gpu_t *st, const gs__gpu_t *gpu, gs__lease_t *lease, unsigned i)
+{
+    if (st->n_pending == GS_MIG_INSTANCES_MAX)
+        return GS_ENOSPC;
+    mig_pending_t *p = &st->pending[st->n_pending++];
+    p->lease = lease->rec.id;
+    p->uid = lease->rec.uid;
+    snprintf(p->uuid, sizeof(p->uuid), "%s", lease->alloc.part[i].instance);
+    gs_warn("lease %llu: GPU %u cannot list its MIG instances (%s): the lease keeps its capacity "
+            "and waits for NVML to look for its instance %s",
+            (unsigned long long)lease->rec.id, gpu->index, st->problem,
+            p->uuid[0] ? p->uuid : "(none)");
+    return 0;
+}
+
 static int mig_restore(gs__daemon_t *d, gs__lease_t *lease, unsigned i)
 {
     gs__part_t *part = &lease->alloc.part[i];
     gs__gpu_t *gpu = &d->gpus[part->gpu];
     mig_gpu_t *st = state_of(gpu);
-    for (unsigned k = 0; st != NULL && k < st->layout.n; k++) {
-        if (st->inst[k].lease != 0 || strcmp(st->inst[k].nv.uuid, part->instance) != 0)
-            continue;
-        st->layout.inst[k].busy = 1;
-        st->inst[k].lease = lease->rec.id;
-        st->inst[k].uid = lease->rec.uid;
-        part->plan.profile = st->layout.inst[k].profile;
+    if (st != NULL && !st->enabled)
+        return wait_for_nvml(st, gpu, lease, i);
+    int k = st != NULL ? find_uuid(st, part->instance) : -1;
+    if (k >= 0) {
+        bind(st, (unsigned)k, lease, i);
         return 0;
     }
     gs_warn("lease %llu: its MIG instance %s on GPU %u is gone: ending it",
@@ -499,6 +574,15 @@ static void mig_describe(const gs__daemon_t *d, unsigned g, const gs__cred_t *cr
         json_object_set_new(view, "mig", mig);
     if (st->problem[0] != '\0')
         json_object_set_new(view, "problem", json_string(st->problem));
+    json_t *waiting = json_array();
+    for (unsigned p = 0; p < st->n_pending; p++) {
+        if (cred->uid == 0 || cred->uid == st->pending[p].uid)
+            json_array_append_new(waiting, json_integer((json_int_t)st->pending[p].lease));
+    }
+    if (mig != NULL)
+        json_object_set_new(mig, "waiting_for_nvml", waiting); /* restored leases: issue 25 */
+    else
+        json_decref(waiting);
 }
 
 static void mig_counter(const gs__daemon_t *d, FILE *f, const char *name, const char *help,

@@ -112,6 +112,11 @@ int gs__proc_read(pid_t pid, gs__proc_info_t *info)
     return 0;
 }
 
+int gs__proc_parent(pid_t pid, pid_t *ppid, uint64_t *start)
+{
+    return read_stat(pid, ppid, start);
+}
+
 void gs__proc_ancestors(pid_t pid, gs__proc_chain_t *chain)
 {
     chain->n = 0;
@@ -159,7 +164,8 @@ static int collect_gpu(gs__inventory_t *inv, unsigned g, gs__nvml_procs_t *out)
         memset(p, 0, sizeof(*p));
         p->gpu = g;
         p->pid = found[i].pid;
-        p->used = found[i].used != UINT64_MAX ? found[i].used : 0;
+        p->unknown = found[i].used == UINT64_MAX; /* NVML_VALUE_NOT_AVAILABLE */
+        p->used = p->unknown ? 0 : found[i].used;
         p->alive = gs__proc_read(p->pid, &p->info) == 0;
         out->listed[g] += p->used;
     }

@@ -31,6 +31,7 @@ typedef struct gs__nvml_proc {
     unsigned gpu; /* index into the daemon's GPUs (NVML index order) */
     pid_t pid;
     uint64_t used; /* NVML's usedGpuMemory on that GPU, bytes (0 when NVML does not say) */
+    int unknown;   /* NVML said N/A: its memory is unknown, not 0 (watchdog.h counts it) */
     int alive;     /* /proc knows the process (info is valid) */
     gs__proc_info_t info;
 } gs__nvml_proc_t;
@@ -53,6 +54,10 @@ void gs__nvml_procs_free(gs__nvml_procs_t *procs);
 
 /* Reads pid's facts from /proc. Returns 0, or GS_ENOENT when it is gone (or a zombie). */
 int gs__proc_read(pid_t pid, gs__proc_info_t *info);
+
+/* Reads pid's parent and start time from /proc/PID/stat. Returns 0, or GS_ENOENT when it is gone
+ * (or a zombie). */
+int gs__proc_parent(pid_t pid, pid_t *ppid, uint64_t *start);
 
 /* A process and its ancestors by the parent links in /proc, nearest first. */
 #define GS__CHAIN_MAX 256

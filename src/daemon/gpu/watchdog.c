@@ -2,6 +2,7 @@
 /* The watchdog: NVML's per-process memory held against the leases (see watchdog.h). */
 #include "watchdog.h"
 
+#include "attribute.h"
 #include "nvml_procs.h"
 
 #include "gpushare/error.h"
@@ -16,16 +17,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define REGION_PROCS_MAX 256 /* records of one region read to find a process */
-#define LOG_PROCS_MAX    4   /* processes named in one log line */
-#define MPS_SERVER       "nvidia-cuda-mps-server"
-
-/* What the scan decided about one process of nvml_procs. */
-typedef struct verdict {
-    uint64_t lease;     /* its lease's id, 0 = none */
-    int part;           /* the lease's part on the process's GPU, -1 = unmanaged there */
-    uint64_t accounted; /* what the lease's region says the shim charged it there */
-} verdict_t;
+#define LOG_PROCS_MAX 4 /* processes named in one log line */
+#define MPS_SERVER    "nvidia-cuda-mps-server"
 
 /* What the latest scan found of one lease. */
 typedef struct lease_real {
@@ -45,8 +38,9 @@ typedef struct seen {
 struct gs__watchdog {
     int64_t next_ms;
     gs__nvml_procs_t procs;
-    verdict_t *verdicts; /* one per entry of procs */
+    gs__verdict_t *verdicts; /* one per entry of procs */
     unsigned verdicts_cap;
+    uint64_t cursor; /* where the next scan's region reads go on (attribute.h) */
     lease_real_t *leases;
     unsigned n_leases;
     seen_t *seen;
@@ -83,71 +77,18 @@ int gs__watchdog_tick(gs__daemon_t *d, int64_t now_ms)
     return 1;
 }
 
-/* ---- attribution ---- */
-
-/* The region's record of (pid, start), or NULL; recs holds n records. */
-static const gs_region_process_t *record_of(const gs_region_process_t *recs, int n, pid_t pid,
-                                            uint64_t start)
-{
-    for (int i = 0; i < n; i++) {
-        if (recs[i].pid == pid && (recs[i].start_time == 0 || recs[i].start_time == start))
-            return &recs[i];
-    }
-    return NULL;
-}
-
-/* The bytes lease's region says process p was charged on lease part `part`; *listed says
- * whether the region lists it at all. The region is its user's to write: only ever trusted to
- * claim that user's own processes, and to order them. */
-static uint64_t region_charge(const gs__lease_t *lease, const gs__nvml_proc_t *p, int part,
-                              int *listed)
-{
-    static gs_region_process_t recs[REGION_PROCS_MAX];
-    *listed = 0;
-    if (lease->region == NULL || p->info.uid != (uid_t)lease->rec.uid)
-        return 0;
-    int n = gs_region_processes(lease->region, recs, REGION_PROCS_MAX);
-    const gs_region_process_t *rec = record_of(recs, n, p->pid, p->info.start);
-    *listed = rec != NULL;
-    return rec != NULL && part >= 0 && part < GS_MAX_DEVICES ? rec->used[part] : 0;
-}
-
-/* The lease p belongs to: a keyed lease whose cgroup p is in (a container's processes descend
- * from the container runtime, not from any holder); else the lease whose holder is p's nearest
- * ancestor (p itself included, never a keyed lease's: it has no holder),
- * else a lease of p's user whose region lists p. */
-static const gs__lease_t *owner_of(const gs__daemon_t *d, const gs__nvml_proc_t *p)
-{
-    if (!p->alive)
-        return NULL;
-    for (const gs__lease_t *l = d->leases; l != NULL; l = l->next) {
-        if (gs__lease_keyed(l) && l->rec.request.cgroup[0] != '\0' &&
-            gs__proc_in_cgroup(p->pid, l->rec.request.cgroup))
-            return l;
-    }
-    gs__proc_chain_t chain;
-    gs__proc_ancestors(p->pid, &chain);
-    for (unsigned j = 0; j < chain.n; j++) {
-        for (const gs__lease_t *l = d->leases; l != NULL; l = l->next) {
-            if (!gs__lease_keyed(l) && l->rec.client_pid > 1 && l->rec.client_pid == chain.pid[j] &&
-                (l->rec.client_start == 0 || l->rec.client_start == chain.start[j]))
-                return l;
-        }
-    }
-    for (const gs__lease_t *l = d->leases; l != NULL; l = l->next) {
-        int listed = 0;
-        region_charge(l, p, -1, &listed);
-        if (listed)
-            return l;
-    }
-    return NULL;
-}
+/* ---- attribution (attribute.h) ---- */
 
 uint64_t gs__watchdog_lease_of(const gs__daemon_t *d, pid_t pid)
 {
-    gs__nvml_proc_t p = {.pid = pid};
-    p.alive = gs__proc_read(pid, &p.info) == 0;
-    const gs__lease_t *lease = owner_of(d, &p);
+    /* The latest scan's verdict when it saw the process; else its ancestry alone: a view never
+     * reads regions (a status request costs what a scan would not). */
+    const gs__watchdog_t *w = d->watchdog;
+    for (unsigned i = 0; w != NULL && i < w->procs.n; i++) {
+        if (w->procs.procs[i].pid == pid && w->procs.procs[i].alive)
+            return w->verdicts[i].lease;
+    }
+    const gs__lease_t *lease = gs__attribute_by_ancestry(d, pid);
     return lease != NULL ? lease->rec.id : 0;
 }
 
@@ -158,19 +99,6 @@ static int part_on(const gs__lease_t *lease, unsigned gpu)
             return (int)i;
     }
     return -1;
-}
-
-static void attribute(const gs__daemon_t *d, gs__watchdog_t *w)
-{
-    for (unsigned i = 0; i < w->procs.n; i++) {
-        const gs__nvml_proc_t *p = &w->procs.procs[i];
-        const gs__lease_t *lease = owner_of(d, p);
-        verdict_t *v = &w->verdicts[i];
-        v->lease = lease != NULL ? lease->rec.id : 0;
-        v->part = lease != NULL ? part_on(lease, p->gpu) : -1;
-        int listed = 0;
-        v->accounted = lease != NULL ? region_charge(lease, p, v->part, &listed) : 0;
-    }
 }
 
 /* ---- per-lease figures and the GPUs' outside memory ---- */
@@ -217,14 +145,29 @@ static int measure_leases(const gs__daemon_t *d, gs__watchdog_t *w)
     return 0;
 }
 
-/* Memory held on GPU g beyond what the leases account for. */
+/* What GPU g holds that no process's known memory explains: its used memory (NVML, with the
+ * driver's reserve) less the reserve and the processes NVML gave a figure for. */
+static uint64_t unexplained(const gs__daemon_t *d, const gs__watchdog_t *w, unsigned g)
+{
+    uint64_t known = d->gpus[g].driver_reserved + w->procs.listed[g];
+    return d->usage[g].used > known ? d->usage[g].used - known : 0;
+}
+
+/* Memory held on GPU g beyond what the leases account for. A process of no lease whose memory
+ * NVML reports as N/A is not counted as 0: what the GPU holds beyond every known figure is
+ * taken to be its (issue 25). */
 static uint64_t outside_of(const gs__daemon_t *d, const gs__watchdog_t *w, unsigned g)
 {
     uint64_t bytes = 0;
+    int unknown = 0;
     for (unsigned i = 0; i < w->procs.n; i++) {
-        if (w->procs.procs[i].gpu == g && w->verdicts[i].part < 0)
+        if (w->procs.procs[i].gpu == g && w->verdicts[i].part < 0) {
             bytes += w->procs.procs[i].used;
+            unknown |= w->procs.procs[i].unknown && w->procs.procs[i].alive;
+        }
     }
+    if (unknown)
+        bytes += unexplained(d, w, g);
     unsigned r = 0;
     for (const gs__lease_t *l = d->leases; l != NULL && r < w->n_leases; l = l->next, r++) {
         int k = part_on(l, g);
@@ -263,6 +206,8 @@ static void log_unmanaged(const gs__daemon_t *d, const gs__nvml_proc_t *p, uint6
 {
     char size[32], of_lease[96] = "";
     gs_qty_format_human(p->used, size, sizeof(size));
+    if (p->unknown)
+        snprintf(size, sizeof(size), "memory NVML cannot tell (N/A)");
     if (lease != 0)
         snprintf(of_lease, sizeof(of_lease), " (a process of lease %llu, which has no share of it)",
                  (unsigned long long)lease);
@@ -395,12 +340,12 @@ static void kill_unmanaged(const gs__daemon_t *d, gs__watchdog_t *w)
 {
     for (unsigned i = 0; i < w->procs.n; i++) {
         const gs__nvml_proc_t *p = &w->procs.procs[i];
-        if (w->verdicts[i].part >= 0 || !p->alive)
+        if (w->verdicts[i].part >= 0 || w->verdicts[i].unsure || !p->alive)
             continue;
         char why[128], size[32];
         gs_qty_format_human(p->used, size, sizeof(size));
-        snprintf(why, sizeof(why), "it held %s on GPU %u outside any lease", size,
-                 d->gpus[p->gpu].index);
+        snprintf(why, sizeof(why), "it held %s on GPU %u outside any lease",
+                 p->unknown ? "memory NVML cannot tell (N/A)" : size, d->gpus[p->gpu].index);
         kill_one(w, p, 1, why);
     }
 }
@@ -412,7 +357,7 @@ static int next_victim(const gs__watchdog_t *w, uint64_t id, int k, const char *
     int best = -1;
     uint64_t best_gap = 0;
     for (unsigned i = 0; i < w->procs.n; i++) {
-        const verdict_t *v = &w->verdicts[i];
+        const gs__verdict_t *v = &w->verdicts[i];
         if (v->lease != id || v->part != k || taken[i] || !w->procs.procs[i].alive)
             continue;
         uint64_t used = w->procs.procs[i].used;
@@ -463,7 +408,7 @@ static int ensure_verdicts(gs__watchdog_t *w)
 {
     if (w->procs.n <= w->verdicts_cap)
         return 0;
-    verdict_t *grown = realloc(w->verdicts, w->procs.n * sizeof(*grown));
+    gs__verdict_t *grown = realloc(w->verdicts, w->procs.n * sizeof(*grown));
     if (grown == NULL)
         return GS_ENOMEM;
     w->verdicts = grown;
@@ -477,7 +422,7 @@ void gs__watchdog_scan(gs__daemon_t *d)
     if (w == NULL || gs__nvml_procs_collect(d->inv, d->n_gpus, &w->procs) != 0 ||
         ensure_verdicts(w) != 0)
         return;
-    attribute(d, w);
+    gs__attribute(d, &w->procs, w->verdicts, &w->cursor);
     if (measure_leases(d, w) != 0)
         return;
     update_outside(d, w);
@@ -517,11 +462,13 @@ json_t *gs__watchdog_unmanaged_view(const gs__daemon_t *d, unsigned g, uid_t vie
             *others_bytes += p->used;
             continue;
         }
-        json_array_append_new(rows, json_pack("{s:I, s:s, s:I, s:s, s:I, s:I}", "pid",
-                                              (json_int_t)p->pid, "user", p->info.user, "uid",
-                                              (json_int_t)p->info.uid, "command", p->info.command,
-                                              "memory_used", (json_int_t)p->used, "lease",
-                                              (json_int_t)w->verdicts[i].lease));
+        /* A memory NVML cannot tell is shown as unknown (null), never as 0. */
+        json_array_append_new(
+            rows,
+            json_pack("{s:I, s:s, s:I, s:s, s:o, s:I}", "pid", (json_int_t)p->pid, "user",
+                      p->info.user, "uid", (json_int_t)p->info.uid, "command", p->info.command,
+                      "memory_used", p->unknown ? json_null() : json_integer((json_int_t)p->used),
+                      "lease", (json_int_t)w->verdicts[i].lease));
     }
     return rows;
 }

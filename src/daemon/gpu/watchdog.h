@@ -2,10 +2,10 @@
 /* The watchdog: what really runs on the GPUs, held against the leases.
  *
  * Every watch_interval (default 1 s) it reads NVML's per-process memory on each GPU (nvml_procs.h)
- * and gives each process to a lease:
+ * and gives each process to a lease (attribute.h, with work bounded per user):
  *   - a descendant of the lease's holder (the gpushare run or slurmstepd process that asked for
- *     it: pid and start time, from SO_PEERCRED) by the parent links in /proc. gpushare run is a
- *     child subreaper, so a job's orphans stay below it;
+ *     it: pid and start time, from SO_PEERCRED) by the parent links in /proc, when its real uid
+ *     is the lease's. gpushare run is a child subreaper, so a job's orphans stay below it;
  *   - else a process listed in the lease's region (a shim process that joined it) whose real uid
  *     is the lease's: the region is its user's to write, so it can claim only that user's
  *     processes, and a process it claims is held to that lease's limit.
@@ -45,8 +45,9 @@ int gs__watchdog_tick(gs__daemon_t *d, int64_t now_ms);
  * logs what changed and, with enforce = kill, kills the offenders. */
 void gs__watchdog_scan(gs__daemon_t *d);
 
-/* The lease process pid belongs to by the rules above (ancestry, then a region of its own user),
- * read now from /proc; 0 when none (or it is gone). For every per-process view. */
+/* The lease process pid belongs to: the latest scan's verdict, or, for a process the scan did
+ * not see, its ancestry read now from /proc (no region is read); 0 when none (or it is gone).
+ * For every per-process view. */
 uint64_t gs__watchdog_lease_of(const gs__daemon_t *d, pid_t pid);
 
 /* The latest scan's figures of lease part i: the real memory of the lease's processes on its

@@ -212,17 +212,6 @@ static void admit(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *r
     free(w);
 }
 
-/* A user (root excepted) holds at most this many leases: each maps a region in the daemon. */
-#define GS__LEASES_PER_USER 1024
-
-static unsigned leases_of(const gs__daemon_t *d, uid_t uid)
-{
-    unsigned n = 0;
-    for (const gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next)
-        n += lease->rec.uid == uid;
-    return n;
-}
-
 /* Completes req->owner (uid, gid and name) from the passwd database: a name gives the uid, a
  * uid gives the name (its number when it has no entry), and either gives the primary group
  * unless a gid was given. Returns 0, or GS_EINVAL with the reason in why. */
@@ -267,8 +256,10 @@ static int authorise(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t *req)
         return -1;
     }
     if (req->owner.set && !gs__api_admin(d, cred)) {
-        gs_warn("user %s (pid %d) asked for a lease on behalf of another user: refused", cred->user,
-                (int)cred->pid);
+        gs__user_t *user = gs__conn_user(conn);
+        if (gs__users_warn_due(user, GS__WARN_DENIED, gs__now_ms()))
+            gs_warn("user %s (pid %d) asked for a lease on behalf of another user: refused%s",
+                    cred->user, (int)cred->pid, gs__users_suppressed(user, GS__WARN_DENIED));
         gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_PERMISSION_DENIED,
                                           "only root or lease_admin_group may ask for a lease on "
                                           "behalf of another user (\"uid\", \"gid\", \"user\")"));
@@ -301,9 +292,14 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
                                           "this connection already waits for a lease"));
         return;
     }
-    if (cred->uid != 0 && leases_of(d, cred->uid) >= GS__LEASES_PER_USER) {
-        snprintf(why, sizeof(why), "user %s already holds %d leases, the most one user may hold",
-                 cred->user, GS__LEASES_PER_USER);
+    /* A user (root excepted) holds at most max_leases_per_user leases: each maps a region (a
+     * memfd of 384 KiB) in the daemon. */
+    const gs__user_t *holder = gs__users_get(&d->users, cred->uid);
+    if (cred->uid != 0 && holder != NULL && holder->leases >= d->cfg.max_leases_per_user) {
+        snprintf(why, sizeof(why),
+                 "user %s already holds %u leases, the most one user may hold "
+                 "(max_leases_per_user)",
+                 cred->user, holder->leases);
         gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_TOO_MANY, why));
         return;
     }
@@ -320,7 +316,10 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
     int possible = gs__place_possible(d->gpus, d->n_gpus, req, why, sizeof(why));
     if (possible != 0) {
         d->counters.rejected_never++;
-        gs_info("user %s (pid %d): refused: %s", cred->user, (int)cred->pid, why);
+        gs__user_t *user = gs__conn_user(conn);
+        if (gs__users_warn_due(user, GS__WARN_REFUSED, gs__now_ms()))
+            gs_info("user %s (pid %d): refused: %s%s", cred->user, (int)cred->pid, why,
+                    gs__users_suppressed(user, GS__WARN_REFUSED));
         gs__conn_send(
             conn,
             gs__api_error("acquire",
@@ -351,12 +350,37 @@ static gs__lease_t *lease_for(gs__daemon_t *d, gs__conn_t *conn, const char *op,
     }
     if (cred->uid != 0 && cred->uid != lease->rec.uid) {
         snprintf(msg, sizeof(msg), "lease %llu belongs to another user", (unsigned long long)id);
-        gs_warn("user %s (pid %d) tried to %s lease %llu of user %s", cred->user, (int)cred->pid,
-                op, (unsigned long long)id, lease->rec.user);
+        gs__user_t *user = gs__conn_user(conn);
+        if (gs__users_warn_due(user, GS__WARN_DENIED, gs__now_ms()))
+            gs_warn("user %s (pid %d) tried to %s lease %llu of user %s%s", cred->user,
+                    (int)cred->pid, op, (unsigned long long)id, lease->rec.user,
+                    gs__users_suppressed(user, GS__WARN_DENIED));
         gs__conn_send(conn, gs__api_error(op, GS_WIRE_PERMISSION_DENIED, msg));
         return NULL;
     }
     return lease;
+}
+
+/* A lease whose ledger row could not be read whole: root decides, and its release ends it at
+ * once (nothing is known of its processes but what the row said). */
+static void release_damaged(gs__daemon_t *d, gs__conn_t *conn, gs__lease_t *lease)
+{
+    const gs__cred_t *cred = gs__conn_cred(conn);
+    char msg[256];
+    uint64_t id = lease->rec.id;
+    if (cred->uid != 0) {
+        snprintf(msg, sizeof(msg),
+                 "lease %llu's ledger row is damaged (%.120s): only root may release it",
+                 (unsigned long long)id, lease->rec.damaged);
+        gs__conn_send(conn, gs__api_error("release", GS_WIRE_PERMISSION_DENIED, msg));
+        return;
+    }
+    gs_info("lease %llu (damaged row) released by %s", (unsigned long long)id, cred->user);
+    int ended = gs__lease_end(d, lease, "its damaged row released by root") == 0;
+    json_t *reply = ok_reply("release");
+    json_object_set_new(reply, "lease", json_integer((json_int_t)id));
+    json_object_set_new(reply, "state", json_string(ended ? "ended" : "ending"));
+    gs__conn_send(conn, reply);
 }
 
 static void handle_release(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t *req)
@@ -385,6 +409,10 @@ static void handle_release(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t
     uint64_t id = req->key[0] != '\0' ? lease->rec.id : req->lease_id;
     if ((lease = lease_for(d, conn, "release", id)) == NULL)
         return;
+    if (lease->rec.damaged[0] != '\0') {
+        release_damaged(d, conn, lease);
+        return;
+    }
     int ended;
     if (req->job_end.known)
         lease->job_end = req->job_end;
@@ -411,7 +439,7 @@ static void handle_join(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
         return;
     char msg[160];
     if (lease->rec.state != GS__LEASE_ACTIVE || lease->kill_at_ms != 0 || lease->expired ||
-        lease->region == NULL) {
+        lease->region == NULL || lease->rec.damaged[0] != '\0') {
         snprintf(msg, sizeof(msg), "lease %llu %s: no process may join it", (unsigned long long)id,
                  lease->region == NULL ? "has no region" : "is ending");
         gs__conn_send(conn, gs__api_error("join", GS_WIRE_ENDED, msg));
@@ -419,6 +447,7 @@ static void handle_join(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
     }
     json_t *reply = ok_reply("join");
     json_object_set_new(reply, "lease", json_integer((json_int_t)id));
+    gs__lease_add_member(lease, gs__conn_cred(conn));
     int result = gs__conn_send_fd(conn, reply, gs_region_fd(lease->region));
     if (result != 0) {
         snprintf(msg, sizeof(msg), "cannot pass the region of lease %llu: %s",
@@ -449,7 +478,8 @@ static void handle_compute_join(gs__daemon_t *d, gs__conn_t *conn, const gs_requ
         return;
     char msg[256];
     int part = part_on(d, lease, req->gpu_uuid);
-    if (lease->rec.state != GS__LEASE_ACTIVE || lease->kill_at_ms != 0 || lease->expired) {
+    if (lease->rec.state != GS__LEASE_ACTIVE || lease->kill_at_ms != 0 || lease->expired ||
+        lease->rec.damaged[0] != '\0') {
         snprintf(msg, sizeof(msg), "lease %llu is ending: no process may join it",
                  (unsigned long long)lease->rec.id);
         gs__conn_send(conn, gs__api_error("compute_join", GS_WIRE_ENDED, msg));
@@ -463,6 +493,7 @@ static void handle_compute_join(gs__daemon_t *d, gs__conn_t *conn, const gs_requ
     }
     json_t *reply = ok_reply("compute_join");
     json_object_set_new(reply, "lease", json_integer((json_int_t)lease->rec.id));
+    gs__lease_add_member(lease, gs__conn_cred(conn));
     if (!gs__lease_shim_compute(d, lease)) {
         json_object_set_new(reply, "gate", json_false());
         gs__conn_send(conn, reply);
@@ -532,12 +563,19 @@ static void handle_history(gs__daemon_t *d, gs__conn_t *conn, const gs_history_q
     json_t *leases = NULL;
     int64_t uid = cred->uid == 0 ? -1 : (int64_t)cred->uid;
     const char *user = cred->uid == 0 && q->user[0] != '\0' ? q->user : NULL;
-    if (gs__ledger_history(d->ledger, q, uid, user, &leases) != 0) {
+    gs_history_query_t next;
+    int more = 0;
+    if (gs__ledger_history(d->ledger, q, uid, user, &leases, &next, &more) != 0) {
         gs__conn_send(conn, gs__api_error("history", GS_WIRE_INTERNAL, "cannot read the history"));
         return;
     }
     json_t *reply = ok_reply("history");
     json_object_set_new(reply, "leases", leases);
+    /* A page: the rest is asked for with "before" (docs/api.md). */
+    if (more)
+        json_object_set_new(reply, "next",
+                            json_pack("{s:[I, I], s:I}", "before", (json_int_t)next.before_ms,
+                                      (json_int_t)next.before_id, "limit", (json_int_t)next.limit));
     gs__conn_send(conn, reply);
 }
 
@@ -549,7 +587,21 @@ static void handle_status(gs__daemon_t *d, gs__conn_t *conn, int processes)
     gs__conn_send(conn, reply);
 }
 
-void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t len)
+/* A history request within its user's share of the daemon's time (root: always), charged with
+ * what it cost; else the ms it must wait. */
+static int64_t history_turn(gs__daemon_t *d, gs__conn_t *conn, const gs_history_query_t *q)
+{
+    gs__user_t *user = gs__conn_user(conn);
+    int64_t wait = gs__conn_cred(conn)->uid != 0 ? gs__users_history_wait(user, gs__now_ms()) : 0;
+    if (wait > 0)
+        return wait;
+    int64_t t0 = gs__now_us();
+    handle_history(d, conn, q);
+    gs__users_history_spent(user, gs__now_us() - t0);
+    return 0;
+}
+
+int64_t gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t len)
 {
     gs_request_t req;
     char err[GS_CLIENT_ERR_MAX];
@@ -561,10 +613,10 @@ void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t
                       gs__api_error(req.op != 0 ? gs_op_name(req.op) : NULL,
                                     result == GS_EFORMAT ? GS_WIRE_BAD_JSON : GS_WIRE_BAD_REQUEST,
                                     err));
-        return;
+        return 0;
     }
     if (gs__api_lease_only(conn, &req) != 0)
-        return;
+        return 0;
     switch (req.op) {
     case GS_OP_HELLO:
         handle_hello(d, conn);
@@ -591,9 +643,9 @@ void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t
         handle_status(d, conn, req.processes);
         break;
     case GS_OP_HISTORY:
-        handle_history(d, conn, &req.history);
-        break;
+        return history_turn(d, conn, &req.history);
     }
+    return 0;
 }
 
 void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn)

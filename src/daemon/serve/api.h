@@ -14,8 +14,11 @@
  * before the leases are restored. */
 void gs__api_attach(gs__daemon_t *d);
 
-/* Handles one request line from conn; replies (or queues the request) through gs__conn_send. */
-void gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t len);
+/* Handles one request line from conn; replies (or queues the request) through gs__conn_send.
+ * Returns 0, or the ms after which to hand the same line again: a history request of a user
+ * whose share of the daemon's time for history is spent (users.h) waits, unanswered, and the
+ * connection is not read meanwhile. */
+int64_t gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, size_t len);
 
 /* The connection is gone: its queued request is dropped and its leases are let go. */
 void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A client connection: queued replies, descriptors passed with them, writing, flow control. */
 #include "conn.h"
+#include "api.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
@@ -39,26 +40,58 @@ static int reserve_out(gs__conn_t *conn, size_t extra)
     return 0;
 }
 
+/* The reply that takes the place of one the user's budget of unread output cannot hold. */
+static char *over_budget(gs__conn_t *conn, const json_t *msg, size_t len)
+{
+    gs__user_t *user = conn->user;
+    const char *op = json_string_value(json_object_get(msg, "op"));
+    char why[256];
+    snprintf(why, sizeof(why),
+             "user %s has %zu bytes of replies unread, the most one user may have with this "
+             "reply of %zu bytes is %u (max_output_per_user): read them first",
+             conn->cred.user, user->output, len, gs__server_user_out_max(conn->server));
+    if (gs__users_warn_due(user, GS__WARN_OUTPUT, gs__now_ms()))
+        gs_warn("user %s does not read its replies (%zu bytes waiting): a reply of %zu bytes to "
+                "pid %d refused%s",
+                conn->cred.user, user->output, len, (int)conn->cred.pid,
+                gs__users_suppressed(user, GS__WARN_OUTPUT));
+    json_t *error = gs__api_error(op, GS_WIRE_TOO_MANY, why);
+    char *text = error != NULL ? json_dumps(error, JSON_COMPACT) : NULL;
+    json_decref(error);
+    return text;
+}
+
 /* Appends msg (stolen) as one line. Returns 0, or -1 when the connection cannot take it. */
 static int append(gs__conn_t *conn, json_t *msg)
 {
     if (msg == NULL)
         return -1;
     char *text = conn->dead ? NULL : json_dumps(msg, JSON_COMPACT);
+    size_t len = text != NULL ? strlen(text) : 0;
+    /* What all of a user's connections hold unread is bounded (root excepted): a reply beyond
+     * it is refused with one line, the connection stays. */
+    if (text != NULL && conn->cred.uid != 0 &&
+        conn->user->output + len + 1 > gs__server_user_out_max(conn->server)) {
+        free(text);
+        text = over_budget(conn, msg, len);
+        len = text != NULL ? strlen(text) : 0;
+    }
     json_decref(msg);
     if (text == NULL)
         return -1;
-    size_t len = strlen(text);
     int result = reserve_out(conn, len + 1);
     if (result != 0) {
-        gs_warn("client pid %d (user %s) does not read its replies (%zu bytes waiting): closing "
-                "its connection",
-                (int)conn->cred.pid, conn->cred.user, conn->out_len);
+        if (gs__users_warn_due(conn->user, GS__WARN_OUTPUT, gs__now_ms()))
+            gs_warn("client pid %d (user %s) does not read its replies (%zu bytes waiting): "
+                    "closing its connection%s",
+                    (int)conn->cred.pid, conn->cred.user, conn->out_len,
+                    gs__users_suppressed(conn->user, GS__WARN_OUTPUT));
         conn->dead = 1;
     } else {
         memcpy(conn->out + conn->out_len, text, len);
         conn->out[conn->out_len + len] = '\n';
         conn->out_len += len + 1;
+        conn->user->output += len + 1;
         gs__server_pending(conn->server, conn);
     }
     free(text);
@@ -127,7 +160,7 @@ void gs__conn_close(gs__conn_t *conn)
 
 int gs__conn_paused(const gs__conn_t *conn)
 {
-    return conn->pass_fd >= 0 || conn->out_len > GS__CONN_PAUSE_BYTES;
+    return conn->pass_fd >= 0 || conn->out_len > GS__CONN_PAUSE_BYTES || conn->deferred_ms != 0;
 }
 
 /* Sends len bytes with the connection's descriptor to pass attached. */
@@ -185,6 +218,7 @@ int gs__conn_flush(gs__conn_t *conn)
     }
     memmove(conn->out, conn->out + done, conn->out_len - done);
     conn->out_len -= done;
+    conn->user->output -= done <= conn->user->output ? done : conn->user->output;
     if (conn->pass_fd >= 0)
         conn->pass_at -= done;
     /* A buffer grown for one large reply is given back once it is written. */
@@ -198,6 +232,7 @@ int gs__conn_flush(gs__conn_t *conn)
 
 void gs__conn_free(gs__conn_t *conn)
 {
+    conn->user->output -= conn->out_len <= conn->user->output ? conn->out_len : conn->user->output;
     if (conn->pass_fd >= 0)
         close(conn->pass_fd);
     free(conn->in);

@@ -35,9 +35,12 @@ struct gs__conn {
     unsigned leases;     /* leases held through this connection */
     void *waiter;        /* its queued request */
     uint64_t lease_only; /* taken on a keyed lease's socket: serves that lease only, else 0 */
+    int64_t deferred_ms; /* its next request waits its turn until then (its user's share of
+                            history work is spent; not read meanwhile), 0 = none */
 };
 
-/* Nonzero while the connection must not be read: replies unread or a descriptor to pass. */
+/* Nonzero while the connection must not be read: replies unread, a descriptor to pass, or a
+ * request waiting its turn. */
 int gs__conn_paused(const gs__conn_t *conn);
 
 /* Writes what the connection's output holds, as far as the socket takes it. Returns 0, or -1
@@ -52,5 +55,8 @@ void gs__server_pending(struct server *s, gs__conn_t *conn);
 
 /* The server's limit of unread output per connection, in bytes. */
 size_t gs__server_out_max(const struct server *s);
+
+/* The server's limit of unread output of all of one user's connections, in bytes. */
+unsigned gs__server_user_out_max(const struct server *s);
 
 #endif

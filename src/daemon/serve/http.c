@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The metrics endpoint's HTTP server: epoll thread, fixed connection table, eviction. */
 #include "http.h"
+#include "tcp_owner.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
@@ -24,6 +25,7 @@
 #define HTTP_IDLE_MS  5000  /* to send a whole request */
 #define HTTP_STALL_MS 10000 /* for the client to take some of the reply */
 #define HTTP_EVENTS   64
+#define HTTP_ACCEPTS  64 /* connections taken per wake-up: a flood never starves the replies */
 
 /* A published document, shared by the replies that send it. */
 typedef struct doc {
@@ -34,6 +36,7 @@ typedef struct doc {
 
 typedef struct http_conn {
     int fd;           /* -1: a free slot */
+    uid_t owner;      /* the local user at the other end (GS__TCP_OWNER_NONE: remote) */
     int64_t since_ms; /* accepted, or last progress of the reply */
     int replying;
     size_t in_len;
@@ -52,6 +55,7 @@ struct gs__http {
     doc_t *doc; /* the latest, under lock */
     char path[64];
     char content_type[96];
+    gs__tcp_owner_t owners;
     http_conn_t conns[HTTP_CONNS];
 };
 
@@ -96,16 +100,53 @@ static void drop(gs__http_t *h, http_conn_t *c)
     c->doc = NULL;
 }
 
-/* A free slot, or the one of the oldest connection that has not sent its request yet; NULL when
- * every connection is being answered. */
+typedef struct owner_count {
+    uid_t uid;
+    unsigned n;
+} owner_count_t;
+
+/* The owner holding the most connections that have not sent their request yet (the one a full
+ * table takes a slot from). */
+static uid_t heaviest(const gs__http_t *h)
+{
+    owner_count_t seen[64];
+    unsigned n_seen = 0, best = 0;
+    uid_t who = GS__TCP_OWNER_NONE;
+    for (unsigned i = 0; i < HTTP_CONNS; i++) {
+        const http_conn_t *c = &h->conns[i];
+        if (c->fd < 0 || c->replying)
+            continue;
+        unsigned k = 0;
+        while (k < n_seen && seen[k].uid != c->owner)
+            k++;
+        if (k == n_seen && n_seen < 64)
+            seen[n_seen++] = (owner_count_t){.uid = c->owner, .n = 0};
+        if (k < n_seen && ++seen[k].n > best) {
+            best = seen[k].n;
+            who = seen[k].uid;
+        }
+    }
+    return who;
+}
+
+/* A free slot, or the one of the oldest connection that has not sent its request yet of the
+ * owner holding the most such connections: a user (or the network) flooding the endpoint takes
+ * its own slots, never a scrape's of another. NULL when every connection is being answered. */
 static http_conn_t *slot_for_new(gs__http_t *h)
 {
+    uid_t victim = GS__TCP_OWNER_NONE;
+    int full = 1;
+    for (unsigned i = 0; i < HTTP_CONNS && full; i++)
+        full = h->conns[i].fd >= 0;
+    if (full)
+        victim = heaviest(h);
     http_conn_t *oldest = NULL;
     for (unsigned i = 0; i < HTTP_CONNS; i++) {
         http_conn_t *c = &h->conns[i];
         if (c->fd < 0)
             return c;
-        if (!c->replying && (oldest == NULL || c->since_ms < oldest->since_ms))
+        if (!c->replying && c->owner == victim &&
+            (oldest == NULL || c->since_ms < oldest->since_ms))
             oldest = c;
     }
     if (oldest != NULL)
@@ -115,10 +156,11 @@ static http_conn_t *slot_for_new(gs__http_t *h)
 
 static void accept_all(gs__http_t *h)
 {
-    for (;;) {
+    for (unsigned taken = 0; taken < HTTP_ACCEPTS; taken++) {
         int fd = accept4(h->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             return; /* EAGAIN, or out of descriptors: the next wake-up tries again */
+        uid_t owner = gs__tcp_owner_of(&h->owners, fd);
         http_conn_t *c = slot_for_new(h);
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
         if (c == NULL || epoll_ctl(h->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
@@ -126,6 +168,7 @@ static void accept_all(gs__http_t *h)
             continue;
         }
         c->fd = fd;
+        c->owner = owner;
         c->since_ms = now_ms();
         c->replying = 0;
         c->in_len = 0;
@@ -286,6 +329,7 @@ int gs__http_start(uint32_t addr, uint16_t port, const char *path, const char *c
         return GS_ENOMEM;
     for (unsigned i = 0; i < HTTP_CONNS; i++)
         h->conns[i].fd = -1;
+    gs__tcp_owner_open(&h->owners);
     snprintf(h->path, sizeof(h->path), "%s", path);
     snprintf(h->content_type, sizeof(h->content_type), "%s", content_type);
     pthread_mutex_init(&h->lock, NULL);
@@ -308,6 +352,7 @@ int gs__http_start(uint32_t addr, uint16_t port, const char *path, const char *c
             close(h->epfd);
         if (h->wake_fd >= 0)
             close(h->wake_fd);
+        gs__tcp_owner_close(&h->owners);
         pthread_mutex_destroy(&h->lock);
         free(h);
         return result;
@@ -346,6 +391,7 @@ void gs__http_stop(gs__http_t *http)
     close(http->listen_fd);
     close(http->epfd);
     close(http->wake_fd);
+    gs__tcp_owner_close(&http->owners);
     pthread_mutex_destroy(&http->lock);
     free(http);
 }

@@ -122,6 +122,10 @@ void gs__lease_socket_accept(gs__lease_socket_t *ls)
 {
     for (int i = 0; i < LEASE_BACKLOG; i++) {
         int fd = accept4(ls->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+            gs__server_refuse(ls->s, ls->fd);
+            return;
+        }
         if (fd < 0) {
             if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
                 gs_warn("lease %llu's socket: accept: %s", (unsigned long long)ls->lease_id,

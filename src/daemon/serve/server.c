@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -44,7 +45,10 @@ typedef struct server {
     gs__conn_t *idle_head, *idle_tail; /* by last activity, oldest first */
     gs__conn_t *pending;               /* connections with output to write */
     unsigned n_conns;
-    int spare_fd; /* kept open to refuse connections cleanly when out of descriptors */
+    unsigned n_deferred;     /* connections whose request waits its turn (conn->deferred_ms) */
+    int spare_fd;            /* kept open to refuse connections cleanly when out of descriptors */
+    uint64_t refused;        /* connections refused for want of descriptors, not yet logged */
+    int64_t refused_said_ms; /* when that was last logged */
 } server_t;
 
 /* Tags for epoll: the two special descriptors; connections are their own pointers. */
@@ -62,6 +66,11 @@ void gs__server_pending(server_t *s, gs__conn_t *conn)
 size_t gs__server_out_max(const server_t *s)
 {
     return s->d->cfg.max_output_per_connection;
+}
+
+unsigned gs__server_user_out_max(const server_t *s)
+{
+    return s->d->cfg.max_output_per_user;
 }
 
 static void idle_remove(server_t *s, gs__conn_t *conn)
@@ -103,18 +112,31 @@ static void turn_away(server_t *s, int fd, gs__user_t *user, const gs__cred_t *c
     if (n > 0 && (size_t)n < sizeof(line))
         send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     close(fd);
-    if (gs__users_log_due(user, gs__now_ms())) {
+    if (gs__users_warn_due(user, GS__WARN_CONNS, gs__now_ms()))
         gs_warn("user %s has %u connections (max_connections_per_user): refused another%s",
-                cred->user, user->conns,
-                user->refused > 0 ? " (and more since the last line)" : "");
-        user->refused = 0;
-    }
+                cred->user, user->conns, gs__users_suppressed(user, GS__WARN_CONNS));
     (void)s;
 }
 
-/* Reads who is calling; refuses a user at their connection limit. Returns 0 or -1 (fd closed).
- * A refusal costs a few system calls: a flood of connections delays the others behind it in the
- * socket's queue as little as possible. */
+/* A connection refused for want of descriptors: said at most every 5 s, with how many were
+ * refused meanwhile (a flood is one line). */
+static void note_no_fds(server_t *s)
+{
+    int64_t now = gs__now_ms();
+    s->refused++;
+    if (now - s->refused_said_ms < 5000)
+        return;
+    gs_warn("out of file descriptors (%u connections): refused %llu connection%s", s->n_conns,
+            (unsigned long long)s->refused, s->refused == 1 ? "" : "s");
+    s->refused_said_ms = now;
+    s->refused = 0;
+}
+
+/* Reads who is calling; refuses a user at their connection limit, and a caller whose process is
+ * gone (a zombie that connected: its pid names nothing the daemon may ever signal, and may
+ * soon be another user's). Returns 0 or -1 (fd closed). A refusal costs a few system calls: a
+ * flood of connections delays the others behind it in the socket's queue as little as
+ * possible. */
 static int admit(server_t *s, int fd, gs__cred_t *cred, gs__user_t **user)
 {
     struct ucred uc;
@@ -133,8 +155,19 @@ static int admit(server_t *s, int fd, gs__cred_t *cred, gs__user_t **user)
         turn_away(s, fd, *user, cred);
         return -1;
     }
-    if (!gs_proc_alive(uc.pid, &cred->start))
-        cred->start = 0;
+    int peer = gs__proc_peer(fd, uc.pid, uc.uid, &cred->start);
+    if (peer == -EMFILE || peer == -ENFILE) {
+        close(fd);
+        note_no_fds(s);
+        return -1;
+    }
+    if (peer != 0) {
+        close(fd);
+        if (gs__users_warn_due(*user, GS__WARN_DENIED, gs__now_ms()))
+            gs_warn("user %s: refused a connection from pid %d: that process is gone%s", cred->user,
+                    (int)uc.pid, gs__users_suppressed(*user, GS__WARN_DENIED));
+        return -1;
+    }
     return 0;
 }
 
@@ -169,17 +202,15 @@ static void accept_one(server_t *s, int fd, uint64_t lease_only)
     gs_debug("connection from pid %d (user %s)", (int)cred.pid, cred.user);
 }
 
-/* Out of file descriptors, a pending connection would wake the (level-triggered) loop forever:
- * give up the spare descriptor, take the connection and close it at once. */
-static void refuse_one(server_t *s)
+void gs__server_refuse(server_t *s, int listen_fd)
 {
     if (s->spare_fd >= 0)
         close(s->spare_fd);
-    int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
     if (fd >= 0)
         close(fd);
     s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    gs_warn("out of file descriptors (%u connections): refused a connection", s->n_conns);
+    note_no_fds(s);
 }
 
 static void accept_all(server_t *s)
@@ -187,7 +218,7 @@ static void accept_all(server_t *s)
     for (int i = 0; i < ACCEPT_MAX; i++) {
         int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-            refuse_one(s);
+            gs__server_refuse(s, s->listen_fd);
             return;
         }
         if (fd < 0) {
@@ -262,8 +293,10 @@ static void too_long(server_t *s, gs__conn_t *conn)
     snprintf(msg, sizeof(msg), "request line longer than %d bytes: closing the connection",
              GS_PROTO_LINE_MAX);
     gs__conn_send(conn, gs__api_error(NULL, GS_WIRE_TOO_LONG, msg));
-    gs_warn("client pid %d (user %s) sent a line longer than %d bytes: closed", (int)conn->cred.pid,
-            conn->cred.user, GS_PROTO_LINE_MAX);
+    if (gs__users_warn_due(conn->user, GS__WARN_BAD_LINE, gs__now_ms()))
+        gs_warn("client pid %d (user %s) sent a line longer than %d bytes: closed%s",
+                (int)conn->cred.pid, conn->cred.user, GS_PROTO_LINE_MAX,
+                gs__users_suppressed(conn->user, GS__WARN_BAD_LINE));
     s->d->counters.bad_requests++;
     gs__conn_close(conn);
 }
@@ -277,8 +310,14 @@ static void handle_lines(server_t *s, gs__conn_t *conn)
         if (nl == NULL)
             break;
         size_t len = (size_t)(nl - (conn->in + start));
-        touch(s, conn, gs__now_ms());
-        gs__api_request(s->d, conn, conn->in + start, len);
+        int64_t now = gs__now_ms();
+        touch(s, conn, now);
+        int64_t wait = gs__api_request(s->d, conn, conn->in + start, len);
+        if (wait > 0) { /* the same line again once its turn comes (resume_deferred) */
+            conn->deferred_ms = now + wait;
+            s->n_deferred++;
+            break;
+        }
         start += len + 1;
     }
     memmove(conn->in, conn->in + start, conn->in_len - start);
@@ -357,10 +396,20 @@ static void free_dead(server_t *s)
         if (conn->next != NULL)
             conn->next->prev = conn->prev;
         idle_remove(s, conn);
+        s->n_deferred -= conn->deferred_ms != 0;
         s->n_conns--;
         conn->user->conns--;
         gs__conn_free(conn);
     }
+}
+
+/* Whether the connection sent something not handled yet: a request that waited out a stall of
+ * the daemon in the socket's buffer (or a paused connection's buffer) was asked in time. */
+static int has_input(const gs__conn_t *conn)
+{
+    int pending = 0;
+    return (conn->in_len > 0 && memchr(conn->in, '\n', conn->in_len) != NULL) ||
+           (ioctl(conn->fd, FIONREAD, &pending) == 0 && pending > 0);
 }
 
 /* Closes the connections that asked nothing for idle_timeout and hold nothing, from the oldest
@@ -373,7 +422,7 @@ static void close_idle(server_t *s, int64_t now)
         idle_remove(s, conn);
         if (conn->dead || conn->closing)
             continue;
-        if (gs__api_conn_busy(s->d, conn)) {
+        if (gs__api_conn_busy(s->d, conn) || has_input(conn)) {
             touch(s, conn, now);
             continue;
         }
@@ -385,9 +434,25 @@ static void close_idle(server_t *s, int64_t now)
         snprintf(msg, sizeof(msg), "no request within %.1f s: closing the connection",
                  timeout / 1000.0);
         gs__conn_send(conn, gs__api_error(NULL, GS_WIRE_IDLE_TIMEOUT, msg));
-        gs_info("client pid %d (user %s) sent nothing for %.1f s: closed", (int)conn->cred.pid,
-                conn->cred.user, timeout / 1000.0);
+        if (gs__users_warn_due(conn->user, GS__WARN_IDLE, now))
+            gs_info("client pid %d (user %s) sent nothing for %.1f s: closed%s",
+                    (int)conn->cred.pid, conn->cred.user, timeout / 1000.0,
+                    gs__users_suppressed(conn->user, GS__WARN_IDLE));
         gs__conn_close(conn);
+    }
+}
+
+/* Hands the requests that waited their turn (handle_lines) to the API again once it came. */
+static void resume_deferred(server_t *s, int64_t now)
+{
+    for (gs__conn_t *conn = s->n_deferred > 0 ? s->conns : NULL; conn != NULL; conn = conn->next) {
+        if (conn->deferred_ms == 0 || now < conn->deferred_ms || conn->dead)
+            continue;
+        conn->deferred_ms = 0;
+        s->n_deferred--;
+        handle_lines(s, conn);
+        if (!conn->dead && !conn->pending)
+            set_events(s, conn);
     }
 }
 
@@ -395,6 +460,7 @@ static void close_idle(server_t *s, int64_t now)
 static void tick(server_t *s, int64_t now, int64_t *next_reap, int64_t *next_refresh)
 {
     gs__api_expire(s->d, now);
+    resume_deferred(s, now);
     gs__leases_expire(s->d, gs__wall_ms());
     close_idle(s, now);
     if (now >= *next_reap) {

@@ -75,6 +75,11 @@ int gs__server_watch(struct server *s, int fd, uintptr_t tag);
 void gs__server_unwatch(struct server *s, int fd);
 void gs__server_take(struct server *s, int fd, uint64_t lease_only);
 
+/* Out of file descriptors, a pending connection on listen_fd (the main socket or a keyed
+ * lease's) would wake the level-triggered loop forever: gives up the spare descriptor, takes the
+ * connection and closes it at once; logged at most every 5 s, with a count. */
+void gs__server_refuse(struct server *s, int listen_fd);
+
 /* Creates the socket (mode 0666: SO_PEERCRED authenticates) and runs the loop until SIGTERM or
  * SIGINT, publishing d's metrics on metrics (NULL: off) once a second and after each watchdog
  * scan. Returns 0 after a clean stop, or -errno with one line in err when the socket cannot be

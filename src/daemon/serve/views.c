@@ -13,6 +13,8 @@
 
 static const char *state_name(const gs__lease_t *lease)
 {
+    if (lease->rec.damaged[0] != '\0')
+        return "damaged";
     if (lease->rec.state != GS__LEASE_ENDING)
         return "active";
     return lease->expired ? "expired" : "ending";
@@ -59,6 +61,16 @@ static void add_labels(json_t *obj, const gs__lease_t *lease)
     json_object_set_new(obj, "expires_at_ms", json_integer((json_int_t)expiry));
 }
 
+/* What keeps the lease from its normal course: its row is damaged (root decides), or it cannot
+ * end (processes outside its job hold its region: root's release --force). */
+static void add_trouble(json_t *obj, const gs__lease_t *lease)
+{
+    if (obj != NULL && lease->rec.damaged[0] != '\0')
+        json_object_set_new(obj, "damaged", json_string(lease->rec.damaged));
+    if (obj != NULL && lease->stop_reported)
+        json_object_set_new(obj, "stuck", json_true());
+}
+
 json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
 {
     gs__lease_use_t use;
@@ -96,6 +108,7 @@ json_t *gs__view_lease(const gs__daemon_t *d, const gs__lease_t *lease)
         (json_int_t)use.processes, "region", rec->region, "granted_at_ms",
         (json_int_t)rec->granted_at_ms);
     add_labels(obj, lease);
+    add_trouble(obj, lease);
     return obj;
 }
 
@@ -173,6 +186,7 @@ static json_t *gpu_lease_view(const gs__daemon_t *d, const gs__lease_t *lease, u
         json_object_set_new(obj, "instance", json_string(part->instance));
     add_real(d, lease, part_index, obj);
     add_labels(obj, lease);
+    add_trouble(obj, lease);
     return obj;
 }
 
@@ -384,6 +398,11 @@ json_t *gs__view_status(const gs__daemon_t *d, const gs__cred_t *cred, int proce
     char mps_control[GS__PATH_MAX];
     gs__gpus_mps_control(d, mps_control, sizeof(mps_control));
     json_object_set_new(node, "mps_control", json_string(mps_control));
+    uint64_t dropped = 0;
+    int full = gs__ledger_disk_full(d->ledger, &dropped);
+    json_object_set_new(
+        node, "ledger",
+        json_pack("{s:b, s:I}", "disk_full", full, "history_dropped", (json_int_t)dropped));
     json_object_set_new(node, "gpusim_state", json_string(gs__inventory_sim_state(d->inv)));
     json_object_set_new(node, "config", json_string(d->cfg.path));
     json_t *queue = json_pack("{s:I, s:o}", "length", (json_int_t)d->queue.length, "requests",

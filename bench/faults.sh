@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The fault-injection suite's long run (issue 25): tests/faults/run.sh for BENCH_FAULTS_SECONDS
+# (600 by default) with seed BENCH_FAULTS_SEED (the date's seconds when unset, printed): faults
+# injected by kind, invariant checks, violations (0 expected: any other is reproduced with the
+# same seed), and gpushared's RSS and open descriptors at the start and the end. Needs root (three
+# system users, a tmpfs for the state directory); prints its method and figures.
+set -euo pipefail
+build=${GS_BUILD_DIR:-build}
+[[ $build == /* ]] || build=$PWD/$build
+seconds=${BENCH_FAULTS_SECONDS:-600}
+seed=${BENCH_FAULTS_SEED:-$(date +%s)}
+if [[ $(id -u) -ne 0 ]]; then
+  echo "bench/faults.sh: skipped (run as root: it needs system users and a tmpfs)"
+  exit 0
+fi
+cat <<EOM
+bench/faults.sh: gpushared on gpusim (GPU 0 shared H100-80GB, GPU 1 mig A100-40GB, GPU 2 mps
+H100-80GB) under acquire / release / expire / queue / MIG / MPS leases of three users, with
+faults injected between the operations (half the steps) and the invariants checked after each
+fault, every fourth operation and at the end; seed $seed, $seconds s. Reproduce: BENCH_FAULTS_SEED=$seed bench/faults.sh (or
+tests/faults/run.sh $seed $seconds). Machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg).
+EOM
+GS_BUILD_DIR=$build FAULTS_KEEP=${BENCH_FAULTS_KEEP:-} bash "$(dirname "$0")/../tests/faults/run.sh" "$seed" "$seconds"

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* libgs_fault_io.so: the fault-injection suite's interposer (LD_PRELOAD into gpushared), driven
+ * by files in $GS_FAULT_DIR that the suite writes and removes while the daemon runs:
+ *
+ *   eio     while it exists, writes, syncs and truncations of files under $GS_FAULT_STATE (the
+ *           daemon's state directory: the ledger, its WAL, the marker) fail with EIO;
+ *   clock   a number of milliseconds added to CLOCK_REALTIME (clock_gettime, gettimeofday, time):
+ *           a jump of the wall clock as the daemon sees it, in either direction. (Linux time
+ *           namespaces offset CLOCK_MONOTONIC and CLOCK_BOOTTIME only: the wall clock cannot be
+ *           moved for one process but this way.)
+ *
+ * The files are looked at every 20 ms at most (CLOCK_MONOTONIC). Test code: never installed. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GS_FAULT_EXPORT __attribute__((visibility("default")))
+
+static struct {
+    pthread_mutex_t lock;
+    int64_t next_look_ns;
+    int eio;
+    int64_t clock_ms;
+} state = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t read_number(const char *dir, const char *name, int *there)
+{
+    char path[4096], buf[64] = "";
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+    *there = fd >= 0;
+    if (fd < 0)
+        return 0;
+    ssize_t n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+    syscall(SYS_close, fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return strtoll(buf, NULL, 10);
+}
+
+/* Looks at the trigger files when due. */
+static void look(void)
+{
+    const char *dir = getenv("GS_FAULT_DIR");
+    if (dir == NULL)
+        return;
+    int64_t now = mono_ns();
+    pthread_mutex_lock(&state.lock);
+    if (now >= state.next_look_ns) {
+        int there = 0;
+        read_number(dir, "eio", &there);
+        state.eio = there;
+        state.clock_ms = read_number(dir, "clock", &there);
+        state.next_look_ns = now + 20 * 1000 * 1000;
+    }
+    pthread_mutex_unlock(&state.lock);
+}
+
+/* Whether a write to fd fails now: the EIO trigger is there and fd is a file of the state
+ * directory. */
+static int fails(int fd)
+{
+    look();
+    const char *dir = getenv("GS_FAULT_STATE");
+    if (!state.eio || dir == NULL)
+        return 0;
+    char link[64], path[4096];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof(path) - 1);
+    if (n <= 0)
+        return 0;
+    path[n] = '\0';
+    return strncmp(path, dir, strlen(dir)) == 0;
+}
+
+#define NEXT(name) ((__typeof__(&name))dlsym(RTLD_NEXT, #name))
+
+GS_FAULT_EXPORT ssize_t write(int fd, const void *buf, size_t len)
+{
+    if (fails(fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return NEXT(write)(fd, buf, len);
+}
+
+GS_FAULT_EXPORT ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+    if (fails(fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return NEXT(pwrite)(fd, buf, len, off);
+}
+
+GS_FAULT_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t len, off64_t off)
+{
+    if (fails(fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return NEXT(pwrite64)(fd, buf, len, off);
+}
+
+GS_FAULT_EXPORT int fsync(int fd)
+{
+    if (fails(fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return NEXT(fsync)(fd);
+}
+
+GS_FAULT_EXPORT int fdatasync(int fd)
+{
+    if (fails(fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return NEXT(fdatasync)(fd);
+}
+
+GS_FAULT_EXPORT int ftruncate(int fd, off_t len)
+{
+    if (fails(fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return NEXT(ftruncate)(fd, len);
+}
+
+GS_FAULT_EXPORT int clock_gettime(clockid_t id, struct timespec *ts)
+{
+    int rc = NEXT(clock_gettime)(id, ts);
+    if (rc != 0 || (id != CLOCK_REALTIME && id != CLOCK_REALTIME_COARSE))
+        return rc;
+    look();
+    int64_t ns = (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec + state.clock_ms * 1000000;
+    ts->tv_sec = ns / 1000000000;
+    ts->tv_nsec = ns % 1000000000;
+    return 0;
+}
+
+GS_FAULT_EXPORT int gettimeofday(struct timeval *tv, void *tz)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0)
+        return -1;
+    (void)tz;
+    tv->tv_sec = ts.tv_sec;
+    tv->tv_usec = ts.tv_nsec / 1000;
+    return 0;
+}
+
+GS_FAULT_EXPORT time_t time(time_t *out)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (out != NULL)
+        *out = ts.tv_sec;
+    return ts.tv_sec;
+}
