@@ -250,7 +250,7 @@ fault_holder_stop() {
 }
 
 fault_mps_kill9() {
-  pkill -KILL -f "nvidia-cuda-mps-control.*" -P 1 2>/dev/null
+  # Only this run's MPS daemons (by their pipe directory): never another test's on the machine.
   local p
   for p in $(pgrep -f "$GS_BUILD_DIR/sim/nvidia-cuda-mps"); do
     grep -qz "CUDA_MPS_PIPE_DIRECTORY=$WORK/run" "/proc/$p/environ" 2>/dev/null && kill -KILL "$p"
