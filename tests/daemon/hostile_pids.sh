@@ -87,7 +87,7 @@ DAEMON_PID=
 sqlite3 "$WORK/state/state.db" "UPDATE leases SET client_pid = $client, client_start = 0 WHERE id = $attacker"
 start_daemon
 sleep 1.5 # several watchdog scans
-hog=$(pgrep -x gs-gpu-hog)
+hog=$(pgrep -x -P "$client" gs-gpu-hog) # (the victim job's own: other tests may run hogs)
 [[ -n $hog ]] || fail "the victim's CUDA job was killed"
 grep -q "killed pid" "$WORK/daemon.log" && fail "the watchdog killed: $(grep 'killed pid' "$WORK/daemon.log")"
 victim_lease=$(gs leases --json | jq ".[] | select(.uid == $(id -u "$USER3")) | .id")
