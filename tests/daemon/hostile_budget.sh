@@ -64,7 +64,9 @@ set -e
   fail "history beside 200 unread replies: $rc $out"
 gs status >/dev/null || fail "root's status"
 rss=$(daemon_rss_kb)
-[[ $rss -lt 102400 ]] || fail "the daemon holds $rss KiB"
+# (The plain build checks the daemon's memory; under the sanitizers shadow memory and the
+# quarantine of freed memory make its RSS no measure of what it keeps.)
+[[ -n ${GS_SANITIZE:-} || $rss -lt 102400 ]] || fail "the daemon holds $rss KiB"
 grep -q "user $USER2 does not read its replies (.* bytes waiting): a reply of .* bytes to pid .* refused" "$WORK/daemon.log" ||
   fail "no log line of a refused reply"
 pass "200 unread history replies: the user's budget holds ($rss KiB resident); one more is refused with one line"
