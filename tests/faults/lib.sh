@@ -86,6 +86,11 @@ rss_kb() {
   awk '/^VmRSS:/ {print $2}' "/proc/$DAEMON_PID/status" 2>/dev/null
 }
 
+# The part of it that is shared memory: the regions' memfds the daemon maps (its idle ones too).
+shm_kb() {
+  awk '/^RssShmem:/ {print $2}' "/proc/$DAEMON_PID/status" 2>/dev/null
+}
+
 fds() {
   ls "/proc/$DAEMON_PID/fd" 2>/dev/null | wc -l
 }
@@ -497,9 +502,10 @@ report() {
   done
   echo "faults: $total of $kinds kinds; daemon starts: $RESTARTS; leases seen: $(wc -w <<<"$ALL_SEEN")"
   echo "invariant checks: $CHECKS; violations: $VIOLATIONS"
-  echo "daemon, idle after a lease of each kind: RSS $RSS0 KiB at the start, $RSS1 KiB at the end;"
-  echo "  open fds $FDS0 at the start, $FDS1 at the end (of which idle regions kept for reuse, at most"
-  echo "  32: $POOL0 and $POOL1; the others: $((FDS0 - POOL0)) and $((FDS1 - POOL1)))"
+  echo "daemon, idle after a lease of each kind, at the start and the end (idle regions are kept"
+  echo "  for reuse, at most 32: $POOL0 and $POOL1):"
+  echo "  RSS $RSS0 and $RSS1 KiB: regions' shared memory $SHM0 and $SHM1, the rest $((RSS0 - SHM0)) and $((RSS1 - SHM1))"
+  echo "  open fds $FDS0 and $FDS1: regions $POOL0 and $POOL1, the rest $((FDS0 - POOL0)) and $((FDS1 - POOL1))"
 }
 
 # A lease of each kind (shared, MIG, MPS) granted and ended, then the daemon's RSS and open
@@ -523,7 +529,7 @@ warm_measure() {
     sleep 0.2
   done
   sleep 1
-  WARM_RSS=$(rss_kb) WARM_FDS=$(fds) WARM_POOL=$(pooled)
+  WARM_RSS=$(rss_kb) WARM_SHM=$(shm_kb) WARM_FDS=$(fds) WARM_POOL=$(pooled)
 }
 
 faults_main() {
@@ -532,7 +538,7 @@ faults_main() {
   daemon_up || { echo "faults: gpushared did not start" >&2; exit 1; }
   ALL_SEEN=""
   warm_measure
-  RSS0=$WARM_RSS FDS0=$WARM_FDS POOL0=$WARM_POOL
+  RSS0=$WARM_RSS SHM0=$WARM_SHM FDS0=$WARM_FDS POOL0=$WARM_POOL
   local end=$((SECONDS + seconds)) i=0
   while ((SECONDS < end)); do
     fault_end_due
@@ -552,7 +558,7 @@ faults_main() {
   done
   quiesce
   warm_measure
-  RSS1=$WARM_RSS FDS1=$WARM_FDS POOL1=$WARM_POOL
+  RSS1=$WARM_RSS SHM1=$WARM_SHM FDS1=$WARM_FDS POOL1=$WARM_POOL
   report | tee "$WORK/report.txt"
   if ((VIOLATIONS > 0)) || [[ -n ${FAULTS_KEEP:-} ]]; then
     local keep=${FAULTS_KEEP:-/tmp/gs-faults-seed-$seed}
