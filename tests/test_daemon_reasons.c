@@ -266,6 +266,7 @@ static void tear_down(void)
         gs__queue_remove(&d->queue, w);
         free(w);
     }
+    gs__users_free(&d->users); /* the lease counters gs__lease_link made */
     free(d);
 }
 
