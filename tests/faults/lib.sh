@@ -379,24 +379,30 @@ check_gpusim() {
 }
 
 # Every MIG instance of gpusim is one the daemon lists (while NVML answers), and each leased one
-# belongs to a live lease.
+# belongs to a live lease. Compared by GPU instance (nvidia-smi mig -lgi) and by MIG device UUID
+# (-L): an idle GPU instance may have no compute instance yet (one whose making failed halfway
+# while NVML failed its cleanup too), which gpushared completes when it reuses it.
+mig_views() {
+  SIM_GIS=$("$GS_BUILD_DIR/sim/nvidia-smi" mig -lgi 2>/dev/null | awk '$2 == 1 && $3 == "MIG" {print $6}' | sort -n | xargs)
+  SIM_UUIDS=$("$GS_BUILD_DIR/sim/nvidia-smi" -L 2>/dev/null | sed -n 's/.*(UUID: \(MIG-[^)]*\)).*/\1/p' | sort | xargs)
+  OUR_GIS=$(jq -r '[.gpus[1].mig.instances[]?.gpu_instance] | sort | map(tostring) | join(" ")' "$WORK/status.json")
+  OUR_UUIDS=$(jq -r '[.gpus[1].mig.instances[]?.uuid | select(. != "")] | sort | join(" ")' "$WORK/status.json")
+  [[ $SIM_GIS == "$OUR_GIS" && $SIM_UUIDS == "$OUR_UUIDS" ]]
+}
+
 check_mig() {
   # While NVML fails, or until gpushared looked at the GPU again since it did (every 5 s), it
   # lists nothing there and grants nothing there.
   [[ -e $GPUSIM_NVML_FAULTS ]] && return 0
   [[ $(jq -r '.gpus[1].mig.enabled' "$WORK/status.json") == true ]] || return 0
-  local sim ours leased lease
-  sim=$("$GS_BUILD_DIR/sim/nvidia-smi" -L 2>/dev/null | sed -n 's/.*(UUID: \(MIG-[^)]*\)).*/\1/p' | sort | tr '\n' ' ')
-  ours=$(jq -r '[.gpus[1].mig.instances[]?.uuid] | sort | join(" ")' "$WORK/status.json")
-  [[ "${sim% }" == "$ours" ]] || {
+  mig_views || {
     sleep 0.3 # an instance being made or destroyed as the two were read
     q status --json >"$WORK/status.json"
-    sim=$("$GS_BUILD_DIR/sim/nvidia-smi" -L 2>/dev/null | sed -n 's/.*(UUID: \(MIG-[^)]*\)).*/\1/p' | sort | tr '\n' ' ')
-    ours=$(jq -r '[.gpus[1].mig.instances[]?.uuid] | sort | join(" ")' "$WORK/status.json")
-    [[ "${sim% }" == "$ours" ]] || violation "MIG instances: gpusim has [${sim% }], gpushared lists [$ours]"
+    mig_views ||
+      violation "MIG instances: gpusim has GPU instances [$SIM_GIS] and devices [$SIM_UUIDS], gpushared lists [$OUR_GIS] and [$OUR_UUIDS]"
   }
   # (Both from the same status reply: the listing was read a moment before.)
-  local live
+  local live leased lease
   live=" $(jq -r '[.gpus[].leases[].id] | map(tostring) | join(" ")' "$WORK/status.json") "
   leased=$(jq -r '.gpus[1].mig.instances[]? | select(.state == "leased") | .lease' "$WORK/status.json")
   for lease in $leased; do
