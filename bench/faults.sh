@@ -3,7 +3,8 @@
 # The fault-injection suite's long run (issue 25): tests/faults/run.sh for BENCH_FAULTS_SECONDS
 # (600 by default) with seed BENCH_FAULTS_SEED (the date's seconds when unset, printed): faults
 # injected by kind, invariant checks, violations (0 expected: any other is reproduced with the
-# same seed), and gpushared's RSS and open descriptors at the start and the end. Needs root (three
+# same seed), and gpushared's RSS and open descriptors at the start and the end, each once its idle
+# regions are closed (a minute unused, so the run takes two minutes more). Needs root (three
 # system users, a tmpfs for the state directory); prints its method and figures.
 set -euo pipefail
 build=${GS_BUILD_DIR:-build}
@@ -21,4 +22,4 @@ faults injected between the operations (half the steps) and the invariants check
 fault, every fourth operation and at the end; seed $seed, $seconds s. Reproduce: BENCH_FAULTS_SEED=$seed bench/faults.sh (or
 tests/faults/run.sh $seed $seconds). Machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg).
 EOM
-GS_BUILD_DIR=$build FAULTS_KEEP=${BENCH_FAULTS_KEEP:-} bash "$(dirname "$0")/../tests/faults/run.sh" "$seed" "$seconds"
+GS_BUILD_DIR=$build FAULTS_IDLE_WAIT=1 FAULTS_KEEP=${BENCH_FAULTS_KEEP:-} bash "$(dirname "$0")/../tests/faults/run.sh" "$seed" "$seconds"

@@ -3,6 +3,7 @@
 gs_add_unit_test(test_daemon_config SOURCES test_daemon_config.c LIBS gs_daemon_core)
 gs_add_unit_test(test_daemon_model SOURCES test_daemon_model.c LIBS gs_daemon_gpu)
 gs_add_unit_test(test_daemon_ledger SOURCES test_daemon_ledger.c LIBS gs_daemon_core)
+gs_add_unit_test(test_daemon_regions SOURCES test_daemon_regions.c LIBS gs_daemon_core)
 gs_add_unit_test(test_daemon_gpuprocs SOURCES test_daemon_gpuprocs.c LIBS gs_daemon_gpu)
 gs_add_unit_test(test_daemon_queue SOURCES test_daemon_queue.c LIBS gs_daemon_gpu)
 gs_add_unit_test(test_proto SOURCES test_proto.c LIBS gs_client)

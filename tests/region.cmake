@@ -16,4 +16,4 @@ target_compile_options(test_region_sealed PRIVATE -mcx16)
 gs_add_unit_test(test_sched SOURCES test_sched.c LIBS gs_region TIMEOUT 120)
 target_include_directories(test_sched PRIVATE "${CMAKE_SOURCE_DIR}/src/region")
 # gpushared's scheduler server and the member side of its channel, in one process.
-gs_add_unit_test(test_sched_server SOURCES test_sched_server.c LIBS gs_region TIMEOUT 60)
+gs_add_unit_test(test_sched_server SOURCES test_sched_server.c LIBS gs_region TIMEOUT 120)

@@ -4,16 +4,22 @@
  * travel over the channels; a member whose channel closes leaves at once; a lease dropped by the
  * daemon loses its channels; and a member that breaks the protocol (a message of the wrong size,
  * an unknown type, a flood) is dropped without touching the other lease, while what it may say
- * (a late start) is believed only within bounds. */
+ * (a late start) is believed only within bounds. Three processes of three leases taking the GPU
+ * 100,000 times each never hold it at once (issue 28's lock test, for the scheduler that replaced
+ * the lock). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -219,6 +225,105 @@ static void test_a_late_start_is_believed_within_bounds(void **state)
     gs_sched_server_free(s);
 }
 
+/* What the three processes of test_never_two_leases_at_once share. */
+typedef struct exclusion {
+    atomic_int inside;   /* processes in their lease's slot now */
+    atomic_long doubles; /* entries that found another lease's process inside */
+    atomic_long entries; /* over all processes */
+    atomic_long late;    /* grants found over when read (not entered, yielded) */
+} exclusion_t;
+
+/* Entries a second a process makes at most: two messages each stay under the server's flood
+ * bound (MAX_RATE, 20,000 a second), as any real agent does. */
+#define ENTRY_RATE 8000
+
+/* One process of one lease: ENTRIES times, waits for its lease's slot, enters only while the
+ * slot lasts (as the shim launches only then), leaves at once, and yields with more work.
+ * Exits 0, 1 when its channel closed, 2 when it waited 5 s for a grant (starved). */
+static int take_turns(gs_smember_t *m, exclusion_t *x, long entries)
+{
+    int64_t last = 0, deadline = mono_ns() + 5000 * MS;
+    for (long k = 0; k < entries;) {
+        int64_t due = last + 1000000000 / ENTRY_RATE - mono_ns();
+        if (due > 0)
+            nanosleep(&(struct timespec){.tv_nsec = (long)due}, NULL);
+        last = mono_ns();
+        gs_sched_grant_t g;
+        if (gs_smember_want(m, &g) != 0)
+            return 1;
+        while (!g.held) {
+            if (gs_smember_wait(m, -1, g.wait_ns > 0 ? g.wait_ns : MS) < 0 ||
+                gs_smember_want(m, &g) != 0)
+                return 1;
+            if (mono_ns() > deadline)
+                return 2;
+        }
+        if (mono_ns() < g.end_ns) {
+            /* In for 5 us (a launch's time): another lease's process in meanwhile is a double. */
+            int others = atomic_fetch_add(&x->inside, 1) != 0;
+            for (int64_t until = mono_ns() + 5000; mono_ns() < until;)
+                others |= atomic_load(&x->inside) != 1;
+            atomic_fetch_add(&x->doubles, others);
+            atomic_fetch_sub(&x->inside, 1);
+            atomic_fetch_add(&x->entries, 1);
+            deadline = mono_ns() + 5000 * MS;
+            k++;
+        } else if (atomic_fetch_add(&x->late, 1) >= 0 && mono_ns() > deadline) {
+            return 2;
+        }
+        if (gs_smember_yield(m, g.epoch, 1) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Issue 28 #10 and acceptance 7: the lock of the old scheduler segment let two processes in at
+ * once. gpushared's scheduler hands the GPU to one lease at a time: three processes of three
+ * leases, GS_TEST_ENTRIES (100,000) entries each, 0 double entries. */
+static void test_never_two_leases_at_once(void **state)
+{
+    (void)state;
+    const char *env = getenv("GS_TEST_ENTRIES");
+    long entries = env != NULL ? atol(env) : 100000;
+    exclusion_t *x =
+        mmap(NULL, sizeof(*x), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(x != MAP_FAILED);
+    memset(x, 0, sizeof(*x));
+    gs_sched_server_t *s = NULL;
+    assert_int_equal(gs_sched_server_new(1, &s), 0);
+    gs_smember_t *m[3] = {add(s, "a", 200), add(s, "b", 300), add(s, "c", 500)};
+    pid_t pid[3];
+    int64_t before = mono_ns();
+    for (int i = 0; i < 3; i++) {
+        pid[i] = fork();
+        assert_true(pid[i] >= 0);
+        if (pid[i] == 0)
+            _exit(take_turns(m[i], x, entries));
+        gs_smember_forget(m[i]); /* the child holds the channel now */
+    }
+    int failed = 0;
+    for (int i = 0; i < 3; i++) {
+        int status = 0;
+        assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            print_message("process %d: %s\n", i,
+                          !WIFEXITED(status)         ? "killed"
+                          : WEXITSTATUS(status) == 1 ? "its channel closed"
+                                                     : "no grant for 5 s");
+            failed++;
+        }
+    }
+    print_message("%ld entries by 3 processes (%d failed) in %.1f s: %ld double, %ld grants over "
+                  "when read\n",
+                  atomic_load(&x->entries), failed, (double)(mono_ns() - before) / 1e9,
+                  atomic_load(&x->doubles), atomic_load(&x->late));
+    assert_int_equal(failed, 0);
+    assert_int_equal(atomic_load(&x->entries), 3 * entries);
+    assert_int_equal(atomic_load(&x->doubles), 0);
+    gs_sched_server_free(s);
+    munmap(x, sizeof(*x));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -227,6 +332,7 @@ int main(void)
         cmocka_unit_test(test_a_member_back_in_its_slot_is_told),
         cmocka_unit_test(test_protocol_breakers_are_dropped),
         cmocka_unit_test(test_a_late_start_is_believed_within_bounds),
+        cmocka_unit_test(test_never_two_leases_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

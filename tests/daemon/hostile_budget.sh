@@ -123,8 +123,17 @@ for c in $'\u200b' $'\ufeff' $'\u00ad' $'\u2060' $'\u180e' $'\ufff9' $'\U000e004
   [[ $rc == 2 && $out == "gpushare run: --name: a name must be printable text (letters, marks, digits, punctuation, symbols and spaces): U+"*" is not (see gpushare run --help)" ]] ||
     fail "name with $(printf %s "$c" | od -An -tx1): $rc $out"
 done
-bg "$HOSTILE" hold "$GPUSHARE_SOCKET" 1 '{"op":"acquire","gpu_memory":"1M","wait":false,"name":"al\u200bice"}' >"$WORK/name.out"
-wait_until 5 grep -q granted "$WORK/name.out"
-expect_eq "$(cat "$WORK/name.out")" "granted 0" "a request naming al<U+200B>ice"
+# The daemon refuses each of them too, sent as UTF-8 and as a JSON escape (a surrogate pair for the
+# tag character), whoever wrote the request.
+i=0
+for name in $'al\u200bice' $'al\ufeffice' $'al\u00adice' $'al\u2060ice' $'al\u180eice' $'al\ufff9ice' \
+  $'al\U000e0041ice' 'al\u200bice' 'al\ufeffice' 'al\u00adice' 'al\u2060ice' 'al\u180eice' \
+  'al\ufff9ice' 'al\udb40\udc41ice'; do
+  i=$((i + 1))
+  bg "$HOSTILE" hold "$GPUSHARE_SOCKET" 1 \
+    "{\"op\":\"acquire\",\"gpu_memory\":\"1M\",\"wait\":false,\"name\":\"$name\"}" >"$WORK/name.$i.out"
+  wait_until 5 grep -q granted "$WORK/name.$i.out"
+  expect_eq "$(cat "$WORK/name.$i.out")" "granted 0" "a request naming $(printf %s "$name" | od -An -c | tr -s ' ')"
+done
 expect_eq "$(gs leases --json | jq length)" 0 "leases with an invisible name"
 pass "invisible characters are refused in names"

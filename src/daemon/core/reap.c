@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The reaper (every 250 ms): ends leases whose holder and processes are gone, stops leases
- * being released, retries ends the ledger refused, and reclaims the charge of dead processes
- * within each lease with a bounded amount of work per pass. */
+ * being released, retries ends the ledger refused, reclaims the charge of dead processes
+ * within each lease with a bounded amount of work per pass, and closes idle regions unused for
+ * a minute. */
 #include "daemon.h"
 
 #include "gpushare/log.h"
@@ -66,4 +67,5 @@ void gs__leases_reap(gs__daemon_t *d)
         gs__lease_end_when_idle(d, lease, active ? "its holder is gone" : "its processes exited");
     }
     reap_records(d);
+    gs__regions_pool_trim(&d->region_pool, now);
 }

@@ -2,6 +2,8 @@
 /* Lease regions: sealed memfds, their join spec, the pool of idle ones, the state directory. */
 #include "regions.h"
 
+#include "clock.h"
+
 #include "gpushare/error.h"
 
 #include <errno.h>
@@ -109,7 +111,23 @@ void gs__regions_give_back(gs__region_pool_t *pool, gs_region_t *region, uid_t u
     pool->idle[pool->n].region = region;
     pool->idle[pool->n].uid = uid;
     pool->idle[pool->n].gid = gid;
+    pool->idle[pool->n].since_ms = gs__now_ms();
     pool->n++;
+}
+
+unsigned gs__regions_pool_trim(gs__region_pool_t *pool, int64_t now_ms)
+{
+    unsigned closed = 0;
+    for (unsigned i = 0; i < pool->n;) {
+        if (now_ms - pool->idle[i].since_ms < GS__REGION_POOL_IDLE_MS) {
+            i++;
+            continue;
+        }
+        gs_region_close(pool->idle[i].region);
+        pool->idle[i] = pool->idle[--pool->n];
+        closed++;
+    }
+    return closed;
 }
 
 void gs__regions_pool_clear(gs__region_pool_t *pool)

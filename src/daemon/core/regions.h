@@ -40,8 +40,10 @@ gs__regions_owner_t gs__regions_self(void);
 
 /* Regions of ended leases, kept for the next lease of the same user: reusing one costs no
  * system call and no allocation. A region goes only to the user who owned it, and only when no
- * process maps it any more. */
-#define GS__REGION_POOL_MAX 32
+ * process maps it any more. One unused for GS__REGION_POOL_IDLE_MS is closed (the reaper's
+ * gs__regions_pool_trim): an idle daemon holds no region it does not need. */
+#define GS__REGION_POOL_MAX     32
+#define GS__REGION_POOL_IDLE_MS 60000
 
 typedef struct gs__region_pool {
     unsigned n;
@@ -49,6 +51,7 @@ typedef struct gs__region_pool {
         gs_region_t *region;
         uid_t uid;
         gid_t gid;
+        int64_t since_ms; /* gs__now_ms() when it was given back */
     } idle[GS__REGION_POOL_MAX];
 } gs__region_pool_t;
 
@@ -60,6 +63,10 @@ int gs__regions_take(gs__region_pool_t *pool, const gs_region_config_t *rcfg, ui
 /* Takes back the region (may be NULL) of an ended lease of uid:gid: kept idle when the pool has
  * room and no process maps it, else closed. */
 void gs__regions_give_back(gs__region_pool_t *pool, gs_region_t *region, uid_t uid, gid_t gid);
+
+/* Closes the idle regions given back GS__REGION_POOL_IDLE_MS or more before now_ms (gs__now_ms()).
+ * Returns how many it closed. */
+unsigned gs__regions_pool_trim(gs__region_pool_t *pool, int64_t now_ms);
 
 /* Closes every idle region (at shutdown). */
 void gs__regions_pool_clear(gs__region_pool_t *pool);
