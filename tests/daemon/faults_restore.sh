@@ -38,3 +38,29 @@ expect_eq "$(gpu_field 0 "[.mig.instances[] | select(.uuid == \"$instance\") | .
 end_lease "$client"
 expect_eq "$(gpu_field 0 "[.mig.instances[] | select(.uuid == \"$instance\") | .state] | join(\",\")")" idle "its instance after the end"
 pass "once NVML answers, the lease takes its instance back and ends normally"
+
+# Found by the fault-injection suite (seed 1): a grant whose instance is made halfway while NVML
+# fails every GPU-instance call (its compute instance cannot be made, and it can neither be
+# destroyed nor listed) leaves an instance gpushared did not know, for as long as it ran. The GPU
+# now lists nothing and grants nothing until NVML lists its instances again; then the instance
+# is known (idle, reused or destroyed like any other).
+echo "nvmlGpuInstance* 999" >"$GPUSIM_NVML_FAULTS"
+set +e
+out=$(gs run --mig-profile 1g.5gb --no-wait -- true 2>&1)
+rc=$?
+set -e
+[[ $rc != 0 ]] || fail "a MIG lease was granted while NVML fails"
+expect_eq "$(gpu_field 0 .mig.enabled)" false "the MIG GPU after a grant that failed halfway"
+rm -f "$GPUSIM_NVML_FAULTS"
+sim_gis() {
+  "$GS_BUILD_DIR/sim/nvidia-smi" mig -lgi | awk '$2 == 0 && $3 == "MIG" {print $6}' | sort -n | xargs
+}
+our_gis() {
+  gpu_field 0 '[.mig.instances[]?.gpu_instance] | sort | map(tostring) | join(" ")'
+}
+[[ -n $(sim_gis) ]] || fail "no instance was left halfway (gpusim lists none)"
+wait_eq 8 true gpu_field 0 .mig.enabled
+expect_eq "$(our_gis)" "$(sim_gis)" "gpushared's instances against gpusim's"
+gs run --mig-profile 1g.5gb --no-wait -- true || fail "no MIG lease once NVML answers"
+expect_eq "$(our_gis)" "$(sim_gis)" "instances after a lease"
+pass "an instance left halfway while NVML fails is known once NVML answers; nothing is granted meanwhile"

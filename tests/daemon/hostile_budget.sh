@@ -136,4 +136,10 @@ for name in $'al\u200bice' $'al\ufeffice' $'al\u00adice' $'al\u2060ice' $'al\u18
   expect_eq "$(cat "$WORK/name.$i.out")" "granted 0" "a request naming $(printf %s "$name" | od -An -c | tr -s ' ')"
 done
 expect_eq "$(gs leases --json | jq length)" 0 "leases with an invisible name"
+# The control: the same request with a plain name is granted.
+bg "$HOSTILE" hold "$GPUSHARE_SOCKET" 1 '{"op":"acquire","gpu_memory":"1M","wait":false,"name":"al ice"}' >"$WORK/name.ok.out"
+wait_until 5 grep -q granted "$WORK/name.ok.out"
+expect_eq "$(cat "$WORK/name.ok.out")" "granted 1" "a request naming 'al ice'"
+first_name() { gs leases --json | jq -c '[.[].name] | .[0]'; }
+wait_eq 5 '"al ice"' first_name
 pass "invisible characters are refused in names"

@@ -36,6 +36,8 @@ declare -A FAULTS=() JOB_OF=() LIMIT_OF=() VANISHED=() CLIENT_OF=()
 declare -a ENDS=() # "SECONDS-DUE COMMAND" of faults that last a while
 CHECKS=0
 VIOLATIONS=0
+SKIPPED=0
+SILENT_SINCE=
 MAX_ID=0
 LAST_IDS=""
 CLIENTS=()
@@ -61,6 +63,7 @@ daemon_up() {
   LD_PRELOAD=$FAULT_LIB "$BIN/gpushared" --config "$WORK/gpushare.conf" --state-dir "$WORK/state" \
     --metrics-listen 127.0.0.1:0 >>"$WORK/daemon.log" 2>&1 &
   DAEMON_PID=$!
+  SILENT_SINCE=
   local deadline=$((SECONDS + 10))
   until timeout 5 "$BIN/gpushare" leases >/dev/null 2>&1; do
     if ! kill -0 "$DAEMON_PID" 2>/dev/null || [[ $SECONDS -ge $deadline ]]; then
@@ -107,9 +110,11 @@ pooled() {
 
 # ---- the users' operations ----
 
+# pick VAR LIST: sets VAR to an element of array LIST. Never in $( ): bash seeds $RANDOM afresh in
+# every subshell, so a choice made there would not follow the run's seed.
 pick() {
-  local -n list=$1
-  echo "${list[RANDOM % ${#list[@]}]}"
+  local -n list=$2
+  printf -v "$1" '%s' "${list[RANDOM % ${#list[@]}]}"
 }
 
 as_user() {
@@ -138,10 +143,11 @@ client() {
 }
 
 op_acquire() {
-  local user kind gib wait
-  user=$(pick USERS)
+  local user kind gib wait profile
+  pick user USERS
   kind=$((RANDOM % 10))
-  wait=$(((RANDOM % 3 == 0)) && echo --no-wait || echo "--timeout $((2 + RANDOM % 6))s")
+  wait="--timeout $((2 + RANDOM % 6))s"
+  ((RANDOM % 3 == 0)) && wait=--no-wait
   local time=()
   ((RANDOM % 3 == 0)) && time=(--time "$((2 + RANDOM % 10))s")
   if ((kind < 5)); then
@@ -149,22 +155,24 @@ op_acquire() {
     client "$user" $((RANDOM % gib)) --gpu-memory "${gib}G" --mode shared $wait "${time[@]}"
   elif ((kind < 8)); then
     local profiles=(1g.5gb 1g.5gb 2g.10gb 3g.20gb)
-    client "$user" 0 --mig-profile "$(pick profiles)" $wait "${time[@]}"
+    pick profile profiles
+    client "$user" 0 --mig-profile "$profile" $wait "${time[@]}"
   else
     gib=$((2 + RANDOM % 6))
     client "$user" $((RANDOM % (gib - 1))) --gpu-memory "${gib}G" --mode mps $wait "${time[@]}"
   fi
 }
 
-# A live lease id, or "" (from the latest listing).
+# some_lease VAR: sets VAR to a live lease id, or "" (from the latest listing).
 some_lease() {
   local ids=($LAST_IDS)
-  ((${#ids[@]} > 0)) && echo "${ids[RANDOM % ${#ids[@]}]}"
+  printf -v "$1" '%s' ""
+  ((${#ids[@]} > 0)) && printf -v "$1" '%s' "${ids[RANDOM % ${#ids[@]}]}"
 }
 
 op_release() {
   local id force=()
-  id=$(some_lease)
+  some_lease id
   [[ -n $id ]] || return 0
   ((RANDOM % 4 == 0)) && force=(--force)
   q release "${force[@]}" "$id" >/dev/null
@@ -172,13 +180,13 @@ op_release() {
 
 op_job_end() {
   local id
-  id=$(some_lease)
+  some_lease id
   [[ -n $id && -n ${JOB_OF[$id]:-} ]] && kill -TERM "${JOB_OF[$id]}" 2>/dev/null
 }
 
 op_query() {
   local user
-  user=$(pick USERS)
+  pick user USERS
   as_user "$user" timeout 5 "$BIN/gpushare" status --json >/dev/null 2>&1
   as_user "$user" timeout 5 "$BIN/gpushare" history --limit 50 --json >/dev/null 2>&1
 }
@@ -221,6 +229,7 @@ fault_daemon_kill9() {
   DAEMON_PID=
   ledger_rows_snapshot
   daemon_up && check_restart
+  return 0
 }
 
 fault_daemon_term() {
@@ -230,36 +239,39 @@ fault_daemon_term() {
   DAEMON_PID=
   ledger_rows_snapshot
   daemon_up && check_restart
+  return 0
 }
 
+# Each fault returns 1 when there was nothing to do it to (it is then not counted).
 fault_job_kill9() {
   local id
-  id=$(some_lease)
+  some_lease id
   [[ -n $id && -n ${JOB_OF[$id]:-} ]] && kill -KILL "${JOB_OF[$id]}" 2>/dev/null
 }
 
 fault_holder_kill9() {
   local id
-  id=$(some_lease)
+  some_lease id
   [[ -n $id && -n ${CLIENT_OF[$id]:-} ]] && kill -KILL "${CLIENT_OF[$id]}" 2>/dev/null
 }
 
 fault_holder_stop() {
   local id pid
-  id=$(some_lease)
-  [[ -n $id ]] || return 0
+  some_lease id
+  [[ -n $id ]] || return 1
   pid=${CLIENT_OF[$id]:-}
-  [[ -n $pid ]] || return 0
-  kill -STOP "$pid" 2>/dev/null
+  [[ -n $pid ]] && kill -STOP "$pid" 2>/dev/null || return 1
   later $((1 + RANDOM % 4)) "kill -CONT $pid 2>/dev/null"
 }
 
 fault_mps_kill9() {
   # Only this run's MPS daemons (by their pipe directory): never another test's on the machine.
-  local p
+  local p hit=1
   for p in $(pgrep -f "$GS_BUILD_DIR/sim/nvidia-cuda-mps"); do
-    grep -qz "CUDA_MPS_PIPE_DIRECTORY=$WORK/run" "/proc/$p/environ" 2>/dev/null && kill -KILL "$p"
+    grep -qz "CUDA_MPS_PIPE_DIRECTORY=$WORK/run" "/proc/$p/environ" 2>/dev/null &&
+      kill -KILL "$p" 2>/dev/null && hit=0
   done
+  return $hit
 }
 
 fault_ledger_enospc() {
@@ -276,19 +288,24 @@ fault_nvml_fail() {
   local rules=("nvmlDeviceGetComputeRunningProcesses_v3 999" "nvmlDeviceGetMemoryInfo 999"
     "nvmlDeviceGetMigMode 999" "nvmlDevice* 15" "nvmlGpuInstance* 999"
     "nvmlDeviceGetUtilizationRates 999")
-  pick rules >"$GPUSIM_NVML_FAULTS"
+  local rule
+  pick rule rules
+  echo "$rule" >"$GPUSIM_NVML_FAULTS"
   later $((1 + RANDOM % 3)) "rm -f '$GPUSIM_NVML_FAULTS'"
 }
 
 fault_mig_halfway() {
+  local user
   echo "nvmlGpuInstanceCreateComputeInstance 999" >"$GPUSIM_NVML_FAULTS"
-  client "$(pick USERS)" 0 --mig-profile 1g.5gb --no-wait
+  pick user USERS
+  client "$user" 0 --mig-profile 1g.5gb --no-wait
   later 1 "rm -f '$GPUSIM_NVML_FAULTS'"
 }
 
 fault_clock_jump() {
-  local jumps=(-7200000 -600000 -60000 60000 600000 7200000 86400000)
-  pick jumps >"$GS_FAULT_DIR/clock"
+  local jumps=(-7200000 -600000 -60000 60000 600000 7200000 86400000) jump
+  pick jump jumps
+  echo "$jump" >"$GS_FAULT_DIR/clock"
   later $((1 + RANDOM % 4)) "echo 0 >'$GS_FAULT_DIR/clock'"
 }
 
@@ -296,13 +313,23 @@ FAULT_KINDS=(daemon_kill9 daemon_term job_kill9 job_kill9 holder_kill9 holder_ki
   holder_stop mps_kill9 ledger_enospc ledger_enospc ledger_eio ledger_eio nvml_fail nvml_fail
   mig_halfway clock_jump clock_jump)
 
+# The kinds of the steady phase (bench/faults.sh's second half): every kind but the daemon's
+# own end, so that one daemon lives through it and its growth can be measured.
+STEADY_KINDS=()
+for k in "${FAULT_KINDS[@]}"; do [[ $k == daemon_* ]] || STEADY_KINDS+=("$k"); done
+KINDS=FAULT_KINDS
+
+# A fault of a kind of $KINDS, counted when it was done (not when there was nothing to do it to).
 inject() {
   local kind
-  kind=$(pick FAULT_KINDS)
+  pick kind "$KINDS"
   daemon_alive || return 0
-  FAULTS[$kind]=$((${FAULTS[$kind]:-0} + 1))
-  log "fault $kind at ${SECONDS}s"
-  "fault_$kind"
+  if "fault_$kind"; then
+    FAULTS[$kind]=$((${FAULTS[$kind]:-0} + 1))
+    log "fault $kind at ${SECONDS}s"
+  else
+    SKIPPED=$((SKIPPED + 1))
+  fi
 }
 
 # ---- invariants ----
@@ -423,9 +450,18 @@ check_ended() {
   done
 }
 
+# Every check; a daemon that is up but has not answered for 20 s is a violation (a hang).
 check_all() {
   daemon_alive || return 0
-  observe || return 0
+  if ! observe; then
+    SILENT_SINCE=${SILENT_SINCE:-$SECONDS}
+    if ((SECONDS - SILENT_SINCE >= 20)); then
+      violation "gpushared (pid $DAEMON_PID) is up but has not answered for $((SECONDS - SILENT_SINCE)) s"
+      SILENT_SINCE=$SECONDS
+    fi
+    return 0
+  fi
+  SILENT_SINCE=
   CHECKS=$((CHECKS + 1))
   check_listing
   check_gpusim
@@ -506,15 +542,35 @@ report() {
     total=$((total + FAULTS[$k]))
     kinds=$((kinds + 1))
   done
-  echo "faults: $total of $kinds kinds; daemon starts: $RESTARTS; leases seen: $(wc -w <<<"$ALL_SEEN")"
+  TOTAL=$total NKINDS=$kinds
+  echo "faults: $total of $kinds kinds ($SKIPPED more drawn with nothing to do them to, not counted); daemon starts: $RESTARTS; leases seen: $(wc -w <<<"$ALL_SEEN")"
   echo "invariant checks: $CHECKS; violations: $VIOLATIONS"
-  echo "daemon, idle after a lease of each kind, at the start and the end (idle regions are kept"
-  echo "  for reuse, at most 32, for a minute: $POOL0 and $POOL1${FAULTS_IDLE_WAIT:+, once closed}):"
+  if [[ -n ${FAULTS_IDLE_WAIT:-} ]]; then
+    local same=yes
+    [[ $PID0 == "$DAEMON_PID" ]] || same="no: restarted (pid $PID0, then $DAEMON_PID)"
+    echo "daemon measured at the half and at the end, the same process: $same; idle after a lease"
+  else
+    echo "daemon measured at the start and the end, idle after a lease"
+  fi
+  echo "  of each kind (idle regions are kept for reuse, at most 32, for a minute: $POOL0 and $POOL1${FAULTS_IDLE_WAIT:+, once closed}):"
   echo "  RSS $RSS0 and $RSS1 KiB: regions' shared memory $SHM0 and $SHM1, the rest $((RSS0 - SHM0)) and $((RSS1 - SHM1))"
   echo "  open fds $FDS0 and $FDS1: regions $POOL0 and $POOL1, the rest $((FDS0 - POOL0)) and $((FDS1 - POOL1))"
-  awk -v r0="$RSS0" -v r1="$RSS1" -v f0="$FDS0" -v f1="$FDS1" 'BEGIN {
-    printf "  growth: RSS %+.1f %%, open fds %+.1f %% (issue 25: within 10 %%)\n",
-      100 * (r1 - r0) / r0, 100 * (f1 - f0) / f0 }'
+  GROWTH=$(awk -v r0="$RSS0" -v r1="$RSS1" -v f0="$FDS0" -v f1="$FDS1" 'BEGIN {
+    printf "RSS %+.1f %%, open fds %+.1f %%", 100 * (r1 - r0) / r0, 100 * (f1 - f0) / f0 }')
+  echo "  growth: $GROWTH"
+}
+
+# The issue's bounds for the long run (issue 25, acceptance 1): at least 1,000 faults of at least
+# 8 kinds, RSS and open fds of the same daemon within 10 % (violations are counted apart).
+criteria_met() {
+  local ok=1
+  ((TOTAL >= 1000 && NKINDS >= 8)) || { echo "criteria: fewer than 1,000 faults or 8 kinds" ; ok=0; }
+  [[ $PID0 == "$DAEMON_PID" ]] || { echo "criteria: the daemon was restarted in the steady half"; ok=0; }
+  awk -v r0="$RSS0" -v r1="$RSS1" -v f0="$FDS0" -v f1="$FDS1" \
+    'BEGIN { exit !(r1 <= 1.1 * r0 && r1 >= 0.9 * r0 && f1 <= 1.1 * f0 && f1 >= 0.9 * f0) }' ||
+    { echo "criteria: RSS or open fds moved by more than 10 %"; ok=0; }
+  ((ok)) && echo "criteria (>= 1,000 faults of >= 8 kinds, 0 violations, growth within 10 %): met"
+  ((ok))
 }
 
 # A lease of each kind (shared, MIG, MPS) granted and ended, then the daemon's RSS and open
@@ -547,20 +603,14 @@ warm_measure() {
   WARM_RSS=$(rss_kb) WARM_SHM=$(shm_kb) WARM_FDS=$(fds) WARM_POOL=$(pooled)
 }
 
-faults_main() {
-  [[ -x $FAULT_LIB ]] || { echo "faults: $FAULT_LIB missing" >&2; exit 1; }
-  echo 0 >"$GS_FAULT_DIR/clock"
-  daemon_up || { echo "faults: gpushared did not start" >&2; exit 1; }
-  ALL_SEEN=""
-  warm_measure
-  RSS0=$WARM_RSS SHM0=$WARM_SHM FDS0=$WARM_FDS POOL0=$WARM_POOL
-  local end=$((SECONDS + seconds)) i=0
+# Steps until SECONDS reaches $1: half inject a fault of $KINDS, checked at once; the others are
+# operations, the invariants checked after every fourth.
+run_steps() {
+  local end=$1 i=0
   while ((SECONDS < end)); do
     fault_end_due
     daemon_alive || daemon_up
     check_starts
-    # Half the steps inject a fault, checked at once; the invariants are checked after every
-    # fourth operation too.
     if ((RANDOM % 2 == 0)); then
       inject
       check_all
@@ -571,17 +621,39 @@ faults_main() {
     i=$((i + 1))
     ((${#CLIENTS[@]} > 40)) && reap_clients
   done
+}
+
+# The run. The long one (FAULTS_IDLE_WAIT=1, bench/faults.sh) has two halves: every kind of fault,
+# then every kind but the daemon's own end (STEADY_KINDS), measured at the half and at the end,
+# so that the figures are one daemon's, which lived through the whole second half. The short one
+# measures the first daemon and the last.
+faults_main() {
+  [[ -x $FAULT_LIB ]] || { echo "faults: $FAULT_LIB missing" >&2; exit 1; }
+  echo 0 >"$GS_FAULT_DIR/clock"
+  daemon_up || { echo "faults: gpushared did not start" >&2; exit 1; }
+  ALL_SEEN=""
+  local steps=$seconds # of steps, not counting the measurements
+  if [[ -n ${FAULTS_IDLE_WAIT:-} ]]; then
+    run_steps $((SECONDS + seconds / 2))
+    quiesce
+    steps=$((seconds - seconds / 2))
+    KINDS=STEADY_KINDS
+  fi
+  warm_measure
+  RSS0=$WARM_RSS SHM0=$WARM_SHM FDS0=$WARM_FDS POOL0=$WARM_POOL PID0=$DAEMON_PID
+  run_steps $((SECONDS + steps))
   quiesce
   warm_measure
   RSS1=$WARM_RSS SHM1=$WARM_SHM FDS1=$WARM_FDS POOL1=$WARM_POOL
-  report | tee "$WORK/report.txt"
+  report >"$WORK/report.txt" # (not in a pipe: it sets TOTAL and NKINDS)
+  cat "$WORK/report.txt"
   if ((VIOLATIONS > 0)) || [[ -n ${FAULTS_KEEP:-} ]]; then
     local keep=${FAULTS_KEEP:-/tmp/gs-faults-seed-$seed}
     mkdir -p "$keep"
     cp "$WORK/daemon.log" "$WORK/faults.log" "$WORK/report.txt" "$keep/" 2>/dev/null
     echo "faults: logs kept in $keep (rerun: tests/faults/run.sh $seed $seconds)"
   fi
-  ((VIOLATIONS == 0))
+  ((VIOLATIONS == 0)) && { [[ -z ${FAULTS_IDLE_WAIT:-} ]] || criteria_met; }
 }
 
 # gpushared starts again once the faults that keep it from starting are over (each lasts 4 s at

@@ -3,8 +3,9 @@
 # The fault-injection suite (issue 25): gpushared on a gpusim node (GPU 0 shared, GPU 1 mig, GPU 2
 # mps) under a random mix of acquire / release / expire / queue / MIG / MPS leases from three
 # users, while faults are injected between the operations, and invariants checked after each
-# fault and at the end. One seed names one run: the same seed gives the same sequence of
-# operations and faults (what the processes do meanwhile is theirs).
+# fault and at the end. One seed names one run: the same seed gives the same sequence of choices
+# (operations, fault kinds, users, profiles; every draw is made in the suite's own shell, never in
+# a $( ) subshell, where bash reseeds $RANDOM); what the processes do meanwhile is theirs.
 #
 # usage: tests/faults/run.sh [SEED [SECONDS]]   (root; through ctest or with GS_BUILD_DIR set)
 #
@@ -22,7 +23,8 @@
 # MIG instance gpusim has is one gpushared knows, and every leased one belongs to a live lease.
 #
 # Half the steps inject a fault, the others are operations; the invariants are checked after
-# every fault, every fourth operation and at the end. Prints the faults injected by kind, the
+# every fault, every fourth operation and at the end; a daemon up but silent for 20 s is a
+# violation. A fault is counted when it was done (one drawn with nothing to do it to is not). Prints the faults injected by kind, the
 # invariant checks, the violations (with what was seen), and the daemon's RSS and open
 # descriptors at the start and the end, each idle after a lease of each kind. Exit status: 0 with no
 # violation, 1 otherwise, 77 when not root.

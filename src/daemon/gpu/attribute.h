@@ -13,8 +13,10 @@
  *     processes. Each lease's region is read at most once per scan, and the records one user's
  *     leases cost a scan are capped (GS__ATTRIBUTE_RECORDS_PER_USER): a user whose regions are
  *     full of forged records spends their own budget, never another user's. A process left
- *     unresolved because its user's budget ran out is marked unsure (never killed for it); the
- *     next scan goes on from the lease where the budget ran out.
+ *     unresolved because its user's budget ran out is marked unsure (not killed for it); the
+ *     next scan goes on from the lease where the budget ran out. (The watchdog judges a process
+ *     that stays unsure for as many scans as reading all its user's regions takes as one of no
+ *     lease: watchdog.c, settle_unsure.)
  *
  * Not thread-safe: the event loop's. */
 #ifndef GS_DAEMON_ATTRIBUTE_H
@@ -34,7 +36,7 @@ typedef struct gs__verdict {
     uint64_t lease;     /* its lease's id, 0 = none */
     int part;           /* the lease's part on the process's GPU, -1 = unmanaged there */
     uint64_t accounted; /* what the lease's region says the shim charged it there */
-    int unsure;         /* its user's record budget ran out before it was found: not killed */
+    int unsure;         /* its user's record budget ran out before it was found: not yet judged */
 } gs__verdict_t;
 
 /* Fills verdicts[i] for each process of procs (verdicts has room for procs->n). *cursor is where

@@ -432,9 +432,15 @@ static int mig_grant(gs__daemon_t *d, gs__lease_t *lease, unsigned i, char *err,
     if (k < 0) {
         int result = gs_fail(err, errlen, GS_EGPU, "GPU %u: cannot set up a MIG %s instance: %s",
                              gpu->index, st->cat.profiles[p].name, why);
+        /* What the failure left (an instance made halfway that could not be destroyed) is
+         * listed again; when NVML cannot list them, the GPU is off until the tick can (it grants
+         * nothing on a layout it does not know). */
         char again[200];
-        if (sync_instances(st, again, sizeof(again)) != 0)
+        if (sync_instances(st, again, sizeof(again)) != 0) {
             gs_warn("GPU %u: cannot list its MIG instances: %s", gpu->index, again);
+            st->enabled = 0;
+            snprintf(st->problem, sizeof(st->problem), "%s", again);
+        }
         return result;
     }
     st->layout.inst[k].busy = 1;

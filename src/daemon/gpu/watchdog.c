@@ -28,6 +28,13 @@ typedef struct lease_real {
     int flagged[GS_MAX_DEVICES];   /* over at the previous scan (logs on changes only) */
 } lease_real_t;
 
+/* A process left unsure (attribute.h) at consecutive scans, and at how many. */
+typedef struct unsure {
+    pid_t pid;
+    uint64_t start;
+    unsigned scans;
+} unsure_t;
+
 /* An unmanaged process already logged. */
 typedef struct seen {
     pid_t pid;
@@ -45,6 +52,8 @@ struct gs__watchdog {
     unsigned n_leases;
     seen_t *seen;
     unsigned n_seen;
+    unsure_t *unsure; /* sorted by pid and start */
+    unsigned n_unsure;
     uint64_t kills;
 };
 
@@ -63,6 +72,7 @@ void gs__watchdog_stop(gs__daemon_t *d)
     free(w->verdicts);
     free(w->leases);
     free(w->seen);
+    free(w->unsure);
     free(w);
     d->watchdog = NULL;
 }
@@ -402,6 +412,52 @@ static void enforce(const gs__daemon_t *d, gs__watchdog_t *w)
     free(taken);
 }
 
+/* ---- unsure processes ---- */
+
+static int by_pid_start(const void *a, const void *b)
+{
+    const unsure_t *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Scans that read every region of one user once, whoever else's budget ran out: a user's leases
+ * hold at most max_leases_per_user regions, each read up to its first 256 records. */
+static unsigned rotation_scans(const gs__daemon_t *d)
+{
+    uint64_t records = (uint64_t)d->cfg.max_leases_per_user * 256;
+    return (unsigned)((records + GS__ATTRIBUTE_RECORDS_PER_USER - 1) /
+                      GS__ATTRIBUTE_RECORDS_PER_USER) +
+           1;
+}
+
+/* A process its user's regions left unsure at every scan for a whole rotation (each of them read
+ * meanwhile: one that lists it resolves it, and the count starts again) is claimed by none: it is
+ * judged as a process of no lease. Forged records thus delay the watchdog, never disarm it. */
+static void settle_unsure(const gs__daemon_t *d, gs__watchdog_t *w)
+{
+    unsure_t *next = calloc(w->procs.n + 1, sizeof(*next));
+    unsigned n = 0, bound = rotation_scans(d);
+    for (unsigned i = 0; next != NULL && i < w->procs.n; i++) {
+        if (!w->verdicts[i].unsure)
+            continue;
+        unsure_t key = {.pid = w->procs.procs[i].pid, .start = w->procs.procs[i].info.start};
+        const unsure_t *old = w->n_unsure > 0
+                                  ? bsearch(&key, w->unsure, w->n_unsure, sizeof(key), by_pid_start)
+                                  : NULL;
+        key.scans = old != NULL ? old->scans + 1 : 1;
+        if (key.scans > bound)
+            w->verdicts[i].unsure = 0;
+        next[n++] = key; /* (a process on two GPUs has two entries, alike) */
+    }
+    if (next != NULL)
+        qsort(next, n, sizeof(*next), by_pid_start);
+    free(w->unsure);
+    w->unsure = next;
+    w->n_unsure = next != NULL ? n : 0;
+}
+
 /* ---- the scan ---- */
 
 static int ensure_verdicts(gs__watchdog_t *w)
@@ -422,7 +478,8 @@ void gs__watchdog_scan(gs__daemon_t *d)
     if (w == NULL || gs__nvml_procs_collect(d->inv, d->n_gpus, &w->procs) != 0 ||
         ensure_verdicts(w) != 0)
         return;
-    gs__attribute(d, &w->procs, w->verdicts, &w->cursor);
+    if (gs__attribute(d, &w->procs, w->verdicts, &w->cursor) == 0)
+        settle_unsure(d, w); /* (out of memory, every process is unsure: none is judged) */
     if (measure_leases(d, w) != 0)
         return;
     update_outside(d, w);
