@@ -299,7 +299,7 @@ static void test_never_two_leases_at_once(void **state)
         assert_true(pid[i] >= 0);
         if (pid[i] == 0)
             _exit(take_turns(m[i], x, entries));
-        gs_smember_forget(m[i]); /* the child holds the channel now */
+        gs_smember_free(m[i]); /* the parent's copy: the child holds the channel now */
     }
     int failed = 0;
     for (int i = 0; i < 3; i++) {
