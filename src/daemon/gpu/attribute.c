@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REGION_READ_MAX 256   /* records of one region read */
-#define MEMO_MAX        65536 /* ancestors remembered in one scan */
+#define MEMO_MAX 65536 /* ancestors remembered in one scan */
 
 /* A lease by its holder process. */
 typedef struct holder {
@@ -252,7 +251,7 @@ static void apply_record(const gs__nvml_procs_t *procs, const ix_t *ix, const gs
 static int read_region(const gs__nvml_procs_t *procs, ix_t *ix, const gs__lease_t *l,
                        gs__verdict_t *v)
 {
-    static gs_region_process_t recs[REGION_READ_MAX];
+    static gs_region_process_t recs[GS__ATTRIBUTE_RECORDS_PER_REGION];
     uint64_t id = l->rec.id;
     budget_t *b = budget_of(ix, (uid_t)l->rec.uid, 0);
     int placed = bsearch(&id, ix->placed, ix->n_placed, sizeof(id), by_id) != NULL;
@@ -266,7 +265,8 @@ static int read_region(const gs__nvml_procs_t *procs, ix_t *ix, const gs__lease_
         b->spent = 1;
         return 1;
     }
-    int max = b->left < REGION_READ_MAX ? (int)b->left : REGION_READ_MAX;
+    int max = b->left < GS__ATTRIBUTE_RECORDS_PER_REGION ? (int)b->left
+                                                         : GS__ATTRIBUTE_RECORDS_PER_REGION;
     int n = gs_region_processes(l->region, recs, max);
     b->left -= n > 0 ? (unsigned)n : 0;
     for (int r = 0; r < n; r++)

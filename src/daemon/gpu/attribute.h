@@ -28,8 +28,9 @@
 #include "nvml_procs.h"
 #include "core/core.h"
 
-/* Region records one user's leases may cost one scan. */
-#define GS__ATTRIBUTE_RECORDS_PER_USER 16384
+/* Region records one user's leases may cost one scan, and records of one region read. */
+#define GS__ATTRIBUTE_RECORDS_PER_USER   16384
+#define GS__ATTRIBUTE_RECORDS_PER_REGION 256
 
 /* What a scan decided about one process. */
 typedef struct gs__verdict {

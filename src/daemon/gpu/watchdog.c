@@ -423,10 +423,11 @@ static int by_pid_start(const void *a, const void *b)
 }
 
 /* Scans that read every region of one user once, whoever else's budget ran out: a user's leases
- * hold at most max_leases_per_user regions, each read up to its first 256 records. */
+ * hold at most max_leases_per_user regions, each read up to its first
+ * GS__ATTRIBUTE_RECORDS_PER_REGION records. */
 static unsigned rotation_scans(const gs__daemon_t *d)
 {
-    uint64_t records = (uint64_t)d->cfg.max_leases_per_user * 256;
+    uint64_t records = (uint64_t)d->cfg.max_leases_per_user * GS__ATTRIBUTE_RECORDS_PER_REGION;
     return (unsigned)((records + GS__ATTRIBUTE_RECORDS_PER_USER - 1) /
                       GS__ATTRIBUTE_RECORDS_PER_USER) +
            1;
