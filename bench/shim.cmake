@@ -2,18 +2,15 @@
 # The shim's benchmark (bench/shim.sh runs it): a driver-API program like a user's.
 if(TARGET gsim_cuda AND TARGET gpushare_shim)
   add_executable(bench_shim bench_shim.c)
-  target_include_directories(bench_shim PRIVATE "${CUDA_INCLUDE_DIR}")
-  target_link_directories(bench_shim PRIVATE "${CUDA_INCLUDE_DIR}/../lib64/stubs")
-  target_link_libraries(bench_shim PRIVATE cuda gs_region)
+  gs_link_cuda(bench_shim)
+  target_link_libraries(bench_shim PRIVATE gs_region)
   set_target_properties(bench_shim PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_BENCH_DIR}")
 endif()
 
 # Compute shares' launch-hook cost (bench/compute.sh runs it).
 if(TARGET gsim_cuda AND TARGET gpushare_shim)
   add_executable(bench_compute bench_compute.c)
-  target_include_directories(bench_compute PRIVATE "${CUDA_INCLUDE_DIR}")
-  target_link_directories(bench_compute PRIVATE "${CUDA_INCLUDE_DIR}/../lib64/stubs")
-  target_link_libraries(bench_compute PRIVATE cuda)
+  gs_link_cuda(bench_compute)
   set_target_properties(bench_compute PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_BENCH_DIR}")
 endif()
 

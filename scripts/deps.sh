@@ -18,6 +18,7 @@ packages=(
   coinor-libclp-dev                         # LP solver (COIN-OR CLP): placement's packing prices
   libcairo2-dev libfontconfig-dev           # PNG/SVG charts of `gpushare plan replay --plot`
   prometheus                                # promtool, to validate /metrics in tests
+  python3-pip                               # scripts/cuda.sh: NVIDIA's CUDA headers from PyPI
   curl jq                                   # tests read /metrics and the JSON API
   procps psmisc                             # ps, pkill, killall in tests
   slurmctld slurmd slurm-client munge       # the Slurm plugin's test cluster (tests/slurm)
@@ -40,13 +41,12 @@ for p in "${packages[@]}"; do
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
 
-if [[ ! -f "${CUDA_HOME:-/usr/local/cuda}/include/cuda.h" ]]; then
-  echo "deps: the CUDA toolkit headers are missing (${CUDA_HOME:-/usr/local/cuda}/include/cuda.h);" \
-       "install NVIDIA's CUDA 13 toolkit (no GPU needed) or set CUDA_HOME" >&2
-  exit 1
-fi
+# NVIDIA's CUDA 13 headers: found (CUDA_HOME, the toolkit) or fetched into a cache (scripts/cuda.sh);
+# its one line says which. Checked after the packages, since fetching needs python3-pip.
+cuda_headers() { "$(dirname "$0")/cuda.sh" >/dev/null; }
 
 if [[ ${#missing[@]} -eq 0 ]]; then
+  cuda_headers
   exit 0
 fi
 if [[ $(id -u) -eq 0 ]]; then
@@ -55,6 +55,7 @@ if [[ $(id -u) -eq 0 ]]; then
   apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null ||
     { apt-get update >/dev/null && apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; }
   # Debian's prometheus package enables a service; gpushare only needs its promtool binary.
+  cuda_headers
   exit 0
 fi
 echo "deps: missing packages: ${missing[*]}" >&2

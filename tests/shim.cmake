@@ -2,16 +2,14 @@
 # Tests of libgpushare.so on gpusim: driver-API programs built like a user's (cuda.h + NVIDIA's
 # stub libcuda) and run through tests/shim/run_sim.sh on a fresh simulated node.
 if(TARGET gsim_cuda AND TARGET gpushare_shim)
-  set(GS_CUDA_STUBS "${CUDA_INCLUDE_DIR}/../lib64/stubs")
   set(GS_RUN_SIM "${CMAKE_CURRENT_SOURCE_DIR}/shim/run_sim.sh")
 
   # gs_add_cuda_program(NAME SOURCES... [LIBS ...]): a driver-API program linked with the stub.
   function(gs_add_cuda_program name)
     cmake_parse_arguments(P "" "" "SOURCES;LIBS" ${ARGN})
     add_executable(${name} ${P_SOURCES})
-    target_include_directories(${name} PRIVATE "${CUDA_INCLUDE_DIR}")
-    target_link_directories(${name} PRIVATE "${GS_CUDA_STUBS}")
-    target_link_libraries(${name} PRIVATE cuda ${P_LIBS})
+    gs_link_cuda(${name})
+    target_link_libraries(${name} PRIVATE ${P_LIBS})
     set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
     add_dependencies(${name} gsim_cuda gpushare_shim)
   endfunction()

@@ -1,13 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # Tests of gpusim's CUDA driver (build/sim/libcuda.so.1). The driver-API programs in cuda_progs/
-# are built exactly as a user builds them (cuda.h, linked against NVIDIA's stub libcuda.so) and run
+# are built exactly as a user builds them (cuda.h, linked against the stub libcuda.so of cmake/gs_cuda.cmake) and run
 # with LD_LIBRARY_PATH=build/sim, each with a private GPUSIM_STATE (sim_cuda_run.sh).
 if(NOT TARGET gsim_cuda)
   return()
 endif()
 
-get_filename_component(GSIM_CUDA_ROOT "${CUDA_INCLUDE_DIR}" DIRECTORY)
-set(CUDA_STUB_DIR "${GSIM_CUDA_ROOT}/lib64/stubs" CACHE PATH "NVIDIA's stub libcuda.so")
 set(GSIM_CUDA_PROGS "${GS_TEST_DIR}/cuda_progs")
 set(GSIM_CUDA_RUN "${CMAKE_CURRENT_SOURCE_DIR}/sim_cuda_run.sh")
 
@@ -15,9 +13,8 @@ set(GSIM_CUDA_RUN "${CMAKE_CURRENT_SOURCE_DIR}/sim_cuda_run.sh")
 function(gsim_cuda_prog name)
   cmake_parse_arguments(P "" "" "SOURCES" ${ARGN})
   add_executable(cuda_prog_${name} "${CMAKE_CURRENT_SOURCE_DIR}/cuda_progs/${name}.c" ${P_SOURCES})
-  target_include_directories(cuda_prog_${name} PRIVATE "${CUDA_INCLUDE_DIR}")
-  target_link_options(cuda_prog_${name} PRIVATE "-L${CUDA_STUB_DIR}")
-  target_link_libraries(cuda_prog_${name} PRIVATE -lcuda Threads::Threads m)
+  gs_link_cuda(cuda_prog_${name})
+  target_link_libraries(cuda_prog_${name} PRIVATE Threads::Threads m)
   set_target_properties(cuda_prog_${name} PROPERTIES OUTPUT_NAME ${name}
                         RUNTIME_OUTPUT_DIRECTORY "${GSIM_CUDA_PROGS}" SKIP_BUILD_RPATH ON)
   add_dependencies(cuda_prog_${name} gsim_cuda)

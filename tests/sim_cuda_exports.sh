@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # libcuda.so.1 exports exactly the functions of sim/cuda/exports.h (the table cuGetProcAddress
-# serves), every one of them a name NVIDIA's own libcuda exports (the stub lists them), and
-# nothing else: the library is built with hidden visibility.
+# serves), every one of them a name NVIDIA's own libcuda exports, and nothing else: the library is
+# built with hidden visibility. NVIDIA's names come from the toolkit's stub libcuda.so where there
+# is a toolkit, else from the functions NVIDIA's cuda.h declares with every version of every name
+# visible (__CUDA_API_VERSION_INTERNAL: the legacy, _v2 and per-thread names the driver exports).
 set -euo pipefail
 lib="${GS_BUILD_DIR:?}/sim/libcuda.so.1"
 stub="$(dirname "${CUDA_INCLUDE_DIR:?}")/lib64/stubs/libcuda.so"
@@ -13,7 +15,14 @@ fail() { echo "sim_cuda_exports: $*" >&2; exit 1; }
   fail "SONAME is not libcuda.so.1"
 exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TtWi]$/ {print $3}' | sort)
 listed=$(sed -n "s/^GSIM_CU_EXPORT([A-Za-z0-9_]*, \([A-Za-z0-9_]*\),.*/\1/p" "$table" | sort)
-nvidia=$(nm -D --defined-only "$stub" | awk '{print $3}' | sort)
+if [[ -f $stub ]]; then
+  nvidia=$(nm -D --defined-only "$stub" | awk '{print $3}' | sort)
+else
+  nvidia=$(echo '#include <cuda.h>' | cc -E -P -D__CUDA_API_VERSION_INTERNAL -I"$CUDA_INCLUDE_DIR" -x c - |
+    tr -s ' \n' ' ' | grep -oE '\b(CUresult|void|int|unsigned int|size_t)[ *]+cu[A-Za-z0-9_]+ ?\(' |
+    grep -oE 'cu[A-Za-z0-9_]+ ?\($' | tr -d ' (' | sort -u)
+  [[ $(echo "$nvidia" | wc -l) -ge 500 ]] || fail "cuda.h declares only $(echo "$nvidia" | wc -l) functions"
+fi
 
 extra=$(comm -23 <(echo "$exported") <(echo "$listed"))
 [[ -z "$extra" ]] || fail "exported but not in exports.h: $(echo $extra)"
