@@ -3,7 +3,8 @@
 # Finds NVIDIA's CUDA 13 headers for the build, or fetches them, and prints the directory that
 # holds include/cuda.h on stdout; one line on stderr says where they came from.
 #
-# Usage: scripts/cuda.sh [--quiet]
+# Usage: scripts/cuda.sh [--quiet]   (--quiet: no line when nothing was fetched; CMake's configure
+#                                    prints the line, deps.sh is quiet)
 #
 # Where, in order (the first that has include/cuda.h):
 #   1. CUDA_HOME, when set (it must hold include/cuda.h: a wrong CUDA_HOME is an error, never
@@ -13,7 +14,8 @@
 #   3. NVIDIA's own wheels from PyPI, pinned below by version and sha256: nvidia-cuda-runtime
 #      (cuda.h, cudaTypedefs.h, ...) and nvidia-cuda-profiler-api (cudaProfiler.h), their include/
 #      unpacked into the cache GS_CACHE_DIR (default ${XDG_CACHE_HOME:-~/.cache}/gpushare), never
-#      into the system's directories or the repository. A second run reuses the cache.
+#      into the system's directories or the repository. A second run reuses the cache; the
+#      wheels themselves are kept in its wheels/ (an offline index: PIP_FIND_LINKS).
 # The headers must be CUDA 13 (CUDA_VERSION 13000 to 13999): the release the shim is written for.
 # Exit 0 with the directory; exit 1 with one line on stderr (what is missing, how to provide it),
 # leaving nothing half-written (the wheels are unpacked into a temporary directory, then renamed).
@@ -116,6 +118,7 @@ mkdir -p "$cache" 2>/dev/null || die "cannot create the cache $cache; set GS_CAC
 tmp=$(mktemp -d "$cache/.cuda-fetch.XXXXXX" 2>/dev/null) || die "cannot write to the cache $cache; set GS_CACHE_DIR, or $fix"
 trap 'rm -rf "$tmp"' EXIT
 python=$(command -v python3) || die "python3 is needed to fetch NVIDIA's headers (apt-get install python3 python3-pip); or $fix"
+quiet=0 # what was fetched is always said
 say "fetching NVIDIA's CUDA $release headers (their wheels on PyPI) into $dest"
 while read -r name version sha256; do
   fetch "$name" "$version" "$sha256"
@@ -130,4 +133,5 @@ version=$(version_of "$tmp/unpacked")
 [[ ! -e $dest ]] || mv -T "$dest" "$tmp/old" # an incomplete cache of an older script
 mv -T "$tmp/unpacked" "$dest" 2>/dev/null || [[ -f $dest/include/cudaProfiler.h ]] ||
   die "could not move the headers into $dest; set GS_CACHE_DIR, or $fix"
+mkdir -p "$cache/wheels" && find "$tmp" -name '*.whl' -exec mv -f {} "$cache/wheels/" \; || true
 accept "$dest" "NVIDIA's CUDA $release wheels, fetched"

@@ -42,8 +42,8 @@ for p in "${packages[@]}"; do
 done
 
 # NVIDIA's CUDA 13 headers: found (CUDA_HOME, the toolkit) or fetched into a cache (scripts/cuda.sh);
-# its one line says which. Checked after the packages, since fetching needs python3-pip.
-cuda_headers() { "$(dirname "$0")/cuda.sh" >/dev/null; }
+# CMake's configure says which in one line. Checked after the packages: fetching needs python3-pip.
+cuda_headers() { "$(dirname "$0")/cuda.sh" --quiet >/dev/null; }
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   cuda_headers

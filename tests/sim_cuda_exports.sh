@@ -3,7 +3,7 @@
 # libcuda.so.1 exports exactly the functions of sim/cuda/exports.h (the table cuGetProcAddress
 # serves), every one of them a name NVIDIA's own libcuda exports, and nothing else: the library is
 # built with hidden visibility. NVIDIA's names come from the toolkit's stub libcuda.so where there
-# is a toolkit, else from the functions NVIDIA's cuda.h declares with every version of every name
+# is a toolkit, else from the functions NVIDIA's cuda.h and cudaProfiler.h declare with every version of every name
 # visible (__CUDA_API_VERSION_INTERNAL: the legacy, _v2 and per-thread names the driver exports).
 set -euo pipefail
 lib="${GS_BUILD_DIR:?}/sim/libcuda.so.1"
@@ -18,7 +18,7 @@ listed=$(sed -n "s/^GSIM_CU_EXPORT([A-Za-z0-9_]*, \([A-Za-z0-9_]*\),.*/\1/p" "$t
 if [[ -f $stub ]]; then
   nvidia=$(nm -D --defined-only "$stub" | awk '{print $3}' | sort)
 else
-  nvidia=$(echo '#include <cuda.h>' | cc -E -P -D__CUDA_API_VERSION_INTERNAL -I"$CUDA_INCLUDE_DIR" -x c - |
+  nvidia=$(printf '#include <cuda.h>\n#include <cudaProfiler.h>\n' | cc -E -P -D__CUDA_API_VERSION_INTERNAL -I"$CUDA_INCLUDE_DIR" -x c - |
     tr -s ' \n' ' ' | grep -oE '\b(CUresult|void|int|unsigned int|size_t)[ *]+cu[A-Za-z0-9_]+ ?\(' |
     grep -oE 'cu[A-Za-z0-9_]+ ?\($' | tr -d ' (' | sort -u)
   [[ $(echo "$nvidia" | wc -l) -ge 500 ]] || fail "cuda.h declares only $(echo "$nvidia" | wc -l) functions"
