@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Containers (issue 21): keyed leases as CDI devices, run by real podman + crun (rootful) on
 # gpusim. The podman tests need root, podman and crun: skipped (77) without them, unless
-# GS_REQUIRE_CONTAINERS=1 (.ci/run) makes that a failure. Each runs in a private mount namespace
+# GS_REQUIRE_ALL=1 (.ci/run; tests/skip.sh) makes that a failure. Each runs in a private mount namespace
 # of its own (tests/containers/lib.sh says why).
 if(TARGET gsim_cuda AND TARGET gpushare_shim)
   # Programs of the containers' image: built like a user's driver-API programs.

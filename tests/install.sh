@@ -10,7 +10,7 @@ set -euo pipefail
 : "${GS_BUILD_DIR:?run through ctest (GS_BUILD_DIR is not set)}"
 : "${GS_SOURCE_DIR:?run through ctest}"
 if [[ -n ${GS_SANITIZE:-} ]]; then
-  echo "skip: the installed tree is built without sanitizers"
+  echo "skipped: the installed tree is built without sanitizers"
   exit 77
 fi
 work=$(mktemp -d /tmp/gs-install-test.XXXXXX)

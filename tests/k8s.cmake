@@ -50,7 +50,7 @@ gs_add_dra_test(test_dra_prepare TIMEOUT 180 LABELS k8s)
 gs_add_dra_test(test_dra_kubeconfig TIMEOUT 60 LABELS k8s)
 gs_add_dra_test(test_dra_order TIMEOUT 60 LABELS k8s)
 # The same with real containers (rootful podman + crun, tests/containers/lib.sh): skipped (77)
-# without them unless GS_REQUIRE_CONTAINERS=1.
+# without them unless GS_REQUIRE_ALL=1.
 if(TARGET gs-ct-fill)
   gs_add_dra_test(test_dra_containers TIMEOUT 240 LABELS "k8s;containers")
   set_tests_properties(test_dra_containers PROPERTIES SKIP_RETURN_CODE 77)

@@ -40,10 +40,7 @@ out=$(gs history --json --since junk 2>/dev/null) && fail "a bad --since succeed
 expect_eq "$(jq -c . <<<"$out")" '{"ok":false,"error":{"code":"usage","message":"--since \"junk\": expected a duration ago (2h, 1d) or a date (2025-06-01, 2025-06-01T12:00)"}}' "a usage error as JSON"
 pass "--since (a duration or a date), --limit; errors as JSON with --json"
 
-if ! have_user2; then
-  echo "SKIP: the second user's part needs root"
-  exit 0
-fi
+have_user2 || gs_skip "the second user's part needs root (the rest passed)"
 as_user2 run --gpus 1 --name theirs -- true
 expect_eq "$(as_user2 history --json | jq -c 'map(.name)')" '["theirs"]' "the user's history"
 expect_eq "$(gs history --json | jq -c 'map(.name)')" '["theirs","plain","hist"]' "root's history"

@@ -42,10 +42,7 @@ grep -Eq '^1 GPU, 1 lease, 0 waiting +[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{
 grep -q LOGICAL <<<"$out" && fail "top still says LOGICAL: $out"
 pass "top --processes: at most 80 columns, the time on its second line, '1 lease'"
 
-if ! have_user2; then
-  echo "SKIP: the second user's part needs root"
-  exit 0
-fi
+have_user2 || gs_skip "the second user's part needs root (the rest passed)"
 chmod -R a+rwX "$WORK/sim"
 bg runuser -u "$USER2" -- env GPUSHARE_SOCKET="$GPUSHARE_SOCKET" LD_PRELOAD="$JOB_PRELOAD" \
   ASAN_OPTIONS="${ASAN_OPTIONS:-}" GPUSIM_STATE="$GPUSIM_STATE" LD_LIBRARY_PATH="$LD_LIBRARY_PATH" \

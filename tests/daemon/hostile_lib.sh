@@ -1,10 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Shared setup of the tests of issue 15 (a hostile local user): lib.sh, a second system user,
 # gs-hostile. Needs root (to run as the second user); exits 77 (skipped) otherwise.
-if [[ $(id -u) -ne 0 ]]; then
-  echo "SKIP: run as root to test with a second system user (useradd, runuser)"
-  exit 77
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/../skip.sh" # gs_skip
+[[ $(id -u) -eq 0 ]] || gs_skip "run as root to test with a second system user (useradd, runuser)"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 HOSTILE=$GS_BUILD_DIR/tests/gs-hostile
 USER2=gpushare-test

@@ -95,10 +95,7 @@ gs cdi remove x --dir "$WORK/cdi"
 expect_eq "$(lease_count)$(ls -A "$WORK/cdi")" 0 "leases and specs after cdi remove"
 pass "bad input: a malformed key, a cgroup that is not one, a taken or unwritable spec place: one line each, nothing made"
 
-if ! have_user2; then
-  echo "SKIP: the second user's and the cgroup parts need root"
-  exit 0
-fi
+have_user2 || gs_skip "the second user's and the cgroup parts need root (the rest passed)"
 # Another user: not root's key, no cgroup, nobody else's lease; a forged key is not found.
 user2_send() {
   printf '%s\n' "$@" | runuser -u "$USER2" -- "$T/gs-daemon-tool" send "$GPUSHARE_SOCKET" 500 | sed -n 1p

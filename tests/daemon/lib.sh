@@ -2,6 +2,7 @@
 # Shared setup of the gpushared integration tests: a private daemon on a fresh gpusim node in a
 # temporary directory, stopped by PID on exit. Source it; set GPUSIM_DEVICES / CONFIG first.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../skip.sh" # gs_skip
 : "${GS_BUILD_DIR:?run through ctest (GS_BUILD_DIR is not set)}"
 
 BIN=$GS_BUILD_DIR/bin

@@ -2,10 +2,8 @@
 # Issue 11: an mps GPU serves one user at a time (NVIDIA's control daemon runs one user's MPS
 # server at a time and makes other users' clients wait). Placement packs (bestfit), so without the
 # rule a second user's lease would go beside the first's. Needs root (a second system user).
-if [[ $(id -u) -ne 0 ]]; then
-  echo "SKIP: run as root to test with a second system user (useradd, runuser)"
-  exit 77
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/../skip.sh" # gs_skip
+[[ $(id -u) -eq 0 ]] || gs_skip "run as root to test with a second system user (useradd, runuser)"
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/modes_lib.sh"
 export GPUSIM_DEVICES=H100-80GB,H100-80GB

@@ -1,10 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Acceptance 6: a non-root user cannot list the details of, release or join another user's
 # lease; SO_PEERCRED on the socket enforces it. Needs root (to run as a second system user).
-if [[ $(id -u) -ne 0 ]]; then
-  echo "SKIP: run as root to test with a second system user (useradd, runuser)"
-  exit 77
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/../skip.sh" # gs_skip
+[[ $(id -u) -eq 0 ]] || gs_skip "run as root to test with a second system user (useradd, runuser)"
 source "$(dirname "$0")/lib.sh"
 GPUSIM_DEVICES=H100-80GB
 USER2=gpushare-test

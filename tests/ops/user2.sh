@@ -2,10 +2,8 @@
 # A second system user of the ops tests (its own name, so that other areas' tests running at the
 # same time, with their own second user, see none of its processes). Needs root; exits 77
 # (skipped) otherwise. Source it after tests/daemon/lib.sh.
-if [[ $(id -u) -ne 0 ]]; then
-  echo "SKIP: run as root to test with a second system user (useradd, runuser)"
-  exit 77
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/../skip.sh" # gs_skip
+[[ $(id -u) -eq 0 ]] || gs_skip "run as root to test with a second system user (useradd, runuser)"
 USER2=${OPS_USER2:-gpushare-ops}
 id "$USER2" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$USER2" 2>/dev/null ||
   id "$USER2" >/dev/null # another test created it at the same moment

@@ -6,14 +6,12 @@
 set -euo pipefail
 : "${GS_BUILD_DIR:?run through ctest (GS_BUILD_DIR is not set)}"
 
-if [[ $(id -u) -ne 0 ]]; then
-  echo "SKIP: run as root to start munged, slurmctld and slurmd"
-  exit 77
-fi
+source "$(dirname "${BASH_SOURCE[0]}")/../skip.sh" # gs_skip
+[[ $(id -u) -eq 0 ]] || gs_skip "run as root to start munged, slurmctld and slurmd"
 for tool in munged mungekey slurmctld slurmd srun sbatch scontrol squeue scancel sinfo; do
-  command -v "$tool" >/dev/null || { echo "SKIP: $tool is missing (scripts/deps.sh installs Slurm)"; exit 77; }
+  command -v "$tool" >/dev/null || gs_skip "$tool is missing (scripts/deps.sh installs Slurm)"
 done
-[[ -f $GS_BUILD_DIR/lib/spank_gpushare.so ]] || { echo "SKIP: spank_gpushare.so was not built"; exit 77; }
+[[ -f $GS_BUILD_DIR/lib/spank_gpushare.so ]] || gs_skip "spank_gpushare.so was not built"
 
 BIN=$GS_BUILD_DIR/bin
 PLUGIN=$GS_BUILD_DIR/lib/spank_gpushare.so

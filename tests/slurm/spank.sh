@@ -8,7 +8,7 @@ if [[ -n ${GS_SANITIZE:-} ]]; then
   # allocates in the child: with ASan preloaded into slurmd, GCC 12's ASan allocator (not
   # fork-safe) can be locked by another thread at the fork and the task deadlocks. The plugin's
   # core runs under ASan in test_slurm_plan; this test runs in the normal build.
-  echo "skip: slurmstepd's forks deadlock in GCC 12's ASan allocator (see the comment)"
+  echo "skipped: slurmstepd's forks deadlock in GCC 12's ASan allocator (see the comment)"
   exit 77
 fi
 source "$(dirname "$0")/lib.sh"
