@@ -12,12 +12,18 @@ build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 export GS_BUILD_DIR=$build
 check=$build/tests/compute_check
+out=$(mktemp /tmp/gs-bench-compute.XXXXXX)
+trap 'rm -f "$out"' EXIT
 sim() { bash "$here/../tests/shim/run_sim.sh" --daemon -- "$@"; }
 
+missed=() # the cases that missed a target: the bench exits 1 naming them
 case_() { # TITLE ARGS...
-  echo "-- $1"
+  local title=$1 rc=0
+  echo "-- $title"
   shift
-  sim "$check" "$@" | grep -v '^[a-z]*: kernels' || true
+  sim "$check" "$@" >"$out" 2>&1 || rc=$?
+  grep -v '^[a-z]*: kernels' "$out" || true
+  ((rc == 0)) || missed+=("$title")
 }
 
 echo "== shares (5 s windows; target vs achieved; wait = longest time a lease with work got no"
@@ -53,7 +59,7 @@ echo
 echo "== launch hook"
 tmp=$(mktemp -d /dev/shm/gs-bench-compute-XXXXXX)
 daemon=
-trap '[[ -n $daemon ]] && kill "$daemon" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+trap '[[ -n $daemon ]] && kill "$daemon" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp" "$out"' EXIT
 export GPUSIM_STATE=$tmp/node GPUSIM_DEVICES=H100-80GB GPUSIM_TIME_SCALE=1000000
 export LD_LIBRARY_PATH=$build/sim GPUSHARE_SOCKET=$tmp/gpushared.sock
 : >"$tmp/gpushare.conf"
@@ -79,3 +85,10 @@ light() { # TITLE ARGS...
 light "alone (guarantee 30)" light:g=30,kernel=1ms,light=20
 light "beside a saturating lease (guarantees 30 and 70)" light:g=30,kernel=1ms,light=20 sat:g=70
 light "best effort beside a saturating guarantee of 70" light:kernel=1ms,light=20 sat:g=70
+
+echo
+if ((${#missed[@]} > 0)); then
+  echo "bench/compute.sh: ${#missed[@]} case(s) missed a target:$(printf ' "%s"' "${missed[@]}")"
+  exit 1
+fi
+echo "bench/compute.sh: every case met its targets"

@@ -15,8 +15,8 @@ build=${GS_BUILD_DIR:-build}
 seconds=${BENCH_FAULTS_SECONDS:-600}
 seed=${BENCH_FAULTS_SEED:-$(date +%s)}
 if [[ $(id -u) -ne 0 ]]; then
-  echo "bench/faults.sh: skipped (run as root: it needs system users and a tmpfs)"
-  exit 0
+  echo "bench/faults.sh: not run: it needs root (system users and a tmpfs)" >&2
+  exit 2
 fi
 cat <<EOM
 bench/faults.sh: gpushared on gpusim (GPU 0 shared H100-80GB, GPU 1 mig A100-40GB, GPU 2 mps

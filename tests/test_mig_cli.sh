@@ -19,7 +19,10 @@ layout: [ 0-3: 3g.20gb ][ 4: 1g.5gb ][ 5: free ][ 6: 1g.5gb ][ 7: free ]
 left: 2 of 7 compute slices, 2 of 8 memory slots; still fits: 1g.5gb x1" "plan 4G,4G,12G on A100-40GB"
 
 # H100-80GB has its own table: 4G gets 1g.10gb; by name and with a compute share.
-out=$("$gs" mig plan --model H100-80GB --gpu-memory 4G --mig-profile 3g.40gb --gpu-memory 8G --compute 50) || true
+# A plan in which a request does not fit exits 1 (the layout still printed).
+status=0
+out=$("$gs" mig plan --model H100-80GB --gpu-memory 4G --mig-profile 3g.40gb --gpu-memory 8G --compute 50) || status=$?
+[[ $status -eq 1 ]] || fail "a plan with a request that does not fit: exit $status, want 1"
 grep -qx '  1  4G         4g.40gb    0-3    40 GiB     57%' <<<"$out" || fail "4G with 50 % compute on H100: $out"
 grep -qx '  2  3g.40gb    3g.40gb    4-7    40 GiB     43%' <<<"$out" || fail "3g.40gb by name: $out"
 grep -qx '  3  8G         4g.40gb    does not fit next to the requests above' <<<"$out" || fail "no room: $out"
