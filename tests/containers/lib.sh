@@ -53,6 +53,9 @@ ct_cleanup() {
   # (the EXIT trap runs once) and leave gpushared and the test's directory behind.
   set +e
   "${PODMAN[@]}" rm -f -a -t 0 >/dev/null 2>&1
+  # /run/cdi was made for the tmpfs above: it goes when no other test's namespace has it mounted
+  # and nothing else is in it (rmdir refuses a mount point, or a directory with specs).
+  umount /run/cdi 2>/dev/null && rmdir /run/cdi 2>/dev/null
   (exit $rc)
   cleanup
 }

@@ -35,8 +35,20 @@ cleanup() {
     echo "--- daemon log (last 40 lines)" >&2
     tail -40 "$WORK/daemon.log" >&2
   fi
+  release_claims
   rm -rf "$WORK"
   exit $rc
+}
+
+# release_claims: removes the GPU claims (/run/gpushare/gpus/<UUID>.pid) that daemons of this
+# test killed by SIGKILL left behind, and the directories when nothing else is in them. Only this
+# node's UUIDs are touched: gpusim makes them anew for each node, so no other run has them.
+release_claims() {
+  local uuid
+  for uuid in $(cat "$WORK"/*.log 2>/dev/null | grep -o 'GPU-[0-9a-f-]\{36\}' | sort -u); do
+    rm -f "/run/gpushare/gpus/$uuid.pid" 2>/dev/null || true
+  done
+  rmdir /run/gpushare/gpus /run/gpushare 2>/dev/null || true
 }
 trap cleanup EXIT
 

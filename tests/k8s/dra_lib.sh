@@ -8,6 +8,7 @@
 K8S=$GS_SOURCE_DIR/tests/k8s
 # The kubelet stand-in needs python3-grpcio and python3-protobuf: Debian's Python.
 PYGRPC=${GS_PYTHON_GRPC:-/usr/bin/python3}
+export GS_KUBELET_PB_DIR=$WORK # its generated messages go with the test's directory
 PLUGIN=$BIN/gpushare-k8s
 NODE=node-a
 API=

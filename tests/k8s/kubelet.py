@@ -61,8 +61,10 @@ def log(msg):
 
 
 def load_protos(proto_dir):
-    """Generates the messages from the stand-in's .proto files into a temporary directory."""
-    out = tempfile.mkdtemp(prefix="gs-kubelet-pb-")
+    """Generates the messages from the stand-in's .proto files into a temporary directory (in
+    GS_KUBELET_PB_DIR, the test's own directory, when set: a stand-in stopped by SIGKILL runs no
+    atexit and would leave it in /tmp)."""
+    out = tempfile.mkdtemp(prefix="gs-kubelet-pb-", dir=os.environ.get("GS_KUBELET_PB_DIR"))
     atexit.register(shutil.rmtree, out, True)
     files = ["kubelet_registration.proto", "kubelet_dra.proto"]
     subprocess.run(["protoc", "-I", proto_dir, "--python_out", out] + files, check=True)
