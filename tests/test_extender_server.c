@@ -82,7 +82,8 @@ static void prioritize_answers(uint16_t port)
     if (got != 0 || strncmp(out, "HTTP/1.1 200 OK\r\n", 17) != 0)
         fail_msg("/prioritize not answered within %d ms (%.0f ms, got \"%.40s\")", DEADLINE,
                  gs_test_now_ms() - t0, out);
-    assert_non_null(strstr(out, "[{\"host\":\"gpu-a\",\"score\":0},{\"host\":\"gpu-b\",\"score\":0}]"));
+    assert_non_null(
+        strstr(out, "[{\"host\":\"gpu-a\",\"score\":0},{\"host\":\"gpu-b\",\"score\":0}]"));
     close(fd);
 }
 
@@ -214,8 +215,8 @@ static void test_ambiguous_framing(void **state)
         gs_test_put(fd, bad[i].request);
         int closed = gs_test_read_until(fd, out, sizeof(out), NULL, DEADLINE);
         if (strncmp(out, bad[i].status, strlen(bad[i].status)) != 0 || !closed)
-            fail_msg("request %zu: wanted %.30s and a close, got \"%.60s\" (%s)", i,
-                     bad[i].status, out, closed ? "closed" : "still open");
+            fail_msg("request %zu: wanted %.30s and a close, got \"%.60s\" (%s)", i, bad[i].status,
+                     out, closed ? "closed" : "still open");
         assert_non_null(strstr(out, "Connection: close\r\n"));
         close(fd);
     }
@@ -288,10 +289,8 @@ int main(void)
     if (getenv("GS_TEST_ONLY") != NULL) /* one test alone: GS_TEST_ONLY=test_pipelined */
         cmocka_set_test_filter(getenv("GS_TEST_ONLY"));
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ambiguous_framing),
-        cmocka_unit_test(test_expect_continue),
-        cmocka_unit_test(test_pipelined),
-        cmocka_unit_test(test_held_by_others),
+        cmocka_unit_test(test_ambiguous_framing), cmocka_unit_test(test_expect_continue),
+        cmocka_unit_test(test_pipelined),         cmocka_unit_test(test_held_by_others),
         cmocka_unit_test(test_held_by_same_peer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

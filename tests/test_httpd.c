@@ -83,8 +83,9 @@ static void test_exchanges(void **state)
              "POST /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close"
              "\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
              out, sizeof(out));
-    assert_string_equal(out, OK_HEAD("13") "\r\nConnection: keep-alive\r\n\r\nPOST /a [xyz]" OK_HEAD(
-                                 "12") "\r\nConnection: close\r\n\r\nPOST /b [hi]");
+    assert_string_equal(out,
+                        OK_HEAD("13") "\r\nConnection: keep-alive\r\n\r\nPOST /a [xyz]" OK_HEAD(
+                            "12") "\r\nConnection: close\r\n\r\nPOST /b [hi]");
     /* Expect: 100-continue with the body already sent: no 100; HTTP/1.0 closes. */
     exchange(port, "POST /c HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nz", out,
              sizeof(out));
@@ -100,8 +101,8 @@ static void test_exchanges(void **state)
     exchange(port, "POST /d HTTP/1.1\r\nHost: x\r\nContent-Length: 17\r\n\r\n", out, sizeof(out));
     assert_string_equal(out, "HTTP/1.1 413 Content Too Large\r\nContent-Type: text/plain\r\n"
                              "Content-Length: 15\r\nConnection: close\r\n\r\nbody too large\n");
-    exchange(port, "POST /d HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n11\r\n",
-             out, sizeof(out));
+    exchange(port, "POST /d HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n11\r\n", out,
+             sizeof(out));
     assert_non_null(strstr(out, "HTTP/1.1 413 Content Too Large\r\n"));
     exchange(port, "HELLO\r\n\r\n", out, sizeof(out));
     assert_non_null(strstr(out, "HTTP/1.1 400 Bad Request\r\n"));
@@ -125,7 +126,8 @@ static void test_expect(void **state)
     char out[4096] = "";
     gs__httpd_t *h = start(&port, 0, 0);
     int fd = gs_test_dial(port, "127.0.0.1");
-    gs_test_put(fd, "POST /e HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\n");
+    gs_test_put(fd,
+                "POST /e HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: 2\r\n\r\n");
     gs_test_read_until(fd, out, sizeof(out), "\r\n\r\n", 1000);
     assert_string_equal(out, "HTTP/1.1 100 Continue\r\n\r\n");
     gs_test_put(fd, "ok");
@@ -148,16 +150,16 @@ static void test_parse_head(void **state)
     assert_int_equal(hd.close, 1);
     assert_int_equal(hd.http10, 0);
     static const char *const bad[] = {
-        "GET / HTTP/1.1\nHost: a\r\n\r\n",           /* bare LF */
-        "GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n",      /* bare CR */
-        "GET  / HTTP/1.1\r\nHost: a\r\n\r\n",        /* two spaces */
+        "GET / HTTP/1.1\nHost: a\r\n\r\n",      /* bare LF */
+        "GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n", /* bare CR */
+        "GET  / HTTP/1.1\r\nHost: a\r\n\r\n",   /* two spaces */
         "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
         "GET / HTTP/1.1\r\nHost: a\r\nX\x01: b\r\n\r\n",
         "GET / HTTP/1.1\r\nHost: a\r\nX: b\x7f\x01\r\n\r\n",
         "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n",
         "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1, 1\r\n\r\n",
         "GET / HTTP/1.1\r\nHost: a\r\n: empty\r\n\r\n",
-        "GET / HTTP/1.1\r\nHost: a\r\n",             /* no empty line */
+        "GET / HTTP/1.1\r\nHost: a\r\n", /* no empty line */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(gs__httpd_parse_head(bad[i], strlen(bad[i]), &hd), 400);
@@ -280,7 +282,7 @@ static void test_adopt(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_exchanges), cmocka_unit_test(test_expect),
+        cmocka_unit_test(test_exchanges),  cmocka_unit_test(test_expect),
         cmocka_unit_test(test_parse_head), cmocka_unit_test(test_deadlines),
         cmocka_unit_test(test_eviction),   cmocka_unit_test(test_adopt),
     };

@@ -279,11 +279,11 @@ static int reply(gs__httpd_t *h, conn_t *c, int status, const char *type, const 
 {
     char top[256];
     c->closing |= h->o.close_each || (c->eof && c->in_len == 0); /* nothing more comes */
-    int n = snprintf(top, sizeof(top),
-                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                     "Connection: %s\r\n\r\n",
-                     status, gs__httpd_reason(status), type, len,
-                     c->closing ? "close" : "keep-alive");
+    int n =
+        snprintf(top, sizeof(top),
+                 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                 "Connection: %s\r\n\r\n",
+                 status, gs__httpd_reason(status), type, len, c->closing ? "close" : "keep-alive");
     size_t send_len = head_only ? 0 : len;
     c->out = malloc((size_t)n + send_len + 1);
     if (c->out == NULL) {

@@ -61,15 +61,15 @@ typedef struct gs__httpd_opts {
     uint16_t port;    /* 0: any free port (gs__httpd_start says which) */
     gs__httpd_handler_t handler;
     void *ctx;
-    size_t max_body;      /* larger bodies: 413 and close (0: 1 MiB) */
-    unsigned max_conns;   /* the table (0: 1024; at most 65536) */
-    unsigned per_peer;    /* connections one peer holds (0: max_conns / 8) */
-    int head_ms;          /* to send a whole request head from its first byte, or a new
-                           * connection's first head from its accept (0: 5000) */
-    int body_ms;          /* to send the body once the head is in (0: 10000) */
-    int idle_ms;          /* a kept-alive connection waiting for its next request (0: 15000) */
-    int stall_ms;         /* the client taking none of the reply (0: 10000) */
-    int close_each;       /* 1: one request per connection ("Connection: close") */
+    size_t max_body;          /* larger bodies: 413 and close (0: 1 MiB) */
+    unsigned max_conns;       /* the table (0: 1024; at most 65536) */
+    unsigned per_peer;        /* connections one peer holds (0: max_conns / 8) */
+    int head_ms;              /* to send a whole request head from its first byte, or a new
+                               * connection's first head from its accept (0: 5000) */
+    int body_ms;              /* to send the body once the head is in (0: 10000) */
+    int idle_ms;              /* a kept-alive connection waiting for its next request (0: 15000) */
+    int stall_ms;             /* the client taking none of the reply (0: 10000) */
+    int close_each;           /* 1: one request per connection ("Connection: close") */
     gs__httpd_peer_fn_t peer; /* NULL: the peer's IPv4 address (0 for other families) */
     void *peer_ctx;
 } gs__httpd_opts_t;
