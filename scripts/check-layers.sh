@@ -130,6 +130,19 @@ elif [[ $libs_given == 1 ]]; then
   echo "check-layers: $libs has no libgs_daemon_core.a, libgs_daemon_gpu.a and libgs_daemon_serve.a" >&2
   exit 2
 fi
+# src/http, the HTTP server under the extender (and meant for the daemon's metrics), sits below
+# both programs: its quoted includes are its own files or gpushare/'s, never src/k8s's or the
+# daemon's.
+http_src=$here/src/http
+for file in "$http_src"/*.[ch]; do
+  [[ -e $file ]] || continue
+  while IFS= read -r line; do
+    name=$(sed -E 's/^[0-9]+:[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]+)".*/\1/' <<<"$line")
+    [[ -e $http_src/$name || $name == gpushare/* ]] && continue
+    echo "check-layers: http/${file##*/}:${line%%:*} includes \"$name\", not src/http's own or gpushare/'s" >&2
+    failures=$((failures + 1))
+  done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" || true)
+done
 if [[ $failures -gt 0 ]]; then
   echo "check-layers: $failures upward include(s) or call(s): core/ may use neither gpu/ nor serve/, gpu/ not serve/ (docs/daemon.md)" >&2
   exit 1

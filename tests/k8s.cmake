@@ -28,6 +28,9 @@ add_test(NAME test_k8s_manifests COMMAND python3 "${CMAKE_CURRENT_SOURCE_DIR}/k8
          "${CMAKE_SOURCE_DIR}/deploy/kubernetes")
 set_tests_properties(test_k8s_manifests PROPERTIES TIMEOUT 30 LABELS "integration")
 gs_add_unit_test(test_k8s_http SOURCES test_k8s_http.c LIBS gs_k8s_server)
+# The extender's server against idle, slow, pipelining and smuggling peers (issue 34, item 5).
+gs_add_unit_test(test_extender_server SOURCES test_extender_server.c http_peer.c LIBS gs_k8s_server
+                 TIMEOUT 120)
 # ... and the HTTP it speaks (requests to the extender, responses from the API server, chunks).
 gs_add_fuzz_target(fuzz_khttp SOURCES fuzz/fuzz_khttp.c LIBS gs_k8s_server
                    CORPUS "${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/khttp")

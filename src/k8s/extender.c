@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* kube-scheduler's extender verbs over HTTP (src/k8s/http.h) on the model (extender.h). */
+/* kube-scheduler's extender verbs over HTTP (src/http's server, http/httpd.h) on the model
+ * (extender.h). */
 #include "extender.h"
-#include "http.h"
+#include "http/httpd.h"
 
 #include "gpushare/error.h"
 #include "gpushare/log.h"
@@ -11,10 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-#define THREADS 8
-
 struct gs_ext_server {
-    gs__khttp_server_t *http;
+    gs__httpd_t *http;
     gs_k8s_model_t *model;
 };
 
@@ -118,22 +117,28 @@ static char *health(gs_ext_server_t *s, int ready, int *status)
 
 /* POST .../filter and .../prioritize (kube-scheduler appends the verb to its urlPrefix), GET
  * /healthz and /readyz. */
-static char *on_request(void *ctx, const char *method, const char *path, const char *body,
-                        size_t len, int *status, const char **type)
+static char *route(gs_ext_server_t *s, const gs__httpd_request_t *rq, int *status,
+                   const char **type)
 {
-    gs_ext_server_t *s = ctx;
+    const char *method = rq->method, *path = rq->target;
     size_t n = strcspn(path, "?");
     if (strcmp(method, "GET") == 0 && n == 8 && strncmp(path, "/healthz", 8) == 0)
         return health(s, 0, status);
     if (strcmp(method, "GET") == 0 && n == 7 && strncmp(path, "/readyz", 7) == 0)
         return health(s, 1, status);
     if (strcmp(method, "POST") == 0 && ends_with(path, n, "/filter"))
-        return gs_ext_filter(s->model, body, len);
+        return gs_ext_filter(s->model, rq->body, rq->len);
     if (strcmp(method, "POST") == 0 && ends_with(path, n, "/prioritize"))
-        return gs_ext_prioritize(s->model, body, len);
+        return gs_ext_prioritize(s->model, rq->body, rq->len);
     *status = 404;
     *type = "text/plain";
     return strdup("not found\n");
+}
+
+static void on_request(void *ctx, const gs__httpd_request_t *rq, gs__httpd_reply_t *rp)
+{
+    rp->body = route(ctx, rq, &rp->status, &rp->type);
+    rp->len = rp->body != NULL ? strlen(rp->body) : 0;
 }
 
 int gs_ext_server_start(const char *addr, uint16_t port, gs_k8s_model_t *model,
@@ -143,8 +148,14 @@ int gs_ext_server_start(const char *addr, uint16_t port, gs_k8s_model_t *model,
     if (s == NULL)
         return GS_ENOMEM;
     s->model = model;
-    int result =
-        gs__khttp_serve(addr, port, THREADS, GS_K8S_ARGS_MAX, on_request, s, &s->http, bound);
+    gs__httpd_opts_t o = {.addr = addr,
+                          .port = port,
+                          .handler = on_request,
+                          .ctx = s,
+                          .max_body = GS_K8S_ARGS_MAX,
+                          .max_conns = GS_EXT_CONNS,
+                          .per_peer = GS_EXT_PER_PEER};
+    int result = gs__httpd_start(&o, &s->http, bound);
     if (result != 0) {
         free(s);
         return result;
@@ -157,6 +168,6 @@ void gs_ext_server_stop(gs_ext_server_t *s)
 {
     if (s == NULL)
         return;
-    gs__khttp_stop(s->http);
+    gs__httpd_stop(s->http);
     free(s);
 }

@@ -205,12 +205,12 @@ static int parse_response(const char *head, response_t *r)
 
 /* Feeds body bytes to the sink by the response's framing. Returns 0 (more), 1 (done or the sink
  * stopped) or an error. */
-static int feed(response_t *r, gs__khttp_chunks_t *d, const char *data, size_t len,
+static int feed(response_t *r, gs__http_chunks_t *d, const char *data, size_t len,
                 gs__khttp_sink_t sink, void *ctx)
 {
     if (r->chunked) {
         size_t used;
-        int state = gs__khttp_chunks(d, data, len, sink, ctx, &used);
+        int state = gs__http_chunks(d, data, len, sink, ctx, &used);
         return state < 0 ? state : state > 0;
     }
     if (r->has_length && len > r->length)
@@ -227,7 +227,7 @@ int gs__khttp_response(gs__khttp_conn_t *c, gs__khttp_sink_t sink, void *ctx, lo
     gs__k8s_buf_t in = {.max = HEAD_MAX + 65536};
     char chunk[65536], *end = NULL;
     response_t r;
-    gs__khttp_chunks_t d = {0};
+    gs__http_chunks_t d = {0};
     int result = 0;
     while (result == 0 && end == NULL) {
         ssize_t n = gs__khttp_read(c, chunk, sizeof(chunk));

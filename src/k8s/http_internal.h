@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Private parts of src/k8s's HTTP (http_io.c, http_server.c, http_client.c): connections with
- * deadlines, the chunked decoder. http.h says what they are for. */
+/* Private parts of src/k8s's HTTP client (http_io.c, http_client.c): connections with
+ * deadlines. http.h says what they are for; the chunked decoder is src/http's (http/chunks.h). */
 #ifndef GS_K8S_HTTP_INTERNAL_H
 #define GS_K8S_HTTP_INTERNAL_H
 
 #include "http.h"
+#include "http/chunks.h"
 
 #include <openssl/ssl.h>
 #include <sys/types.h>
@@ -32,23 +33,6 @@ ssize_t gs__khttp_read(gs__khttp_conn_t *c, char *buf, size_t len);
 
 /* Writes everything. Returns 0 or an error code. */
 int gs__khttp_write(gs__khttp_conn_t *c, const char *buf, size_t len);
-
-/* The chunked transfer coding's decoder, fed bytes as they come. */
-typedef struct gs__khttp_chunks {
-    int state;
-    int digits;
-    uint64_t left; /* of the current chunk, or its size being read */
-    size_t line;   /* length of the trailer line being read */
-} gs__khttp_chunks_t;
-
-/* Decodes in[0..len), giving the data to sink; *used: bytes consumed. Returns 0 (more wanted),
- * 1 (the sink asked to stop), 2 (the last chunk and trailers are read) or GS_EPROTO. */
-int gs__khttp_chunks(gs__khttp_chunks_t *d, const char *in, size_t len, gs__khttp_sink_t sink,
-                     void *ctx, size_t *used);
-
-/* For tests and fuzzing: serves the requests of an already connected socket (non-blocking)
- * until it closes, as the server's workers do; the caller closes fd. */
-void gs__khttp_serve_fd(gs__khttp_server_t *server, int fd);
 
 /* For tests and fuzzing: reads a response from a connection, as gs__khttp_request does after
  * sending its request. Same returns. */

@@ -34,7 +34,8 @@ static void usage(FILE *out)
             "       gpushare-scheduler-extender replay --nodes FILE --pods FILE [options]\n"
             "\n"
             "serve: kube-scheduler's extender (POST /filter, /prioritize; GET /healthz, /readyz)\n"
-            "  --listen ADDR:PORT          where to listen (0.0.0.0:8888)\n"
+            "  --listen ADDR:PORT          where to listen (127.0.0.1:8888; in a pod, where\n"
+            "                              kube-scheduler calls it, 0.0.0.0:8888)\n"
             "  --server URL                the API server (default: in-cluster service account)\n"
             "  --token-file FILE           bearer token, re-read at each connection\n"
             "  --ca-file FILE              the API server's CA\n"
@@ -149,7 +150,9 @@ static int parse_serve(int argc, char **argv, serve_args_t *a)
                                          {NULL, 0, NULL, 0}};
     int opt, result;
     memset(a, 0, sizeof(*a));
-    snprintf(a->listen, sizeof(a->listen), "0.0.0.0");
+    /* Loopback unless told: the verbs are unauthenticated, and a pod's manifest says 0.0.0.0
+     * (its own network namespace) where kube-scheduler must reach it (docs/kubernetes.md). */
+    snprintf(a->listen, sizeof(a->listen), "127.0.0.1");
     a->port = 8888;
     a->policy = GS_PLACE_GPUSHARE;
     a->seed = 42;
