@@ -27,7 +27,7 @@ typedef struct config {
 typedef struct summary {
     double sum, min, max, seconds[SEEDS_MAX];
     int runs;
-    size_t neutral, overruled, republished, failed;
+    size_t neutral, below_max, republished, failed;
 } summary_t;
 
 typedef struct replay_args {
@@ -272,7 +272,7 @@ static int run_one(const replay_args_t *a, const config_t *c, uint64_t seed,
         return result;
     account(s, r, st.seconds);
     s->neutral += st.neutral;
-    s->overruled += st.overruled;
+    s->below_max += st.below_max;
     s->republished += st.republished;
     s->failed += st.failed;
     return 0;
@@ -293,7 +293,7 @@ static void print_summary(const replay_args_t *a, const char *workload, summary_
            a->nseeds, a->inflate, gpus, a->opts.learn ? "learned" : "trace's", a->opts.lag,
            a->opts.policy_gpus ? ", scoring the policy's GPU choice" : "");
     printf("%-30s %11s %13s %10s %8s %8s %9s %12s\n", "placement", "unalloc@100", "min..max",
-           "vs first", "vs FGD", "neutral", "overrule", "replay (med)");
+           "vs first", "vs FGD", "neutral", "below-max", "replay (med)");
     double first = sums[0].sum / sums[0].runs;
     for (int i = 0; i < a->nconfigs; i++) {
         summary_t *s = &sums[i];
@@ -304,7 +304,7 @@ static void print_summary(const replay_args_t *a, const char *workload, summary_
             snprintf(ratio, sizeof(ratio), "%.3f", mean / fgd);
         qsort(s->seconds, (size_t)s->runs, sizeof(double), by_value);
         printf("%-30s %11.3f %13s %10.3f %8s %8zu %9zu %11.1fs\n", a->configs[i].label, mean, range,
-               mean / first, ratio, s->neutral, s->overruled, s->seconds[s->runs / 2]);
+               mean / first, ratio, s->neutral, s->below_max, s->seconds[s->runs / 2]);
     }
     if (fgd > 0)
         printf("%-30s %11.3f  (published, the same seeds)\n", "06-FGD", fgd);

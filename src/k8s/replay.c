@@ -298,7 +298,7 @@ static const char *select_host(replay_t *r, const json_t *list)
         }
     }
     if (host != NULL && top != GS_K8S_MAX_PRIORITY)
-        r->stats->overruled++;
+        r->stats->below_max++;
     return host;
 }
 

@@ -36,7 +36,9 @@ typedef struct gs_k8s_replay_opts {
 typedef struct gs_k8s_replay_stats {
     size_t pods, placed, failed;
     size_t neutral;     /* neutral answers of the extender (should be 0) */
-    size_t overruled;   /* pods placed on a node other than the extender's top choice */
+    size_t below_max;   /* pods whose best node scored below the extender's maximum (10): the
+                         * replay picks the top score as kube-scheduler's selectHost does, with
+                         * no other score plugin, so this is no test of kube-scheduler itself */
     size_t republished; /* slices republished for a new device order */
     double seconds;     /* wall time of the replay */
 } gs_k8s_replay_stats_t;
