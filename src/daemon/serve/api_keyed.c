@@ -126,16 +126,20 @@ static int key_refused(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request
                        const gs__lease_t *lease, uid_t owner)
 {
     char why[GS_LEASE_KEY_MAX + GS__USER_MAX + 128];
+    int driver_key = strncmp(req->key, DRIVER_KEYS, strlen(DRIVER_KEYS)) == 0;
+    int foreign = lease != NULL && lease->rec.uid != owner;
+    if (!driver_key && !foreign)
+        return 0; /* the common case: no group lookup */
     int admin = gs__api_admin(d, gs__conn_cred(conn));
-    if (strncmp(req->key, DRIVER_KEYS, strlen(DRIVER_KEYS)) == 0 && !admin)
+    if (driver_key && !admin)
         snprintf(why, sizeof(why),
                  "keys under " DRIVER_KEYS " are the DRA driver's: only root or "
                  "lease_admin_group may make one");
-    else if (lease != NULL && lease->rec.uid != owner && admin)
+    else if (foreign && admin)
         snprintf(why, sizeof(why),
                  "key %s belongs to user %s (uid %u); release it as that user or pick another name",
                  req->key, lease->rec.user, (unsigned)lease->rec.uid);
-    else if (lease != NULL && lease->rec.uid != owner)
+    else if (foreign)
         snprintf(why, sizeof(why), "key %s belongs to another user; pick another name", req->key);
     else
         return 0;
