@@ -177,3 +177,34 @@ if curl -fsS --max-time 5 "http://127.0.0.1:$port/metrics" >/dev/null 2>&1; then
   printf '%-46s %s of 200 failed  target 0\n' "scrapes under two users' connection floods" "$failed"
   stop_attack
 fi
+
+# 5. Issue 34, key squatting: the attacker takes the key cdi/web (1 MiB) first, then tries a DRA
+# driver's key; root's cdi add web; root's process in a cgroup root tied to the attacker's lease,
+# when the attacker releases it. (Outcomes, not latencies: each is refused or survives, or not.)
+install -d -m 700 -o gpushare-test "$dir/cdi-attacker"
+mkdir -p "$dir/cdi-root"
+"${attacker[@]}" "$build/bin/gpushare" cdi add web --gpu-memory 1M --dir "$dir/cdi-attacker" >/dev/null
+set +e
+out=$("$build/bin/gpushare" cdi add web --gpu-memory 8G --dir "$dir/cdi-root" 2>&1)
+rc=$?
+k8s=$("${attacker[@]}" "$build/bin/gpushare" cdi add k8s --key k8s/0a1b2c3d/gpu --gpu-memory 1M \
+  --dir "$dir/cdi-attacker" 2>&1)
+krc=$?
+set -e
+printf '%-46s exit %s, %s  target: refused, naming the owner\n' "root's cdi add over the attacker's cdi/web" "$rc" "$out"
+printf '%-46s exit %s, %s  target: refused\n' "the attacker's cdi add with a k8s/ key" "$krc" "$k8s"
+cgroot=/sys/fs/cgroup
+[[ -e $cgroot/cgroup.controllers ]] || cgroot=/sys/fs/cgroup/pids
+cg=/gs-bench-squat-$$
+mkdir "$cgroot$cg"
+sleep 300 &
+victim=$!
+echo "$victim" >"$cgroot$cg/cgroup.procs"
+printf '{"op":"attach","key":"cdi/web","cgroup":"%s"}\n' "$cg" | "$build/tests/gs-daemon-tool" send "$sock" 500 >/dev/null
+printf '{"op":"release","key":"cdi/web"}\n' | "${attacker[@]}" "$build/tests/gs-daemon-tool" send "$sock" 500 >/dev/null
+sleep 2.5 # past kill_grace (1 s)
+if kill -0 "$victim" 2>/dev/null; then state=alive; else state="stopped by the attacker's release"; fi
+printf '%-46s %s  target: alive\n' "root's process in the attacker's lease" "$state"
+kill "$victim" 2>/dev/null || true
+wait "$victim" 2>/dev/null || true
+rmdir "$cgroot$cg"

@@ -64,6 +64,10 @@ typedef struct gs__lease {
                                 left to root */
     int forced;              /* stopped by force: every process holding its region, not only its
                                 job */
+    int stop_any_uid;        /* root asked it to stop (release, --force), or its time limit
+                                passed on a lease root or lease_admin_group made for its user:
+                                its processes of any uid, not only its user's (scope in
+                                gs__lease_procs_query_t) */
     gs__proc_refs_t victims; /* the processes it signalled, until they are gone */
     gs__proc_refs_t members; /* the processes that joined it (SO_PEERCRED at join), at most
                                 GS__LEASE_MEMBERS_MAX: with the holder, where its job is found */
@@ -74,7 +78,9 @@ typedef struct gs__lease {
 
 /* A keyed lease (rec.request.key set) belongs to no connection and no holder process: it lives
  * until it is released (by its key or id) or its time limit, across restarts. Its processes are
- * those holding its region and those in its cgroup (rec.request.cgroup), whatever their uid. */
+ * those holding its region and those in its cgroup (rec.request.cgroup): its user's only, or
+ * anyone's when the lease is root's or stop_any_uid — its user's release never stops a process
+ * that is not that user's, whoever tied it to the lease. */
 static inline int gs__lease_keyed(const gs__lease_t *lease)
 {
     return lease->rec.request.key[0] != '\0';

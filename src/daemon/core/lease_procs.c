@@ -293,8 +293,9 @@ static int is_region(void *arg, const char *path)
     return stat(path, &st) == 0 && st.st_dev == want->dev && st.st_ino == want->ino;
 }
 
-/* The region's holders, their real uid but root: a pass over every process of the node. */
-static int add_region_holders(const gs_region_t *region, gs__proc_refs_t *list)
+/* The region's holders, their real uid but root (only scope's unless it is (uid_t)-1): a pass
+ * over every process of the node. */
+static int add_region_holders(const gs_region_t *region, uid_t scope, gs__proc_refs_t *list)
 {
     struct stat st;
     if (gs_region_fd(region) < 0 || fstat(gs_region_fd(region), &st) != 0)
@@ -305,8 +306,8 @@ static int add_region_holders(const gs_region_t *region, gs__proc_refs_t *list)
     for (size_t i = 0; added >= 0 && i < t.n; i++) {
         uid_t uid = real_uid(t.v[i].pid);
         int r = 0;
-        if (t.v[i].pid != getpid() && each_region_link(t.v[i].pid, is_region, &want) && uid != 0 &&
-            uid != (uid_t)-1)
+        if (t.v[i].pid != getpid() && uid != 0 && uid != (uid_t)-1 &&
+            (scope == (uid_t)-1 || uid == scope) && each_region_link(t.v[i].pid, is_region, &want))
             r = list_add(list, &t.v[i], uid);
         added = r < 0 ? r : added + r;
     }
@@ -442,10 +443,12 @@ int gs__proc_in_cgroup(pid_t pid, const char *path)
     return 0;
 }
 
-/* The processes of one cgroup directory (its cgroup.procs) and of those below it, whatever
- * their user (root named the cgroup), into list; at most GS__LEASE_PROCS_MAX looked at in all
- * (*budget), and CGROUP_DEPTH_MAX levels. Returns how many were added. */
-static int add_cgroup_dir(const char *dir, unsigned depth, unsigned *budget, gs__proc_refs_t *list)
+/* The processes of one cgroup directory (its cgroup.procs) and of those below it, of scope's
+ * uid (real or effective; (uid_t)-1: whatever their user, root named the cgroup), into list; at
+ * most GS__LEASE_PROCS_MAX looked at in all (*budget), and CGROUP_DEPTH_MAX levels. Returns how
+ * many were added. */
+static int add_cgroup_dir(const char *dir, unsigned depth, uid_t scope, unsigned *budget,
+                          gs__proc_refs_t *list)
 {
     char path[CGROUP_DIR_MAX + 16], buf[32];
     int added = 0;
@@ -456,7 +459,7 @@ static int add_cgroup_dir(const char *dir, unsigned depth, unsigned *budget, gs_
         gs__proc_id_t id;
         (*budget)--;
         if (pid > 1 && pid != getpid() && gs__proc_identity(pid, &id) == 0 &&
-            gs__proc_refs_add(list, pid, id.start, (uid_t)-1) > 0)
+            owned_by(&id, scope) && gs__proc_refs_add(list, pid, id.start, scope) > 0)
             added++;
     }
     if (f != NULL)
@@ -468,23 +471,24 @@ static int add_cgroup_dir(const char *dir, unsigned depth, unsigned *budget, gs_
             continue;
         int n = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
         if (n > 0 && (size_t)n < CGROUP_DIR_MAX)
-            added += add_cgroup_dir(path, depth + 1, budget, list);
+            added += add_cgroup_dir(path, depth + 1, scope, budget, list);
     }
     if (d != NULL)
         closedir(d);
     return added;
 }
 
-/* Every process in cgroup (a path as /proc/PID/cgroup writes it) or below, in each hierarchy
- * mounted in CGROUP_ROOT: the cgroups' own lists, work in proportion to their processes. */
-static int add_cgroup_procs(const char *cgroup, gs__proc_refs_t *list)
+/* Every process of scope (as add_cgroup_dir) in cgroup (a path as /proc/PID/cgroup writes it)
+ * or below, in each hierarchy mounted in CGROUP_ROOT: the cgroups' own lists, work in proportion
+ * to their processes. */
+static int add_cgroup_procs(const char *cgroup, uid_t scope, gs__proc_refs_t *list)
 {
     char dir[CGROUP_DIR_MAX];
     unsigned budget = GS__LEASE_PROCS_MAX;
     struct stat st;
     if (stat(CGROUP_ROOT "/cgroup.controllers", &st) == 0) { /* cgroup v2 at the root */
         snprintf(dir, sizeof(dir), CGROUP_ROOT "%s", cgroup);
-        return add_cgroup_dir(dir, 0, &budget, list);
+        return add_cgroup_dir(dir, 0, scope, &budget, list);
     }
     int added = 0;
     DIR *root = opendir(CGROUP_ROOT); /* v1 controllers, and v2's "unified" beside them */
@@ -494,7 +498,7 @@ static int add_cgroup_procs(const char *cgroup, gs__proc_refs_t *list)
             continue; /* links (cpu -> cpu,cpuacct) name a hierarchy read anyway */
         snprintf(dir, sizeof(dir), CGROUP_ROOT "/%s%s", e->d_name, cgroup);
         if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
-            added += add_cgroup_dir(dir, 0, &budget, list);
+            added += add_cgroup_dir(dir, 0, scope, &budget, list);
     }
     if (root != NULL)
         closedir(root);
@@ -538,13 +542,13 @@ int gs__lease_procs_find(const gs__lease_procs_query_t *q, gs__proc_refs_t *list
         return r;
     added += r;
     if (q->region != NULL) {
-        r = add_region_holders(q->region, list);
+        r = add_region_holders(q->region, q->scope, list);
         if (r < 0)
             return r;
         added += r;
     }
     if (q->cgroup != NULL && q->cgroup[0] != '\0')
-        added += add_cgroup_procs(q->cgroup, list);
+        added += add_cgroup_procs(q->cgroup, q->scope, list);
     return added;
 }
 

@@ -78,8 +78,11 @@ typedef struct gs__lease_procs_query {
     int with_holder;                /* the holder itself too (it is the lease's user's own
                                        client) */
     const char *cgroup;             /* every process in this cgroup or below (any hierarchy),
-                                       root's too, from the cgroups' process lists: a keyed
-                                       lease's container, named by root (NULL: none) */
+                                       from the cgroups' process lists: a keyed lease's
+                                       container, named by root (NULL: none) */
+    uid_t scope;                    /* the region's holders and the cgroup's processes only of
+                                       this uid (real or effective); (uid_t)-1: anyone's (root's
+                                       in the cgroup too, never among the holders) */
 } gs__lease_procs_query_t;
 
 /* Nonzero when process pid is in cgroup path (absolute, as /proc/PID/cgroup writes it) or a

@@ -299,7 +299,9 @@ int gs__lease_holder_alive(const gs__lease_t *lease)
  * that joined it, of the lease's user); by force also every process holding its region and, at
  * the SIGKILL, the holder itself when it is the user's own client (a gpushare run that was
  * stopped). A keyed lease has no holder: its processes are those holding its region (a pass over
- * /proc at the SIGTERM and one at the SIGKILL, never more) and those of its cgroup. */
+ * /proc at the SIGTERM and one at the SIGKILL, never more) and those of its cgroup. Never a
+ * process of another uid than the lease's user's unless the lease is root's or stop_any_uid: a
+ * user cannot have the daemon signal what the user could not (issue 34, key squatting). */
 static gs__lease_procs_query_t victims_of(const gs__lease_t *lease, int killing)
 {
     int keyed = gs__lease_keyed(lease);
@@ -311,6 +313,7 @@ static gs__lease_procs_query_t victims_of(const gs__lease_t *lease, int killing)
         .uid = lease->rec.uid,
         .with_holder = killing && lease->forced && !lease->rec.request.owner.set && !keyed,
         .cgroup = lease->rec.request.cgroup,
+        .scope = lease->rec.uid == 0 || lease->stop_any_uid ? (uid_t)-1 : (uid_t)lease->rec.uid,
     };
     return q;
 }
@@ -409,6 +412,7 @@ int gs__lease_revoke(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *by)
     char why[GS__USER_MAX + 16];
     snprintf(why, sizeof(why), "released by %s", by->user);
     set_reason(lease, why);
+    lease->stop_any_uid |= by->uid == 0;
     ask_to_stop(d, lease, "revoked", by->user, 0);
     return gs__lease_end_when_idle(d, lease, lease->end_reason);
 }
@@ -421,6 +425,7 @@ int gs__lease_force(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *by)
     char why[GS__USER_MAX + 32];
     snprintf(why, sizeof(why), "released by force by %s", by->user);
     set_reason(lease, why);
+    lease->stop_any_uid = 1; /* only root may force */
     ask_to_stop(d, lease, "revoked", by->user, 1);
     return gs__lease_end_when_idle(d, lease, lease->end_reason);
 }
@@ -434,6 +439,7 @@ static void expire(gs__daemon_t *d, gs__lease_t *lease)
             (unsigned long long)lease->rec.id, lease->rec.user, limit);
     d->counters.expired++;
     lease->expired = 1;
+    lease->stop_any_uid |= lease->rec.request.owner.set; /* its terms were root's (or an admin's) */
     set_reason(lease, "time limit");
     ask_to_stop(d, lease, "expired", "time limit", 0);
     gs__lease_end_when_idle(d, lease, lease->end_reason); /* may end and free it */

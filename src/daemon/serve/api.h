@@ -43,8 +43,9 @@ void gs__api_shutdown(gs__daemon_t *d);
 int gs__api_admin(const gs__daemon_t *d, const gs__cred_t *cred);
 
 /* An acquire with a key, for a lease of user owner: replies with the live lease of that key
- * (whatever its state) or an error and returns 1; or checks its cgroup, draws its capability
- * and returns 0 (the acquire goes on as any). */
+ * (whatever its state) when it is owner's, or an error (a key of another user's lease, whoever
+ * asks; a k8s/ key from a caller who is not root or lease_admin_group) and returns 1; or checks
+ * its cgroup, draws its capability and returns 0 (the acquire goes on as any). */
 int gs__api_keyed_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t *req, uid_t owner);
 
 /* Adds a keyed lease's key, socket and "existing" to its acquire reply (its processes join

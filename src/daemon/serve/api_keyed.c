@@ -21,6 +21,10 @@
 #include <unistd.h>
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
+/* The DRA driver's keys (k8s/<claim uid>/<request>, predictable to whoever reads the claim):
+ * only the driver's identity (root or lease_admin_group) makes one, so that nobody can make the
+ * lease the driver would then find under its key. */
+#define DRIVER_KEYS "k8s/"
 
 static json_t *ok_reply(const char *op)
 {
@@ -114,15 +118,41 @@ static void reply_existing(gs__daemon_t *d, gs__conn_t *conn, gs__lease_t *lease
     gs__conn_send(conn, reply);
 }
 
+/* Refuses an acquire by key that would take what is not the request's: a key under
+ * DRIVER_KEYS from anyone but the driver's identity, or a key whose lease is another user's than
+ * the one the lease is for — root's request included (it asks on the owner's behalf to use it).
+ * The owner is named to those who may see every lease. Returns 1 after the error reply, else 0. */
+static int key_refused(gs__daemon_t *d, gs__conn_t *conn, const gs_lease_request_t *req,
+                       const gs__lease_t *lease, uid_t owner)
+{
+    char why[GS_LEASE_KEY_MAX + GS__USER_MAX + 128];
+    int driver_key = strncmp(req->key, DRIVER_KEYS, strlen(DRIVER_KEYS)) == 0;
+    int foreign = lease != NULL && lease->rec.uid != owner;
+    if (!driver_key && !foreign)
+        return 0; /* the common case: no group lookup */
+    int admin = gs__api_admin(d, gs__conn_cred(conn));
+    if (driver_key && !admin)
+        snprintf(why, sizeof(why),
+                 "keys under " DRIVER_KEYS " are the DRA driver's: only root or "
+                 "lease_admin_group may make one");
+    else if (foreign && admin)
+        snprintf(why, sizeof(why),
+                 "key %s belongs to user %s (uid %u); release it as that user or pick another name",
+                 req->key, lease->rec.user, (unsigned)lease->rec.uid);
+    else if (foreign)
+        snprintf(why, sizeof(why), "key %s belongs to another user; pick another name", req->key);
+    else
+        return 0;
+    gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_PERMISSION_DENIED, why));
+    return 1;
+}
+
 int gs__api_keyed_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t *req, uid_t owner)
 {
     char why[GS__PATH_MAX + 128];
     gs__lease_t *lease = gs__lease_find_key(d, req->key);
-    if (lease != NULL && lease->rec.uid != owner && gs__conn_cred(conn)->uid != 0) {
-        snprintf(why, sizeof(why), "key %s names another user's lease", req->key);
-        gs__conn_send(conn, gs__api_error("acquire", GS_WIRE_PERMISSION_DENIED, why));
+    if (key_refused(d, conn, req, lease, owner))
         return 1;
-    }
     if (lease != NULL) {
         reply_existing(d, conn, lease);
         return 1;
