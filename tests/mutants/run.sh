@@ -88,7 +88,7 @@ while IFS=$'\t' read -r name speed file from to tests promise; do
     echo "SURVIVED  $name ($promise): $tests still passes"
   else
     killed=$((killed + 1))
-    echo "killed    $name ($promise) by $(sed -n 's/^ *[0-9]* - \([^ ]*\) (Failed)$/\1/p' "$work/$name.test.log" | tr '\n' ' ')"
+    echo "killed    $name ($promise) by $(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*)$/\1/p' "$work/$name.test.log" | tr '\n' ' ')"
   fi
 done <"$list"
 cmake --build "$work/build" -j"$(nproc)" >/dev/null 2>&1 || true
