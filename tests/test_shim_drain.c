@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Issue 25, the drain hole: the shim's drain of a primary context never pushes it while the
- * application's release of it runs. drain.c is built here against a fake driver whose release
- * waits for the drain to look at the context's state, and whose state check waits for the
- * release to finish: before the fix the drain pushed the released context (its check and its
- * push straddled the release); now a drain does not start on a context being released. */
+/* Issue 25, the drain hole, and what a drain does (issue 41): the shim's drain of a primary context
+ * never pushes it while the application's release of it runs. drain.c is built here against a fake
+ * driver whose release waits for the drain to look at the context's state, and whose state check
+ * waits for the release to finish: before the fix the drain pushed the released context (its check
+ * and its push straddled the release); now a drain does not start on a context being released. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +22,7 @@ static CUcontext ctx = (CUcontext)&fake_ctx_storage;
 /* The fake driver's state, under lock. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
-static int alive, releasing, state_checked, dead_pushes, pushes;
+static int alive, releasing, state_checked, dead_pushes, pushes, syncs, pops;
 
 /* Waits (lock held) until *flag equals want or 300 ms pass. */
 static void wait_for(const int *flag, int want)
@@ -62,11 +62,17 @@ static CUresult fake_push(CUcontext c)
 
 static CUresult fake_sync(void)
 {
+    pthread_mutex_lock(&lock);
+    syncs++;
+    pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
 
 static CUresult fake_pop(CUcontext *c)
 {
+    pthread_mutex_lock(&lock);
+    pops++;
+    pthread_mutex_unlock(&lock);
     *c = ctx;
     return CUDA_SUCCESS;
 }
@@ -129,8 +135,27 @@ static void test_drain_during_release(void **state)
     assert_int_equal(pushes, 0);
 }
 
+/* What a drain is for: every live context of the device is synchronized (made current on the
+ * drain's thread, synchronized, popped) before gs__drain returns, so that what ran before the
+ * drain is done when the slot changes hands. */
+static void test_drain_syncs_live_contexts(void **state)
+{
+    (void)state;
+    static int other_storage;
+    CUcontext other = (CUcontext)&other_storage; /* a context of cuCtxCreate: not primary */
+    gs__ctx_note(other, 0, 0);
+    int pushes_before = pushes, syncs_before = syncs, pops_before = pops;
+    gs__drain(0);
+    assert_int_equal(pushes - pushes_before, 1);
+    assert_int_equal(syncs - syncs_before, 1);
+    assert_int_equal(pops - pops_before, 1);
+    gs__drain(1); /* another device's drain leaves it alone */
+    assert_int_equal(syncs - syncs_before, 1);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_drain_during_release)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_drain_during_release),
+                                       cmocka_unit_test(test_drain_syncs_live_contexts)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
