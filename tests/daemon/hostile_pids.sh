@@ -97,8 +97,8 @@ kill -TERM "$DAEMON_PID"
 wait "$DAEMON_PID" || true
 DAEMON_PID=
 sqlite3 "$WORK/state/state.db" "UPDATE leases SET client_pid = $client, client_start = 0 WHERE id = $attacker"
-start_daemon
-sleep 1.5 # several watchdog scans
+start_daemon_metrics
+wait_scans 3 # the watchdog has looked at the victim's job three times
 hog=$(pgrep -x -P "$client" gs-gpu-hog) # (the victim job's own: other tests may run hogs)
 [[ -n $hog ]] || fail "the victim's CUDA job was killed"
 grep -q "killed pid" "$WORK/daemon.log" && fail "the watchdog killed: $(grep 'killed pid' "$WORK/daemon.log")"

@@ -150,6 +150,23 @@ start_daemon_metrics() {
   url=$METRICS_URL
 }
 
+# watchdog_scans: the scans gpushared's watchdog has completed (its metrics: start the daemon
+# with start_daemon_metrics).
+watchdog_scans() {
+  curl -fsS "${METRICS_URL:?start the daemon with start_daemon_metrics}" |
+    awk '$1 == "gpushare_watchdog_scans_total" { print $2 }'
+}
+scans_reach() { [[ $(watchdog_scans) -ge $1 ]]; }
+
+# wait_scans N [SECONDS]: waits (at most SECONDS, 10 by default) for N more scans of the watchdog:
+# "nothing happened" is said after it has looked N times, never after a sleep. Scans and the
+# metrics are served by the daemon's one event loop, so each scan counted began after the call.
+wait_scans() {
+  local n=$1 limit=${2:-10} from
+  from=$(watchdog_scans)
+  wait_until "$limit" scans_reach $((from + n))
+}
+
 stop_daemon() {
   kill -TERM "$DAEMON_PID"
   wait "$DAEMON_PID" || fail "gpushared exited with status $? on SIGTERM"

@@ -98,7 +98,7 @@ rc=$?
 set -e
 expect_eq "$rc" 75 "a request for more than what is left beside the unmanaged process"
 gs run --gpu-memory ${free_mib}M --no-wait -- true || fail "a request for what is left was refused"
-sleep 1.2
+wait_scans 2
 kill -0 "$hog" || fail "enforce = report killed the unmanaged process"
 pass "enforce = report: the unmanaged process is left; admission offers ${free_mib} MiB, not its 10.51 GiB"
 kill -KILL "$hog"
@@ -118,7 +118,7 @@ grep -q "^  ! *$id root " <<<"$table" && grep -q "^ *OVER LIMIT: its processes h
   fail "no marked lease row in gpushare status: $table"
 grep -q "lease $id (user $(id -un)) holds 8.01 GiB on GPU 0, over its limit of 4 GiB: .*pid $bypass (user $(id -un), command \"$HOG hold 6\") 6.51 GiB" "$WORK/daemon.log" ||
   fail "no log line naming the lease's processes"
-sleep 1.2
+wait_scans 2
 kill -0 "$bypass" || fail "enforce = report killed the process"
 pass "enforce = report: a bypassing process of lease $id shows it over its limit, and is left"
 kill -KILL "$shimmed" "$bypass" # the lease lives while its processes do

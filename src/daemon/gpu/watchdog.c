@@ -55,6 +55,7 @@ struct gs__watchdog {
     unsure_t *unsure; /* sorted by pid and start */
     unsigned n_unsure;
     uint64_t kills;
+    uint64_t scans; /* scans completed: what a test waits for before saying nothing happened */
 };
 
 int gs__watchdog_start(gs__daemon_t *d)
@@ -488,6 +489,7 @@ void gs__watchdog_scan(gs__daemon_t *d)
     report_leases(d, w);
     if (d->cfg.enforce == GS__ENFORCE_KILL)
         enforce(d, w);
+    w->scans++;
 }
 
 /* ---- views ---- */
@@ -549,4 +551,9 @@ void gs__watchdog_unmanaged(const gs__daemon_t *d, unsigned g, unsigned *n, uint
 uint64_t gs__watchdog_kills(const gs__daemon_t *d)
 {
     return d->watchdog != NULL ? d->watchdog->kills : 0;
+}
+
+uint64_t gs__watchdog_scans(const gs__daemon_t *d)
+{
+    return d->watchdog != NULL ? d->watchdog->scans : 0;
 }

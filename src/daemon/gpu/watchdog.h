@@ -68,4 +68,7 @@ void gs__watchdog_unmanaged(const gs__daemon_t *d, unsigned g, unsigned *n, uint
 /* The processes the watchdog killed since start (enforce = kill). */
 uint64_t gs__watchdog_kills(const gs__daemon_t *d);
 
+/* The scans the watchdog completed since start (every GPU's processes listed and judged). */
+uint64_t gs__watchdog_scans(const gs__daemon_t *d);
+
 #endif

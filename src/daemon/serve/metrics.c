@@ -279,6 +279,9 @@ static void render_watchdog(FILE *f, const gs__daemon_t *d, int per_lease)
     family(f, "gpushare_watchdog_kills_total", "counter",
            "Processes the watchdog killed (enforce = kill).");
     fprintf(f, "gpushare_watchdog_kills_total %llu\n", (unsigned long long)gs__watchdog_kills(d));
+    family(f, "gpushare_watchdog_scans_total", "counter",
+           "Scans the watchdog completed (every GPU's processes listed and judged).");
+    fprintf(f, "gpushare_watchdog_scans_total %llu\n", (unsigned long long)gs__watchdog_scans(d));
 }
 
 static void counter(FILE *f, const char *name, const char *help, uint64_t value)
