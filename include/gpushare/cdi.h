@@ -54,7 +54,7 @@ json_t *gs_cdi_lease_spec(const gs_cdi_lease_t *lease, char *err, size_t errlen)
 
 /* The spec of gpusim's node for containers: device name, gpusim's libraries (host directory
  * sim_dir) at GS_CDI_GPUSIM_DIR, its state (host state_dir) at GS_CDI_GPUSIM_STATE, devices as
- * GPUSIM_DEVICES. NULL with one line in err. */
+ * GPUSIM_DEVICES (NULL or empty: none, the node is taken as it is). NULL with one line in err. */
 json_t *gs_cdi_gpusim_spec(const char *name, const char *sim_dir, const char *state_dir,
                            const char *devices, char *err, size_t errlen);
 

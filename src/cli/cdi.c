@@ -219,8 +219,14 @@ static int add(int argc, char **argv)
         snprintf(o.run.req.key, sizeof(o.run.req.key), "cdi/%s", o.name);
     if (gs_lease_request_check(&o.run.req, err, sizeof(err)) != 0)
         return gs__cli_usage(&o.run.cli, "%s", err);
-    if (gs_cdi_check(o.dir, GS_CDI_KIND, o.name, err, sizeof(err)) != 0)
+    if (gs_cdi_check(o.dir, GS_CDI_KIND, o.name, err, sizeof(err)) != 0) {
+        /* A user's --user or --cgroup is the first thing wrong: say that, not the directory. */
+        if (geteuid() != 0 && (o.run.req.owner.set || o.run.req.cgroup[0] != '\0'))
+            return gs__cli_fail(&o.run.cli, GS_EXIT_FAIL, "permission_denied",
+                                "--user and --cgroup are root's (or lease_admin_group's, with a "
+                                "spec directory it can write: --dir DIR)");
         return gs__cli_fail(&o.run.cli, GS_EXIT_FAIL, "failed", "%s", err);
+    }
     snprintf(o.run.req.command, sizeof(o.run.req.command), "cdi %s=%s", GS_CDI_KIND, o.name);
     gs_client_t *client = NULL;
     json_t *granted = NULL;
@@ -272,9 +278,10 @@ static int gpusim(int argc, char **argv)
     int status = parse_args(argc, argv, &o, 1);
     if (status != 0)
         return status < 0 ? GS_EXIT_OK : status;
-    if (o.sim == NULL || o.state == NULL || o.devices == NULL)
-        return gs__cli_usage(&o.run.cli, "gpusim needs --sim DIR, --state DIR and --devices "
-                                         "MODELS (or $GPUSIM_DEVICES)");
+    /* --devices is optional, as its usage says: without it the container takes the node at
+     * --state as it is (gpusim never rebuilds a node a process has open). */
+    if (o.sim == NULL || o.state == NULL)
+        return gs__cli_usage(&o.run.cli, "gpusim needs --sim DIR and --state DIR");
     json_t *spec = gs_cdi_gpusim_spec(o.name, o.sim, o.state, o.devices, err, sizeof(err));
     int result = spec != NULL ? gs_cdi_write(o.dir, spec, err, sizeof(err)) : GS_EINVAL;
     json_decref(spec);

@@ -144,12 +144,18 @@ json_t *gs_cdi_gpusim_spec(const char *name, const char *sim_dir, const char *st
 {
     if (gs_cdi_name_check(name, err, errlen) != 0)
         return NULL;
-    char line[PATH_MAX_CDI];
-    snprintf(line, sizeof(line), "GPUSIM_DEVICES=%s", devices);
     json_t *edits =
-        json_pack("{s:[s, s, s], s:[o, o]}", "env", "LD_LIBRARY_PATH=" GS_CDI_GPUSIM_DIR,
-                  "GPUSIM_STATE=" GS_CDI_GPUSIM_STATE, line, "mounts",
+        json_pack("{s:[s, s], s:[o, o]}", "env", "LD_LIBRARY_PATH=" GS_CDI_GPUSIM_DIR,
+                  "GPUSIM_STATE=" GS_CDI_GPUSIM_STATE, "mounts",
                   mount(sim_dir, GS_CDI_GPUSIM_DIR, 0), mount(state_dir, GS_CDI_GPUSIM_STATE, 1));
+    if (edits != NULL && devices != NULL && devices[0] != '\0') {
+        char line[PATH_MAX_CDI];
+        snprintf(line, sizeof(line), "GPUSIM_DEVICES=%s", devices);
+        if (json_array_append_new(json_object_get(edits, "env"), json_string(line)) != 0) {
+            json_decref(edits);
+            edits = NULL;
+        }
+    }
     json_t *spec = edits != NULL ? spec_of(GS_CDI_GPUSIM_KIND, name, edits) : NULL;
     if (spec == NULL)
         gs_fail(err, errlen, GS_ENOMEM, "out of memory");

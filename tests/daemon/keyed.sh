@@ -90,9 +90,20 @@ if have_user2; then
   expect_fail 1 "gpushare: the CDI spec directory $WORK/cdi is not a writable directory" \
     as_user2 cdi add y --gpu-memory 1G --dir "$WORK/cdi"
   expect_eq "$(lease_count)" 1 "leases after a refused add by the second user"
+  # A user's --user is what is wrong, not the directory (issue 37).
+  expect_fail 1 "gpushare: --user and --cgroup are root's (or lease_admin_group's, with a spec directory it can write: --dir DIR)" \
+    as_user2 cdi add y --gpu-memory 1G --user root --dir "$WORK/cdi"
+  expect_eq "$(lease_count)" 1 "leases after a user's refused --user"
 fi
 gs cdi remove x --dir "$WORK/cdi"
 expect_eq "$(lease_count)$(ls -A "$WORK/cdi")" 0 "leases and specs after cdi remove"
+# gpusim's spec: --devices is optional (the node as it is), as the usage says (issue 37).
+env -u GPUSIM_DEVICES "$BIN/gpushare" cdi gpusim sim --sim "$GS_BUILD_DIR/sim" --state "$WORK/sim" --dir "$WORK/cdi" >/dev/null ||
+  fail "cdi gpusim without --devices"
+expect_eq "$(jq -c '[.devices[0].containerEdits.env[] | select(startswith("GPUSIM_DEVICES"))]' "$WORK/cdi/gpusim.gpushare.io_node-sim.json")" '[]' "gpusim's spec without --devices"
+"$BIN/gpushare" cdi gpusim sim2 --sim "$GS_BUILD_DIR/sim" --state "$WORK/sim" --devices H100-80GB --dir "$WORK/cdi" >/dev/null
+expect_eq "$(jq -c '[.devices[0].containerEdits.env[] | select(startswith("GPUSIM_DEVICES"))]' "$WORK/cdi/gpusim.gpushare.io_node-sim2.json")" '["GPUSIM_DEVICES=H100-80GB"]' "gpusim's spec with --devices"
+rm -f "$WORK"/cdi/gpusim.gpushare.io_node-*.json
 pass "bad input: a malformed key, a cgroup that is not one, a taken or unwritable spec place: one line each, nothing made"
 
 have_user2 || gs_skip "the second user's and the cgroup parts need root (the rest passed)"
