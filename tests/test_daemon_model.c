@@ -331,7 +331,18 @@ static void test_never_fits(void **state)
     gs_lease_request_t r = memory_req(100 * GIB, 0);
     assert_int_equal(gs__place_possible(gs, 2, &r, why, sizeof(why)), GS_ENOFIT);
     assert_string_equal(why, "100 GiB of GPU memory can never fit on this node (the largest GPU "
-                             "has 80 GiB leasable after its reserve)");
+                             "has 80 GiB)");
+    /* What is not leasable is said as what it is: the driver's part is never the reserve's. */
+    gs__gpu_t driver = gpu(0, 80 * GIB, 0, 1);
+    driver.driver_reserved = 480 * MIB;
+    assert_int_equal(gs__place_possible(&driver, 1, &r, why, sizeof(why)), GS_ENOFIT);
+    assert_string_equal(why, "100 GiB of GPU memory can never fit on this node (the largest GPU "
+                             "has 79.53 GiB leasable: its 80 GiB less 480 MiB its driver keeps)");
+    driver.reserve = 2 * GIB;
+    assert_int_equal(gs__place_possible(&driver, 1, &r, why, sizeof(why)), GS_ENOFIT);
+    assert_string_equal(why, "100 GiB of GPU memory can never fit on this node (the largest GPU "
+                             "has 77.53 GiB leasable: its 80 GiB less 480 MiB its driver keeps and "
+                             "2 GiB of reserve)");
     r = memory_req(80 * GIB, 0);
     assert_int_equal(gs__place_possible(gs, 2, &r, why, sizeof(why)), 0);
     gs_lease_request_t three = gpus_req(3);

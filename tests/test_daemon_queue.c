@@ -196,7 +196,7 @@ static void test_gpu_types(void **state)
     assert_int_equal(gs__place_possible(d->gpus, d->n_gpus, &req, reason, sizeof(reason)),
                      GS_ENOFIT);
     assert_string_equal(reason, "20 GiB of GPU memory can never fit on this node (the largest GPU "
-                                "has 16 GiB leasable after its reserve)");
+                                "has 16 GiB)");
     gs_lease_request_init(&req);
     req.kind = GS_LEASE_GPUS;
     req.gpus = 1;

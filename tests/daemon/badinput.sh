@@ -28,7 +28,7 @@ expect_fail 2 'gpushare run: give only one of --gpus, --gpu, --gpu-memory and --
 expect_fail 2 'gpushare run: no command to run (see gpushare run --help)' gs run --gpus 1
 expect_fail 2 'gpushare run: --timeout: invalid duration "soon": expected e.g. 30s, 500ms, 5m, 2h or 1d (see gpushare run --help)' \
   gs run --gpus 1 --timeout soon -- true
-expect_fail 1 'gpushare: 100 GiB of GPU memory can never fit on this node (the largest GPU has 79.18 GiB leasable after its reserve)' \
+expect_fail 1 'gpushare: 100 GiB of GPU memory can never fit on this node (the largest GPU has 79.18 GiB leasable: its 79.65 GiB less 480 MiB its driver keeps)' \
   gs run --gpu-memory 100G -- true
 expect_fail 1 'gpushare: only root may ask for a priority above 0' \
   env -u LD_PRELOAD setpriv --reuid=nobody --regid=nogroup --clear-groups "$BIN/gpushare" run --gpu-memory 1G --priority 5 -- true

@@ -383,9 +383,38 @@ static unsigned most_slots(const gs__gpu_t *empty, unsigned n)
     return most;
 }
 
+/* A memory request larger than the largest GPU's leasable memory: that GPU's memory, less what
+ * its driver keeps (what CUDA never sees) and the configuration's reserve, each said only when
+ * it is there, so that "reserve = 0" is never blamed for the driver's part. */
+static void never_fits_memory(const gs__gpu_t *gpu, const char *want, const char *have, char *why,
+                              size_t whylen)
+{
+    char total[32], driver[32], reserve[32], less[128] = "";
+    gs_qty_format_human(gpu->total, total, sizeof(total));
+    gs_qty_format_human(gpu->driver_reserved, driver, sizeof(driver));
+    gs_qty_format_human(gpu->reserve, reserve, sizeof(reserve));
+    if (gpu->driver_reserved > 0 && gpu->reserve > 0)
+        snprintf(less, sizeof(less), " less %s its driver keeps and %s of reserve", driver,
+                 reserve);
+    else if (gpu->driver_reserved > 0)
+        snprintf(less, sizeof(less), " less %s its driver keeps", driver);
+    else if (gpu->reserve > 0)
+        snprintf(less, sizeof(less), " less %s of reserve", reserve);
+    if (less[0] == '\0')
+        snprintf(why, whylen,
+                 "%s of GPU memory can never fit on this node (the largest GPU has %s)", want,
+                 have);
+    else
+        snprintf(why, whylen,
+                 "%s of GPU memory can never fit on this node (the largest GPU has %s leasable: "
+                 "its %s%s)",
+                 want, have, total, less);
+}
+
 static void describe_largest(const gs__gpu_t *empty, unsigned n, const gs_lease_request_t *req,
                              char *why, size_t whylen)
 {
+    const gs__gpu_t *best = NULL;
     uint64_t largest = 0;
     int serving = 0;
     for (unsigned i = 0; i < n; i++) {
@@ -395,6 +424,8 @@ static void describe_largest(const gs__gpu_t *empty, unsigned n, const gs_lease_
             continue;
         serving = 1;
         uint64_t l = gs__gpu_leasable(&empty[i]);
+        if (l > largest || best == NULL)
+            best = &empty[i];
         largest = l > largest ? l : largest;
     }
     char want[32], have[32];
@@ -408,10 +439,7 @@ static void describe_largest(const gs__gpu_t *empty, unsigned n, const gs_lease_
                  "in one lease)",
                  req->gpus, most_slots(empty, n));
     else if (req->kind == GS_LEASE_MEMORY && req->memory > largest)
-        snprintf(why, whylen,
-                 "%s of GPU memory can never fit on this node (the largest GPU has %s leasable "
-                 "after its reserve)",
-                 want, have);
+        never_fits_memory(best, want, have, why, whylen);
     else
         snprintf(why, whylen, "this request can never fit on this node's GPUs");
 }
