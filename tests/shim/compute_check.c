@@ -254,6 +254,24 @@ static void start_daemon(void)
     exit(3);
 }
 
+/* gpushared's CPU time so far (user and system, ns), from /proc; 0 when unknown. */
+static int64_t daemon_cpu_ns(void)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)daemon_pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f != NULL)
+        fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    unsigned long long utime = 0, stime = 0;
+    if (p == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+        return 0;
+    return (int64_t)((utime + stime) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK)));
+}
+
 static void stop_daemon(void)
 {
     kill(daemon_pid, SIGTERM);
@@ -654,6 +672,9 @@ int main(int argc, char **argv)
         for (int i = 0; i < n_leases; i++)
             printf("truth %s %.1f ms\n", leases[i].name, sample_dev[n_samples - 1][i] / 1e6);
     }
+    printf("gpushared used %.1f %% of a CPU over the run (%.1f s)\n",
+           100.0 * (double)daemon_cpu_ns() / (double)(gsim_now_ns() - start),
+           (double)(gsim_now_ns() - start) / 1e9);
     int breaches = check_attribution();
     breaches += finish();
     stop_daemon();
