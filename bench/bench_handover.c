@@ -77,7 +77,7 @@ int main(void)
         int fd;
         sides[i].samples = calloc(HANDOVERS, sizeof(int64_t));
         sides[i].n = 0;
-        if (sides[i].samples == NULL || gs_sched_server_add(server, &info, &fd) != 0 ||
+        if (sides[i].samples == NULL || gs_sched_server_add(server, &info, &fd, NULL, 0) != 0 ||
             gs_smember_new(fd, &sides[i].m) != 0)
             return 1;
     }

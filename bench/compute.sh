@@ -56,6 +56,18 @@ case_ "framework-like (cuLaunchKernelEx, 3 streams, 20 us-10 ms kernels, sync ev
   [1,6]:wait:a\<=200
 
 echo
+echo "== another user's lease churns (issue 34: every grant answered at once with a first launch"
+echo "   and a yield still wanting, never a launch) beside a 50 % lease; gpushared's CPU over the"
+echo "   run; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+for h in 10 50; do
+  for n in 1 16 64 256; do
+    case_ "churn from a $h % lease on $n channels" v:g=50 h:g=$h,hostile=2,chans=$n [1,6]:v\>=48
+  done
+done
+case_ "another user holds every channel and lease it may; two --compute 50 jobs" h:hostile=3 \
+  a:g=50 b:g=50 [1,6]:a=50~3 [1,6]:b=50~3
+
+echo
 echo "== launch hook"
 tmp=$(mktemp -d /dev/shm/gs-bench-compute-XXXXXX)
 daemon=

@@ -117,6 +117,17 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
                       [1,6]:b>=38 [1,6]:total>=68 [1,6]:wait:a<=300)
   gs_add_compute_test(compute_hostile_best_effort a:g=30 b:g=70 h:hostile=1 [1,6]:a=30~2
                       [1,6]:b=70~2 [1,6]:wait:a<=300)
+  # Issue 34: another user's lease (10 % or 50 %) churns on 16 or 256 channels (each grant
+  # answered at once with a first launch and a yield still wanting, never a launch): a 50 % lease
+  # keeps its share (the churner is charged the shortest slot a grant, and a lease has at most
+  # compute_members_per_lease channels). bench/hostile.sh has 1-256 channels and the daemon's CPU.
+  gs_add_compute_test(compute_hostile_churn_10_16 v:g=50 h:g=10,hostile=2,chans=16 [1,6]:v>=48)
+  gs_add_compute_test(compute_hostile_churn_10_256 v:g=50 h:g=10,hostile=2,chans=256 [1,6]:v>=48)
+  gs_add_compute_test(compute_hostile_churn_50_16 v:g=50 h:g=50,hostile=2,chans=16 [1,6]:v>=48)
+  gs_add_compute_test(compute_hostile_churn_50_256 v:g=50 h:g=50,hostile=2,chans=256 [1,6]:v>=48)
+  # Issue 34: another user holds every channel and lease gpushared lets it hold on the GPU; two
+  # --compute 50 jobs still start and get their shares.
+  gs_add_compute_test(compute_hostile_hoard h:hostile=3 a:g=50 b:g=50 [1,6]:a=50~3 [1,6]:b=50~3)
   # Issue 20: two leases whose processes live in IPC, PID, mount and user namespaces of their own
   # (unshare): the split holds, and gpushared lists each process under its host pid and lease.
   gs_add_compute_test(compute_namespaces a:g=30,ns=1 b:g=70,ns=1,procs=2 [1,4]:a=30~3

@@ -45,6 +45,9 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.max_output_per_connection, 4 * MIB);
     assert_int_equal(cfg.max_output_per_user, 16 * MIB);
     assert_int_equal(cfg.max_leases_per_user, 256);
+    assert_int_equal(cfg.compute_members_per_lease, 32);
+    assert_int_equal(cfg.compute_members_per_user, 64);
+    assert_int_equal(cfg.compute_leases_per_user, 16);
     assert_int_equal(cfg.history_max_rows, 200000);
     assert_int_equal(cfg.history_max_rows_per_user, 20000);
     assert_int_equal(cfg.history_max_days, 90);
@@ -77,6 +80,9 @@ static void test_full_file(void **state)
                        "max_output_per_connection = 1M\n"
                        "max_output_per_user = 2M\n"
                        "max_leases_per_user = 12\n"
+                       "compute_members_per_lease = 8\n"
+                       "compute_members_per_user = 9\n"
+                       "compute_leases_per_user = 3\n"
                        "history_max_rows = 1000\n"
                        "history_max_rows_per_user = 100\n"
                        "history_max_days = 7\n"
@@ -105,6 +111,9 @@ static void test_full_file(void **state)
     assert_int_equal(cfg.max_output_per_connection, MIB);
     assert_int_equal(cfg.max_output_per_user, 2 * MIB);
     assert_int_equal(cfg.max_leases_per_user, 12);
+    assert_int_equal(cfg.compute_members_per_lease, 8);
+    assert_int_equal(cfg.compute_members_per_user, 9);
+    assert_int_equal(cfg.compute_leases_per_user, 3);
     assert_int_equal(cfg.history_max_rows, 1000);
     assert_int_equal(cfg.history_max_rows_per_user, 100);
     assert_int_equal(cfg.history_max_days, 7);
@@ -172,8 +181,11 @@ static void test_errors_name_file_and_line(void **state)
                  "metrics_listen, nvml_library, shim, mps_control, idle_timeout, queue_aging, "
                  "kill_grace, watch_interval, watch_tolerance, enforce, max_connections_per_user, "
                  "max_queued_per_user, max_output_per_connection, max_output_per_user, "
-                 "max_leases_per_user, history_max_rows, history_max_rows_per_user, "
+                 "max_leases_per_user, compute_members_per_lease, compute_members_per_user, "
+                 "compute_leases_per_user, history_max_rows, history_max_rows_per_user, "
                  "history_max_days, metrics_users, lease_admin_group)");
+    expect_error("[daemon]\ncompute_leases_per_user = 65\n",
+                 "test.conf:2: compute_leases_per_user \"65\" must be a whole number from 1 to 64");
     expect_error("[daemon]\nmax_leases_per_user = 0\n",
                  "test.conf:2: max_leases_per_user \"0\" must be a whole number from 1 to 65536");
     expect_error("[daemon]\nmax_output_per_user = 1K\n",
@@ -296,6 +308,9 @@ static void test_packaged_example(void **state)
     assert_int_equal(cfg.max_connections_per_user, 256);
     assert_int_equal(cfg.max_queued_per_user, 128);
     assert_int_equal(cfg.max_output_per_connection, 4 * MIB);
+    assert_int_equal(cfg.compute_members_per_lease, 32);
+    assert_int_equal(cfg.compute_members_per_user, 64);
+    assert_int_equal(cfg.compute_leases_per_user, 16);
     assert_int_equal(cfg.metrics_users, GS__METRICS_USERS_NONE);
     gs__gpu_settings_t s = gs__config_gpu(&cfg, 0, NULL);
     assert_int_equal(s.mode, GS_GPU_MODE_SHARED);

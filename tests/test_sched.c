@@ -555,6 +555,64 @@ static void test_any_sequence_is_survived(void **state)
     destroy(creator);
 }
 
+/* The device time (per mille of the wall time) an honest lease of weight 500 gets over 5 s
+ * beside lease h of weight hw with n members that answer each grant at once with a first launch
+ * claimed 1 ms late and a yield still wanting, never launching (churn): each answer takes
+ * 20 us of the wall time. */
+static int64_t beside_churn(uint32_t hw, int n)
+{
+    gs_sched_gpu_t *creator = fresh();
+    gs_sched_t *v = member("v", 500, 0), *h[GS_SCHED_MAX_PROCS - 1];
+    for (int i = 0; i < n; i++)
+        h[i] = member("h", hw, 0);
+    int64_t now = 0, used = 0;
+    gs_sched_grant_t first = want(v, 0);
+    for (int i = 0; i < n; i++)
+        want(h[i], 0); /* they wait from now on: each yield says it still wants */
+    assert_int_equal(gs_sched_yield(v, first.epoch, t0, 1, &first), 0);
+    while (now < 5000 * MS) {
+        gs_sched_grant_t g = want(v, now);
+        if (g.held) {
+            now += g.end_ns - (t0 + now) > 0 ? g.end_ns - (t0 + now) : 0;
+            used += g.end_ns - g.start_ns;
+            assert_int_equal(gs_sched_yield(v, g.epoch, t0 + now, 1, &g), 0);
+            continue;
+        }
+        int answered = 0;
+        for (int i = 0; i < n; i++) {
+            g = want(h[i], now);
+            if (!g.held)
+                continue;
+            gs_sched_started(h[i], g.epoch, g.start_ns + MS);
+            now += 20 * 1000;
+            assert_int_equal(gs_sched_yield(h[i], g.epoch, t0 + now, 1, &g), 0);
+            answered = 1;
+        }
+        now += answered ? 0 : MS;
+    }
+    for (int i = 0; i < n; i++)
+        gs_sched_close(h[i]);
+    gs_sched_close(v);
+    destroy(creator);
+    return used * 1000 / now;
+}
+
+/* Issue 34: a lease whose members answer every grant with nothing is charged at least the
+ * shortest slot for each, so an honest 50 % lease keeps its share beside any number of them. */
+static void test_churn_is_charged(void **state)
+{
+    (void)state;
+    const int counts[] = {1, 4, 16, 64, 255};
+    for (int c = 0; c < 5; c++) {
+        int64_t beside_10 = beside_churn(100, counts[c]), beside_50 = beside_churn(500, counts[c]);
+        print_message("churn of %d members: the 50 %% lease gets %lld / %lld per mille beside "
+                      "a 10 %% / 50 %% lease\n",
+                      counts[c], (long long)beside_10, (long long)beside_50);
+        assert_true(beside_10 >= 480);
+        assert_true(beside_50 >= 480);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -572,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_stuck_holder_is_passed_over_by_newcomers),
         cmocka_unit_test(test_a_stalling_best_effort_lease_pays_at_its_least_weight),
         cmocka_unit_test(test_any_sequence_is_survived),
+        cmocka_unit_test(test_churn_is_charged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

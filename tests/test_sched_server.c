@@ -42,7 +42,7 @@ static gs_smember_t *add(gs_sched_server_t *s, const char *key, uint32_t guarant
     gs_sched_member_info_t info = {.gpu = 0, .share = {guarantee, 0}};
     snprintf(info.key, sizeof(info.key), "%s", key);
     int fd = -1;
-    assert_int_equal(gs_sched_server_add(s, &info, &fd), 0);
+    assert_int_equal(gs_sched_server_add(s, &info, &fd, NULL, 0), 0);
     gs_smember_t *m = NULL;
     assert_int_equal(gs_smember_new(fd, &m), 0);
     return m;
@@ -324,6 +324,60 @@ static void test_never_two_leases_at_once(void **state)
     munmap(x, sizeof(*x));
 }
 
+/* Issue 34: a lease and a user (root excepted) hold at most what the bounds allow on a GPU, with
+ * one line saying which; another user still gets in. */
+static void test_bounds_per_lease_and_user(void **state)
+{
+    (void)state;
+    gs_sched_server_t *s = NULL;
+    assert_int_equal(gs_sched_server_new(1, &s), 0);
+    gs_sched_limits_t limits = {
+        .members_per_lease = 3, .members_per_user = 5, .leases_per_user = 2};
+    gs_sched_server_set_limits(s, &limits);
+    int fds[16], n = 0, fd = -1;
+    char why[160];
+    gs_sched_member_info_t info = {.gpu = 0, .uid = 1000};
+    const char *keys[] = {"u/1", "u/1", "u/1", "u/1", "u/2", "u/3", "u/2", "u/2"};
+    const char *refusal[] = {NULL, NULL,       NULL, "the most a lease",
+                             NULL, "2 leases", NULL, "5 members"};
+    for (int i = 0; i < 8; i++) {
+        snprintf(info.key, sizeof(info.key), "%s", keys[i]);
+        why[0] = '\0';
+        int result = gs_sched_server_add(s, &info, &fd, why, sizeof(why));
+        assert_int_equal(result, refusal[i] == NULL ? 0 : GS_ELIMIT);
+        if (result == 0)
+            fds[n++] = fd;
+        else
+            print_message("%s refused: %s\n", keys[i], why);
+        if (refusal[i] != NULL)
+            assert_non_null(strstr(why, refusal[i]));
+    }
+    /* Another user, and root, still get in. */
+    info.uid = 1001;
+    snprintf(info.key, sizeof(info.key), "v/1");
+    assert_int_equal(gs_sched_server_add(s, &info, &fds[n++], NULL, 0), 0);
+    info.uid = 0;
+    for (int i = 0; i < 3; i++) {
+        snprintf(info.key, sizeof(info.key), "root/%d", i);
+        assert_int_equal(gs_sched_server_add(s, &info, &fds[n++], NULL, 0), 0);
+    }
+    /* A member that leaves makes room for its lease again. */
+    close(fds[0]);
+    info.uid = 1000;
+    snprintf(info.key, sizeof(info.key), "u/1");
+    int64_t deadline = mono_ns() + 2000 * MS, result = GS_ELIMIT;
+    while (result != 0 && mono_ns() < deadline) {
+        result = gs_sched_server_add(s, &info, &fd, NULL, 0);
+        if (result != 0)
+            usleep(1000);
+    }
+    assert_int_equal(result, 0);
+    fds[0] = fd;
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    gs_sched_server_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -333,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_protocol_breakers_are_dropped),
         cmocka_unit_test(test_a_late_start_is_believed_within_bounds),
         cmocka_unit_test(test_never_two_leases_at_once),
+        cmocka_unit_test(test_bounds_per_lease_and_user),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,9 @@
 
 #include "gpushare/sched.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
 typedef struct gs_sched_server gs_sched_server_t;
 
 /* What a member was admitted as (gs_sched_server_add). */
@@ -26,7 +29,17 @@ typedef struct gs_sched_member_info {
     unsigned gpu;               /* the server's index of its GPU */
     char key[GS_SCHED_KEY_MAX]; /* its lease */
     gs_sched_share_t share;
+    uint32_t uid; /* the lease's user, whom the per-user bounds count (root: none apply) */
 } gs_sched_member_info_t;
+
+/* What one lease and one user (root excepted) may hold in one GPU's scheduler, so that no user
+ * can fill its tables (GS_SCHED_MAX_PROCS members, GS_SCHED_MAX_LEASES leases) against the
+ * others; 0 = no bound. */
+typedef struct gs_sched_limits {
+    unsigned members_per_lease; /* a lease's member processes */
+    unsigned members_per_user;  /* the member processes of a user's leases */
+    unsigned leases_per_user;   /* a user's leases with members */
+} gs_sched_limits_t;
 
 /* A server for n_gpus GPUs (at most 64), its thread started. Returns 0 and *out (the caller owns
  * it: gs_sched_server_free), GS_EINVAL, or -errno. */
@@ -36,11 +49,18 @@ int gs_sched_server_new(unsigned n_gpus, gs_sched_server_t **out);
  * server. NULL is ignored. */
 void gs_sched_server_free(gs_sched_server_t *s);
 
+/* Sets the bounds that later admissions are held to (members already in are kept). */
+void gs_sched_server_set_limits(gs_sched_server_t *s, const gs_sched_limits_t *limits);
+
 /* Admits a member process of lease info->key on GPU info->gpu with the lease's share (updated
  * for every member of the lease): makes its channel and returns the member's end in *member_fd
  * (close-on-exec; the caller sends it to the process and closes it). Returns 0, GS_EINVAL (a GPU
- * out of range, a bad key), GS_ENOSPC (the GPU's tables are full), or -errno. */
-int gs_sched_server_add(gs_sched_server_t *s, const gs_sched_member_info_t *info, int *member_fd);
+ * out of range, a bad key), GS_ELIMIT (the lease or its user holds what the bounds allow: why, of
+ * whylen bytes, when not NULL, says which, e.g. "lease/7 has 32 members on the GPU, the most a
+ * lease may have"), GS_ENOSPC (the GPU's tables are full), or -errno. Check and admission are one
+ * step under the server's lock. */
+int gs_sched_server_add(gs_sched_server_t *s, const gs_sched_member_info_t *info, int *member_fd,
+                        char *why, size_t whylen);
 
 /* Ends lease key's membership on every GPU: its channels are closed (its processes then run
  * unscheduled, and are the lease's to stop). */

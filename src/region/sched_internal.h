@@ -44,6 +44,8 @@ struct gs_sched_gpu {
     int64_t slot_start;
     int64_t slot_end;
     int64_t slot_drained; /* the latest drain its members that left the slot reported */
+    int64_t slot_granted; /* when the lease was granted the GPU (renewals keep it) */
+    int64_t slot_charged; /* what the lease was charged since then */
     uint64_t taken_epoch; /* the last slot taken from a stuck holder lease (0 = none), */
     uint32_t taken_lease; /* that lease + 1, charged for what it keeps the GPU after, */
     int64_t taken_at;     /* from then */

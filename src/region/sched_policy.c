@@ -88,6 +88,11 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
     return a + b < a ? UINT64_MAX : a + b;
 }
 
+static int64_t sat_add_ns(int64_t a, int64_t b)
+{
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
 /* ---- caps: a token bucket of GS_SCHED_PERIOD_NS at the cap's rate ----
  * cap_tat is when the bucket is full again. A capped lease waits until it is half full and then
  * runs what it holds: a grant that comes late (a busy host) finds the bucket fuller, so the
@@ -127,11 +132,12 @@ static int64_t cap_ready(const sched_lease_t *lease, int64_t now)
     return ready > now ? ready : now;
 }
 
-static void charge(sched_lease_t *lease, uint64_t weight, int64_t start, int64_t end)
+/* Charges lease for [start, end) at weight; returns what it charged (ns). */
+static int64_t charge(sched_lease_t *lease, uint64_t weight, int64_t start, int64_t end)
 {
     int64_t used = end - start;
     if (used <= 0)
-        return;
+        return 0;
     if (used > MAX_CHARGE_NS)
         used = MAX_CHARGE_NS;
     weight = weight == 0 || weight > 1000 ? 1000 : weight;
@@ -144,6 +150,7 @@ static void charge(sched_lease_t *lease, uint64_t weight, int64_t start, int64_t
             tat = end - used; /* the bucket was full (or the field is garbage) */
         lease->cap_tat = tat + used * 1000 / cap;
     }
+    return used;
 }
 
 /* ---- picking and granting ---- */
@@ -237,6 +244,8 @@ static void grant(gs_sched_gpu_t *g, uint32_t l, const demand_t *d, int64_t now)
     int64_t slot = slot_length(g, l, now);
     start_members(g, l);
     g->slot_start = now;
+    g->slot_granted = now;
+    g->slot_charged = 0;
     g->slot_end = now + slot;
     g->slot_weight = weight_of(g, d, l);
     g->vclock = g->leases[l].vtime;
@@ -276,12 +285,32 @@ static int running(const gs_sched_gpu_t *g, uint32_t l, int skip)
 static void charge_slot(gs_sched_gpu_t *g, uint32_t l, int64_t start, int64_t end)
 {
     int64_t split = g->slot_end < start ? start : g->slot_end > end ? end : g->slot_end;
-    charge(&g->leases[l], g->slot_weight, start, split);
+    int64_t charged = charge(&g->leases[l], g->slot_weight, start, split);
     if (end > split) {
         demand_t d;
         scan_demand(g, &d);
-        charge(&g->leases[l], weight_of(g, &d, l), split, end);
+        charged += charge(&g->leases[l], weight_of(g, &d, l), split, end);
     }
+    g->slot_charged = sat_add_ns(g->slot_charged, charged);
+}
+
+/* A grant is charged at least the shortest slot, and one its lease left early (not asked to)
+ * the whole time from the grant on, whatever its members said of their first launch: a lease
+ * that answers its grants with nothing (churn) pays for what each hand-over takes from the
+ * others, and its first launch's allowance (the wake-up of a process in a slot it then uses) buys
+ * it nothing. An honest holder seldom pays more than it used: the shim keeps a slot until it has
+ * been idle GS_SCHED_MIN_SLOT_NS, and uses its slots to their end while it has work. */
+static void charge_floor(gs_sched_gpu_t *g, uint32_t l, int64_t end)
+{
+    int early = end < g->slot_end && g->preempt != g->epoch;
+    int64_t floor = early ? end - g->slot_granted : 0;
+    if (floor < GS_SCHED_MIN_SLOT_NS || floor > GS_SCHED_PERIOD_NS)
+        floor = GS_SCHED_MIN_SLOT_NS;
+    if (g->slot_charged >= floor)
+        return;
+    int64_t from = end - (floor - g->slot_charged);
+    g->slot_charged = floor;
+    charge(&g->leases[l], g->slot_weight, from, end);
 }
 
 /* Ends the holder lease's slot at end: charges the lease, and members still in it (passed over
@@ -299,6 +328,7 @@ static void end_slot(gs_sched_gpu_t *g, int64_t end, int64_t now)
         end = now;
     sched_lease_t *lease = &g->leases[h - 1];
     charge_slot(g, h - 1, start, end);
+    charge_floor(g, h - 1, end);
     lease->last_run_ns = end;
     for (int i = 0; i < GS_SCHED_MAX_PROCS; i++) {
         sched_proc_t *p = &g->procs[i];

@@ -36,6 +36,7 @@ typedef struct member {
     int fd;       /* the daemon's end, -1 = free */
     uint32_t gen; /* bumped at each admission: an event for an earlier member is ignored */
     unsigned gpu;
+    uint32_t uid; /* its lease's user */
     gs_sched_t *h;
     char key[GS_SCHED_KEY_MAX];
     uint64_t told_epoch; /* the last slot it was granted */
@@ -56,6 +57,7 @@ struct gs_sched_server {
     int64_t last_tick;
     int64_t warned_at;   /* the last drop logged; others within WARN_NS are counted */
     unsigned suppressed; /* drops not logged since */
+    gs_sched_limits_t limits;
     gs_sched_gpu_t *gpu[MAX_GPUS];
     member_t *members; /* n_gpus * GS_SCHED_MAX_PROCS */
 };
@@ -356,11 +358,72 @@ static int admit(gs_sched_server_t *s, member_t *m, const gs_sched_member_info_t
     }
     m->fd = fd;
     m->gpu = info->gpu;
+    m->uid = info->uid;
     snprintf(m->key, sizeof(m->key), "%s", info->key);
     return 0;
 }
 
-int gs_sched_server_add(gs_sched_server_t *s, const gs_sched_member_info_t *info, int *member_fd)
+void gs_sched_server_set_limits(gs_sched_server_t *s, const gs_sched_limits_t *limits)
+{
+    pthread_mutex_lock(&s->lock);
+    s->limits = *limits;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* What the lease and the user of info hold on its GPU. */
+typedef struct held {
+    unsigned lease_members, user_members, user_leases;
+    int lease_in; /* the lease has members already */
+} held_t;
+
+static void count_held(const gs_sched_server_t *s, const gs_sched_member_info_t *info, held_t *h)
+{
+    const member_t *gpu = &s->members[info->gpu * GS_SCHED_MAX_PROCS];
+    memset(h, 0, sizeof(*h));
+    for (unsigned i = 0; i < GS_SCHED_MAX_PROCS; i++) {
+        const member_t *m = &gpu[i];
+        if (m->fd < 0 || m->uid != info->uid)
+            continue;
+        int same = strcmp(m->key, info->key) == 0;
+        h->lease_members += same;
+        h->lease_in |= same;
+        h->user_members++;
+        int first = 1; /* the first member of its lease in the table: the lease counts once */
+        for (unsigned j = 0; j < i && first; j++)
+            first = gpu[j].fd < 0 || gpu[j].uid != m->uid || strcmp(gpu[j].key, m->key) != 0;
+        h->user_leases += first;
+    }
+}
+
+/* GS_ELIMIT (why says which bound) when info's lease or its user may not have another member
+ * on its GPU, else 0. */
+static int within_limits(const gs_sched_server_t *s, const gs_sched_member_info_t *info, char *why,
+                         size_t whylen)
+{
+    const gs_sched_limits_t *l = &s->limits;
+    held_t h;
+    count_held(s, info, &h);
+    char text[160] = "";
+    if (l->members_per_lease != 0 && h.lease_members >= l->members_per_lease)
+        snprintf(text, sizeof(text), "%s has %u members on the GPU, the most a lease may have",
+                 info->key, h.lease_members);
+    else if (info->uid != 0 && l->members_per_user != 0 && h.user_members >= l->members_per_user)
+        snprintf(text, sizeof(text),
+                 "uid %u's leases have %u members on the GPU, the most a user may have",
+                 (unsigned)info->uid, h.user_members);
+    else if (info->uid != 0 && l->leases_per_user != 0 && !h.lease_in &&
+             h.user_leases >= l->leases_per_user)
+        snprintf(text, sizeof(text), "uid %u has %u leases on the GPU, the most a user may have",
+                 (unsigned)info->uid, h.user_leases);
+    if (text[0] == '\0')
+        return 0;
+    if (why != NULL && whylen > 0)
+        snprintf(why, whylen, "%s", text);
+    return GS_ELIMIT;
+}
+
+int gs_sched_server_add(gs_sched_server_t *s, const gs_sched_member_info_t *info, int *member_fd,
+                        char *why, size_t whylen)
 {
     if (info->gpu >= s->n_gpus || info->key[0] == '\0' ||
         memchr(info->key, '\0', sizeof(info->key)) == NULL)
@@ -370,8 +433,10 @@ int gs_sched_server_add(gs_sched_server_t *s, const gs_sched_member_info_t *info
         return -errno;
     fcntl(fds[0], F_SETFL, O_NONBLOCK);
     pthread_mutex_lock(&s->lock);
-    member_t *m = free_member(s, info->gpu);
-    int result = m != NULL ? admit(s, m, info, fds[0]) : GS_ENOSPC;
+    int result = within_limits(s, info, why, whylen);
+    member_t *m = result == 0 ? free_member(s, info->gpu) : NULL;
+    if (result == 0)
+        result = m != NULL ? admit(s, m, info, fds[0]) : GS_ENOSPC;
     pthread_mutex_unlock(&s->lock);
     if (result != 0) {
         close(fds[0]);

@@ -14,7 +14,9 @@
  *                               framework-like workload, bench/gpu/framework_pattern.h), sync
  *                               (its launches between synchronizations, default 8), hostile (1 =
  *                               the lease of another user whose process abuses the scheduler
- *                               instead of working: compute_hostile.c), ns (1 = its processes in
+ *                               instead of working: compute_hostile.c; 2 = it churns on chans
+ *                               channels, 3 = it holds every channel and lease its user may),
+ *                               chans (hostile=2's channels), ns (1 = its processes in
  *                               IPC, PID, mount and user namespaces of their own: unshare);
  * defaults 1 process, 1 thread, legacy stream, batches of 4 kernels of 4ms The processes of ns
  * leases must be listed under their host pids in gpushared's status, each under its lease (a failed
@@ -55,6 +57,7 @@
 typedef struct lease {
     char name[32];
     unsigned g, c, procs, threads, streams, batch, graph, light, framework, sync, hostile, ns;
+    unsigned chans; /* hostile=2: its channels */
     char kernel[16];
     pid_t pids[MAX_PROCS]; /* its worker processes, as their PID namespace numbers them */
     pid_t host[MAX_PROCS]; /* and as the host does */
@@ -139,6 +142,8 @@ static void parse_lease(const char *arg)
             l->hostile = v;
         else if (strcmp(key, "ns") == 0)
             l->ns = v;
+        else if (strcmp(key, "chans") == 0)
+            l->chans = v;
         else if (strcmp(key, "framework") == 0)
             l->framework = v;
         else if (strcmp(key, "sync") == 0 && v >= 1)
@@ -249,6 +254,24 @@ static void start_daemon(void)
     exit(3);
 }
 
+/* gpushared's CPU time so far (user and system, ns), from /proc; 0 when unknown. */
+static int64_t daemon_cpu_ns(void)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)daemon_pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f != NULL)
+        fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    unsigned long long utime = 0, stime = 0;
+    if (p == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+        return 0;
+    return (int64_t)((utime + stime) * (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK)));
+}
+
 static void stop_daemon(void)
 {
     kill(daemon_pid, SIGTERM);
@@ -281,6 +304,15 @@ static void run_args(const lease_t *l, const char **argv, char bufs[][4200])
              l->hostile ? "compute_hostile" : "compute_worker");
     argv[n++] = "--";
     argv[n++] = bufs[b++];
+    if (l->hostile == 2) { /* churn on chans channels */
+        snprintf(bufs[b], 4200, "%u", l->chans);
+        argv[n++] = "--churn";
+        argv[n++] = bufs[b++];
+    } else if (l->hostile == 3) { /* hold what its user may */
+        snprintf(bufs[b], 4200, "%s/bin/gpushare", build);
+        argv[n++] = "--hoard";
+        argv[n++] = bufs[b++];
+    }
     if (l->hostile) {
         argv[n] = NULL;
         return;
@@ -584,7 +616,7 @@ static int finish(void)
             unsigned long joins = 0;
             sscanf(line, "hostile joins %lu refused %lu", &joins, &refused);
         }
-        if (leases[i].hostile && refused != 63) {
+        if (leases[i].hostile == 1 && refused != 63) {
             printf("%s: FAIL: joined %lu leases not its own\n", leases[i].name, 63 - refused);
             breaches++;
         }
@@ -640,6 +672,9 @@ int main(int argc, char **argv)
         for (int i = 0; i < n_leases; i++)
             printf("truth %s %.1f ms\n", leases[i].name, sample_dev[n_samples - 1][i] / 1e6);
     }
+    printf("gpushared used %.1f %% of a CPU over the run (%.1f s)\n",
+           100.0 * (double)daemon_cpu_ns() / (double)(gsim_now_ns() - start),
+           (double)(gsim_now_ns() - start) / 1e9);
     int breaches = check_attribution();
     breaches += finish();
     stop_daemon();

@@ -56,6 +56,9 @@ void gs__config_defaults(gs__config_t *cfg)
     cfg->max_output_per_connection = GS__DEFAULT_MAX_OUTPUT;
     cfg->max_output_per_user = GS__DEFAULT_MAX_USER_OUTPUT;
     cfg->max_leases_per_user = GS__DEFAULT_MAX_LEASES;
+    cfg->compute_members_per_lease = GS__DEFAULT_COMPUTE_MEMBERS_LEASE;
+    cfg->compute_members_per_user = GS__DEFAULT_COMPUTE_MEMBERS_USER;
+    cfg->compute_leases_per_user = GS__DEFAULT_COMPUTE_LEASES_USER;
     cfg->history_max_rows = GS__DEFAULT_HISTORY_ROWS;
     cfg->history_max_rows_per_user = GS__DEFAULT_HISTORY_USER_ROWS;
     cfg->history_max_days = GS__DEFAULT_HISTORY_DAYS;
@@ -195,6 +198,12 @@ static int limits_key(parse_ctx_t *ctx, const char *key, const char *value)
         return set_output(ctx, key, value, &cfg->max_output_per_user);
     if (strcmp(key, "max_leases_per_user") == 0)
         return set_range(ctx, key, value, 1, 65536, &cfg->max_leases_per_user);
+    if (strcmp(key, "compute_members_per_lease") == 0)
+        return set_range(ctx, key, value, 1, 256, &cfg->compute_members_per_lease);
+    if (strcmp(key, "compute_members_per_user") == 0)
+        return set_range(ctx, key, value, 1, 256, &cfg->compute_members_per_user);
+    if (strcmp(key, "compute_leases_per_user") == 0)
+        return set_range(ctx, key, value, 1, 64, &cfg->compute_leases_per_user);
     if (strcmp(key, "history_max_rows") == 0)
         return set_range(ctx, key, value, 100, 100000000, &cfg->history_max_rows);
     if (strcmp(key, "history_max_rows_per_user") == 0)
@@ -262,7 +271,8 @@ static int daemon_key(parse_ctx_t *ctx, const char *key, const char *value)
                "nvml_library, shim, mps_control, idle_timeout, queue_aging, kill_grace, "
                "watch_interval, watch_tolerance, enforce, max_connections_per_user, "
                "max_queued_per_user, max_output_per_connection, max_output_per_user, "
-               "max_leases_per_user, history_max_rows, history_max_rows_per_user, "
+               "max_leases_per_user, compute_members_per_lease, compute_members_per_user, "
+               "compute_leases_per_user, history_max_rows, history_max_rows_per_user, "
                "history_max_days, metrics_users, lease_admin_group)",
                key);
 }
@@ -398,7 +408,10 @@ static unsigned key_bit(const char *key)
                                        "max_leases_per_user",
                                        "history_max_rows",
                                        "history_max_rows_per_user",
-                                       "history_max_days"};
+                                       "history_max_days",
+                                       "compute_members_per_lease",
+                                       "compute_members_per_user",
+                                       "compute_leases_per_user"};
     for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         if (strcmp(key, keys[i]) == 0)
             return 1u << i;

@@ -34,6 +34,13 @@
                                     */
 #define GS__DEFAULT_MAX_LEASES 256 /* leases held at once (each a region memfd of 384 KiB) */
 
+/* What one lease and one user (root excepted) may hold in one GPU's compute scheduler, whose
+ * tables have room for GS_SCHED_MAX_PROCS (256) processes and GS_SCHED_MAX_LEASES (64) leases:
+ * a quarter of each per user, so that no one user can keep another's --compute out. */
+#define GS__DEFAULT_COMPUTE_MEMBERS_LEASE 32 /* processes of one lease */
+#define GS__DEFAULT_COMPUTE_MEMBERS_USER  64 /* processes of one user's leases */
+#define GS__DEFAULT_COMPUTE_LEASES_USER   16 /* one user's leases */
+
 /* The history's retention: the oldest rows go first, beyond any of these. */
 #define GS__DEFAULT_HISTORY_ROWS      200000 /* rows in all */
 #define GS__DEFAULT_HISTORY_USER_ROWS 20000  /* rows of one user */
@@ -102,6 +109,9 @@ typedef struct gs__config {
     unsigned max_output_per_connection; /* bytes */
     unsigned max_output_per_user;       /* bytes, all its connections together */
     unsigned max_leases_per_user;
+    unsigned compute_members_per_lease; /* per GPU's compute scheduler (sched_server.h) */
+    unsigned compute_members_per_user;
+    unsigned compute_leases_per_user;
     unsigned history_max_rows; /* the history's retention (ledger.h) */
     unsigned history_max_rows_per_user;
     unsigned history_max_days;

@@ -20,9 +20,15 @@ static void key_of(const gs__lease_t *lease, char *key, size_t len)
 int gs__compute_sched_open(gs__daemon_t *d, char *err, size_t errlen)
 {
     int result = gs_sched_server_new(d->n_gpus > 0 ? d->n_gpus : 1, &d->sched);
-    if (result != 0)
+    if (result != 0) {
         snprintf(err, errlen, "cannot start the compute schedulers: %s", gs_strerror(result));
-    return result;
+        return result;
+    }
+    gs_sched_limits_t limits = {.members_per_lease = d->cfg.compute_members_per_lease,
+                                .members_per_user = d->cfg.compute_members_per_user,
+                                .leases_per_user = d->cfg.compute_leases_per_user};
+    gs_sched_server_set_limits(d->sched, &limits);
+    return 0;
 }
 
 void gs__compute_sched_close(gs__daemon_t *d)
@@ -42,15 +48,19 @@ int gs__compute_sched_add(gs__daemon_t *d, const gs__lease_t *lease, unsigned pa
     uint32_t lease_cap = lease->rec.request.compute_max;
     if (cap_pct != 0 && (lease_cap == 0 || cap_pct < lease_cap))
         lease_cap = cap_pct; /* a process may cap its lease further, never raise the cap */
+    info.uid = (uint32_t)lease->rec.uid;
     info.share.guarantee = lease->alloc.part[part].compute;
     info.share.cap = lease_cap * 10;
     if (info.share.cap != 0 && info.share.cap < info.share.guarantee)
         info.share.cap = info.share.guarantee;
-    int result = gs_sched_server_add(d->sched, &info, fd);
+    char why[160] = "";
+    int result = gs_sched_server_add(d->sched, &info, fd, why, sizeof(why));
     if (result != 0) {
         snprintf(err, errlen, "GPU %s's compute scheduler cannot take the process: %s",
                  d->gpus[info.gpu].uuid,
-                 result == GS_ENOSPC ? "it has the most members it can" : gs_strerror(result));
+                 result == GS_ELIMIT   ? why
+                 : result == GS_ENOSPC ? "it has the most members it can"
+                                       : gs_strerror(result));
         return result;
     }
     *guarantee = info.share.guarantee;

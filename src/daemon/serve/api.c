@@ -505,7 +505,9 @@ static void handle_compute_join(gs__daemon_t *d, gs__conn_t *conn, const gs_requ
                                        &cap, msg, sizeof(msg));
     if (result != 0) {
         json_decref(reply);
-        gs__conn_send(conn, gs__api_error("compute_join", GS_WIRE_INTERNAL, msg));
+        gs__conn_send(conn, gs__api_error("compute_join",
+                                          result == GS_ELIMIT ? GS_WIRE_TOO_MANY : GS_WIRE_INTERNAL,
+                                          msg));
         return;
     }
     json_object_set_new(reply, "gate", json_true());
