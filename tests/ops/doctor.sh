@@ -79,8 +79,18 @@ rc=$?
 set -e
 expect_eq "$rc" 78 "check-config's exit status on a bad file"
 [[ $out == *"error: $WORK/bad.conf:2: mode \"mpss\""* ]] || fail "check-config on a bad file: $out"
+# What a start needs: mode = mps with no MPS control program to run is no valid configuration
+# (issue 37: it said valid, and only doctor and the daemon's log caught it).
+sed 's|^mps_control = .*|mps_control = nvidia-cuda-mps-control-absent|' "$WORK/gpushare.conf" >"$WORK/nompsctl.conf"
+set +e
+out=$("$BIN/gpushared" --check-config --config "$WORK/nompsctl.conf" 2>&1)
+rc=$?
+set -e
+expect_eq "$rc" 78 "check-config's exit status with mode = mps and no MPS control program"
+[[ $out == *"error: GPU 1 is mode = mps, but its MPS control program nvidia-cuda-mps-control-absent is not found on PATH: install NVIDIA's MPS (nvidia-cuda-mps-control) or set mps_control = PATH" ]] ||
+  fail "check-config without an MPS control program: $out"
 expect_eq "$(gpu_field 1 .mps.state)" up "the running daemon's MPS control daemon"
-pass "gpushared --check-config beside a running gpushared: what it sets, or the bad line (exit 78)"
+pass "gpushared --check-config beside a running gpushared: what it sets, or the bad line (exit 78), or what a start would lack"
 
 # The daemon stopped: doctor reads the configuration itself; the GPUs are judged as configured.
 stop_daemon

@@ -350,12 +350,35 @@ static void raise_fd_limit(void)
     }
 }
 
+/* What a start would need of the host for the GPUs' modes: mps mode's control program. Returns 0,
+ * or GS_ENOENT with one line said. */
+static int check_mode_needs(const gs__daemon_t *d)
+{
+    for (unsigned i = 0; i < d->n_gpus; i++) {
+        const gs__gpu_t *g = &d->gpus[i];
+        if (!(gs_gpu_mode_flags(g->mode) & GS_MODE_MPS_SERVER))
+            continue;
+        char path[GS__PATH_MAX];
+        gs__gpus_mps_control(d, path, sizeof(path));
+        if (path[0] != '\0')
+            continue;
+        gs_error("GPU %u is mode = mps, but its MPS control program %s is not found%s: install "
+                 "NVIDIA's MPS (nvidia-cuda-mps-control) or set mps_control = PATH",
+                 g->index, d->cfg.mps_control,
+                 strchr(d->cfg.mps_control, '/') != NULL ? "" : " on PATH");
+        return GS_ENOENT;
+    }
+    return 0;
+}
+
 /* gpushared --check-config: the configuration and the GPUs it applies to, as a daemon would
  * start with them, without claiming or starting anything (json: as one JSON object, which
  * gpushare doctor reads). Returns 0 or EXIT_CONFIG. */
 static int check_config(gs__daemon_t *d, int json)
 {
     int result = open_gpus(d);
+    if (result == 0)
+        result = check_mode_needs(d);
     const gs__config_t *cfg = &d->cfg;
     if (result == 0 && json) {
         json_t *view = gs__view_config(d);
