@@ -104,7 +104,7 @@ while IFS=$'\t' read -r name speed file from to tests promise; do
     echo "SURVIVED  $name ($promise): $tests still passes"
   elif [[ $result == BROKEN ]]; then
     stale+=("$name")
-    echo "BROKEN    $name: it does not build ($(grep -m1 'error' "$work/$name.build.log" || true))"
+    echo "BROKEN    $name: it does not build ($(grep -m1 'error:' "$work/$name.build.log" || true))"
   else
     killed=$((killed + 1))
     echo "killed    $name ($promise) by $(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*)$/\1/p' "$work/$name.test.log" | tr '\n' ' ')"
