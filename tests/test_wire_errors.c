@@ -78,7 +78,7 @@ static void test_table(void **state)
         assert_true(name[0] != '\0');
         assert_int_equal(gs_wire_error_parse(name), i);
         int exit = gs_wire_error_exit((gs_wire_error_t)i);
-        assert_true(exit == 1 || exit == 75);
+        assert_true(exit == 1 || exit == 75 || exit == 78); /* 78: the administrator's to fix */
         assert_true(gs_wire_error_meaning((gs_wire_error_t)i)[0] != '\0');
         for (unsigned k = i + 1; k < GS_WIRE_UNKNOWN; k++)
             assert_string_not_equal(name, gs_wire_error_name((gs_wire_error_t)k));

@@ -43,7 +43,8 @@ static void usage(FILE *out)
         "  --socket PATH        gpushared's socket (default $GPUSHARE_SOCKET or %s)\n"
         "  -v, --verbose        print the lease granted\n"
         "  -h, --help           this help\n"
-        "Exit status: CMD's (128+N when killed by signal N), 1 error, 2 usage, 75 no room.\n",
+        "Exit status: CMD's (128+N when killed by signal N), 1 error, 2 usage, 75 no room\n"
+        "(retry later), 78 a GPU the administrator must set up first.\n",
         modes, GS_DEFAULT_SOCKET);
 }
 

@@ -15,7 +15,7 @@ start_daemon
 # MIG mode is off: the GPU says so and a request that only it could serve is refused at once.
 expect_eq "$(gpu_field 0 .mig.enabled)" false "MIG enabled before the administrator's step"
 expect_eq "$(gpu_field 0 .problem)" "mode = mig but MIG mode is off (the administrator enables it on an idle GPU: nvidia-smi -i 0 -mig 1)" "the problem shown"
-expect_refused 75 "gpushare: GPU 0 (mig): mode = mig but MIG mode is off (the administrator enables it on an idle GPU: nvidia-smi -i 0 -mig 1)" --mig-profile 1g.5gb
+expect_refused 78 "gpushare: GPU 0 (mig): mode = mig but MIG mode is off (the administrator enables it on an idle GPU: nvidia-smi -i 0 -mig 1)" --mig-profile 1g.5gb
 "$SMI" -i 0 -mig 1 >/dev/null
 wait_eq 8 true gpu_field 0 .mig.enabled
 expect_eq "$(gpu_field 0 .problem)" null "problem once MIG is on"

@@ -34,6 +34,11 @@ void gs__gpu_why_not(const gs__gpu_t *gpu, const gs__ask_t *ask, char *buf, size
         ops->why_not(gpu, ask, buf, len);
 }
 
+int gs__gpu_needs_admin(const gs__gpu_t *gpu)
+{
+    return gpu->ops->needs_admin != NULL && gpu->ops->needs_admin(gpu);
+}
+
 unsigned gs__gpu_free_slots(const gs__gpu_t *gpu)
 {
     const gs__mode_ops_t *ops = gpu->ops;

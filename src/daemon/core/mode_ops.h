@@ -54,6 +54,10 @@ typedef struct gs__mode_ops {
     unsigned (*free_slots)(const gs__gpu_t *gpu);
     /* The reason admit says GS_EAGAIN or GS_ENOTSUP for ask, one line ("" when none). */
     void (*why_not)(const gs__gpu_t *gpu, const gs__ask_t *ask, char *buf, size_t len);
+    /* Nonzero when what keeps the GPU from serving (admit's GS_EAGAIN) is the administrator's to
+     * fix (MIG mode off), not something that passes (a failing driver call): a request then
+     * exits 78, not 75 ("retry"). NULL: never. */
+    int (*needs_admin)(const gs__gpu_t *gpu);
     /* At start, before the leases are restored: sets up gpu->mode_state. Returns 0 or -errno
      * with one line in err (gpushared then refuses to start). */
     int (*start)(gs__daemon_t *d, unsigned g, char *err, size_t errlen);
@@ -90,6 +94,9 @@ int gs__gpu_admit(const gs__gpu_t *gpu, const gs__ask_t *ask, gs__part_t *part);
 
 /* The reason gpu does not serve ask (mode mismatch, or the mode's why_not), "" when none. */
 void gs__gpu_why_not(const gs__gpu_t *gpu, const gs__ask_t *ask, char *buf, size_t len);
+
+/* Whether what keeps gpu from serving is the administrator's to fix (the mode's needs_admin). */
+int gs__gpu_needs_admin(const gs__gpu_t *gpu);
 
 /* Grants every part of lease on its GPU's mode; on failure undoes the parts already granted.
  * Returns 0 or the failing part's code, with one line in err. */

@@ -45,7 +45,8 @@ uint32_t gs__place_eligible(const gs__gpu_t *gpus, unsigned n, const gs_lease_re
 
 /* Checks whether req could ever fit on this node, i.e. on its GPUs with nothing leased.
  * Returns 0, GS_ENOFIT with the reason in why (one line, names the largest possible), or
- * GS_EAGAIN when only GPUs that cannot serve anything now could serve it (why: theirs). */
+ * GS_EAGAIN when only GPUs that cannot serve anything now could serve it (why: theirs), or
+ * GS_EPERM when what keeps those from serving is the administrator's to fix. */
 int gs__place_possible(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, char *why,
                        size_t whylen);
 

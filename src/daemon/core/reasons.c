@@ -278,7 +278,7 @@ static int find_index(const gs__gpu_t *gpus, unsigned n, unsigned index)
 }
 
 /* The reason the first GPU that would serve req but cannot now gives (GS_EAGAIN), in why.
- * Returns 1 when there is one. */
+ * Returns 1 when there is one, 2 when that GPU's problem is the administrator's to fix. */
 static int unavailable(const gs__gpu_t *gpus, unsigned n, const gs_lease_request_t *req, char *why,
                        size_t whylen)
 {
@@ -292,7 +292,7 @@ static int unavailable(const gs__gpu_t *gpus, unsigned n, const gs_lease_request
         if (admit_idle(&gpus[i], req, req->kind == GS_LEASE_GPUS ? 1 : 0, &part) != GS_EAGAIN)
             continue;
         why_not_idle(&gpus[i], req, 0, why, whylen);
-        return 1;
+        return gs__gpu_needs_admin(&gpus[i]) ? 2 : 1;
     }
     return 0;
 }
@@ -517,12 +517,13 @@ static void describe_types(const gs__gpu_t *gpus, unsigned n, const gs_lease_req
 int gs__reason_never(const gs__gpu_t *gpus, unsigned n, const gs__gpu_t *empty, unsigned m,
                      const gs_lease_request_t *req, char *why, size_t whylen)
 {
+    int off = 0;
     if (n == 0)
         snprintf(why, whylen, "this node has no GPU");
     else if (m == 0)
         describe_types(gpus, n, req, why, whylen);
-    else if (unavailable(empty, m, req, why, whylen))
-        return GS_EAGAIN;
+    else if ((off = unavailable(empty, m, req, why, whylen)) != 0)
+        return off == 2 ? GS_EPERM : GS_EAGAIN;
     else if (req->n_pinned > 0)
         describe_pinned(empty, m, req, why, whylen);
     else

@@ -29,7 +29,7 @@ void gs__reason_wait(const gs__daemon_t *d, const gs__waiter_t *w, char *buf, si
 /* Why req can never be served on this node: gpus[0..n) are the node's GPUs, empty[0..m) those of
  * the models it names as if nothing were leased (what gs__place_possible could not place it
  * on). Returns GS_ENOFIT, or GS_EAGAIN when a GPU that would serve it cannot serve anything now
- * (its mode's reason). */
+ * (its mode's reason), GS_EPERM when that is the administrator's to fix (needs_admin). */
 int gs__reason_never(const gs__gpu_t *gpus, unsigned n, const gs__gpu_t *empty, unsigned m,
                      const gs_lease_request_t *req, char *why, size_t whylen);
 

@@ -41,6 +41,7 @@ typedef struct mig_pending {
 typedef struct mig_gpu {
     gs__mig_nvml_t nv;
     int enabled;       /* MIG mode on and the catalog read */
+    int admin;         /* not enabled because MIG mode is off: the administrator's to fix */
     char problem[256]; /* why it serves nothing, "" when it does */
     int64_t next_check_ms;
     gs_mig_catalog_t cat;
@@ -237,7 +238,8 @@ static int enable(mig_gpu_t *st, const gs__gpu_t *gpu)
     char err[sizeof(st->problem)];
     int on = 0;
     int result = gs__mig_nvml_enabled(&st->nv, &on, err, sizeof(err));
-    if (result == 0 && !on) {
+    int off = result == 0 && !on;
+    if (off) {
         snprintf(err, sizeof(err),
                  "mode = mig but MIG mode is off (the administrator enables it on an idle GPU: "
                  "nvidia-smi -i %u -mig 1)",
@@ -251,8 +253,17 @@ static int enable(mig_gpu_t *st, const gs__gpu_t *gpu)
     if (result == 0)
         result = sync_instances(st, err, sizeof(err));
     st->enabled = result == 0;
+    st->admin = off;
     snprintf(st->problem, sizeof(st->problem), "%s", result == 0 ? "" : err);
     return result;
+}
+
+/* MIG mode off is the administrator's to fix (nvidia-smi -mig 1 on an idle GPU); a driver call
+ * that failed is tried again by the tick. */
+static int mig_needs_admin(const gs__gpu_t *gpu)
+{
+    const mig_gpu_t *st = state_of(gpu);
+    return st != NULL && !st->enabled && st->admin;
 }
 
 static int mig_start(gs__daemon_t *d, unsigned g, char *err, size_t errlen)
@@ -647,6 +658,7 @@ const gs__mode_ops_t gs__mode_mig_ops = {
     .check_config = mig_check_config,
     .admit = mig_admit,
     .why_not = mig_why_not,
+    .needs_admin = mig_needs_admin,
     .start = mig_start,
     .restore = mig_restore,
     .restored = mig_restored,

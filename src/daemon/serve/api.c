@@ -320,10 +320,10 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
         if (gs__users_warn_due(user, GS__WARN_REFUSED, gs__now_ms()))
             gs_info("user %s (pid %d): refused: %s%s", cred->user, (int)cred->pid, why,
                     gs__users_suppressed(user, GS__WARN_REFUSED));
-        gs__conn_send(
-            conn,
-            gs__api_error("acquire",
-                          possible == GS_EAGAIN ? GS_WIRE_UNAVAILABLE : GS_WIRE_NEVER_FITS, why));
+        gs_wire_error_t code = possible == GS_EAGAIN  ? GS_WIRE_UNAVAILABLE
+                               : possible == GS_EPERM ? GS_WIRE_NEEDS_ADMIN
+                                                      : GS_WIRE_NEVER_FITS;
+        gs__conn_send(conn, gs__api_error("acquire", code, why));
         return;
     }
     admit(d, conn, req);

@@ -377,7 +377,9 @@ static int check_mode_needs(const gs__daemon_t *d)
 static int check_config(gs__daemon_t *d, int json)
 {
     int result = open_gpus(d);
-    if (result == 0)
+    /* The text form answers "would a start work?"; the JSON form (gpushare doctor's) says what
+     * the configuration sets, and doctor checks the host's part itself, one line a problem. */
+    if (result == 0 && !json)
         result = check_mode_needs(d);
     const gs__config_t *cfg = &d->cfg;
     if (result == 0 && json) {
