@@ -16,7 +16,7 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   gs_add_script_test(daemon_keyed SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/keyed.sh"
                      TIMEOUT 90 LABELS "daemon;containers")
   set_tests_properties(daemon_keyed PROPERTIES SKIP_RETURN_CODE 77)
-  foreach(script shares lifecycle)
+  foreach(script shares lifecycle stolen)
     gs_add_script_test(containers_${script}
                        SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/containers/${script}.sh"
                        TIMEOUT 180 LABELS containers)

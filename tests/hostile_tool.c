@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gs-hostile: what a hostile local user does to gpushared, for the tests of issue 15: resizes or
- * rewrites its lease's region, floods the API socket and the metrics port. */
+ * rewrites its lease's region, floods the API socket and the metrics port, joins another user's
+ * container lease by a stolen path (issue 34). */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -20,40 +21,46 @@
 #include <unistd.h>
 
 #include "gpushare/region.h"
+#include "gpushare/sched_member.h"
 #include "region_internal.h"
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: gs-hostile resize                 shrink, grow and fill $GPUSHARE_REGION\n"
-            "       gs-hostile forge N [SECONDS]      rewrite N records of it (pid 1, no lock),\n"
-            "                                         then stay SECONDS ignoring SIGTERM\n"
-            "       gs-hostile flood SOCKET N [LINE]  open N connections (sending LINE on each),\n"
-            "                                         print how many stayed, hold them\n"
-            "       gs-hostile pipeline SOCKET N      send N status requests, read nothing, hold\n"
-            "       gs-hostile tcpidle PORT N         open N idle connections to 127.0.0.1:PORT\n"
-            "       gs-hostile hold SOCKET N LINE     send LINE N times on one connection, print\n"
-            "                                         how many were granted, hold the leases\n"
-            "       gs-hostile adopt PID FD [SECONDS] take the region open as PID's FD as a\n"
-            "                                         member (never joined through gpushared),\n"
-            "                                         stay SECONDS ignoring SIGTERM\n"
-            "       gs-hostile zombie SOCKET LINE     connect from a child that exits at once (a\n"
-            "                                         zombie), send LINE, print the child's pid\n"
-            "                                         and the reply, reap the child, hold\n"
-            "       gs-hostile tcpflood PORT SECONDS  connect to 127.0.0.1:PORT as fast as it can\n"
-            "                                         (1000 kept open, the oldest closed)\n"
-            "       gs-hostile keep SOCKET ID... [--forge]\n"
-            "                                         a child joins the leases, passes their\n"
-            "                                         regions over and exits; this process takes\n"
-            "                                         them as a member (never joined itself),\n"
-            "                                         rewrites every record with --forge, holds\n"
-            "       gs-hostile histhold SOCKET N LINE N connections: each acquires with LINE,\n"
-            "                                         then asks for its history, reads nothing\n"
-            "       gs-hostile histloop SOCKET N      N connections asking for their history in\n"
-            "                                         a loop, reading every reply\n"
-            "       gs-hostile stall SOCKET N         open N connections, print \"opened\", at\n"
-            "                                         SIGUSR1 send a status request on each and\n"
-            "                                         count the replies and idle_timeout errors\n");
+    fprintf(
+        stderr,
+        "usage: gs-hostile resize                 shrink, grow and fill $GPUSHARE_REGION\n"
+        "       gs-hostile forge N [SECONDS]      rewrite N records of it (pid 1, no lock),\n"
+        "                                         then stay SECONDS ignoring SIGTERM\n"
+        "       gs-hostile flood SOCKET N [LINE]  open N connections (sending LINE on each),\n"
+        "                                         print how many stayed, hold them\n"
+        "       gs-hostile pipeline SOCKET N      send N status requests, read nothing, hold\n"
+        "       gs-hostile tcpidle PORT N         open N idle connections to 127.0.0.1:PORT\n"
+        "       gs-hostile hold SOCKET N LINE     send LINE N times on one connection, print\n"
+        "                                         how many were granted, hold the leases\n"
+        "       gs-hostile adopt PID FD [SECONDS] take the region open as PID's FD as a\n"
+        "                                         member (never joined through gpushared),\n"
+        "                                         stay SECONDS ignoring SIGTERM\n"
+        "       gs-hostile zombie SOCKET LINE     connect from a child that exits at once (a\n"
+        "                                         zombie), send LINE, print the child's pid\n"
+        "                                         and the reply, reap the child, hold\n"
+        "       gs-hostile tcpflood PORT SECONDS  connect to 127.0.0.1:PORT as fast as it can\n"
+        "                                         (1000 kept open, the oldest closed)\n"
+        "       gs-hostile keep SOCKET ID... [--forge]\n"
+        "                                         a child joins the leases, passes their\n"
+        "                                         regions over and exits; this process takes\n"
+        "                                         them as a member (never joined itself),\n"
+        "                                         rewrites every record with --forge, holds\n"
+        "       gs-hostile histhold SOCKET N LINE N connections: each acquires with LINE,\n"
+        "                                         then asks for its history, reads nothing\n"
+        "       gs-hostile histloop SOCKET N      N connections asking for their history in\n"
+        "                                         a loop, reading every reply\n"
+        "       gs-hostile stall SOCKET N         open N connections, print \"opened\", at\n"
+        "                                         SIGUSR1 send a status request on each and\n"
+        "                                         count the replies and idle_timeout errors\n"
+        "       gs-hostile steal SOCKET ID UUID   join lease ID through SOCKET (a path seen in\n"
+        "                                         a CDI spec or a container's mountinfo): its\n"
+        "                                         region and GPU UUID's compute scheduler;\n"
+        "                                         one line each, joined or gpushared's answer\n");
 }
 
 /* The region's descriptor as a process of the lease gets it: joined from gpushared, or the
@@ -537,8 +544,39 @@ static int stall(char **argv)
     return 0;
 }
 
+/* Issue 34, finding 1: another user's container lease joined through its socket's path (from
+ * the lease's CDI spec, or the bind mount's root in a container process's mountinfo): its
+ * region, mapped read-write, and a channel of its compute scheduler. Holds nothing. */
+static int steal(char **argv)
+{
+    char spec[4200], why[512];
+    snprintf(spec, sizeof(spec), "gpushared:%s:%s", argv[3], argv[2]);
+    gs_region_t *region = NULL;
+    if (gs_region_join(spec, &region, why, sizeof(why)) == 0) {
+        void *map = mmap(NULL, sizeof(region_layout_t), PROT_READ | PROT_WRITE, MAP_SHARED,
+                         gs_region_fd(region), 0);
+        printf("join: joined lease %s, its region mapped %s\n", gs_region_lease_id(region),
+               map != MAP_FAILED ? "read-write" : "read-only");
+        if (map != MAP_FAILED)
+            munmap(map, sizeof(region_layout_t));
+        gs_region_close(region);
+    } else {
+        printf("join: %s\n", why);
+    }
+    gs_smember_t *member = NULL;
+    gs_smember_terms_t terms;
+    if (gs_smember_join(spec, argv[4], 0, &member, &terms, why, sizeof(why)) == 0)
+        printf("compute_join: joined, %s\n", member != NULL ? "a channel of its own" : "no gate");
+    else
+        printf("compute_join: %s\n", why);
+    gs_smember_free(member);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 5 && strcmp(argv[1], "steal") == 0)
+        return steal(argv);
     if (argc >= 4 && strcmp(argv[1], "keep") == 0)
         return keep(argc, argv);
     if (argc >= 5 && strcmp(argv[1], "histhold") == 0)

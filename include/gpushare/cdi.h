@@ -69,9 +69,10 @@ int gs_cdi_spec_key(const char *dir, const char *name, char *key, size_t len, ch
                     size_t errlen);
 
 /* Writes spec into directory dir as KIND-NAME.json (kind with '/' as '_'), atomically (a whole
- * file or none). Refuses, with one line in err, a directory that is not one or not writable and
- * a device kind=name that a spec of dir already has. Returns 0, GS_EEXIST, GS_EACCES, or
- * -errno. */
+ * file or none), mode 0600: a lease's spec names its socket, which no other user may read (the
+ * container runtime reads specs as root, or as their writer when rootless). Refuses, with one line
+ * in err, a directory that is not one or not writable and a device kind=name that a spec of dir
+ * already has. Returns 0, GS_EEXIST, GS_EACCES, or -errno. */
 int gs_cdi_write(const char *dir, const json_t *spec, char *err, size_t errlen);
 
 /* Removes the spec file of device kind=name from dir (0 also when there is none). */

@@ -229,7 +229,7 @@ int gs_cdi_write(const char *dir, const json_t *spec, char *err, size_t errlen)
     int fd = mkstemp(tmp);
     if (fd < 0)
         return gs_fail(err, errlen, -errno, "cannot write in %s: %s", dir, strerror(errno));
-    int result = fchmod(fd, 0644) == 0 && json_dumpfd(spec, fd, JSON_INDENT(2)) == 0 &&
+    int result = fchmod(fd, 0600) == 0 && json_dumpfd(spec, fd, JSON_INDENT(2)) == 0 &&
                          write(fd, "\n", 1) == 1 && fsync(fd) == 0
                      ? 0
                      : -errno;

@@ -4,8 +4,8 @@
 #    line naming the owner, non-zero, nothing changed (it adopted the user's 1 MiB lease before);
 #    root takes it only by saying whose it is (--user), and then it is the user's lease;
 #  - the owner's release (or its own lease's time limit) never signals a process of another uid:
-#    not root's process in a cgroup root tied to the lease, not a third uid's process holding its
-#    region (both got SIGTERM before); the owner's own processes are stopped as ever; root's
+#    not root's process in a cgroup root tied to the lease, not a third uid's process of that
+#    cgroup holding its region (both got SIGTERM before); the owner's own processes are stopped as ever; root's
 #    release, and the time limit of a lease root made for the user, stop them all;
 #  - keys under k8s/ are the DRA driver's: the second user's acquire of one is refused with one
 #    line (through the API and gpushare cdi), root and lease_admin_group make them.
@@ -70,8 +70,9 @@ rm "$WORK/cdi/"*
 expect_eq "$(leases_seen)" "$before" "the leases after the explicit adoption"
 pass "root adopts another user's key only with --user, and the lease stays that user's"
 
-# 2. The release: root's process in a cgroup root tied to the lease, a third uid's process
-# holding its region through the lease's socket, and one of the second user's in the cgroup.
+# 2. The release: root's process in a cgroup root tied to the lease, a third uid's process in it
+# holding its region through the lease's socket (which serves the cgroup's processes only, issue
+# 34), and one of the second user's in the cgroup.
 if [[ -e /sys/fs/cgroup/cgroup.controllers ]]; then CG_ROOT=/sys/fs/cgroup; else CG_ROOT=/sys/fs/cgroup/pids; fi
 CG=/gs-squat-test-$$
 mkdir "$CG_ROOT$CG"
@@ -84,7 +85,8 @@ user2_proc=$!
 echo "$root_proc" >"$CG_ROOT$CG/cgroup.procs"
 echo "$user2_proc" >"$CG_ROOT$CG/cgroup.procs"
 attach cdi/web
-bg "${AS_THIRD[@]}" GPUSHARE_REGION="$region" "$TOOL" charge 1K 300 >"$WORK/third.out"
+bg bash -c 'echo $$ >"$0" && exec "$@"' "$CG_ROOT$CG/cgroup.procs" \
+  "${AS_THIRD[@]}" GPUSHARE_REGION="$region" "$TOOL" charge 1K 300 >"$WORK/third.out"
 third_proc=$!
 wait_until 10 grep -q "charged 1024" "$WORK/third.out"
 # (Through the API: gpushare release waits for the end, which the third uid's process holds.)

@@ -135,7 +135,7 @@ pass "a member of lease_admin_group leases on behalf of another user"
 if [[ -e /sys/fs/cgroup/cgroup.controllers ]]; then CG_ROOT=/sys/fs/cgroup; else CG_ROOT=/sys/fs/cgroup/pids; fi
 CG=/gs-keyed-test-$$
 mkdir "$CG_ROOT$CG"
-trap 'rmdir "$CG_ROOT$CG" 2>/dev/null || true; cleanup' EXIT
+trap 'rc=$?; rmdir "$CG_ROOT$CG" 2>/dev/null || true; (exit $rc); cleanup' EXIT
 bg sleep 300
 worker=$!
 echo "$worker" >"$CG_ROOT$CG/cgroup.procs"

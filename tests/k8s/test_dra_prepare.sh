@@ -43,7 +43,15 @@ jq -e --arg n "k8s-$a" --arg k "k8s/$a/gpu" '.kind == "gpushare.io/gpu" and
   ["createRuntime"] and (.hooks[0].args | index($k) != null) and
   (.env | index("LD_PRELOAD=/usr/lib/gpushare/libgpushare.so") != null))' \
   "$(grep -l "k8s-$a" "$WORK"/cdi/*)" >/dev/null || fail "a's CDI spec: $(cat "$WORK"/cdi/*k8s-"$a"*)"
-pass "two claims (4Gi + 30 %, 8Gi + 70 %) prepared as keyed leases with CDI specs"
+# Issue 34: a claim's spec names its lease's socket: its writer's alone (the runtime reads it as
+# root).
+for spec in "$WORK"/cdi/*k8s-*; do
+  expect_eq "$(stat -c %a "$spec")" 600 "mode of the CDI spec $spec"
+  if [[ $(id -u) == 0 ]] && setpriv --reuid=nobody --regid=nogroup --clear-groups cat "$spec" >/dev/null 2>&1; then
+    fail "another user read the CDI spec $spec"
+  fi
+done
+pass "two claims (4Gi + 30 %, 8Gi + 70 %) prepared as keyed leases with CDI specs (mode 0600)"
 
 # 2. Prepare twice: one lease (the kubelet retries).
 out2=$(kubelet prepare --claim "ml/a/$a")

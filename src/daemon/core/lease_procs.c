@@ -168,17 +168,24 @@ int gs__proc_signal(pid_t pid, uint64_t start, uid_t uid, int sig)
 #define SO_PEERPIDFD 77
 #endif
 
+/* A pidfd of the process that connected on sock: the kernel's own handle on it (Linux 6.5), no
+ * pid can be reused under it; older kernels: a pidfd of the pid, which the callers' checks tie
+ * to what they expect. Returns the descriptor or -errno. */
+static int peer_pidfd(int sock, pid_t pid)
+{
+    int pidfd = -1;
+    socklen_t len = sizeof(pidfd);
+    if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) != 0 || pidfd < 0)
+        pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    return pidfd >= 0 ? pidfd : -errno;
+}
+
 int gs__proc_peer(int sock, pid_t pid, uid_t uid, uint64_t *start)
 {
     *start = 0;
-    int pidfd = -1;
-    socklen_t len = sizeof(pidfd);
-    /* The kernel's own handle on the process that connected (Linux 6.5): no pid can be reused
-     * under it. Older kernels: a pidfd of the pid, which the owner check below ties to uid. */
-    if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) != 0 || pidfd < 0)
-        pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int pidfd = peer_pidfd(sock, pid);
     if (pidfd < 0)
-        return errno == EMFILE || errno == ENFILE ? -errno : GS_ENOENT;
+        return pidfd == -EMFILE || pidfd == -ENFILE ? pidfd : GS_ENOENT;
     gs__proc_id_t id;
     int result = gs__proc_identity(pid, &id) == 0 && owned_by(&id, uid) && pidfd_pid(pidfd) == pid
                      ? 0
@@ -189,6 +196,17 @@ int gs__proc_peer(int sock, pid_t pid, uid_t uid, uint64_t *start)
     if (result == 0)
         *start = id.start;
     return result;
+}
+
+int gs__proc_peer_in_cgroup(int sock, pid_t pid, const char *path)
+{
+    int pidfd = peer_pidfd(sock, pid);
+    if (pidfd < 0)
+        return pidfd == -EMFILE || pidfd == -ENFILE ? pidfd : 0;
+    /* The pidfd still naming pid after the read: the process read was the one it holds. */
+    int in = gs__proc_in_cgroup(pid, path) && pidfd_pid(pidfd) == pid;
+    close(pidfd);
+    return in;
 }
 
 static int list_has(const gs__proc_refs_t *list, pid_t pid)

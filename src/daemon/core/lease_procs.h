@@ -57,6 +57,12 @@ int gs__proc_signal(pid_t pid, uint64_t start, uid_t uid, int sig);
  * is out of descriptors to look (refuse it too, for that reason). */
 int gs__proc_peer(int sock, pid_t pid, uid_t uid, uint64_t *start);
 
+/* Whether the process that connected on sock (pid from SO_PEERCRED) is in cgroup path or below
+ * (as gs__proc_in_cgroup), read while a pidfd holds it (SO_PEERPIDFD where the kernel has it:
+ * exactly the process that connected, whose pid no one can take while it is read). Returns 1,
+ * 0 (not in it, or gone), or -EMFILE / -ENFILE when the daemon is out of descriptors to look. */
+int gs__proc_peer_in_cgroup(int sock, pid_t pid, const char *path);
+
 /* A growing list of processes (gs__lease_procs_clear frees it). */
 typedef struct gs__proc_refs {
     gs__proc_ref_t *v;

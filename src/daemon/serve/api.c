@@ -617,7 +617,7 @@ int64_t gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, siz
                                     err));
         return 0;
     }
-    if (gs__api_lease_only(conn, &req) != 0)
+    if (gs__lease_socket_refuse(d, conn, &req) != 0 || gs__api_lease_only(conn, &req) != 0)
         return 0;
     switch (req.op) {
     case GS_OP_HELLO:

@@ -35,6 +35,8 @@ struct gs__conn {
     unsigned leases;     /* leases held through this connection */
     void *waiter;        /* its queued request */
     uint64_t lease_only; /* taken on a keyed lease's socket: serves that lease only, else 0 */
+    int lease_foreign;   /* ... from a process that lease does not serve: every request
+                            refused (lease_socket.h) */
     int64_t deferred_ms; /* its next request waits its turn until then (its user's share of
                             history work is spent; not read meanwhile), 0 = none */
 };

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A keyed lease's own socket, its capability (see lease_socket.h). */
+/* A keyed lease's own socket, served to the lease's processes only (see lease_socket.h). */
 #include "lease_socket.h"
+#include "api.h"
+#include "core/lease_procs.h"
 #include "server.h"
 
 #include "gpushare/error.h"
@@ -118,6 +120,66 @@ void gs__lease_socket_close(gs__lease_t *lease, int remove)
     free(ls);
 }
 
+/* Whether the process that connected (uc, from SO_PEERCRED) is one that lease serves: with a
+ * cgroup (named by root or lease_admin_group: the container's), a process in it or below,
+ * whatever its uid; without one yet, a process of the lease's user or root. Returns 1, 0, or
+ * -EMFILE / -ENFILE when the daemon is out of descriptors to look. */
+static int serves(const gs__lease_t *lease, int fd, const struct ucred *uc)
+{
+    if (lease->rec.request.cgroup[0] != '\0')
+        return gs__proc_peer_in_cgroup(fd, uc->pid, lease->rec.request.cgroup);
+    return uc->uid == 0 || uc->uid == lease->rec.uid;
+}
+
+/* The log's line for a connection the lease does not serve, rate-limited per user. */
+static void say_foreign(gs__daemon_t *d, const gs__lease_t *lease, const struct ucred *uc)
+{
+    gs__user_t *user = gs__users_get(&d->users, uc->uid);
+    if (user == NULL || !gs__users_warn_due(user, GS__WARN_DENIED, gs__now_ms()))
+        return;
+    const char *cgroup = lease->rec.request.cgroup;
+    gs_warn("user %s (pid %d) on lease %llu's socket: %s%s; its requests are refused%s", user->name,
+            (int)uc->pid, (unsigned long long)lease->rec.id,
+            cgroup[0] != '\0' ? "not a process of its cgroup "
+                              : "not its user's and no cgroup attached",
+            cgroup, gs__users_suppressed(user, GS__WARN_DENIED));
+}
+
+/* Takes one connection accepted on ls's socket, telling whether the lease serves its process.
+ * Out of descriptors to look, it is closed (its client retries). */
+static void take(gs__lease_socket_t *ls, int fd)
+{
+    gs__daemon_t *d = gs__server_daemon(ls->s);
+    const gs__lease_t *lease = gs__lease_find(d, ls->lease_id);
+    struct ucred uc;
+    socklen_t len = sizeof(uc);
+    int served = lease != NULL && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0
+                     ? serves(lease, fd, &uc)
+                     : -ENOENT;
+    if (served < 0) {
+        close(fd);
+        return;
+    }
+    if (!served)
+        say_foreign(d, lease, &uc);
+    gs__server_take(ls->s, fd, ls->lease_id, !served);
+}
+
+int gs__lease_socket_refuse(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t *req)
+{
+    if (!gs__conn_lease_foreign(conn))
+        return 0;
+    const gs__lease_t *lease = gs__lease_find(d, gs__conn_lease_only(conn));
+    char why[160];
+    snprintf(why, sizeof(why), "lease %llu's socket serves only %s",
+             (unsigned long long)gs__conn_lease_only(conn),
+             lease != NULL && lease->rec.request.cgroup[0] == '\0'
+                 ? "its user's processes (no container is attached to it yet)"
+                 : "the processes of its container (the lease's cgroup)");
+    gs__conn_send(conn, gs__api_error(gs_op_name(req->op), GS_WIRE_PERMISSION_DENIED, why));
+    return -1;
+}
+
 void gs__lease_socket_accept(gs__lease_socket_t *ls)
 {
     for (int i = 0; i < LEASE_BACKLOG; i++) {
@@ -132,6 +194,6 @@ void gs__lease_socket_accept(gs__lease_socket_t *ls)
                         gs_strerror(-errno));
             return;
         }
-        gs__server_take(ls->s, fd, ls->lease_id);
+        take(ls, fd);
     }
 }

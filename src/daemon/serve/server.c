@@ -171,7 +171,7 @@ static int admit(server_t *s, int fd, gs__cred_t *cred, gs__user_t **user)
     return 0;
 }
 
-static void accept_one(server_t *s, int fd, uint64_t lease_only)
+static void accept_one(server_t *s, int fd, uint64_t lease_only, int foreign)
 {
     gs__cred_t cred;
     gs__user_t *user = NULL;
@@ -192,6 +192,7 @@ static void accept_one(server_t *s, int fd, uint64_t lease_only)
     conn->user = user;
     conn->events = EPOLLIN;
     conn->lease_only = lease_only;
+    conn->lease_foreign = foreign;
     user->conns++;
     conn->next = s->conns;
     if (s->conns != NULL)
@@ -226,13 +227,13 @@ static void accept_all(server_t *s)
                 gs_warn("accept: %s", gs_strerror(-errno));
             return;
         }
-        accept_one(s, fd, 0);
+        accept_one(s, fd, 0, 0);
     }
 }
 
-void gs__server_take(server_t *s, int fd, uint64_t lease_only)
+void gs__server_take(server_t *s, int fd, uint64_t lease_only, int foreign)
 {
-    accept_one(s, fd, lease_only);
+    accept_one(s, fd, lease_only, foreign);
 }
 
 int gs__server_watch(server_t *s, int fd, uintptr_t tag)
@@ -254,6 +255,11 @@ gs__daemon_t *gs__server_daemon(server_t *s)
 uint64_t gs__conn_lease_only(const gs__conn_t *conn)
 {
     return conn->lease_only;
+}
+
+int gs__conn_lease_foreign(const gs__conn_t *conn)
+{
+    return conn->lease_foreign;
 }
 
 struct server *gs__conn_server(const gs__conn_t *conn)

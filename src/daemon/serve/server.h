@@ -64,16 +64,20 @@ void gs__conn_close(gs__conn_t *conn);
  * connection to the main socket. */
 uint64_t gs__conn_lease_only(const gs__conn_t *conn);
 
+/* Nonzero for a connection on a keyed lease's socket from a process that lease does not serve
+ * (lease_socket.h): its every request is refused. */
+int gs__conn_lease_foreign(const gs__conn_t *conn);
+
 /* The server a connection belongs to; the daemon it serves. */
 struct server *gs__conn_server(const gs__conn_t *conn);
 gs__daemon_t *gs__server_daemon(struct server *s);
 
 /* For lease_socket.c: watches fd in the loop with tag (its lowest bit set, so that it is told
  * from a connection), stops watching it, and takes a connection accepted on a keyed lease's
- * socket (serving that lease only). */
+ * socket (serving that lease only; with foreign, from a process the lease does not serve). */
 int gs__server_watch(struct server *s, int fd, uintptr_t tag);
 void gs__server_unwatch(struct server *s, int fd);
-void gs__server_take(struct server *s, int fd, uint64_t lease_only);
+void gs__server_take(struct server *s, int fd, uint64_t lease_only, int foreign);
 
 /* Out of file descriptors, a pending connection on listen_fd (the main socket or a keyed
  * lease's) would wake the level-triggered loop forever: gives up the spare descriptor, takes the
