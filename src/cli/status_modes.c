@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpushare status: what a GPU's mode adds under its row (MIG instances, the MPS server), each
- * line at most 80 columns (what is cut is in status --json). */
+ * line at most 80 columns (what is cut is in status --json); a GPU's problem, with its fix, is
+ * wrapped, never cut. */
 #include "daemon_cli.h"
 
 #include <stdarg.h>
@@ -86,11 +87,35 @@ static void print_mps(const json_t *mps)
     }
 }
 
+/* Prints label then text wrapped at spaces to WIDTH columns, the lines after the first under the
+ * text: a problem's fix is the part an operator needs, and it comes last. */
+static void wrapped(const char *label, const char *text)
+{
+    size_t indent = strlen(label), room = WIDTH - indent;
+    const char *lead = label;
+    while (*text != '\0') {
+        size_t n = strlen(text);
+        if (n > room) {
+            n = room;
+            while (n > 0 && text[n] != ' ')
+                n--;
+            if (n == 0) /* a word longer than the room: cut it there */
+                n = room;
+        }
+        printf("%s%.*s\n", lead, (int)n, text);
+        text += n;
+        while (*text == ' ')
+            text++;
+        lead = "";
+        printf("%*s", *text != '\0' ? (int)indent : 0, "");
+    }
+}
+
 void gs__cli_print_modes(const json_t *gpu)
 {
     const char *problem = gs__cli_str(gpu, "problem");
     if (problem[0] != '\0')
-        line("     problem: %s", problem);
+        wrapped("     problem: ", problem);
     const json_t *mig = json_object_get(gpu, "mig");
     if (json_is_object(mig) && json_is_true(json_object_get(mig, "enabled")))
         print_mig(mig);

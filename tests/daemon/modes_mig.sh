@@ -15,6 +15,11 @@ start_daemon
 # MIG mode is off: the GPU says so and a request that only it could serve is refused at once.
 expect_eq "$(gpu_field 0 .mig.enabled)" false "MIG enabled before the administrator's step"
 expect_eq "$(gpu_field 0 .problem)" "mode = mig but MIG mode is off (the administrator enables it on an idle GPU: nvidia-smi -i 0 -mig 1)" "the problem shown"
+# gpushare status keeps 80 columns and never loses the fix: the problem is wrapped (issue 37).
+table=$(gs status)
+expect_eq "$(awk 'length > 80' <<<"$table")" "" "status lines over 80 columns"
+expect_eq "$(awk '/^     problem: / { on = 1; sub(/^     problem: /, ""); print; next } on && /^              [^ ]/ { sub(/^ +/, ""); print; next } { on = 0 }' <<<"$table" | tr '\n' ' ' | sed 's/ $//')" \
+  "mode = mig but MIG mode is off (the administrator enables it on an idle GPU: nvidia-smi -i 0 -mig 1)" "the problem in gpushare status, wrapped"
 expect_refused 78 "gpushare: GPU 0 (mig): mode = mig but MIG mode is off (the administrator enables it on an idle GPU: nvidia-smi -i 0 -mig 1)" --mig-profile 1g.5gb
 "$SMI" -i 0 -mig 1 >/dev/null
 wait_eq 8 true gpu_field 0 .mig.enabled
