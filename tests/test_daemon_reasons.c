@@ -183,8 +183,7 @@ static const row_t rows[] = {
      GS_GPU_MODE_ANY,
      ME,
      1,
-     "64 GiB of GPU memory can never fit on this node (the largest GPU has 40 GiB leasable after "
-     "its reserve)"},
+     "64 GiB of GPU memory can never fit on this node (the largest GPU has 40 GiB)"},
     {"more logical GPUs than the node has",
      {{0, 0, 0, 0, 0}},
      {0, 0},

@@ -94,7 +94,7 @@ bad_config() {
   expect_eq "$(sed -E 's/^[0-9T:.+-]+ //; s/^gpushared\[[0-9]*\]: //' <<<"$out" | grep -v -e '^info: ' -e '^warn: ')" "$2" "gpushared message for: $1"
 }
 bad_config $'[gpu:all]\noverprovision = 0' "error: $WORK/bad.conf:2: overprovision \"0\" must be a whole number from 1 to 64"
-bad_config $'[daemon]\nsockets = /x' "error: $WORK/bad.conf:2: unknown key \"sockets\" in [daemon] (socket, state_dir, runtime_dir, metrics_listen, nvml_library, shim, mps_control, idle_timeout, queue_aging, kill_grace, watch_interval, watch_tolerance, enforce, max_connections_per_user, max_queued_per_user, max_output_per_connection, max_output_per_user, max_leases_per_user, history_max_rows, history_max_rows_per_user, history_max_days, metrics_users, lease_admin_group)"
+bad_config $'[daemon]\nsockets = /x' "error: $WORK/bad.conf:2: unknown key \"sockets\" in [daemon] (socket, state_dir, runtime_dir, metrics_listen, nvml_library, shim, mps_control, idle_timeout, queue_aging, kill_grace, watch_interval, watch_tolerance, enforce, max_connections_per_user, max_queued_per_user, max_output_per_connection, max_output_per_user, max_leases_per_user, compute_members_per_lease, compute_members_per_user, compute_leases_per_user, history_max_rows, history_max_rows_per_user, history_max_days, metrics_users, lease_admin_group)"
 bad_config $'[gpu:all]\nmode = mig\noverprovision = 2' "error: GPU 0: mode mig gives MIG instances: overprovision must be 1, not 2"
 GPUSIM_STATE=$WORK/sim-l4 GPUSIM_DEVICES=L4-24GB bad_config $'[gpu:all]\nmode = mig' "error: GPU 0: mode mig, but the GPU (NVIDIA L4-24GB) has no MIG"
 pass "bad configurations: one line with file:line, exit 78"

@@ -11,7 +11,7 @@
 
 #define GS__PATH_MAX      512
 #define GS__UUID_MAX      96
-#define GS__CONFIG_ERRMAX 512
+#define GS__CONFIG_ERRMAX 1024
 
 /* GS_CONFIG_PATH and GS_STATE_DIR follow the install prefix (cmake/gs_paths.cmake). */
 #define GS__DEFAULT_CONFIG    GS_CONFIG_PATH
