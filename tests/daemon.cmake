@@ -81,4 +81,18 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim AND TARGET gsim_nvml)
   add_dependencies(gs-mps-probe gsim_cuda)
   gs_add_script_test(daemon_watchdog SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/watchdog.sh"
                      TIMEOUT 120 LABELS daemon)
+  # Issue 34: processes that bypass the shim by RTLD_DEEPBIND, cuGetProcAddress or a private
+  # export table, and the neighbours whose memory they take. gs-bypass loads libgs-bypass-deep.so
+  # (beside it) with RTLD_DEEPBIND.
+  add_executable(gs-bypass bypass.c)
+  gs_link_cuda(gs-bypass)
+  target_link_libraries(gs-bypass PRIVATE ${CMAKE_DL_LIBS})
+  add_library(gs-bypass-deep SHARED bypass_deep.c)
+  gs_link_cuda(gs-bypass-deep)
+  set_target_properties(gs-bypass PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  set_target_properties(gs-bypass-deep PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${GS_TEST_DIR}")
+  add_dependencies(gs-bypass gs-bypass-deep gsim_cuda gsim_nvml gpushare_shim)
+  gs_add_script_test(daemon_hostile_bypass
+                     SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/hostile_bypass.sh" TIMEOUT 120
+                     LABELS "daemon;hostile")
 endif()

@@ -52,6 +52,8 @@ gs_add_dra_test(test_dra_slices TIMEOUT 120 LABELS k8s)
 gs_add_dra_test(test_dra_prepare TIMEOUT 180 LABELS k8s)
 gs_add_dra_test(test_dra_kubeconfig TIMEOUT 60 LABELS k8s)
 gs_add_dra_test(test_dra_order TIMEOUT 60 LABELS k8s)
+# Hostile claims (issue 34, acceptance 6): path characters, other nodes, huge counts, odd GpuConfig.
+gs_add_dra_test(test_dra_hostile TIMEOUT 180 LABELS "k8s;hostile")
 # The same with real containers (rootful podman + crun, tests/containers/lib.sh): skipped (77)
 # without them unless GS_REQUIRE_ALL=1.
 if(TARGET gs-ct-fill)

@@ -2,6 +2,7 @@
 /* The API server over libcurl (kapi.h): one easy handle per client, kept for its connection. */
 #include "kapi.h"
 
+#include "gpushare/client.h"
 #include "gpushare/error.h"
 
 #include <curl/curl.h>
@@ -202,6 +203,12 @@ int gs__kapi_call(gs__kapi_t *api, const char *method, const char *path, const j
 void gs__kapi_status_text(long status, const json_t *reply, char *buf, size_t len)
 {
     const char *message = json_string_value(json_object_get(reply, "message"));
-    snprintf(buf, len, "HTTP %ld%s%.300s", status, message != NULL ? ": " : "",
-             message != NULL ? message : "");
+    char shown[301] = ""; /* (the message quotes names from the request: escaped, one line) */
+    if (message != NULL)
+        gs_display_escape(shown, sizeof(shown), message);
+    if (status >= 200 && status < 300 && !json_is_object(reply))
+        snprintf(buf, len, "HTTP %ld without a JSON object (malformed, or a string with NUL)",
+                 status);
+    else
+        snprintf(buf, len, "HTTP %ld%s%s", status, message != NULL ? ": " : "", shown);
 }

@@ -64,7 +64,8 @@ void gs__kapi_close(gs__kapi_t *api);
 int gs__kapi_call(gs__kapi_t *api, const char *method, const char *path, const json_t *body,
                   long *status, json_t **reply, char *err, size_t errlen);
 
-/* One line for a reply that is not 2xx: "HTTP 403: <the Status object's message>". */
+/* One line for a reply that is not 2xx: "HTTP 403: <the Status object's message>" (its control
+ * characters escaped), or for a 2xx reply without a JSON object. */
 void gs__kapi_status_text(long status, const json_t *reply, char *buf, size_t len);
 
 /* The server's URL (for messages). */

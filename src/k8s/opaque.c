@@ -90,6 +90,15 @@ static int type_check(const json_t *params, char *err, size_t errlen)
     return 0;
 }
 
+/* The line of an unknown field: its name escaped (a claim's author writes it), one line. */
+static int no_field(const char *key, char *err, size_t errlen)
+{
+    char shown[65];
+    gs_display_escape(shown, sizeof(shown), key);
+    return gs_fail(err, errlen, GS_EINVAL,
+                   "GpuConfig has no field \"%s\" (it has computeMax, timeLimit, enforce)", shown);
+}
+
 int gs__gpuconfig_apply(gs__gpuconfig_t *cfg, const json_t *params, char *err, size_t errlen)
 {
     static const struct {
@@ -110,10 +119,7 @@ int gs__gpuconfig_apply(gs__gpuconfig_t *cfg, const json_t *params, char *err, s
         while (f < sizeof(fields) / sizeof(fields[0]) && strcmp(key, fields[f].name) != 0)
             f++;
         if (f == sizeof(fields) / sizeof(fields[0]))
-            result = gs_fail(err, errlen, GS_EINVAL,
-                             "GpuConfig has no field \"%.64s\" (it has computeMax, timeLimit, "
-                             "enforce)",
-                             key);
+            result = no_field(key, err, errlen);
         else
             result = fields[f].set(&next, v, err, errlen);
     }

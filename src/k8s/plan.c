@@ -24,15 +24,58 @@ typedef struct ctx {
 
 #define FAIL(c, code, ...) claim_fail(c, code, __VA_ARGS__)
 
+int gs__k8s_name_ok(const char *text, size_t max, int dots)
+{
+    size_t n = strlen(text);
+    if (n == 0 || n > max)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((text[i] >= 'a' && text[i] <= 'z') || (text[i] >= '0' && text[i] <= '9') ||
+              text[i] == '-' || (dots && text[i] == '.')))
+            return 0;
+    return 1;
+}
+
 __attribute__((format(printf, 3, 4))) static int claim_fail(const ctx_t *c, int code,
                                                             const char *fmt, ...)
 {
-    char why[GS_PLUGIN_ERR_MAX];
+    char why[GS_PLUGIN_ERR_MAX], ns[GS_K8S_LABEL_MAX], name[GS_K8S_NAME_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
-    return gs_fail(c->err, c->errlen, code, "claim %s/%s: %s", c->claim->ns, c->claim->name, why);
+    gs_display_escape(ns, sizeof(ns), c->claim->ns);
+    gs_display_escape(name, sizeof(name), c->claim->name);
+    return gs_fail(c->err, c->errlen, code, "claim %s/%s: %s", ns, name, why);
+}
+
+/* What of the claim a line shows: its first characters, escaped. */
+typedef struct shown {
+    char text[72];
+} shown_t;
+
+static shown_t shown(const char *text)
+{
+    shown_t s;
+    gs_display_escape(s.text, sizeof(s.text), text);
+    return s;
+}
+
+/* The names of result r, which become the lease's key, the answer to the kubelet and lines:
+ * Kubernetes names, as the API server would have checked them (a request and a device a DNS
+ * label, a share ID [a-z0-9-]). */
+static int check_names(const ctx_t *c, const gs_dra_result_t *r)
+{
+    if (!gs__k8s_name_ok(r->request, 63, 0))
+        return FAIL(c, GS_EINVAL, "its allocation names request \"%s\", not a DNS label",
+                    shown(r->request).text);
+    if (!gs__k8s_name_ok(r->device, 63, 0))
+        return FAIL(c, GS_EINVAL, "its allocation names device \"%s\", not a DNS label",
+                    shown(r->device).text);
+    if (r->share_id[0] != '\0' && !gs__k8s_name_ok(r->share_id, 63, 0))
+        return FAIL(c, GS_EINVAL, "its allocation has share ID \"%s\", not of [a-z0-9-]",
+                    shown(r->share_id).text);
+    return 0;
 }
 
 /* "79Gi" for people. */
@@ -158,8 +201,10 @@ static int collect(const ctx_t *c, gs__plan_t *plan, take_t *take, gs_dra_device
             continue;
         if (strcmp(r->pool, c->pool) != 0)
             return FAIL(c, GS_ENOENT, "allocated on %s of pool %s, not on this node (%s)",
-                        r->device, r->pool, c->pool);
-        int result = add_result(c, r, plan, &t, dev);
+                        shown(r->device).text, shown(r->pool).text, c->pool);
+        int result = check_names(c, r);
+        if (result == 0)
+            result = add_result(c, r, plan, &t, dev);
         if (result != 0)
             return result;
         *last = r;
@@ -172,8 +217,8 @@ static int plan_parsed(const ctx_t *c, const json_t *obj, const char *uid, gs__p
 {
     const gs_dra_claim_t *claim = c->claim;
     if (uid != NULL && strcmp(uid, claim->uid) != 0)
-        return FAIL(c, GS_ENOENT, "its UID is %s, not %s (deleted and made again?)", claim->uid,
-                    uid);
+        return FAIL(c, GS_ENOENT, "its UID is %s, not %s (deleted and made again?)",
+                    shown(claim->uid).text, shown(uid).text);
     if (!claim->allocated)
         return FAIL(c, GS_EINVAL, "not allocated");
     memcpy(plan->ns, claim->ns, sizeof(plan->ns));
@@ -202,8 +247,11 @@ int gs__plan_claim(const json_t *obj, const char *uid, const char *pool, const g
     if (result != 0) {
         const char *ns = gs_k8s_str(obj, "metadata", "namespace", NULL);
         const char *name = gs_k8s_str(obj, "metadata", "name", NULL);
-        return gs_fail(err, errlen, result, "claim %.64s/%.253s: %s", ns != NULL ? ns : "?",
-                       name != NULL ? name : "?", why);
+        char ns_shown[GS_K8S_LABEL_MAX], name_shown[GS_K8S_NAME_MAX], why_shown[sizeof(why)];
+        gs_display_escape(ns_shown, sizeof(ns_shown), ns != NULL ? ns : "?");
+        gs_display_escape(name_shown, sizeof(name_shown), name != NULL ? name : "?");
+        gs_display_escape(why_shown, sizeof(why_shown), why); /* (it may quote the claim) */
+        return gs_fail(err, errlen, result, "claim %s/%s: %s", ns_shown, name_shown, why_shown);
     }
     ctx_t c = {.claim = &claim, .node = node, .pool = pool, .err = err, .errlen = errlen};
     result = plan_parsed(&c, obj, uid, out);

@@ -131,10 +131,16 @@ typedef struct gs__plan {
     } devices[GS_MAX_DEVICES];
 } gs__plan_t;
 
+/* Whether text is a DNS name of 1 to max characters of [a-z0-9-] (and '.' with dots): what
+ * Kubernetes names namespaces, claims, requests, devices and pools with, and all that may go into
+ * a URL's path, a lease's key or a line. Thread-safe. */
+int gs__k8s_name_ok(const char *text, size_t max, int dots);
+
 /* Plans the claim (a ResourceClaim object as the API server returns it) for node `pool` as
  * gpushared shows it: the claim must be allocated, its results of driver gpu.gpushare.io must
- * name devices this node publishes, within their capacity, and form one lease as above; its
- * GpuConfig must parse. uid, when not NULL, must be the claim's. Returns 0 with *out, or
+ * name (with Kubernetes names) devices this node publishes, within their capacity, and form one
+ * lease as above; its GpuConfig must parse. Whatever of the claim err shows is escaped (one
+ * line). uid, when not NULL, must be the claim's. Returns 0 with *out, or
  * GS_EINVAL / GS_ENOENT (a device this node lacks) / GS_ERANGE (beyond a device's capacity) /
  * GS_ENOTSUP with one line in err that names the claim ("claim ns/name: ..."). A claim with no
  * result of this driver on this node plans nothing: 0 with out->ndevices 0. */

@@ -19,18 +19,24 @@
 
 #define CLAIMS_PATH "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s"
 
-/* Whether text is a DNS name of at most max characters (a label without dots): what Kubernetes
- * names namespaces and claims with, and all that may go into the URL's path. */
-static int dns_name(const char *text, size_t max, int dots)
+/* The line of a namespace and name that are not Kubernetes names: as much of them as fits,
+ * their control characters escaped, so that the line stays one line. */
+static int refused_name(const char *ns, const char *name, char *err, size_t errlen)
 {
-    size_t n = strlen(text);
-    if (n == 0 || n > max)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!((text[i] >= 'a' && text[i] <= 'z') || (text[i] >= '0' && text[i] <= '9') ||
-              text[i] == '-' || (dots && text[i] == '.')))
-            return 0;
-    return 1;
+    char ns_shown[65], name_shown[254];
+    gs_display_escape(ns_shown, sizeof(ns_shown), ns);
+    gs_display_escape(name_shown, sizeof(name_shown), name);
+    return gs_fail(err, errlen, GS_EINVAL, "claim %s/%s: not a namespace and name", ns_shown,
+                   name_shown);
+}
+
+/* The line of a UID that cannot name a record: its first characters, escaped. */
+static int malformed_uid(const char *ns, const char *name, const char *uid, char *err,
+                         size_t errlen)
+{
+    char shown[65];
+    gs_display_escape(shown, sizeof(shown), uid);
+    return gs_fail(err, errlen, GS_EINVAL, "claim %s/%s: malformed UID \"%s\"", ns, name, shown);
 }
 
 /* Reads the claim from the API server: *claim, or a line naming the claim and the failure. */
@@ -199,12 +205,10 @@ int gs__prepare(gs__plugin_t *p, const char *ns, const char *uid, const char *na
     memset(out, 0, sizeof(*out));
     int result =
         node == NULL || plan == NULL ? gs_fail(err, errlen, GS_ENOMEM, "out of memory") : 0;
-    if (result == 0 && (!dns_name(ns, 63, 0) || !dns_name(name, 253, 1)))
-        result = gs_fail(err, errlen, GS_EINVAL, "claim %.64s/%.253s: not a namespace and name", ns,
-                         name);
+    if (result == 0 && (!gs__k8s_name_ok(ns, 63, 0) || !gs__k8s_name_ok(name, 253, 1)))
+        result = refused_name(ns, name, err, errlen);
     if (result == 0 && !gs__record_uid_ok(uid))
-        result =
-            gs_fail(err, errlen, GS_EINVAL, "claim %s/%s: malformed UID \"%.64s\"", ns, name, uid);
+        result = malformed_uid(ns, name, uid, err, errlen);
     if (result == 0)
         result = get_claim(p, ns, name, &claim, err, errlen);
     if (result == 0 && (result = gs__gsd_node(p->cfg.gpushared, node, why, sizeof(why))) != 0)
@@ -232,14 +236,16 @@ int gs__prepare(gs__plugin_t *p, const char *ns, const char *uid, const char *na
     return result;
 }
 
-int gs__unprepare(gs__plugin_t *p, const char *ns, const char *uid, const char *name, char *err,
-                  size_t errlen)
+int gs__unprepare(gs__plugin_t *p, const char *ns_in, const char *uid, const char *name_in,
+                  char *err, size_t errlen)
 {
     gs__record_t rec;
-    char why[GS_PLUGIN_ERR_MAX], state[16] = "none";
+    char why[GS_PLUGIN_ERR_MAX], state[16] = "none", ns[65], name[254];
+    /* (the kubelet's names, which only the lines below show, never checked: escaped) */
+    gs_display_escape(ns, sizeof(ns), ns_in);
+    gs_display_escape(name, sizeof(name), name_in);
     if (!gs__record_uid_ok(uid))
-        return gs_fail(err, errlen, GS_EINVAL, "claim %s/%s: malformed UID \"%.64s\"", ns, name,
-                       uid);
+        return malformed_uid(ns, name, uid, err, errlen);
     int result = gs__record_read(p->records, uid, &rec, why, sizeof(why));
     if (result == GS_ENOENT)
         return 0; /* never prepared here, or unprepared already */

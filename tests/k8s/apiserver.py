@@ -48,6 +48,12 @@ import ssl
 import string
 import sys
 import threading
+
+# Objects as deep as a test writes them (a hostile claim's GpuConfig nests thousands of levels;
+# copying and encoding them recurses once a level or more): the limits of the real server (its
+# decoder's 10,000 levels), not Python's default of 1,000 frames.
+sys.setrecursionlimit(40000)
+threading.stack_size(256 << 20)
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer

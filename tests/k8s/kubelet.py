@@ -28,6 +28,7 @@ prepared claims, the pod's cgroup and sandbox, CRI instead of podman, health str
 
   kubelet.py --protos DIR watch --registry DIR --state FILE
   kubelet.py --protos DIR prepare|unprepare|cycle --state FILE --driver D --claim NS/NAME/UID...
+             (or --claim '["NS", "NAME", "UID"]': names with any characters)
              [--retries N] [--backoff S] [--timeout S]
   kubelet.py --protos DIR run-pod --state FILE --driver D --api URL --token T --pod NS/NAME
              [--runtime "podman ... run --rm"] [--podman-arg ARG]... [--retries N] [--backoff S]
@@ -221,9 +222,14 @@ def with_retries(args, dra, verb, claims):
 
 
 def parse_claims(items):
+    """NS/NAME/UID, or a JSON array ["NS", "NAME", "UID"] for names with any characters (a test
+    of hostile names: '/', NUL, thousands of characters)."""
     out = []
     for item in items:
-        ns, name, uid = item.split("/", 2)
+        if item.startswith("["):
+            ns, name, uid = json.loads(item)
+        else:
+            ns, name, uid = item.split("/", 2)
         out.append((ns, name, uid))
     return out
 
