@@ -267,3 +267,23 @@ for mode in deepbind procaddr exporttable; do
   printf '%-46s %s; neighbour waited %s ms  target: <= 2000 ms\n' "shim bypass: $mode" "$what" \
     "$(median_max "${denied[@]}")"
 done
+
+# 7. Issue 34: another user's lease churns the compute scheduler (every grant answered at once with
+# a first launch and a yield still wanting, never a launch), or holds every channel and lease it
+# may; a 50 % lease's share of gpusim's device time over 5 s, and gpushared's CPU over the run
+# (tests/shim/compute_check.c; the same cases as bench/compute.sh's, here side by side).
+compute_case() { # TITLE TARGET ARGS...
+  local title=$1 target=$2 out achieved cpu
+  shift 2
+  out=$(GS_BUILD_DIR=$build bash "$(dirname "$0")/../tests/shim/run_sim.sh" --daemon -- \
+    "$build/tests/compute_check" "$@" 2>&1 || true)
+  achieved=$(awk '/^\[1,6\]:[ab]?v?[=>]/ { printf "%s%s %s %%", sep, $1, $(NF - 2); sep = ", " }' <<<"$out")
+  cpu=$(sed -n 's/^gpushared used \([0-9.]*\) % of a CPU.*/\1/p' <<<"$out")
+  printf '%-46s %s; gpushared %s %% CPU  target %s\n' "$title" "${achieved:-no figure}" "${cpu:-?}" "$target"
+}
+compute_case "compute churn: 10 % lease, 16 channels" "v >= 48 %" v:g=50 h:g=10,hostile=2,chans=16 \
+  [1,6]:v\>=48
+compute_case "compute churn: 50 % lease, 256 channels" "v >= 48 %" v:g=50 h:g=50,hostile=2,chans=256 \
+  [1,6]:v\>=48
+compute_case "compute slots held: two --compute 50 jobs" "a, b 50 +- 3 %" h:hostile=3 a:g=50 b:g=50 \
+  [1,6]:a=50~3 [1,6]:b=50~3
