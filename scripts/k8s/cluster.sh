@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # A single-node Kubernetes of the real components (issue 35), started and stopped the way
 # hack/local-up-cluster.sh does it, for the k8s-real tests: etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler, containerd (CRI, CDI on) with crun, and the kubelet,
+# kube-controller-manager, kube-scheduler, containerd (CRI, CDI on) with runc, and the kubelet,
 # built by scripts/k8s/build.sh. Root only.
 #
 # Usage: scripts/k8s/cluster.sh start DIR     starts the cluster with everything in DIR; returns
@@ -35,7 +35,7 @@
 #   GS_CACHE_DIR (as scripts/k8s/build.sh; start fails when they are not built);
 #   GS_K8S_FEATURE_GATES (k=v,... added to every component's gates); GS_K8S_SCHEDULER_CONFIG
 #   (a KubeSchedulerConfiguration file: __KUBECONFIG__ in it is replaced by the scheduler's
-#   kubeconfig); GS_K8S_RUNTIME (the OCI runtime binary, default crun, else runc);
+#   kubeconfig); GS_K8S_RUNTIME (the OCI runtime binary, default runc);
 #   GS_K8S_NODE (node name, default gs-node); GS_K8S_READY_TIMEOUT (s, default 240).
 # Outputs in DIR: env (K8S_* variables: ports, the kubeconfig, the binaries), kubeconfig
 #   (admin), certs/, logs/<component>.log, pids/<component>, kubelet/ (root dir, plugin
@@ -164,13 +164,13 @@ stop_cluster() {
   for c in "${stop_order[@]}"; do stop_pid "$c" 10; done
   # the pods' processes (their own namespaces, in the kubelet's cgroups), then containerd, the
   # shims and whatever else runs in the cluster's namespace, then the control plane, the holder
-  cg_procs | kill_list
+  { cg_procs | kill_list; } || true
   stop_pid containerd 10
   for c in kube-apiserver etcd; do stop_pid "$c" 15; done
-  ns_procs | grep -vx "$(cat "$dir/pids/ns" 2>/dev/null || echo none)" | kill_list
-  cg_procs | kill_list
+  { ns_procs | grep -vx "$(cat "$dir/pids/ns" 2>/dev/null || echo none)" | kill_list; } || true
+  { cg_procs | kill_list; } || true
   stop_pid ns 5
-  ns_procs | kill_list
+  { ns_procs | kill_list; } || true
   for d in $(cg_dirs); do
     find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
     [[ -d $d ]] && echo "cluster.sh: cgroup $d is left (busy)" >&2
@@ -195,8 +195,10 @@ dir=$(cd "$dir" && pwd)
 for t in unshare nsenter ip openssl python3 curl cc; do
   command -v "$t" >/dev/null || die "$t is missing (scripts/deps.sh)"
 done
-runtime=${GS_K8S_RUNTIME:-$(command -v crun || command -v runc || true)}
-[[ -x $runtime ]] || die "no OCI runtime: install crun or runc (scripts/deps.sh)"
+# runc: Debian 12's crun (1.8.1) refuses the spec containerd 2.4 writes ("OCI runtime create
+# failed: unknown version specified")
+runtime=${GS_K8S_RUNTIME:-$(command -v runc || true)}
+[[ -x $runtime ]] || die "no OCI runtime: install runc (scripts/deps.sh)"
 cni_bin=/usr/lib/cni
 [[ -x $cni_bin/bridge && -x $cni_bin/host-local && -x $cni_bin/loopback ]] ||
   die "$cni_bin: the CNI plugins are missing (apt-get install containernetworking-plugins)"
@@ -264,7 +266,7 @@ for e in "$dir/ns/hostrun"/* "$dir/ns/hostrun"/.[!.]*; do
   n=\$(basename "\$e")
   case \$n in containerd | netns | cdi | nri | crun | runc) continue ;; esac
   if [ -L "\$e" ]; then cp -P "\$e" /run/
-  elif [ -d "\$e" ]; then mkdir "/run/\$n"; mount --rbind "\$e" "/run/\$n"
+  elif [ -d "\$e" ]; then mkdir -p "/run/\$n"; mount --rbind "\$e" "/run/\$n"
   else touch "/run/\$n"; mount --bind "\$e" "/run/\$n"; fi
 done
 # the kernel settings the kubelet sets (or, protectKernelDefaults, demands): the values it
@@ -360,11 +362,16 @@ launch() { # launch NAME CMD...: in the namespace, its own session, log in logs/
   setsid nsenter -t "$hold" -m -n -- "$@" >"$dir/logs/$name.log" 2>&1 </dev/null &
   echo $! >"$dir/pids/$name"
 }
-wait_for() { # wait_for WHAT SECONDS CMD...
+wait_for() { # wait_for NAME SECONDS CMD...: until CMD succeeds; fails when NAME exits
   local what=$1 s=$2 n=0; shift 2
   while ! "$@" >/dev/null 2>&1; do
+    alive "$what" || return 1
     n=$((n + 1))
-    if (( n > s * 5 )); then echo "cluster.sh: $what: not up after $s s" >&2; return 1; fi
+    if (( n > s * 5 )); then
+      echo "cluster.sh: $what: not up after $s s; the end of its log:" >&2
+      tail -n 25 "$dir/logs/$what.log" >&2
+      return 1
+    fi
     sleep 0.2
   done
 }
@@ -377,7 +384,7 @@ launch etcd "$ETCD_BIN/etcd" --name gs --data-dir "$dir/etcd" \
   --listen-peer-urls "http://127.0.0.1:$p_peer" --initial-advertise-peer-urls "http://127.0.0.1:$p_peer" \
   --initial-cluster "gs=http://127.0.0.1:$p_peer" --listen-metrics-urls "http://127.0.0.1:$p_etcdm" \
   --log-level warn --unsafe-no-fsync
-wait_for etcd 30 in_ns curl -sf "http://127.0.0.1:$p_etcd/health" || { alive etcd; false; }
+wait_for etcd 30 in_ns curl -sf "http://127.0.0.1:$p_etcd/health" 
 
 # ---- kube-apiserver ----
 gate_flag=()
@@ -394,7 +401,7 @@ launch kube-apiserver "$K8S_BIN/kube-apiserver" \
   --service-cluster-ip-range=10.0.0.0/24 --authorization-mode=Node,RBAC \
   --enable-admission-plugins=NodeRestriction --allow-privileged=true \
   --storage-backend=etcd3 "${gate_flag[@]}" --v=1
-wait_for kube-apiserver 90 curl_ns "https://127.0.0.1:$p_api/readyz" || { alive kube-apiserver; false; }
+wait_for kube-apiserver 90 curl_ns "https://127.0.0.1:$p_api/readyz" 
 
 # ---- kube-controller-manager, kube-scheduler ----
 launch kube-controller-manager "$K8S_BIN/kube-controller-manager" \
@@ -439,7 +446,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     [plugins.'io.containerd.cri.v1.images'.pinned_images]
       sandbox = 'localhost/gpushare/pause:1'
   [plugins.'io.containerd.cri.v1.runtime']
-    enable_cdi = true
     cdi_spec_dirs = ['$dir/cdi']
     netns_mounts_under_state_dir = true
     tolerate_missing_hugetlb_controller = true
@@ -468,7 +474,7 @@ cat >"$dir/cni/net.d/10-gs.conflist" <<EOF
 EOF
 launch containerd "$CONTAINERD_BIN/containerd" --config "$dir/containerd/config.toml" --log-level warn
 ctr_ns() { in_ns "$CONTAINERD_BIN/ctr" -a "$dir/run/containerd.sock" "$@"; }
-wait_for containerd 30 ctr_ns version || { alive containerd; false; }
+wait_for containerd 30 ctr_ns version 
 cc -static -Os -s -o "$dir/bin/pause" "$here/pause.c"
 python3 "$here/oci-image.py" "$dir/images/pause.tar" localhost/gpushare/pause:1 \
   --entrypoint '["/pause"]' "$dir/bin/pause=/pause" >/dev/null
