@@ -96,7 +96,8 @@ case $cmd in
     name=$1 out=$2; shift 2
     python3 "$here/oci-image.py" "$out" "$name" "$@" >/dev/null
     exec_env nsenter -t "$(cat "$dir/pids/ns")" -m -n -- "$CONTAINERD_BIN/ctr" \
-      -a "$dir/run/containerd.sock" -n k8s.io images import "$out" >/dev/null
+      -a "$dir/run/containerd.sock" -n k8s.io images import "$out" >/dev/null 2>"$dir/logs/import.log" ||
+      { cat "$dir/logs/import.log" >&2; exit 1; }
     echo "$name"
     exit ;;
   status)
@@ -400,6 +401,7 @@ launch kube-apiserver "$K8S_BIN/kube-apiserver" \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
   --service-cluster-ip-range=10.0.0.0/24 --authorization-mode=Node,RBAC \
   --enable-admission-plugins=NodeRestriction --allow-privileged=true \
+  --kubelet-preferred-address-types=InternalIP,Hostname \
   --storage-backend=etcd3 "${gate_flag[@]}" --v=1
 wait_for kube-apiserver 90 curl_ns "https://127.0.0.1:$p_api/readyz" 
 
@@ -448,6 +450,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   [plugins.'io.containerd.cri.v1.runtime']
     cdi_spec_dirs = ['$dir/cdi']
     netns_mounts_under_state_dir = true
+    # no CAP_SYS_RESOURCE here (a container's host): the pods' oom_score_adj no lower than
+    # containerd's own (else runc: "failed to update /proc/self/oom_score_adj: Permission denied")
+    restrict_oom_score_adj = true
     tolerate_missing_hugetlb_controller = true
     disable_hugetlb_controller = true
     [plugins.'io.containerd.cri.v1.runtime'.containerd]
