@@ -85,13 +85,23 @@ declare -A bins=([kubernetes]="kube-apiserver kube-controller-manager kube-sched
                  [containerd]="containerd ctr containerd-shim-runc-v2" [etcd]="etcd etcdctl"
                  [helm]=helm)
 
-built() { # built COMPONENT DIR: every binary is there
+# The recipe's revision of each component: a cached build of an older recipe is built again
+# (kubernetes 2: the release's version compiled in, not v0.0.0-master).
+declare -A recipe=([kubernetes]=2 [containerd]=1 [etcd]=1 [helm]=1)
+built() { # built COMPONENT DIR: every binary is there, built by this recipe
   local b
   for b in ${bins[$1]}; do [[ -x $2/bin/$b ]] || return 1; done
+  grep -q " recipe=${recipe[$1]}\( \|$\)" "$2/build.txt" 2>/dev/null
+}
+timed() { # timed NAME CMD...: CMD, its time appended to $times ("NAME=SECONDS")
+  local name=$1 t0=$SECONDS; shift
+  "$@" || return 1
+  echo "$name=$((SECONDS - t0))" >>"$times"
 }
 
 goenv=(env GOWORK=off GOTOOLCHAIN=local GOMAXPROCS="$jobs" CGO_ENABLED=0 GOFLAGS=-mod=mod)
-gobuild=(nice -n 19 "${goenv[@]}" go build -p "$jobs" -trimpath "-ldflags=-s -w")
+gobuild=(nice -n 19 "${goenv[@]}" go build -p "$jobs" -trimpath)
+ldflags="-s -w"
 
 # src COMPONENT VERSION: the module's source, copied writable into $tmp/src; prints the path.
 src() {
@@ -124,10 +134,17 @@ build_kubernetes() { # VERSION OUTDIR
     chmod -R u+w "$s/staging/src/$m"
   done
   rm -f "$s/go.work" "$s/go.work.sum"
+  # the version as hack/lib/version.sh compiles it in (else "v0.0.0-master+$Format:%H$")
+  local major=${v#v} minor x vflags=
+  minor=${major#*.}; minor=${minor%%.*}; major=${major%%.*}
+  for x in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    vflags+=" -X $x.gitVersion=$v -X $x.gitMajor=$major -X $x.gitMinor=$minor"
+    vflags+=" -X $x.gitTreeState=clean -X $x.buildDate=$(date -u +%FT%TZ)"
+  done
   mkdir -p "$out/bin"
   for b in ${bins[kubernetes]}; do
     echo "== go build ./cmd/$b"
-    (cd "$s" && "${gobuild[@]}" -o "$out/bin/$b" "./cmd/$b") || return 1
+    (cd "$s" && timed "$b" "${gobuild[@]}" "-ldflags=$ldflags$vflags" -o "$out/bin/$b" "./cmd/$b") || return 1
   done
 }
 
@@ -139,7 +156,7 @@ build_containerd() {
   mkdir -p "$out/bin"
   for b in ${bins[containerd]}; do
     echo "== go build ./cmd/$b"
-    (cd "$s" && "${gobuild[@]}" -tags no_btrfs -o "$out/bin/$b" "./cmd/$b") || return 1
+    (cd "$s" && timed "$b" "${gobuild[@]}" "-ldflags=$ldflags" -tags no_btrfs -o "$out/bin/$b" "./cmd/$b") || return 1
   done
 }
 
@@ -156,7 +173,7 @@ build_dropreplace() { # MODULE VERSION OUTFILE
     (cd "$s" && go mod edit -dropreplace="$r")
   done
   echo "== go build $1@$2"
-  (cd "$s" && "${gobuild[@]}" -o "$3" .) || return 1
+  (cd "$s" && timed "$(basename "$3")" "${gobuild[@]}" "-ldflags=$ldflags" -o "$3" .) || return 1
 }
 build_etcd() {
   local v=$1 out=$2
@@ -170,7 +187,7 @@ build_helm() {
   s=$(src helm "$v") || return 1
   mkdir -p "$out/bin"
   echo "== go build ./cmd/helm"
-  (cd "$s" && "${gobuild[@]}" -o "$out/bin/helm" ./cmd/helm) || return 1
+  (cd "$s" && timed helm "${gobuild[@]}" "-ldflags=$ldflags" -o "$out/bin/helm" ./cmd/helm) || return 1
 }
 
 declare -A envname=([kubernetes]=K8S [containerd]=CONTAINERD [etcd]=ETCD [helm]=HELM)
@@ -192,18 +209,21 @@ for c in "${components[@]}"; do
   rm -rf "$dir.partial"
   mkdir -p "$dir.partial"
   log=$dir.partial/build.log
+  times=$dir.partial/times
   echo "$c $v: building (${module[$c]}, go build -p $jobs, nice 19; log $log) ..."
   t0=$(date +%s)
   if "build_$c" "$v" "$dir.partial" >"$log" 2>&1; then
     t=$(( $(date +%s) - t0 ))
     size=$(du -sh "$dir.partial/bin" | cut -f1)
-    printf 'component=%s version=%s module=%s seconds=%s bin_size=%s go=%s jobs=%s date=%s\n' \
+    printf 'component=%s version=%s module=%s seconds=%s bin_size=%s go=%s jobs=%s date=%s recipe=%s\n' \
       "$c" "$v" "${module[$c]}" "$t" "$size" "$(go env GOVERSION)" "$jobs" "$(date -u +%FT%TZ)" \
-      >"$dir.partial/build.txt"
+      "${recipe[$c]}" >"$dir.partial/build.txt"
+    echo "seconds per binary (the first pays for the shared packages): $(tr '\n' ' ' <"$times")" \
+      >>"$dir.partial/build.txt"
     rm -rf "$dir"
     mv "$dir.partial" "$dir"
     cat "$dir/build.txt" >>"$cache/builds.log"
-    echo "$c $v: built in ${t} s ($size of binaries in $dir/bin)"
+    echo "$c $v: built in ${t} s ($size of binaries in $dir/bin; per binary: $(tr '\n' ' ' <"$dir/times"))"
   else
     t=$(( $(date +%s) - t0 ))
     echo "build.sh: $c $v failed after ${t} s; the end of $log:" >&2
