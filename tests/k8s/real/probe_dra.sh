@@ -9,6 +9,7 @@
 # token), and reports: did the kubelet register the plugin, which ResourceSlices did the API
 # server store (and what it refused), and, with GS_PROBE_POD=1, what a pod with the gpu-4gi-30
 # claim template gets (scheduled? prepared? started with the CDI device?).
+# GS_PROBE_GPUSIM_CDI=NAME adds gpusim's CDI device (its spec must be in the cluster's CDI dir).
 # Usage: tests/k8s/real/probe_dra.sh [BUILD_DIR]   (default build); root; the components built.
 # Output: what it saw, on stdout; its directory (logs, the slices as YAML) is kept and named.
 set -uo pipefail
@@ -59,7 +60,8 @@ mkdir -p "$K8S_KUBELET_ROOT/plugins/gpu.gpushare.io"
   "$build/bin/gpushare-k8s" --node-name "$K8S_NODE" --registry-dir "$K8S_PLUGINS_REGISTRY" \
   --plugin-dir "$K8S_KUBELET_ROOT/plugins/gpu.gpushare.io" --cdi-dir "$K8S_CDI_DIR" \
   --gpushared-socket "$GPUSHARE_SOCKET" --gpushare "$build/bin/gpushare" \
-  --shim "$build/lib/libgpushare.so" --gpusim-cdi "$K8S_NODE" "${auth[@]}" --log-level debug \
+  --shim "$build/lib/libgpushare.so" ${GS_PROBE_GPUSIM_CDI:+--gpusim-cdi "$GS_PROBE_GPUSIM_CDI"} \
+  "${auth[@]}" --log-level debug \
   >"$work/plugin.log" 2>&1 &
 plugin_pid=$!
 sleep 8
