@@ -6,7 +6,7 @@
 # applies deploy/kubernetes (namespace, dra-driver.yaml: DeviceClass, RBAC, admission policy;
 # the DaemonSet stays without pods: the node is not labelled), runs build/bin/gpushare-k8s in
 # the cluster's namespaces with the admin kubeconfig (or, GS_PROBE_SA=1, the ServiceAccount's
-# token), and reports: did the kubelet register the plugin, which ResourceSlices did the API
+# token; GS_PROBE_SA=pod, its token bound to a pod on the node, as the DaemonSet's pod has it), and reports: did the kubelet register the plugin, which ResourceSlices did the API
 # server store (and what it refused), and, with GS_PROBE_POD=1, what a pod with the gpu-4gi-30
 # claim template gets (scheduled? prepared? started with the CDI device?).
 # GS_PROBE_GPUSIM_CDI=NAME adds gpusim's CDI device (its spec must be in the cluster's CDI dir).
@@ -50,8 +50,27 @@ kc apply -f "$root/deploy/kubernetes/namespace.yaml" -f "$root/deploy/kubernetes
 kc -n default apply -f "$root/deploy/kubernetes/claim-templates.yaml" 2>&1
 
 auth=(--kubeconfig "$dir/kubeconfig")
+if [[ ${GS_PROBE_SA:-0} == pod ]]; then
+  # a token bound to a pod of the ServiceAccount on this node (what the DaemonSet's pod gets:
+  # the node's name is in it, which the admission policy reads)
+  for _ in $(seq 30); do kc -n gpushare-system get serviceaccount gpushare-k8s >/dev/null 2>&1 && break; sleep 1; done
+  kc -n gpushare-system apply -f - <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: token-holder}
+spec:
+  serviceAccountName: gpushare-k8s
+  automountServiceAccountToken: false
+  containers: [{name: c, image: localhost/gpushare/pause:1, imagePullPolicy: Never}]
+YAML
+  kc -n gpushare-system wait --for=condition=Ready pod/token-holder --timeout=60s
+  kc -n gpushare-system create token gpushare-k8s --duration 1h --bound-object-kind Pod \
+    --bound-object-name token-holder \
+    --bound-object-uid "$(kc -n gpushare-system get pod token-holder -o 'jsonpath={.metadata.uid}')" >"$work/token"
+  GS_PROBE_SA=1
+fi
 if [[ ${GS_PROBE_SA:-0} == 1 ]]; then
-  kc -n gpushare-system create token gpushare-k8s --duration 1h >"$work/token"
+  [[ -s $work/token ]] || kc -n gpushare-system create token gpushare-k8s --duration 1h >"$work/token"
   auth=(--server "https://127.0.0.1:$K8S_API_PORT" --token-file "$work/token" --ca-file "$dir/certs/ca.crt")
   echo "== gpushare-k8s authenticates as the ServiceAccount gpushare-system/gpushare-k8s"
 fi
