@@ -7,8 +7,8 @@
 # the DaemonSet stays without pods: the node is not labelled), runs build/bin/gpushare-k8s in
 # the cluster's namespaces with the admin kubeconfig (or, GS_PROBE_SA=1, the ServiceAccount's
 # token; GS_PROBE_SA=pod, its token bound to a pod on the node, as the DaemonSet's pod has it), and reports: did the kubelet register the plugin, which ResourceSlices did the API
-# server store (and what it refused), and, with GS_PROBE_POD=1, what a pod with the gpu-4gi-30
-# claim template gets (scheduled? prepared? started with the CDI device?).
+# server store (and what it refused), and, with GS_PROBE_POD=1, what a pod with the claim template
+# GS_PROBE_TEMPLATE (gpu-4gi-30) gets (scheduled? prepared? started with the CDI device?).
 # GS_PROBE_GPUSIM_CDI=NAME adds gpusim's CDI device (its spec must be in the cluster's CDI dir).
 # Usage: tests/k8s/real/probe_dra.sh [BUILD_DIR]   (default build); root; the components built.
 # Output: what it saw, on stdout; its directory (logs, the slices as YAML) is kept and named.
@@ -36,18 +36,24 @@ source "$dir/env"
 
 export GPUSIM_STATE=$work/sim GPUSIM_DEVICES=${GPUSIM_DEVICES:-H100-80GB,H100-80GB}
 export GPUSHARE_SOCKET=$work/gpushared.sock LD_LIBRARY_PATH=$build/sim
-: >"$work/gpushare.conf"
+if [[ ${GS_PROBE_MIG:-0} == 1 ]]; then
+  "$build/sim/nvidia-smi" -i 1 -mig 1 >/dev/null
+  printf '[gpu:1]\nmode = mig\n' >"$work/gpushare.conf"
+else
+  : >"$work/gpushare.conf"
+fi
 "$build/bin/gpushared" --config "$work/gpushare.conf" --state-dir "$work/state" \
   --metrics-listen 127.0.0.1:0 >"$work/gpushared.log" 2>&1 &
 daemon=$!
 for _ in $(seq 100); do "$build/bin/gpushare" leases >/dev/null 2>&1 && break; sleep 0.1; done
 "$build/bin/gpushare" leases >/dev/null 2>&1 || { tail "$work/gpushared.log"; exit 1; }
-if [[ ${GS_PROBE_MIG:-0} == 1 ]]; then "$build/bin/gpushare" mig enable 1 2>&1 | tail -1; fi
 echo "== gpushared on gpusim ($GPUSIM_DEVICES): up"
 
 echo "== kubectl apply deploy/kubernetes/namespace.yaml dra-driver.yaml claim-templates.yaml"
 kc apply -f "$root/deploy/kubernetes/namespace.yaml" -f "$root/deploy/kubernetes/dra-driver.yaml" 2>&1
 kc -n default apply -f "$root/deploy/kubernetes/claim-templates.yaml" 2>&1
+# GS_PROBE_EXTRA: more objects to apply (a YAML file), e.g. a claim template under trial
+[[ -n ${GS_PROBE_EXTRA:-} ]] && kc -n default apply -f "$GS_PROBE_EXTRA" 2>&1
 
 auth=(--kubeconfig "$dir/kubeconfig")
 if [[ ${GS_PROBE_SA:-0} == pod ]]; then
@@ -92,6 +98,8 @@ echo "== ResourceSlices stored by the API server"
 kc get resourceslices -o wide 2>&1
 kc get resourceslices -o yaml >"$dir/slices.yaml" 2>&1
 echo "(as YAML: $dir/slices.yaml)"
+jq -r '.items[] | "\(.metadata.name): \(.spec.devices // [] | length) devices, \(.spec.sharedCounters // [] | length) counter sets; allowMultipleAllocations on \([.spec.devices[]? | select(.allowMultipleAllocations)] | length)"' \
+  <<<"$(kc get resourceslices -o json)"
 echo "== the API server's refusals"
 grep -E 'resourceslices' "$work/plugin.log" | grep -iE 'HTTP [45]|refus|invalid|forbidden|error' | head -n 10
 
@@ -100,7 +108,7 @@ if [[ ${GS_PROBE_POD:-0} == 1 ]]; then
     "$(command -v busybox)=/bin/busybox" --link bin/sh=busybox --link bin/env=busybox \
     --link bin/cat=busybox >/dev/null
   for _ in $(seq 30); do kc get serviceaccount default >/dev/null 2>&1 && break; sleep 1; done
-  kc apply -f - <<'YAML'
+  kc apply -f - <<YAML
 apiVersion: v1
 kind: Pod
 metadata: {name: gpu-pod}
@@ -108,12 +116,12 @@ spec:
   restartPolicy: Never
   automountServiceAccountToken: false
   resourceClaims:
-  - {name: gpu, resourceClaimTemplateName: gpu-4gi-30}
+  - {name: gpu, resourceClaimTemplateName: ${GS_PROBE_TEMPLATE:-gpu-4gi-30}}
   containers:
   - name: c
     image: localhost/gpushare/busybox:1
     imagePullPolicy: Never
-    command: ["/bin/sh", "-c", "env | sort; cat /proc/self/cgroup | head -3"]
+    command: ["/bin/sh", "-c", "env | sort"]
     resources: {claims: [{name: gpu}]}
 YAML
   for _ in $(seq 60); do
