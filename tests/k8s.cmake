@@ -60,3 +60,11 @@ if(TARGET gs-ct-fill)
   gs_add_dra_test(test_dra_containers TIMEOUT 240 LABELS "k8s;containers")
   set_tests_properties(test_dra_containers PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+
+# The real Kubernetes (issue 35): components built from their Go modules by scripts/k8s/build.sh
+# into a cache outside the tree, a single-node cluster of scripts/k8s/cluster.sh. Label k8s-real:
+# `make test` leaves them out, `make test-k8s` builds (or reuses) the components and runs them.
+# Skipped (77) when the cache lacks the components, unless GS_REQUIRE_K8S=1 (then built).
+gs_add_script_test(k8s_real_smoke SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/k8s/real/smoke.sh"
+                   TIMEOUT 900 LABELS k8s-real)
+set_tests_properties(k8s_real_smoke PROPERTIES SKIP_RETURN_CODE 77)
