@@ -79,11 +79,28 @@ if [[ -z $inplace ]]; then
 fi
 cmake --build "$build" -j"$(nproc)" >"$work/build.log" 2>&1 || { tail -20 "$work/build.log" >&2; exit 1; }
 
+# tidy BEFORE: a killed mutant's test may fail in ways its own cleanup does not cover and leave
+# its directory, even its daemon: the directories of the tests' kind that appeared since BEFORE
+# and name this build (another clone's suite may run beside: its are left alone) are removed,
+# and the processes whose command line names one are stopped (by pid).
+tidy() {
+  local dir pid
+  for dir in $(comm -13 "$1" <(ls -d /tmp/gs-* 2>/dev/null | sort)); do
+    grep -rqsF "$build" "$dir" 2>/dev/null || continue
+    for pid in $(grep -lsF "$dir" /proc/[0-9]*/cmdline | cut -d/ -f3); do
+      [[ $pid != "$$" ]] && kill -KILL "$pid" 2>/dev/null
+    done
+    rm -rf "$dir"
+  done
+  return 0
+}
+
 killed=0 survived=() stale=()
 while IFS=$'\t' read -r name speed file from to tests promise; do
   [[ -z $name || $name == \#* ]] && continue
   wanted "$name" "$speed" || continue
   cp "$tree/$file" "$work/original"
+  ls -d /tmp/gs-* 2>/dev/null | sort >"$work/tmp-before"
   rc=0
   mutate "$tree/$file" "$from" "$to" || rc=$?
   if ((rc != 0)); then
@@ -99,6 +116,7 @@ while IFS=$'\t' read -r name speed file from to tests promise; do
   fi
   cp "$work/original" "$tree/$file"
   touch "$tree/$file"
+  tidy "$work/tmp-before"
   if [[ $result == SURVIVED ]]; then
     survived+=("$name")
     echo "SURVIVED  $name ($promise): $tests still passes"
