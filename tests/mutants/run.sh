@@ -88,7 +88,7 @@ tidy() {
   for dir in $(comm -13 "$1" <(ls -d /tmp/gs-* 2>/dev/null | sort)); do
     grep -rqsF "$build" "$dir" 2>/dev/null || continue
     for pid in $(grep -lsF "$dir" /proc/[0-9]*/cmdline | cut -d/ -f3); do
-      [[ $pid != "$$" ]] && kill -KILL "$pid" 2>/dev/null
+      [[ $pid == "$$" ]] || kill -KILL "$pid" 2>/dev/null || true
     done
     rm -rf "$dir"
   done
