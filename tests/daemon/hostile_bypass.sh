@@ -73,10 +73,16 @@ B=$((8192 << 20))
 
 # (a) dlsym on a DEEPBIND handle gets the shim's hook (refused); libc's own dlsym and a library
 # of the process's own loaded with RTLD_DEEPBIND reach the driver (held): killed.
-attack deepbind "deepbind-dlsym refused $OOM
+# A sanitizer build cannot dlopen with RTLD_DEEPBIND (the runtime refuses it: google/sanitizers
+# issue 611): that route runs in the plain build only, and the other two here.
+if [[ -z ${GS_SANITIZE:-} ]]; then
+  attack deepbind "deepbind-dlsym refused $OOM
 libc-dlsym held $B
 deepbind-library held $B"
-pass "RTLD_DEEPBIND: the shim refused dlsym's route; the two that reached the driver were killed in $TOOK_MS ms; the neighbour had its memory after $DENIED_MS ms"
+  pass "RTLD_DEEPBIND: the shim refused dlsym's route; the two that reached the driver were killed in $TOOK_MS ms; the neighbour had its memory after $DENIED_MS ms"
+else
+  echo "not run under the sanitizers: RTLD_DEEPBIND (the sanitizer runtime refuses it)"
+fi
 
 # (b) every cuGetProcAddress lookup of an allocation function is the shim's hook: refused.
 routes=""
