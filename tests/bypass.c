@@ -39,7 +39,11 @@ CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersio
 typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
 typedef CUresult (*managed_fn)(CUdeviceptr *, size_t, unsigned int);
 typedef CUresult (*pitch_fn)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
-typedef CUresult (*proc_fn)(const char *, void **, int, cuuint64_t);
+/* What cuGetProcAddress("cuGetProcAddress") gives at CUDA 12.0 and later: cuGetProcAddress_v2,
+ * whose fifth argument is written (calling it with four wrote through whatever the register
+ * held: ASan's SEGV). */
+typedef CUresult (*proc_fn)(const char *, void **, int, cuuint64_t,
+                            CUdriverProcAddressQueryResult *);
 typedef CUresult (*proc_v2_fn)(const char *, void **, int, cuuint64_t,
                                CUdriverProcAddressQueryResult *);
 typedef void *(*dlsym_fn)(void *, const char *);
@@ -141,7 +145,7 @@ static void procaddr(size_t bytes)
                     CUresult rc = way == 0 ? cuGetProcAddress(names[n], &fn, versions[v], flags[f])
                                   : way == 1 ? cuGetProcAddress_v2(names[n], &fn, versions[v],
                                                                    flags[f], &status)
-                                             : self(names[n], &fn, versions[v], flags[f]);
+                                             : self(names[n], &fn, versions[v], flags[f], &status);
                     char route[96];
                     snprintf(route, sizeof(route), "procaddr-%s-%d-%llu-%s", names[n], versions[v],
                              (unsigned long long)flags[f],
