@@ -81,6 +81,10 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim AND TARGET gsim_nvml)
   add_dependencies(gs-mps-probe gsim_cuda)
   gs_add_script_test(daemon_watchdog SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/watchdog.sh"
                      TIMEOUT 120 LABELS daemon)
+  # Issue 37, item 1: the kill reaches the job's owner (stderr, history, metrics).
+  gs_add_script_test(daemon_watchdog_owner
+                     SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/watchdog_owner.sh" TIMEOUT 60
+                     LABELS daemon)
   # Issue 34: processes that bypass the shim by RTLD_DEEPBIND, cuGetProcAddress or a private
   # export table, and the neighbours whose memory they take. gs-bypass loads libgs-bypass-deep.so
   # (beside it) with RTLD_DEEPBIND.

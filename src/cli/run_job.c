@@ -190,6 +190,16 @@ static void on_stop(job_t *job, json_t *msg)
     job->kill_at_ms = now_ms() + (int64_t)grace;
 }
 
+/* gpushared's watchdog kills a process of the job (enforce = kill): said before the signal, so
+ * that the job's owner reads why it died on its stderr, not only "Killed". */
+static void on_killed(job_t *job, json_t *msg)
+{
+    gs__run_say(job->opts, json_incref(msg),
+                "gpushared killed pid %llu of lease %llu: %s (enforce = %s)",
+                (unsigned long long)gs__cli_uint(msg, "pid"), (unsigned long long)job->lease,
+                gs__cli_str(msg, "reason"), gs__cli_str(msg, "enforce"));
+}
+
 /* Reads one message of gpushared's. Returns 1 when there was one, else 0. */
 static int on_message(gs_client_t *client, job_t *job)
 {
@@ -208,6 +218,8 @@ static int on_message(gs_client_t *client, job_t *job)
     const char *event = gs__cli_str(msg, "event");
     if ((strcmp(event, "revoked") == 0 || strcmp(event, "expired") == 0) && !job->stopped)
         on_stop(job, msg);
+    else if (strcmp(event, "killed") == 0)
+        on_killed(job, msg);
     json_decref(msg);
     return 1;
 }

@@ -150,7 +150,7 @@ expect_eq "$rc" 137 "exit status of the unmanaged process (SIGKILL)"
 ((took <= 2000)) || fail "the unmanaged process was killed after $took ms"
 grep -q "killed pid $hog (user $victim_user, command \"$HOG hold 2\"): it held 2.51 GiB on GPU 0 outside any lease (enforce = kill)" "$WORK/daemon.log" ||
   fail "no log line for the kill"
-wait_eq 3 1 metric gpushare_watchdog_kills_total
+wait_eq 3 1 metric 'gpushare_watchdog_kills_total{reason="outside_lease"}'
 pass "enforce = kill: the unmanaged process was killed $took ms after it held memory, and logged"
 
 bypass_lease kill

@@ -42,6 +42,11 @@ typedef struct gs__lease_events {
      * "expired", by whom, with the grace period (kill_grace). */
     void (*stop_job)(const struct gs__daemon *d, const gs__lease_t *lease, const char *event,
                      const char *by);
+    /* The watchdog is about to kill the lease's process pid (command) for why (enforce = kill):
+     * its connected holder (lease->conn) is told before the signal is sent, so that the job's
+     * owner reads why before seeing it die. */
+    void (*killing)(const struct gs__daemon *d, const gs__lease_t *lease, pid_t pid,
+                    const char *command, const char *why);
     /* The lease ends (before it is freed): what the upper layers keep for it goes (its processes'
      * places in the GPUs' compute schedulers). */
     void (*ending)(struct gs__daemon *d, gs__lease_t *lease);

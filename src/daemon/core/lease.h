@@ -101,6 +101,10 @@ int gs__lease_grant(gs__daemon_t *d, struct gs__conn *conn, const gs__cred_t *cr
  * the lease then stays (its capacity taken) and the reaper tries again. */
 int gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why);
 
+/* Remembers why the lease's job ended, for the history, unless a reason is kept already (the
+ * first one wins: a watchdog kill stays the end reason of a lease its holder then releases). */
+void gs__lease_set_reason(gs__lease_t *lease, const char *why);
+
 /* The holder let go of the lease (release or disconnect): ends it when no process uses its
  * region any more, otherwise marks it ENDING for the reaper. Returns 1 when it ended. */
 int gs__lease_let_go(gs__daemon_t *d, gs__lease_t *lease, const char *why);

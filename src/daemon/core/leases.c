@@ -259,8 +259,7 @@ int gs__lease_end_when_idle(gs__daemon_t *d, gs__lease_t *lease, const char *why
     return 0;
 }
 
-/* Remembers the first reason the lease started to end, for the history. */
-static void set_reason(gs__lease_t *lease, const char *why)
+void gs__lease_set_reason(gs__lease_t *lease, const char *why)
 {
     if (lease->end_reason[0] == '\0')
         snprintf(lease->end_reason, sizeof(lease->end_reason), "%.*s",
@@ -269,7 +268,7 @@ static void set_reason(gs__lease_t *lease, const char *why)
 
 int gs__lease_let_go(gs__daemon_t *d, gs__lease_t *lease, const char *why)
 {
-    set_reason(lease, why);
+    gs__lease_set_reason(lease, why);
     set_conn(d, lease, NULL);
     return gs__lease_end_when_idle(d, lease, why);
 }
@@ -411,7 +410,7 @@ int gs__lease_revoke(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *by)
             (unsigned)by->uid);
     char why[GS__USER_MAX + 16];
     snprintf(why, sizeof(why), "released by %s", by->user);
-    set_reason(lease, why);
+    gs__lease_set_reason(lease, why);
     lease->stop_any_uid |= by->uid == 0;
     ask_to_stop(d, lease, "revoked", by->user, 0);
     return gs__lease_end_when_idle(d, lease, lease->end_reason);
@@ -424,7 +423,7 @@ int gs__lease_force(gs__daemon_t *d, gs__lease_t *lease, const gs__cred_t *by)
             by->user, (unsigned)by->uid);
     char why[GS__USER_MAX + 32];
     snprintf(why, sizeof(why), "released by force by %s", by->user);
-    set_reason(lease, why);
+    gs__lease_set_reason(lease, why);
     lease->stop_any_uid = 1; /* only root may force */
     ask_to_stop(d, lease, "revoked", by->user, 1);
     return gs__lease_end_when_idle(d, lease, lease->end_reason);
@@ -440,7 +439,7 @@ static void expire(gs__daemon_t *d, gs__lease_t *lease)
     d->counters.expired++;
     lease->expired = 1;
     lease->stop_any_uid |= lease->rec.request.owner.set; /* its terms were root's (or an admin's) */
-    set_reason(lease, "time limit");
+    gs__lease_set_reason(lease, "time limit");
     ask_to_stop(d, lease, "expired", "time limit", 0);
     gs__lease_end_when_idle(d, lease, lease->end_reason); /* may end and free it */
 }

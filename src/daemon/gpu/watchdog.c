@@ -54,7 +54,7 @@ struct gs__watchdog {
     unsigned n_seen;
     unsure_t *unsure; /* sorted by pid and start */
     unsigned n_unsure;
-    uint64_t kills;
+    uint64_t kills[GS__KILL_REASONS];
     uint64_t scans; /* scans completed: what a test waits for before saying nothing happened */
 };
 
@@ -298,16 +298,20 @@ static void report_leases(const gs__daemon_t *d, gs__watchdog_t *w)
 
 /* ---- enforce = kill ---- */
 
-/* SIGKILL through a pidfd once the start time shows it is still the process NVML listed. */
-static int kill_exactly(pid_t pid, uint64_t start)
+/* SIGKILL through a pidfd once the start time shows it is still the process NVML listed; the
+ * lease's holder, when there is one, is told why first (gs__lease_events_t.killing). */
+static int kill_exactly(const gs__daemon_t *d, const gs__lease_t *lease, const gs__nvml_proc_t *p,
+                        const char *why)
 {
-    if (pid <= 1 || pid == getpid())
+    if (p->pid <= 1 || p->pid == getpid())
         return GS_EPERM;
-    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int fd = (int)syscall(SYS_pidfd_open, p->pid, 0);
     if (fd < 0)
         return -errno;
     gs__proc_info_t info;
-    int result = gs__proc_read(pid, &info) == 0 && info.start == start ? 0 : GS_ENOENT;
+    int result = gs__proc_read(p->pid, &info) == 0 && info.start == p->info.start ? 0 : GS_ENOENT;
+    if (result == 0 && lease != NULL && d->events.killing != NULL)
+        d->events.killing(d, lease, p->pid, p->info.command, why);
     if (result == 0 && syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) != 0)
         result = -errno;
     close(fd);
@@ -332,15 +336,26 @@ static int never_killed(const gs__nvml_proc_t *p, int unmanaged)
            st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
-static void kill_one(gs__watchdog_t *w, const gs__nvml_proc_t *p, int unmanaged, const char *why)
+/* Kills p (of lease, NULL when of none) for why; a lease's kill becomes its end reason in the
+ * history ("killed: " and what, shown with the job's end) and is counted by reason. */
+static void kill_one(const gs__daemon_t *d, gs__watchdog_t *w, gs__lease_t *lease,
+                     const gs__nvml_proc_t *p, gs__kill_reason_t reason, const char *why)
 {
-    if (never_killed(p, unmanaged))
+    if (never_killed(p, lease == NULL))
         return;
-    int result = kill_exactly(p->pid, p->info.start);
+    int result = kill_exactly(d, lease, p, why);
     if (result == 0) {
-        w->kills++;
-        gs_warn("killed pid %d (user %s, command \"%s\"): %s (enforce = kill)", (int)p->pid,
-                p->info.user, p->info.command, why);
+        w->kills[reason]++;
+        char of[48] = "";
+        if (lease != NULL)
+            snprintf(of, sizeof(of), "lease %llu was ", (unsigned long long)lease->rec.id);
+        gs_warn("killed pid %d (user %s, command \"%s\"): %s%s (enforce = kill)", (int)p->pid,
+                p->info.user, p->info.command, of, why);
+        if (lease != NULL) {
+            char end[96];
+            snprintf(end, sizeof(end), "killed: %s (pid %d)", why, (int)p->pid);
+            gs__lease_set_reason(lease, end);
+        }
     } else if (result != GS_ENOENT && result != -ESRCH) {
         gs_error("cannot kill pid %d (user %s): %s", (int)p->pid, p->info.user,
                  gs_strerror(result));
@@ -357,7 +372,7 @@ static void kill_unmanaged(const gs__daemon_t *d, gs__watchdog_t *w)
         gs_qty_format_human(p->used, size, sizeof(size));
         snprintf(why, sizeof(why), "it held %s on GPU %u outside any lease",
                  p->unknown ? "memory NVML cannot tell (N/A)" : size, d->gpus[p->gpu].index);
-        kill_one(w, p, 1, why);
+        kill_one(d, w, NULL, p, GS__KILL_OUTSIDE_LEASE, why);
     }
 }
 
@@ -382,19 +397,19 @@ static int next_victim(const gs__watchdog_t *w, uint64_t id, int k, const char *
 }
 
 /* Kills the lease's least accounted processes on part k until what stays fits. */
-static void kill_over(const gs__daemon_t *d, gs__watchdog_t *w, const gs__lease_t *lease,
+static void kill_over(const gs__daemon_t *d, gs__watchdog_t *w, gs__lease_t *lease,
                       const lease_real_t *row, unsigned k, char *taken)
 {
     uint64_t keep = row->real[k];
     uint64_t bound = lease->alloc.part[k].memory + d->cfg.watch_tolerance;
     char why[160], limit[32];
     gs_qty_format_human(lease->alloc.part[k].memory, limit, sizeof(limit));
-    snprintf(why, sizeof(why), "lease %llu was over its %s limit on GPU %u",
-             (unsigned long long)row->id, limit, d->gpus[lease->alloc.part[k].gpu].index);
+    snprintf(why, sizeof(why), "over its %s limit on GPU %u", limit,
+             d->gpus[lease->alloc.part[k].gpu].index);
     for (int v; keep > bound && (v = next_victim(w, row->id, (int)k, taken)) >= 0;) {
         taken[v] = 1;
         keep -= w->procs.procs[v].used < keep ? w->procs.procs[v].used : keep;
-        kill_one(w, &w->procs.procs[v], 0, why);
+        kill_one(d, w, lease, &w->procs.procs[v], GS__KILL_OVER_LIMIT, why);
     }
 }
 
@@ -403,7 +418,7 @@ static void enforce(const gs__daemon_t *d, gs__watchdog_t *w)
     kill_unmanaged(d, w);
     char *taken = calloc(w->procs.n + 1, 1);
     unsigned r = 0;
-    for (const gs__lease_t *l = d->leases; taken != NULL && l != NULL && r < w->n_leases;
+    for (gs__lease_t *l = d->leases; taken != NULL && l != NULL && r < w->n_leases;
          l = l->next, r++) {
         for (unsigned k = 0; k < l->alloc.n; k++) {
             if (w->leases[r].over[k] != 0)
@@ -548,9 +563,9 @@ void gs__watchdog_unmanaged(const gs__daemon_t *d, unsigned g, unsigned *n, uint
     }
 }
 
-uint64_t gs__watchdog_kills(const gs__daemon_t *d)
+uint64_t gs__watchdog_kills(const gs__daemon_t *d, gs__kill_reason_t reason)
 {
-    return d->watchdog != NULL ? d->watchdog->kills : 0;
+    return d->watchdog != NULL && reason < GS__KILL_REASONS ? d->watchdog->kills[reason] : 0;
 }
 
 uint64_t gs__watchdog_scans(const gs__daemon_t *d)

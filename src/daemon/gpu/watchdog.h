@@ -65,8 +65,15 @@ json_t *gs__watchdog_unmanaged_view(const gs__daemon_t *d, unsigned g, uid_t vie
 /* The latest scan's processes of no lease on GPU g: how many, and the memory they hold. */
 void gs__watchdog_unmanaged(const gs__daemon_t *d, unsigned g, unsigned *n, uint64_t *bytes);
 
-/* The processes the watchdog killed since start (enforce = kill). */
-uint64_t gs__watchdog_kills(const gs__daemon_t *d);
+/* Why the watchdog killed a process (the label reason of gpushare_watchdog_kills_total). */
+typedef enum gs__kill_reason {
+    GS__KILL_OVER_LIMIT,    /* a lease's process while the lease was over its memory limit */
+    GS__KILL_OUTSIDE_LEASE, /* a process holding GPU memory outside any lease */
+    GS__KILL_REASONS
+} gs__kill_reason_t;
+
+/* The processes the watchdog killed since start for reason (enforce = kill). */
+uint64_t gs__watchdog_kills(const gs__daemon_t *d, gs__kill_reason_t reason);
 
 /* The scans the watchdog completed since start (every GPU's processes listed and judged). */
 uint64_t gs__watchdog_scans(const gs__daemon_t *d);

@@ -35,6 +35,20 @@ static void stop_job(const gs__daemon_t *d, const gs__lease_t *lease, const char
     gs__conn_send_now(lease->conn, msg);
 }
 
+/* The watchdog kills one of the lease's processes: its holder (gpushare run) is told who and why,
+ * before the signal, and prints it on the job's stderr. */
+static void killing(const gs__daemon_t *d, const gs__lease_t *lease, pid_t pid, const char *command,
+                    const char *why)
+{
+    (void)d;
+    if (lease->conn == NULL)
+        return;
+    json_t *msg = json_pack("{s:s, s:I, s:I, s:s, s:s, s:s}", "event", "killed", "lease",
+                            (json_int_t)lease->rec.id, "pid", (json_int_t)pid, "command", command,
+                            "reason", why, "enforce", "kill");
+    gs__conn_send_now(lease->conn, msg);
+}
+
 /* The lease ends: its processes leave the GPUs' compute schedulers. */
 static void ending(gs__daemon_t *d, gs__lease_t *lease)
 {
@@ -46,6 +60,7 @@ void gs__api_attach(gs__daemon_t *d)
 {
     d->events.held = held;
     d->events.stop_job = stop_job;
+    d->events.killing = killing;
     d->events.ending = ending;
 }
 

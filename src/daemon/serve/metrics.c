@@ -268,6 +268,12 @@ static void render_real(FILE *f, const gs__daemon_t *d, int over)
     }
 }
 
+/* The label of each gs__kill_reason_t, in its order. */
+static const char *const kill_reasons[GS__KILL_REASONS] = {
+    [GS__KILL_OVER_LIMIT] = "over_limit",
+    [GS__KILL_OUTSIDE_LEASE] = "outside_lease",
+};
+
 static void render_watchdog(FILE *f, const gs__daemon_t *d, int per_lease)
 {
     render_unmanaged(f, d, 0);
@@ -277,8 +283,10 @@ static void render_watchdog(FILE *f, const gs__daemon_t *d, int per_lease)
         render_real(f, d, 1);
     }
     family(f, "gpushare_watchdog_kills_total", "counter",
-           "Processes the watchdog killed (enforce = kill).");
-    fprintf(f, "gpushare_watchdog_kills_total %llu\n", (unsigned long long)gs__watchdog_kills(d));
+           "Processes the watchdog killed (enforce = kill), by reason.");
+    for (unsigned r = 0; r < GS__KILL_REASONS; r++)
+        fprintf(f, "gpushare_watchdog_kills_total{reason=\"%s\"} %llu\n", kill_reasons[r],
+                (unsigned long long)gs__watchdog_kills(d, (gs__kill_reason_t)r));
     family(f, "gpushare_watchdog_scans_total", "counter",
            "Scans the watchdog completed (every GPU's processes listed and judged).");
     fprintf(f, "gpushare_watchdog_scans_total %llu\n", (unsigned long long)gs__watchdog_scans(d));
