@@ -18,6 +18,22 @@ NODE=$WORK/run/gpusim
 expect_eq "$(gs status --json | jq -r .node.gpusim_state)" "$NODE" "the daemon's simulated node"
 [[ -f $NODE/node ]] || fail "no node file in $NODE"
 
+# Issue 37, item 5: a second gpushared with another runtime_dir (and socket, state directory) would
+# simulate a second node of this host: it is refused with one line naming the first, exit 75, and
+# makes no node (one that starts is stopped after 5 s: status 124).
+printf '[daemon]\nruntime_dir = %s\n' "$WORK/run2" >"$WORK/other.conf"
+set +e
+timeout 5 "$BIN/gpushared" --config "$WORK/other.conf" --state-dir "$WORK/state2" --socket "$WORK/other.sock" \
+  --metrics-listen 127.0.0.1:0 >"$WORK/second.log" 2>&1
+rc=$?
+set -e
+expect_eq "$rc" 75 "exit status of a second gpushared with another runtime_dir"
+expect_eq "$(sed 's/^.*gpushared\[[0-9]*\]: //' "$WORK/second.log")" \
+  "error: gpushared already running (pid $DAEMON_PID): it simulates this host's GPUs (gpusim node $NODE)" \
+  "the second gpushared's one line"
+[[ ! -e $WORK/run2/gpusim ]] || fail "the refused gpushared made a second node: $(ls -R "$WORK/run2")"
+pass "a second gpushared with another runtime_dir is refused: $(cat "$WORK/second.log")"
+
 # The second user's environment: no GPUSIM_*, no LD_LIBRARY_PATH, a PATH without gpusim.
 bare() {
   runuser -u "$USER2" -- env -i PATH=/usr/bin:/bin GPUSHARE_SOCKET="$GPUSHARE_SOCKET" \

@@ -21,6 +21,7 @@ void gs__claim_init(gs__claim_t *claim)
     for (unsigned i = 0; i < GS_MAX_DEVICES; i++)
         claim->gpu_fd[i] = -1;
     claim->n_gpus = 0;
+    claim->sim_fd = -1;
 }
 
 /* mkdir -p path (0755 for what is missing). Returns 0 or -errno. */
@@ -95,16 +96,18 @@ static int lock_file(const char *path, pid_t *holder)
     return GS_EBUSY;
 }
 
-/* Takes the lock on path and writes our pid there. Returns the descriptor (>= 0), GS_EBUSY with
- * the holder's pid in *holder, or -errno. */
-static int take(const char *path, pid_t *holder)
+/* Takes the lock on path and writes our pid there, then what (a line, NULL none). Returns the
+ * descriptor (>= 0), GS_EBUSY with the holder's pid in *holder, or -errno. */
+static int take(const char *path, const char *what, pid_t *holder)
 {
     *holder = 0;
     int fd = lock_file(path, holder);
     if (fd < 0)
         return fd;
-    char text[32];
-    int n = snprintf(text, sizeof(text), "%d\n", (int)getpid());
+    char text[GS__CLAIM_PATH_MAX + 32];
+    int n = snprintf(text, sizeof(text), "%d\n%s%s", (int)getpid(), what != NULL ? what : "",
+                     what != NULL ? "\n" : "");
+    n = n > 0 && (size_t)n < sizeof(text) ? n : 0;
     if (ftruncate(fd, 0) != 0 || write(fd, text, (size_t)n) != n)
         gs_warn("cannot write the pid into %s: %s", path, gs_strerror(-errno));
     return fd;
@@ -119,7 +122,7 @@ int gs__claim_state(gs__claim_t *claim, const gs__config_t *cfg, char *err, size
                        cfg->state_dir, gs_strerror(result));
     snprintf(path, sizeof(path), "%s/%s", cfg->state_dir, STATE_FILE);
     pid_t holder = 0;
-    int fd = take(path, &holder);
+    int fd = take(path, NULL, &holder);
     if (fd == GS_EBUSY)
         return gs_fail(err, errlen, GS_EBUSY,
                        "gpushared already running (pid %d): it holds the state directory %s",
@@ -161,7 +164,7 @@ static int claim_gpu(gs__claim_t *claim, const char *dir, const gs__gpu_t *gpu, 
         return gs_fail(err, errlen, GS_EINVAL, "GPU %u: UUID \"%s\" cannot name a file", gpu->index,
                        gpu->uuid);
     pid_t holder = 0;
-    int fd = take(path, &holder);
+    int fd = take(path, NULL, &holder);
     if (fd == GS_EBUSY)
         return gs_fail(err, errlen, GS_EBUSY,
                        "gpushared already running (pid %d): it holds GPU %u (%s)", (int)holder,
@@ -195,8 +198,56 @@ int gs__claim_gpus(gs__claim_t *claim, const gs__gpu_t *gpus, unsigned n, char *
     return 0;
 }
 
+/* The second line of the claim file at path (what the holder wrote after its pid), "" when none. */
+static void claim_note(const char *path, char *out, size_t len)
+{
+    char text[GS__CLAIM_PATH_MAX + 32] = "";
+    out[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    text[n > 0 ? n : 0] = '\0';
+    char *line = strchr(text, '\n');
+    if (line != NULL)
+        snprintf(out, len, "%.*s", (int)strcspn(line + 1, "\n"), line + 1);
+}
+
+int gs__claim_sim(gs__claim_t *claim, const char *node, char *err, size_t errlen)
+{
+    const char *dir = GS__CLAIM_GPU_DIR;
+    int result = make_dirs(dir);
+    if (result != 0 && geteuid() != 0) {
+        gs_warn("cannot create %s (%s): this daemon of uid %u does not claim the host's simulated "
+                "node",
+                dir, gs_strerror(result), (unsigned)geteuid());
+        return 0;
+    }
+    if (result != 0)
+        return gs_fail(err, errlen, result, "cannot create %s: %s", dir, gs_strerror(result));
+    snprintf(claim->sim_path, sizeof(claim->sim_path), "%s/gpusim.pid", dir);
+    pid_t holder = 0;
+    int fd = take(claim->sim_path, node, &holder);
+    if (fd == GS_EBUSY) {
+        char theirs[GS__CLAIM_PATH_MAX];
+        claim_note(claim->sim_path, theirs, sizeof(theirs));
+        return gs_fail(err, errlen, GS_EBUSY,
+                       "gpushared already running (pid %d): it simulates this host's GPUs "
+                       "(gpusim node %s)",
+                       (int)holder, theirs[0] != '\0' ? theirs : "unknown");
+    }
+    if (fd < 0)
+        return gs_fail(err, errlen, fd, "cannot claim the host's simulated node: %s: %s",
+                       claim->sim_path, gs_strerror(fd));
+    claim->sim_fd = fd;
+    return 0;
+}
+
 void gs__claim_release(gs__claim_t *claim)
 {
+    if (claim->sim_fd >= 0)
+        let_go(claim->sim_fd, claim->sim_path);
+    claim->sim_fd = -1;
     release_gpus(claim);
     if (claim->state_fd >= 0)
         let_go(claim->state_fd, claim->state_path);

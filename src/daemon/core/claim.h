@@ -33,6 +33,8 @@ typedef struct gs__claim {
     int gpu_fd[GS_MAX_DEVICES]; /* GS__CLAIM_GPU_DIR/<UUID>.pid, -1 = not held */
     char gpu_path[GS_MAX_DEVICES][GS__CLAIM_PATH_MAX];
     unsigned n_gpus;
+    int sim_fd; /* GS__CLAIM_GPU_DIR/gpusim.pid, -1 = not held */
+    char sim_path[GS__CLAIM_PATH_MAX];
 } gs__claim_t;
 
 /* Empty: nothing held. */
@@ -48,6 +50,14 @@ int gs__claim_state(gs__claim_t *claim, const gs__config_t *cfg, char *err, size
  * held of the GPUs. An ordinary user's daemon that cannot create the directory claims no GPU
  * (logged): only root's daemon owns a node's GPUs. */
 int gs__claim_gpus(gs__claim_t *claim, const gs__gpu_t *gpus, unsigned n, char *err, size_t errlen);
+
+/* Claims the host's simulated node (gpusim with GPUSIM_STATE unset: the node lives in the
+ * runtime directory, so a second daemon with another runtime_dir would simulate a second node
+ * of the same host): GS__CLAIM_GPU_DIR/gpusim.pid, holding the pid and the node's path. Returns 0,
+ * GS_EBUSY with "gpushared already running (pid N): it simulates this host's GPUs (gpusim node
+ * PATH)" in err, or -errno with one line in err. An ordinary user's daemon that cannot create
+ * the directory claims nothing (logged), as for the GPUs. */
+int gs__claim_sim(gs__claim_t *claim, const char *node, char *err, size_t errlen);
 
 /* Lets go of everything held (at exit): the files are removed, the locks go. */
 void gs__claim_release(gs__claim_t *claim);

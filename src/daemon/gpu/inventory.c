@@ -82,13 +82,25 @@ static int discover(gs__inventory_t *inv, char *err, size_t errlen)
 /* Without NVIDIA's kernel driver the library can only be gpusim's: its node is sim_node unless
  * GPUSIM_STATE says otherwise (set here before the library reads it, so that the daemon's node
  * is one its jobs can reach: gpusim's own default is under a private /tmp in the unit). */
+static int nvidia_driver(void)
+{
+    return access("/proc/driver/nvidia/version", F_OK) == 0;
+}
+
+int gs__inventory_host_node(const char *sim_node)
+{
+    const char *state = getenv("GPUSIM_STATE");
+    return !nvidia_driver() && (state == NULL || state[0] == '\0') && sim_node != NULL &&
+           sim_node[0] != '\0';
+}
+
 static void choose_sim_node(gs__inventory_t *inv, const char *sim_node)
 {
-    inv->simulated = access("/proc/driver/nvidia/version", F_OK) != 0;
+    inv->simulated = !nvidia_driver();
     const char *state = getenv("GPUSIM_STATE");
     if (!inv->simulated)
         return;
-    if ((state == NULL || state[0] == '\0') && sim_node != NULL && sim_node[0] != '\0') {
+    if (gs__inventory_host_node(sim_node)) {
         char parent[GS__PATH_MAX];
         snprintf(parent, sizeof(parent), "%s", sim_node);
         char *slash = strrchr(parent, '/');

@@ -38,6 +38,11 @@ typedef struct gs__gpu_info {
 int gs__inventory_open(const char *library, const char *sim_node, gs__inventory_t **out, char *err,
                        size_t errlen);
 
+/* Whether gs__inventory_open will make sim_node the host's simulated node (no NVIDIA kernel
+ * driver, GPUSIM_STATE unset): 1, else 0 (NVIDIA's GPUs, or a node GPUSIM_STATE names). One such
+ * node per host: gpushared claims it before opening it (core/claim.h, gs__claim_sim). */
+int gs__inventory_host_node(const char *sim_node);
+
 /* Shuts NVML down and unloads it (NULL is fine). */
 void gs__inventory_close(gs__inventory_t *inv);
 

@@ -239,11 +239,17 @@ static void log_gpus(const gs__daemon_t *d)
 
 /* The GPUs as NVML has them and the configuration sets them (gs__gpus_setup). Returns 0 or the
  * code, logged. */
+/* Where gpushared keeps the host's simulated node (gpusim with GPUSIM_STATE unset). */
+static void sim_node_of(const gs__daemon_t *d, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/gpusim", d->cfg.runtime_dir);
+}
+
 static int open_gpus(gs__daemon_t *d)
 {
     char err[GS__PATH_MAX + 256];
     char sim_node[GS__PATH_MAX + 16];
-    snprintf(sim_node, sizeof(sim_node), "%s/gpusim", d->cfg.runtime_dir);
+    sim_node_of(d, sim_node, sizeof(sim_node));
     int result = gs__inventory_open(d->cfg.nvml_library, sim_node, &d->inv, err, sizeof(err));
     if (result == 0)
         result = gs__gpus_setup(d, err, sizeof(err));
@@ -257,7 +263,12 @@ static int open_gpus(gs__daemon_t *d)
 static int claim_node(gs__daemon_t *d, gs__claim_t *claim, int *status)
 {
     char err[GS__PATH_MAX + 256];
+    char sim_node[GS__PATH_MAX + 16];
+    sim_node_of(d, sim_node, sizeof(sim_node));
     int result = gs__claim_state(claim, &d->cfg, err, sizeof(err));
+    /* The host's simulated node before it is made: another daemon's is refused, not doubled. */
+    if (result == 0 && gs__inventory_host_node(sim_node))
+        result = gs__claim_sim(claim, sim_node, err, sizeof(err));
     if (result == 0 && (result = open_gpus(d)) != 0) {
         *status = result == GS_EINVAL ? EXIT_CONFIG : 1;
         return result;
