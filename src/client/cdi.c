@@ -29,7 +29,10 @@ int gs_cdi_name_check(const char *name, char *err, size_t errlen)
 }
 
 /* "KEY=VALUE" strings of env, GPUSHARE_REGION turned to the lease's socket in the container and
- * the shim preloaded. NULL when env has no gpushared region. */
+ * the shim preloaded. GPUSIM_STATE, the host's path of gpusim's node, is left out: in a container
+ * the node is gpusim's own device's (GS_CDI_GPUSIM_STATE), and a runtime applies the devices'
+ * edits in the order given, so the host's path would win whenever the lease's device came after
+ * gpusim's (the order docs/containers.md gives). NULL when env has no gpushared region. */
 static json_t *container_env(const json_t *env)
 {
     const char *key;
@@ -44,7 +47,7 @@ static json_t *container_env(const json_t *env)
     json_object_foreach((json_t *)env, key, value)
     {
         if (strcmp(key, "GPUSHARE_REGION") == 0 || strcmp(key, "LD_PRELOAD") == 0 ||
-            !json_is_string(value))
+            strcmp(key, "GPUSIM_STATE") == 0 || !json_is_string(value))
             continue;
         snprintf(line, sizeof(line), "%s=%s", key, json_string_value(value));
         json_array_append_new(out, json_string(line));

@@ -19,7 +19,7 @@ gs cdi add c --gpu-memory 1G --dir "$CDI" >/dev/null
 # Memory: what CUDA sees in each container, and where it is refused.
 check_memory() { # NAME LIMIT
   local out total free filled oom
-  out=$(ct run --rm --device "gpushare.io/gpu=$1" "${SIM[@]}" --rootfs "$ROOTFS" "$T/gs-ct-fill")
+  out=$(ct run --rm "${SIM[@]}" --device "gpushare.io/gpu=$1" --rootfs "$ROOTFS" "$T/gs-ct-fill")
   read -r _ total _ free _ filled _ oom <<<"$out"
   expect_eq "$total" "$2" "container $1: cuMemGetInfo total"
   expect_eq "$free" $(($2 - CONTEXT)) "container $1: cuMemGetInfo free"
@@ -36,7 +36,7 @@ pass "each container sees exactly its memory: 4 GiB and 8 GiB, context included,
 gs cdi add a --gpu-memory 4G --compute 30 --dir "$CDI" >/dev/null
 gs cdi add b --gpu-memory 8G --compute 70 --dir "$CDI" >/dev/null
 run_worker() {
-  ct run -d --name "$1" --device "gpushare.io/gpu=$1" "${SIM[@]}" --rootfs "$ROOTFS" \
+  ct run -d --name "$1" "${SIM[@]}" --device "gpushare.io/gpu=$1" --rootfs "$ROOTFS" \
     "$T/compute_worker" >/dev/null
 }
 within() { # VALUE TARGET TOLERANCE

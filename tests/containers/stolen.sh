@@ -27,7 +27,7 @@ if "${NOBODY[@]}" cat "$SPEC" >/dev/null 2>&1; then
 fi
 pass "the CDI spec is mode 0600: another user cannot read it"
 
-ct run -d --name a --device gpushare.io/gpu=a "${SIM[@]}" --rootfs "$ROOTFS" "$HOLD" 1 >/dev/null
+ct run -d --name a "${SIM[@]}" --device gpushare.io/gpu=a --rootfs "$ROOTFS" "$HOLD" 1 >/dev/null
 pid_a=$(ct_pid a)
 joined() {
   gs status --processes --json | jq --argjson p "$pid_a" '[.gpus[0].processes[] | select(.pid == $p) | .lease] | first // "none"'
