@@ -40,14 +40,18 @@ cleanup() {
   exit $rc
 }
 
-# release_claims: removes the GPU claims (/run/gpushare/gpus/<UUID>.pid) that daemons of this
-# test killed by SIGKILL left behind, and the directories when nothing else is in them. Only this
+# release_claims: removes the GPU claims (/run/gpushare/gpus/<UUID>.pid, and gpusim.pid of a node
+# in $WORK) that daemons of this test killed by SIGKILL left behind, and the directories when nothing else is in them. Only this
 # node's UUIDs are touched: gpusim makes them anew for each node, so no other run has them.
 release_claims() {
   local uuid
   for uuid in $(cat "$WORK"/*.log 2>/dev/null | grep -o 'GPU-[0-9a-f-]\{36\}' | sort -u); do
     rm -f "/run/gpushare/gpus/$uuid.pid" 2>/dev/null || true
   done
+  # The host's simulated node's claim, when its node was this test's (the pid, then the node).
+  if [[ $(sed -n 2p /run/gpushare/gpus/gpusim.pid 2>/dev/null) == "$WORK/"* ]]; then
+    rm -f /run/gpushare/gpus/gpusim.pid
+  fi
   rmdir /run/gpushare/gpus /run/gpushare 2>/dev/null || true
 }
 trap cleanup EXIT

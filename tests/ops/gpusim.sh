@@ -73,3 +73,27 @@ expect_eq "$(grep -c '^GPU ' <<<"$out")" 2 "GPUs listed with GPUSIM_DEVICES unse
 grep -q gpusim: <<<"$out" && fail "a line with GPUSIM_DEVICES unset: $out"
 expect_eq "$(gs status --json | jq -r '[.gpus[].name] | join(",")')" "NVIDIA A100-40GB,NVIDIA H100-80GB" "the daemon's GPUs after"
 pass "gpusim never rebuilds a node a process has open; GPUSIM_DEVICES unset takes it as it is"
+
+# Issue 37, item 3: an mps GPU on gpusim with mps_control left at its default gets gpusim's own
+# control program, beside the library loaded (the packaged simulator keeps it off PATH): the
+# README's steps need no mps_control line. --check-config says valid, the GPU's MPS control
+# daemon comes up, and an MPS job runs. (The second user's held job first: its lease would
+# come back after the restart and keep GPU 1 for that user.)
+for p in "${BG_PIDS[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+wait_eq 10 0 lease_count
+stop_daemon
+CONFIG="[daemon]
+runtime_dir = $WORK/run
+[gpu:1]
+mode = mps"
+printf '%s\n' "$CONFIG" >"$WORK/gpushare.conf"
+out=$("$BIN/gpushared" --check-config --config "$WORK/gpushare.conf" 2>&1) ||
+  fail "--check-config with mode = mps and mps_control left at its default: $out"
+start_daemon
+mps_state() { gs status --json | jq -r '.gpus[1].mps.state'; }
+wait_eq 10 up mps_state
+expect_eq "$(gs status --json | jq -r .node.mps_control)" "$GS_BUILD_DIR/sim/nvidia-cuda-mps-control" "the MPS control program the daemon uses"
+out=$(gs run --mode mps --gpu-memory 4G --compute 30 -- "$PROGS/meminfo")
+read -r _ total <<<"$out"
+expect_eq "$total" $((4 << 30)) "the total an MPS job saw"
+pass "mode = mps on gpusim without mps_control: gpusim's control daemon serves GPU 1, an MPS job ran"

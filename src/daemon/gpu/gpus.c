@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 /* The GPU's settings as its mode sees them, then what every mode needs: memory to lease. */
 static int check_settings(const gs__gpu_t *gpu, char *err, size_t errlen)
@@ -63,9 +64,24 @@ static void warn_unmatched(const gs__daemon_t *d)
     }
 }
 
+/* On gpusim, mps_control left at its default names gpusim's own control program, beside the
+ * library loaded: the packaged simulator keeps it off every search path
+ * (/usr/libexec/gpushare/sim), and NVIDIA's, were it on PATH, could not serve a simulated node.
+ * An mps GPU then works with the README's gpusim steps as written; a value set is kept. */
+static void sim_mps_control(gs__daemon_t *d)
+{
+    const char *dir = gs__inventory_sim_dir(d->inv);
+    char path[GS__PATH_MAX];
+    int n = snprintf(path, sizeof(path), "%s/%s", dir, GS__DEFAULT_MPS_CTL);
+    if (dir[0] != '\0' && strcmp(d->cfg.mps_control, GS__DEFAULT_MPS_CTL) == 0 && n > 0 &&
+        (size_t)n < sizeof(path) && access(path, X_OK) == 0)
+        snprintf(d->cfg.mps_control, sizeof(d->cfg.mps_control), "%s", path);
+}
+
 int gs__gpus_setup(gs__daemon_t *d, char *err, size_t errlen)
 {
     gs__policy_t policies[GS_MAX_DEVICES];
+    sim_mps_control(d);
     d->n_gpus = gs__inventory_count(d->inv);
     for (unsigned i = 0; i < d->n_gpus; i++) {
         const gs__gpu_info_t *info = gs__inventory_gpu(d->inv, i);
