@@ -99,3 +99,21 @@ expect_eq "$(gpu_field 1 '.mig.instances[] | select(.uuid == "'"$out"'") | .prof
 expect_refused 1 "gpushare: GPU 1 (NVIDIA H100-80GB) has no MIG profile \"3g.20gb\" (it has 1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb)" --mig-profile 3g.20gb
 pass "H100-80GB: 4G gets 1g.10gb, 12G 1g.20gb, --mig-profile 2g.20gb; an unknown profile is one clear line"
 stop_daemon
+
+# Issue 37, item 3: a GPU that leaves mode mig is as clean as a fresh one. GPU 0 went from mig to
+# shared at the restart above (GPU 1 became the mig one): its idle 7g.40gb was destroyed at the
+# start, so the administrator can turn MIG off; likewise GPU 1 once no GPU is mig.
+instances() { # instances GPU: the MIG instances nvidia-smi lists on it
+  "$SMI" mig -i "$1" -lgi 2>&1 | grep -c '^| *[0-9]\+ \+MIG ' || true
+}
+expect_eq "$(instances 0)" 0 "MIG instances left on GPU 0, mode shared since the restart"
+grep -q "GPU 0 is mode shared: 1 of its 1 MIG instances destroyed; MIG mode stays on" "$WORK/daemon.log" ||
+  fail "no log line for GPU 0's instances"
+out=$("$SMI" -i 0 -mig 0 2>&1) || fail "MIG cannot be turned off on GPU 0 after it left mode mig: $out"
+expect_eq "$(instances 1)" 3 "GPU 1's idle instances while it is mig"
+CONFIG=
+start_daemon
+expect_eq "$(instances 1)" 0 "MIG instances left on GPU 1, mode shared now"
+out=$("$SMI" -i 1 -mig 0 2>&1) || fail "MIG cannot be turned off on GPU 1 after it left mode mig: $out"
+pass "a GPU leaving mode mig keeps no idle MIG instance: the administrator turns MIG off on GPU 0 and GPU 1"
+stop_daemon

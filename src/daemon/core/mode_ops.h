@@ -87,6 +87,10 @@ typedef struct gs__mode_ops {
     /* At a stop after a failure, instead of stop: says what stays for the leases' jobs (called
      * once per mode). */
     void (*leave)(const gs__daemon_t *d);
+    /* At start, on GPU g of another mode: removes what this mode leaves on a GPU (a GPU that was
+     * of this mode before the configuration changed), so that it is as clean as a fresh one:
+     * mig destroys the MIG instances no process uses. Logs what it did; never fails the start. */
+    void (*clean)(gs__daemon_t *d, unsigned g);
 } gs__mode_ops_t;
 
 /* Admission on one GPU: the request's "mode" first, then the GPU's mode (as admit above). */

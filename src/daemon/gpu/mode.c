@@ -46,8 +46,20 @@ static unsigned modes_present(const gs__daemon_t *d, const gs__mode_ops_t **out)
     return n;
 }
 
+/* What the other modes left on GPU g (their clean operations). */
+static void clean_others(gs__daemon_t *d, unsigned g)
+{
+    for (unsigned m = 0; m < GS_GPU_MODE_END; m++) {
+        const gs__mode_ops_t *ops = table[m];
+        if (ops != NULL && ops != gs__mode_of(&d->gpus[g]) && ops->clean != NULL)
+            ops->clean(d, g);
+    }
+}
+
 int gs__modes_start(gs__daemon_t *d, char *err, size_t errlen)
 {
+    for (unsigned g = 0; g < d->n_gpus; g++)
+        clean_others(d, g);
     for (unsigned g = 0; g < d->n_gpus; g++) {
         const gs__mode_ops_t *ops = gs__mode_of(&d->gpus[g]);
         int result = ops->start != NULL ? ops->start(d, g, err, errlen) : 0;

@@ -10,7 +10,9 @@
  * every few seconds. Every instance on a MIG GPU is gpushared's to use: those that exist when it
  * starts (left by a gpushared that was killed, or made by hand) are found and taken as idle
  * unless the ledger says a lease holds them. After a failed NVML call the instances are listed
- * again, so what gpushared believes never drifts from the GPU. */
+ * again, so what gpushared believes never drifts from the GPU. A GPU configured in another mode
+ * has, at the start, the instances no process uses destroyed (mig_clean): what a mig GPU left
+ * would keep the administrator from turning MIG off. */
 #include "mig_nvml.h"
 #include "mode.h"
 
@@ -231,6 +233,12 @@ static int sync_instances(mig_gpu_t *st, char *err, size_t errlen)
     return 0;
 }
 
+/* The GPU's model as the MIG catalogs name it ("A100-40GB"). */
+static const char *model_of(const gs__gpu_t *gpu)
+{
+    return strncmp(gpu->name, "NVIDIA ", 7) == 0 ? gpu->name + 7 : gpu->name;
+}
+
 /* Turns the GPU on when MIG mode is on: reads its catalog and instances. Returns 0 or -errno
  * with the problem recorded. */
 static int enable(mig_gpu_t *st, const gs__gpu_t *gpu)
@@ -246,9 +254,8 @@ static int enable(mig_gpu_t *st, const gs__gpu_t *gpu)
                  gpu->index);
         result = GS_EAGAIN;
     }
-    const char *model = strncmp(gpu->name, "NVIDIA ", 7) == 0 ? gpu->name + 7 : gpu->name;
     if (result == 0)
-        result = gs__mig_nvml_catalog(&st->nv, model, &st->cat, err, sizeof(err));
+        result = gs__mig_nvml_catalog(&st->nv, model_of(gpu), &st->cat, err, sizeof(err));
     /* Listed again with the leases they had: an instance in use never looks idle. */
     if (result == 0)
         result = sync_instances(st, err, sizeof(err));
@@ -292,6 +299,37 @@ static int mig_start(gs__daemon_t *d, unsigned g, char *err, size_t errlen)
         gs_info("GPU %u: MIG on, %u profiles, %u instances found", gpu->index, st->cat.n_profiles,
                 st->layout.n);
     return 0;
+}
+
+/* GPU g is of another mode now (issue 37): when MIG mode is on, the instances an earlier mig
+ * mode left (idle ones stay, to serve the next lease) would keep the administrator from turning
+ * MIG off. Each that no process uses is destroyed (NVML refuses one in use: it stays, logged);
+ * MIG mode itself stays the administrator's. */
+static void mig_clean(gs__daemon_t *d, unsigned g)
+{
+    const gs__gpu_t *gpu = &d->gpus[g];
+    mig_gpu_t *st = calloc(1, sizeof(*st));
+    char err[256];
+    int on = 0, n = -1;
+    gs__mig_found_t found[GS_MIG_INSTANCES_MAX];
+    if (st != NULL && gs__mig_nvml_open(d->inv, g, &st->nv, err, sizeof(err)) == 0 &&
+        gs__mig_nvml_enabled(&st->nv, &on, err, sizeof(err)) == 0 && on &&
+        gs__mig_nvml_catalog(&st->nv, model_of(gpu), &st->cat, err, sizeof(err)) == 0)
+        n = gs__mig_nvml_list(&st->nv, &st->cat, found, GS_MIG_INSTANCES_MAX, err, sizeof(err));
+    unsigned gone = 0;
+    for (int i = 0; i < n; i++) {
+        if (gs__mig_nvml_destroy(&st->nv, found[i].gi, err, sizeof(err)) == 0)
+            gone++;
+        else
+            gs_warn("GPU %u is mode %s: its MIG instance %s stays: %s", gpu->index,
+                    gs_gpu_mode_name(gpu->mode), found[i].uuid[0] != '\0' ? found[i].uuid : "-",
+                    err);
+    }
+    if (n > 0)
+        gs_info("GPU %u is mode %s: %u of its %d MIG instances destroyed; MIG mode stays on (the "
+                "administrator turns it off on an idle GPU: nvidia-smi -i %u -mig 0)",
+                gpu->index, gs_gpu_mode_name(gpu->mode), gone, n, gpu->index);
+    free(st);
 }
 
 static void mig_stop(gs__daemon_t *d, unsigned g)
@@ -660,6 +698,7 @@ const gs__mode_ops_t gs__mode_mig_ops = {
     .why_not = mig_why_not,
     .needs_admin = mig_needs_admin,
     .start = mig_start,
+    .clean = mig_clean,
     .restore = mig_restore,
     .restored = mig_restored,
     .grant = mig_grant,
