@@ -7,7 +7,7 @@
 set -euo pipefail
 script=$GS_SOURCE_DIR/scripts/check-layers.sh
 cc=${CC:-cc}
-work=$(mktemp -d)
+work=$(mktemp -d /tmp/gs-layers.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 failures=0
 

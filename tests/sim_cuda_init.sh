@@ -7,7 +7,7 @@
 set -euo pipefail
 prog="${GSIM_CUDA_PROGS:?}/init_result"
 fail() { echo "sim_cuda_init: $*" >&2; exit 1; }
-err=$(mktemp)
+err=$(mktemp /tmp/gs-sim_cuda_init.XXXXXX)
 trap 'rm -f "$err"' EXIT
 
 expect() { # expect "<stdout>" [env assignments...]

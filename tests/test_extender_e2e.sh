@@ -9,7 +9,7 @@
 # refuses (403), hangs, is down, or refuses the token (401) -> one clear log line and a neutral
 # answer, every answer within 5 s, and a clean stop on SIGTERM.
 set -euo pipefail
-tmp=$(mktemp -d)
+tmp=$(mktemp -d /tmp/gs-test_extender_e2e.XXXXXX)
 source "$(dirname "$0")/cli_expect.sh"
 source "$(dirname "$0")/k8s/lib.sh"
 cleanup() {

@@ -8,7 +8,7 @@
 # extender's choice. About 25 s (90 s under sanitizers). The full table (seeds 42-46, five
 # traces, every device order) is docs/kubernetes.md's, from bench/extender_replay.sh.
 set -euo pipefail
-tmp=$(mktemp -d)
+tmp=$(mktemp -d /tmp/gs-test_extender_replay.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/cli_expect.sh"
 bin="${GS_BUILD_DIR:-build}/bin/gpushare-scheduler-extender"

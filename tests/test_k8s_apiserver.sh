@@ -7,7 +7,7 @@
 # patch, LIST with limit/continue and field selectors, WATCH from a resourceVersion (ADDED,
 # MODIFIED, DELETED in order; 410 Gone when too old), v1 Status errors, the failure switch.
 set -euo pipefail
-tmp=$(mktemp -d)
+tmp=$(mktemp -d /tmp/gs-test_k8s_apiserver.XXXXXX)
 source "$(dirname "$0")/cli_expect.sh"
 source "$(dirname "$0")/k8s/lib.sh"
 trap 'stop_apiserver; rm -rf "$tmp"' EXIT

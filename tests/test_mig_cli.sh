@@ -5,7 +5,7 @@
 # --json: the plan and the table of the same run as one object, errors as JSON objects.
 set -euo pipefail
 gs="${GS_BUILD_DIR:-build}/bin/gpushare"
-tmp=$(mktemp -d)
+tmp=$(mktemp -d /tmp/gs-test_mig_cli.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/cli_expect.sh"
 

@@ -7,7 +7,7 @@
 set -euo pipefail
 gs="${GS_BUILD_DIR:-build}/bin/gpushare"
 traces="${GS_DATA_DIR:-data}/traces/alibaba-openb"
-tmp=$(mktemp -d)
+tmp=$(mktemp -d /tmp/gs-test_plan_cli.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/cli_expect.sh"
 

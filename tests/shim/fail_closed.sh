@@ -13,7 +13,7 @@ failures=0
 expect_refusal() { # VAR=VALUE... -- expected text in the one log line (cuInit=$code, default 1)
   local want=${*: -1}
   local out err
-  err=$(mktemp)
+  err=$(mktemp /tmp/gs-fail_closed.XXXXXX)
   out=$(run "${@:1:$#-1}" 2>"$err")
   if [[ $out != "cuInit=${code:-1}" ]]; then
     echo "FAIL: ${*:1:$#-1}: got '$out', want cuInit=${code:-1}"; failures=$((failures + 1))
@@ -43,7 +43,7 @@ code=801 expect_refusal GPUSHARE_COMPUTE_MAX=30 GPUSHARE_GATE=mps \
 code=801 expect_refusal GPUSHARE_COMPUTE_SHARE=30 GPUSHARE_GATE=mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30 \
   'this process is not served by the MPS daemon'
 # On an MPS GPU the share is MPS's active thread percentage: a client runs.
-shares=$(mktemp -d)
+shares=$(mktemp -d /tmp/gs-fail_closed.XXXXXX)
 export CUDA_MPS_PIPE_DIRECTORY=$shares/pipe CUDA_MPS_LOG_DIRECTORY=$shares/log
 "$GS_BUILD_DIR/sim/nvidia-cuda-mps-control" -d
 out=$(run GPUSHARE_COMPUTE_SHARE=30 GPUSHARE_GATE=mps CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30 | head -1)
@@ -57,12 +57,12 @@ fi
 unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 rm -rf "$shares"
 expect_refusal GPUSHARE_REGION=/nonexistent/lease.region 'GPUSHARE_REGION="/nonexistent/lease.region"'
-junk=$(mktemp)
+junk=$(mktemp /tmp/gs-fail_closed.XXXXXX)
 echo "not a region" > "$junk"
 expect_refusal GPUSHARE_REGION="$junk" GPUSHARE_MEMORY_LIMIT=1G "GPUSHARE_REGION=\"$junk\""
 rm -f "$junk"
 # A region recycled for another lease refuses a process of the lease that ended.
-regdir=$(mktemp -d)
+regdir=$(mktemp -d /tmp/gs-fail_closed.XXXXXX)
 "$GS_BUILD_DIR/tests/make_region" "$regdir/r" 1G 7
 expect_refusal GPUSHARE_REGION="$regdir/r" GPUSHARE_LEASE_ID=6 'GPUSHARE_LEASE_ID="6"'
 
@@ -88,7 +88,7 @@ rm -rf "$regdir"
 check_view GPUSHARE_LOG=error "total=85017493504 free=84474331136"
 
 # A lease smaller than a context refuses the context: one line, and the program cannot run.
-err=$(mktemp)
+err=$(mktemp /tmp/gs-fail_closed.XXXXXX)
 out=$(run GPUSHARE_MEMORY_LIMIT=256M 2>"$err" || true)
 if [[ $out != "cuInit=0" || $(grep -c . "$err") -ne 1 ]] ||
   ! grep -qF "a CUDA context's own memory of 518 MiB on device 0 refused: out of memory in this lease (limit 256 MiB" "$err"; then
