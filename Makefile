@@ -8,7 +8,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 
 .PHONY: all deps build quiet-build test run asan fuzz bench format check-format clean install \
-        package test-k8s
+        package test-k8s images
 
 all: build
 
@@ -53,6 +53,11 @@ package: deps
 	@cmake --build build-pkg -j$(JOBS)
 	@cd build-pkg && cpack -G DEB >/dev/null
 	@ls build-pkg/*.deb
+
+# Container images (podman): the node image and the extender's, built from deploy/images/ with
+# the programs of build-pkg/; archives in build-pkg/images/ (scripts/images.sh: BASE, TAG).
+images: deps
+	@JOBS=$(JOBS) scripts/images.sh
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, in build-asan/.
 asan:

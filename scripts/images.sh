@@ -65,11 +65,14 @@ if ! podman image exists "$base"; then
       'path-exclude=/usr/share/lintian/*'; do
       slim+=("--dpkgopt=$o")
     done
+    # merged /usr made by mmdebstrap's hook (usr-is-merged): not Debian's usrmerge, which pulls
+    # in all of perl (60 MB)
     mmdebstrap --quiet --format=tar --variant=minbase "${slim[@]}" \
+      --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
       bookworm "$tar.partial" \
       "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
-      "deb http://deb.debian.org/debian-security bookworm-security main" ||
-      die "mmdebstrap failed"
+      "deb http://deb.debian.org/debian-security bookworm-security main" \
+      >"$cache/mmdebstrap.log" 2>&1 || { tail -n 20 "$cache/mmdebstrap.log" >&2; die "mmdebstrap failed"; }
     mv "$tar.partial" "$tar"
   fi
   podman import --quiet --change 'CMD ["/bin/bash"]' \

@@ -53,19 +53,22 @@ exec "$dir/lib/$loader" --library-path "$dir/lib" --argv0 gpushare "$dir/bin/gpu
 EOF
   chmod 0755 "$new/gpushare"
   echo "gpushare $(/usr/bin/gpushare --version 2>/dev/null | head -n 1)" >"$new/VERSION"
-  "$new/gpushare" --version >/dev/null || { log "$new/gpushare does not run"; return 1; }
+  "$new/lib/$loader" --library-path "$new/lib" "$new/bin/gpushare" --version >/dev/null ||
+    { log "$new/bin/gpushare does not run with its loader and libraries"; return 1; }
   rm -rf "$dir.old"
   [[ -e $dir ]] && mv "$dir" "$dir.old"
   mv "$new" "$dir"
   rm -rf "$dir.old"
+  "$dir/gpushare" --version >/dev/null || { log "$dir/gpushare does not run"; return 1; }
   log "installed the shim and gpushare in $dir"
 }
 
-# leases_held: 0 when gpushared (still running) answers that it holds no lease and no request
+# leases_held: 0 (held) unless gpushared, still running, answers that it holds no lease and has
+# no request waiting (`gpushare leases --json`: one array of both); when it cannot tell, held
 leases_held() {
   local out
   out=$(GPUSHARE_SOCKET=$runtime/gpushared.sock gpushare leases --json 2>/dev/null) || return 0
-  jq -e '(.leases | length) + (.pending | length) > 0' >/dev/null <<<"$out"
+  [[ $(jq 'if type == "array" then length else -1 end' <<<"$out" 2>/dev/null) != 0 ]]
 }
 
 run() {
