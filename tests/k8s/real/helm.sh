@@ -83,6 +83,7 @@ source "$dir/env"
 echo "== cluster up ($K8S_VERSION_FULL); importing the images"
 t0=$(date +%s)
 "$k8s/cluster.sh" import "$dir" "$images/gpushare-node-$tag.tar" >/dev/null
+"$k8s/cluster.sh" import "$dir" "$images/gpushare-scheduler-extender-$tag.tar" >/dev/null
 "$k8s/cluster.sh" exec "$dir" ctr -n k8s.io images tag "localhost/gpushare/node:$tag" \
   "localhost/gpushare/node:$tag-upgrade" >/dev/null
 "$k8s/cluster.sh" image "$dir" localhost/gpushare/busybox:1 "$dir/images/busybox.tar" \
@@ -90,6 +91,18 @@ t0=$(date +%s)
 echo "imported in $(( $(date +%s) - t0 )) s"
 kc label node "$K8S_NODE" gpushare.io/gpushared=true >/dev/null
 wait_for 60 "the default ServiceAccount" kc get serviceaccount default
+
+# the extender's image runs, as a user that is not root (runAsNonRoot: the kubelet refuses an
+# image whose user is root)
+jq -n --arg image "localhost/gpushare/scheduler-extender:$tag" '{apiVersion: "v1", kind: "Pod",
+  metadata: {name: "extender-version"}, spec: {restartPolicy: "Never",
+    securityContext: {runAsNonRoot: true}, automountServiceAccountToken: false,
+    containers: [{name: "e", image: $image, imagePullPolicy: "Never", args: ["--version"]}]}}' |
+  kc apply -f - >/dev/null
+done_ok() { [[ $(kc get pod extender-version -o 'jsonpath={.status.phase}') == Succeeded ]]; }
+wait_for 60 "the extender image's pod Succeeded" done_ok
+echo "the extender's image, not root: $(kc logs extender-version)"
+kc delete pod extender-version --wait=false >/dev/null
 
 values=$dir/values.yaml
 cat >"$values" <<EOF
