@@ -39,7 +39,12 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # helm says, for each linked file of the chart's directory, that it followed the link
 quiet() { grep -v 'found symbolic link in path' || true; }
 
-echo "== 1. helm lint --strict"
+echo "== 1. helm lint --strict; the chart's version is the project's (the images' default tag)"
+project=$(sed -n 's/^project(gpushare VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+for field in version appVersion; do
+  v=$(sed -n "s/^$field: *\"\{0,1\}\([^\"]*\)\"\{0,1\}$/\1/p" "$chart/Chart.yaml")
+  [[ $v == "$project" ]] || fail "Chart.yaml's $field is '$v', the project's version $project"
+done
 "$helm" lint --strict "$chart" >"$tmp/lint" 2>&1 || { quiet <"$tmp/lint"; fail "helm lint"; }
 grep -qE '\[(WARNING|ERROR)\]' "$tmp/lint" && { quiet <"$tmp/lint"; fail "helm lint warns"; }
 grep -q '1 chart(s) linted, 0 chart(s) failed' "$tmp/lint" || fail "helm lint: $(tail -n 1 "$tmp/lint")"
