@@ -11,7 +11,11 @@
 #  4. helm upgrade to another image tag (the same image tagged again: the DaemonSets roll their
 #     pods) while the claim is prepared: the pod keeps running (no restart), its lease is the same
 #     one and the only one;
-#  5. the pod deleted, helm uninstall: nothing left on the node: no lease, no CDI spec of
+#  5. health: GPU 1 is configured mig and starts with MIG off: an Event GpuUnavailable on the
+#     Node, GPU 1 not published; MIG turned on with gpusim's nvidia-smi: an Event GpuAvailable and
+#     its MIG devices published within 10 s; off again (the fault): GpuUnavailable and its devices
+#     withdrawn within 10 s;
+#  6. the pod deleted, helm uninstall: nothing left on the node: no lease, no CDI spec of
 #     gpushare's, no socket, no toolkit directory, no gpushared or gpushare-k8s process.
 # The node's host paths (toolkit, run-time and state directories) are under the test's
 # directory, so that the host's /usr/local and /run stay untouched.
@@ -114,6 +118,9 @@ agent:
   runtimeDir: $node/run/gpushare
   stateDir: $node/var/lib/gpushare
   gpusim: {enabled: true, devices: "H100-80GB,H100-80GB"}
+  extraConfig: |
+    [gpu:1]
+    mode = mig
   logLevel: debug
 plugin: {hostNetwork: true, driverCdi: ""}
 EOF
@@ -182,6 +189,39 @@ running || fail "the claim's pod is not Running after the upgrade"
 [[ $(kc get pod gpu-pod -o 'jsonpath={.status.containerStatuses[0].restartCount}') == "$restarts0" ]] ||
   fail "the claim's container restarted in the upgrade"
 echo "after the upgrade: the same lease $after, the pod Running, no restart"
+
+echo "== GPU health: GPU 1 (mode mig) with MIG off, on, off"
+# events NAME: how many Events REASON on the node speak of GPU 1
+events() {
+  kc get events -n default -o json | jq --arg r "$1" --arg n "$K8S_NODE" '[.items[] |
+    select(.involvedObject.kind == "Node" and .involvedObject.name == $n and .reason == $r and
+      (.message | startswith("GPU 1 ")))] | length'
+}
+gpu1_devices() {
+  kc get resourceslices -o json | jq '[.items[] | select(.spec.driver == "gpu.gpushare.io") |
+    .spec.devices[]? | select(.name | startswith("gpu-1-"))] | length'
+}
+more_events() { [[ $(events "$1") -gt $2 ]]; }
+published() { [[ $(gpu1_devices) -gt 0 ]]; }
+withdrawn() { [[ $(gpu1_devices) == 0 ]]; }
+smi() {
+  kc -n gpushare-system exec "$(agent_pod)" -c gpushared -- env GPUSIM_STATE="$node/run/gpushare/gpusim" \
+    /usr/libexec/gpushare/sim/nvidia-smi "$@" >/dev/null
+}
+wait_for 10 "an Event GpuUnavailable for GPU 1 (MIG off)" more_events GpuUnavailable 0
+withdrawn || fail "GPU 1 (MIG off) is published"
+echo "MIG off: $(kc get events -n default --field-selector reason=GpuUnavailable -o 'jsonpath={.items[-1:].message}')"
+up=$(events GpuAvailable) down=$(events GpuUnavailable)
+smi -i 1 -mig 1
+t_fix=$(date +%s)
+wait_for 10 "an Event GpuAvailable for GPU 1 (MIG on)" more_events GpuAvailable "$up"
+wait_for 10 "GPU 1's MIG devices published" published
+echo "MIG on: GpuAvailable and $(gpu1_devices) MIG devices of GPU 1 published after $(( $(date +%s) - t_fix )) s"
+smi -i 1 -mig 0
+t_fault=$(date +%s)
+wait_for 10 "an Event GpuUnavailable for GPU 1 (MIG off again)" more_events GpuUnavailable "$down"
+wait_for 10 "GPU 1's devices withdrawn" withdrawn
+echo "MIG off again: GpuUnavailable, GPU 1's devices withdrawn after $(( $(date +%s) - t_fault )) s"
 
 echo "== the pod deleted, helm uninstall"
 kc delete pod gpu-pod --wait=true --timeout=60s >/dev/null
