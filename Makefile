@@ -8,7 +8,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 
 .PHONY: all deps build quiet-build test run asan fuzz bench format check-format clean install \
-        package test-k8s
+        package test-k8s images
 
 all: build
 
@@ -25,9 +25,10 @@ test: build
 
 # The tests against a real Kubernetes (issue 35): builds its components from their Go modules
 # into the cache (scripts/k8s/build.sh; reused when there; K8S_VERSION=1.36 for the older
-# release), then ctest -L k8s-real (each test starts and stops its own cluster).
+# release; and helm, for k8s_real_helm), then ctest -L k8s-real (each test starts and stops its
+# own cluster).
 test-k8s: build
-	@scripts/k8s/build.sh
+	@GS_K8S_HELM=1 scripts/k8s/build.sh
 	GS_REQUIRE_K8S=1 ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -L k8s-real --timeout 1800
 
 run: quiet-build
@@ -53,6 +54,11 @@ package: deps
 	@cmake --build build-pkg -j$(JOBS)
 	@cd build-pkg && cpack -G DEB >/dev/null
 	@ls build-pkg/*.deb
+
+# Container images (podman): the node image and the extender's, built from deploy/images/ with
+# the programs of build-pkg/; archives in build-pkg/images/ (scripts/images.sh: BASE, TAG).
+images: deps
+	@JOBS=$(JOBS) scripts/images.sh
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, in build-asan/.
 asan:

@@ -28,6 +28,9 @@ packages=(
   libgrpc-dev libprotobuf-c-dev protobuf-c-compiler  # gpushare-k8s: the kubelet's gRPC services
   libcurl4-openssl-dev libyaml-dev          # gpushare-k8s: the API server, kubeconfigs
   python3-grpcio python3-protobuf protobuf-compiler  # tests: the stand-in kubelet
+  mmdebstrap                                # make images: the images' Debian 12 base from
+                                            # Debian's archive (no registry needed)
+  shellcheck                                # the shell scripts' check
   runc                                      # tests/k8s/real: containerd 2.x's OCI runtime (Debian's
                                             # crun 1.8 refuses the spec containerd 2.4 writes)
 )

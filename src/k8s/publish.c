@@ -7,7 +7,13 @@
  * a restarted plugin adopts its slices as they are when they already say the same (nothing
  * doubled, no generation burnt), and a write refused as a conflict is retried on fresh
  * resourceVersions. When gpushared does not answer, the slices stay as published (a restart of
- * gpushared must not withdraw the node's GPUs from the scheduler). */
+ * gpushared must not withdraw the node's GPUs from the scheduler).
+ *
+ * Health: a GPU that gpushared reports with a problem (MIG off on a mig GPU, its MPS control
+ * daemon down, ...) is left out of the slices, and each change of a GPU's problem is told to the
+ * cluster as an Event on the Node (Warning GpuUnavailable with gpushared's line, Normal
+ * GpuAvailable when it serves again) and logged; the first pass reports the GPUs that start
+ * with a problem. An Event the API server refuses is logged, never retried. */
 #include "plugin.h"
 
 #include "gpushare/error.h"
@@ -19,6 +25,7 @@
 #include <time.h>
 
 #define SLICES_PATH "/apis/resource.k8s.io/v1/resourceslices"
+#define EVENTS_PATH "/api/v1/namespaces/default/events" /* where Nodes' events go */
 #define MAX_SLICES  (GS_MAX_DEVICES + 2)
 
 typedef struct pub {
@@ -31,6 +38,7 @@ typedef struct pub {
                          * with the server's resourceVersion: a field the server drops must not
                          * make every pass write again) */
     json_t *owner;      /* ownerReferences naming the Node, or NULL */
+    json_t *problems;   /* GPU UUID -> its problem as last reported ("" none) */
     char last_error[GS_PLUGIN_ERR_MAX];
 } pub_t;
 
@@ -232,6 +240,68 @@ static int publish(pub_t *pub, json_t **want, size_t n, char *err, size_t errlen
     return result;
 }
 
+/* Posts an Event on this node: type Warning or Normal, reason, message. */
+static void post_event(pub_t *pub, const char *type, const char *reason, const char *message)
+{
+    char now[32], why[GS_PLUGIN_ERR_MAX], text[GS_PLUGIN_ERR_MAX];
+    time_t t = time(NULL);
+    struct tm tm;
+    long status = 0;
+    json_t *reply = NULL;
+    find_owner(pub); /* the Node's uid, for the event */
+    strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+    const char *uid = json_string_value(json_object_get(json_array_get(pub->owner, 0), "uid"));
+    json_t *node =
+        json_pack("{s:s, s:s, s:s}", "apiVersion", "v1", "kind", "Node", "name", pub->p->cfg.node);
+    if (node != NULL && uid != NULL)
+        json_object_set_new(node, "uid", json_string(uid));
+    json_t *event =
+        json_pack("{s:s, s:s, s:{s:s}, s:o, s:s, s:s, s:s, s:{s:s, s:s}, s:s, s:s, s:i, s:s, s:s}",
+                  "apiVersion", "v1", "kind", "Event", "metadata", "generateName", "gpushare-k8s-",
+                  "involvedObject", node, "type", type, "reason", reason, "message", message,
+                  "source", "component", "gpushare-k8s", "host", pub->p->cfg.node, "firstTimestamp",
+                  now, "lastTimestamp", now, "count", 1, "reportingComponent", GS_DRA_DRIVER,
+                  "reportingInstance", pub->p->cfg.node);
+    if (event == NULL)
+        return;
+    if (gs__kapi_call(pub->api, "POST", EVENTS_PATH, event, &status, &reply, why, sizeof(why)) != 0)
+        gs_warn("node %s: the event \"%s\" not posted: %s", pub->p->cfg.node, message, why);
+    else if (status / 100 != 2) {
+        gs__kapi_status_text(status, reply, text, sizeof(text));
+        gs_warn("node %s: the event \"%s\" not posted: %s", pub->p->cfg.node, message, text);
+    }
+    json_decref(reply);
+    json_decref(event);
+}
+
+/* Tells the cluster each GPU whose problem changed since the last pass (the first pass: each
+ * that has one). */
+static void report_health(pub_t *pub, const gs__node_t *node)
+{
+    char message[GS_PLUGIN_ERR_MAX];
+    for (unsigned i = 0; pub->problems != NULL && i < node->n; i++) {
+        const gs__node_gpu_t *g = &node->gpus[i];
+        const char *before = json_string_value(json_object_get(pub->problems, g->uuid));
+        if (before == NULL ? g->problem[0] == '\0' : strcmp(before, g->problem) == 0) {
+            if (before == NULL)
+                json_object_set_new(pub->problems, g->uuid, json_string(""));
+            continue;
+        }
+        if (g->problem[0] != '\0') {
+            snprintf(message, sizeof(message), "GPU %u (%s) serves nothing: %s; not published",
+                     g->index, g->uuid, g->problem);
+            gs_warn("%s", message);
+            post_event(pub, "Warning", "GpuUnavailable", message);
+        } else {
+            snprintf(message, sizeof(message), "GPU %u (%s) serves again; published", g->index,
+                     g->uuid);
+            gs_info("%s", message);
+            post_event(pub, "Normal", "GpuAvailable", message);
+        }
+        json_object_set_new(pub->problems, g->uuid, json_string(g->problem));
+    }
+}
+
 /* The slices wanted now, as JSON. Returns 0 with want[0..*n), or a code with one line. */
 static int wanted(pub_t *pub, json_t **want, size_t *n, char *err, size_t errlen)
 {
@@ -244,6 +314,8 @@ static int wanted(pub_t *pub, json_t **want, size_t *n, char *err, size_t errlen
         if (node->gpus[i].mode == GS_DRA_MIG)
             snprintf(node->gpus[i].problem, sizeof(node->gpus[i].problem),
                      "the API server keeps no partitionable devices");
+    if (result == 0)
+        report_health(pub, node);
     if (result == 0)
         result = gs__node_slices(node, pub->p->cfg.node, pub->generation, pub->p->cfg.order, slices,
                                  MAX_SLICES, &count);
@@ -300,7 +372,7 @@ static void wait_next(gs__plugin_t *p, long ms)
 
 static void *publisher(void *arg)
 {
-    pub_t pub = {.p = arg, .existing = json_object()};
+    pub_t pub = {.p = arg, .existing = json_object(), .problems = json_object()};
     char err[GS_PLUGIN_ERR_MAX];
     if (pub.existing == NULL || gs__kapi_open(&pub.p->cfg.api, &pub.api) != 0) {
         gs_error("the publisher cannot start: out of memory");
@@ -322,6 +394,7 @@ static void *publisher(void *arg)
     gs__kapi_close(pub.api);
     json_decref(pub.existing);
     json_decref(pub.owner);
+    json_decref(pub.problems);
     return NULL;
 }
 

@@ -5,7 +5,8 @@ extender's RBAC is read-only on exactly nodes, pods, resourceslices and resource
 scheduler configurations call the extender with the settings its results depend on
 (percentageOfNodesToScore 100, nodeCacheCapable, ignorable, weight over the in-tree scores);
 the Service, the container port, --listen and urlPrefix agree. The DRA driver's (issue 22): its
-RBAC is exactly get on resourceclaims and nodes and what publishing its slices takes, its
+RBAC is exactly get on resourceclaims and nodes, what publishing its slices takes and creating
+Events (a GPU unpublished, or back), its
 DaemonSet mounts the kubelet's directories and is not privileged, and its resource.k8s.io/v1
 objects (DeviceClass, ResourceClaimTemplates) pass tests/k8s/check_resource_v1.py with GpuConfig
 parameters gpushare-k8s accepts. Prints one line per problem."""
@@ -30,7 +31,7 @@ KINDS = {("v1", "Namespace"), ("v1", "ServiceAccount"), ("v1", "Service"), ("v1"
          ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding")}
 PLUGIN_RULES = {("resourceclaims", "get"), ("nodes", "get"), ("resourceslices", "get"),
                 ("resourceslices", "list"), ("resourceslices", "create"),
-                ("resourceslices", "update"), ("resourceslices", "delete")}
+                ("resourceslices", "update"), ("resourceslices", "delete"), ("events", "create")}
 PLUGIN_MOUNTS = {"/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins/gpu.gpushare.io",
                  "/var/run/cdi", "/run/gpushare"}
 GPUCONFIG = {"apiVersion", "kind", "computeMax", "timeLimit", "enforce"}
