@@ -580,8 +580,8 @@ static json_t *daemon_status(const char *options)
  * each round of the run, which holds one slot of each lease at most). So, with R = CHARGE_ROUND_MS
  * a round:
  * - no lease's device time goes uncharged: truth - charge <= CHARGE_UNDER_PCT % of the truth + R
- *   (CHARGE_UNDER_HOSTILE_PCT beside a hostile=1 lease, whose stalls and floods leave some of the
- *   honest leases' work uncharged);
+ *   (CHARGE_UNDER_HOSTILE_PCT beside a hostile=1 lease: there the honest leases were charged
+ *   13-16 % less than their device time, a gap not explained yet);
  * - a lease whose program keeps the GPU busy (no %= check: its gaps are not its program's) is not
  *   overcharged: charge - truth <= CHARGE_OVER_PCT % + R;
  * - the GPU's time is charged once: the charges together <= the run's wall time + R.
