@@ -1104,3 +1104,24 @@ int gsim_mig_find_uuid_locked(const gsim_node_t *node, const char *prefix, int *
     }
     return found == 1 ? 0 : -ENOENT;
 }
+
+int gsim_node_reserve_locked(gsim_node_t *node, gsim_domain_t domain, const gsim_work_t *w,
+                             int64_t *start_ns, int64_t *end_ns)
+{
+    gsim_timeline_t *tl = gsim_domain_timeline(node, domain);
+    if (tl == NULL)
+        return -ENODEV;
+    int64_t now = gsim_now_ns();
+    int64_t covered = gsim_timeline_future_union_ns(tl, w->pid, now);
+    int rc = gsim_timeline_reserve(tl, w, start_ns, end_ns);
+    if (rc != 0)
+        return rc;
+    gsim_proc_t *self = gsim_node_self(node);
+    int64_t grown = gsim_timeline_future_union_ns(tl, w->pid, now) - covered;
+    if (self != NULL) {
+        self->busy_ns[domain.dev] += (uint64_t)(*end_ns - *start_ns);
+        self->active_ns[domain.dev] += (uint64_t)(grown > 0 ? grown : 0);
+    }
+    node->dev[domain.dev].busy_ns_total += (uint64_t)(*end_ns - *start_ns);
+    return 0;
+}

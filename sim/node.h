@@ -303,6 +303,16 @@ int64_t gsim_timeline_pending_ns(gsim_timeline_t *timeline, int32_t pid, int64_t
 int64_t gsim_timeline_busy_ns(gsim_timeline_t *timeline, int32_t pid, int64_t from_ns,
                               int64_t to_ns);
 
+/* Reserves w's kernel on domain's timeline (gsim_timeline_reserve) and books it: the calling
+ * process's busy_ns and the device's busy_ns_total grow by the kernel's time, the process's
+ * active_ns by the growth of the union of its work after now (kernels of one process that
+ * overlap count once), so that active_ns less gsim_timeline_future_union_ns is the device time
+ * its work has had: the ground truth of gpusim's users (the CUDA driver's launches, the NVML
+ * tests' helper, the compute tests). Returns 0, -EAGAIN (as gsim_timeline_reserve) or -ENODEV
+ * (the domain is gone). Call with the lock held. */
+int gsim_node_reserve_locked(gsim_node_t *node, gsim_domain_t domain, const gsim_work_t *w,
+                             int64_t *start_ns, int64_t *end_ns);
+
 /* Drops every interval of pid (a process that is gone). Call with the lock held. */
 void gsim_timeline_forget(gsim_timeline_t *timeline, int32_t pid);
 

@@ -90,9 +90,11 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
   # Acceptance 3: a co-tenant stops and comes back; waits at shares of 5 %.
   gs_add_compute_test(compute_stop_return a:g=30 b:g=70 @2:pause:b @4:resume:b [3,4]:a>=90
                       [5,7]:a=30~3 [5,7]:b=70~3 [1,7]:wait:a<=200 [4.2,7]:wait:b<=200)
+  # The 85 % lease pays the round's three extra hand-overs (about 1 % each on gpusim: 81.7-82.2
+  # % seen; the pair tests' 3 points do not hold beside three 5 % leases): at least 80.
   gs_add_compute_test(compute_waits_5 a:g=5,kernel=2ms b:g=5,kernel=2ms c:g=5,kernel=2ms
-                      d:g=85,kernel=2ms [1,4]:a=5~2 [1,4]:b=5~2 [1,4]:c=5~2 [1,4]:wait:a<=200
-                      [1,4]:wait:b<=200 [1,4]:wait:c<=200 [1,4]:wait:d<=200)
+                      d:g=85,kernel=2ms [1,4]:a=5~2 [1,4]:b=5~2 [1,4]:c=5~2 [1,4]:d>=80
+                      [1,4]:wait:a<=200 [1,4]:wait:b<=200 [1,4]:wait:c<=200 [1,4]:wait:d<=200)
   # Acceptance 4: processes, threads and streams, synchronization after each kernel, graphs,
   # kernels longer than a slot.
   gs_add_compute_test(compute_processes a:g=30,procs=3 b:g=70,procs=2 [1,4]:a=30~3

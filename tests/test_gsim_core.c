@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of gpusim's core: model tables, device specs, timelines, node state and reaping. */
+/* Unit tests of gpusim's core: model tables, device specs, timelines, node state and reaping, and
+ * the ground truth of device time (active_ns, future_union) where it is computed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -233,6 +234,75 @@ static void test_node_memory_and_reap(void **state)
     close(pipefd[1]);
 }
 
+/* Issue 41: the union of a process's work after now, where it is computed: its intervals
+ * clipped at now, overlaps counted once, other processes' apart. */
+static void test_future_union(void **state)
+{
+    (void)state;
+    static gsim_timeline_t tl;
+    memset(&tl, 0, sizeof(tl));
+    int64_t t0 = gsim_now_ns() + 1000 * MS;
+    gsim_interval_t ivs[] = {
+        {.start_ns = t0, .end_ns = t0 + 10 * MS, .busy_ns = 10 * MS, .pid = 1, .pct = 100},
+        {.start_ns = t0 + 5 * MS, .end_ns = t0 + 15 * MS, .busy_ns = 10 * MS, .pid = 1, .pct = 100},
+        {.start_ns = t0 + 30 * MS,
+         .end_ns = t0 + 40 * MS,
+         .busy_ns = 10 * MS,
+         .pid = 1,
+         .pct = 100},
+        {.start_ns = t0 + 15 * MS,
+         .end_ns = t0 + 30 * MS,
+         .busy_ns = 15 * MS,
+         .pid = 2,
+         .pct = 100},
+    };
+    for (unsigned i = 0; i < sizeof(ivs) / sizeof(ivs[0]); i++)
+        tl.reserved[tl.n_reserved++] = ivs[i];
+    assert_int_equal(gsim_timeline_future_union_ns(&tl, 1, t0 - MS), 25 * MS);
+    assert_int_equal(gsim_timeline_future_union_ns(&tl, 1, t0 + 12 * MS), 13 * MS);
+    assert_int_equal(gsim_timeline_future_union_ns(&tl, 1, t0 + 35 * MS), 5 * MS);
+    assert_int_equal(gsim_timeline_future_union_ns(&tl, 1, t0 + 40 * MS), 0);
+    assert_int_equal(gsim_timeline_future_union_ns(&tl, 2, t0), 15 * MS);
+    assert_int_equal(gsim_timeline_future_union_ns(&tl, 3, t0), 0);
+}
+
+/* Issue 41: the booking of a launch (gsim_node_reserve_locked, what the CUDA driver and the NVML
+ * tests' helper call): busy_ns grows by each kernel, active_ns by the union (two overlapping
+ * kernels of one process: once), the device's total too; active_ns less the future union is the
+ * device time had so far: none before the work's start. */
+static void test_node_reserve_truth(void **state)
+{
+    (void)state;
+    gsim_node_t *node = NULL;
+    assert_int_equal(gsim_node_open(0, &node), 0);
+    gsim_domain_t d1 = {.dev = 1, .gi = -1};
+    gsim_node_lock(node);
+    gsim_proc_t *self = gsim_node_self(node);
+    assert_non_null(self);
+    uint64_t active0 = self->active_ns[1], busy0 = self->busy_ns[1];
+    uint64_t total0 = node->dev[1].busy_ns_total;
+    int64_t t0 = gsim_now_ns() + 1000 * MS, s, e;
+    gsim_work_t w = {.pid = self->pid, .ready_ns = t0, .work_ns = 10 * MS};
+    assert_int_equal(gsim_node_reserve_locked(node, d1, &w, &s, &e), 0);
+    assert_int_equal(s, t0);
+    assert_int_equal(e, t0 + 10 * MS);
+    w.ready_ns = t0 + 5 * MS; /* another stream of the process: its kernels overlap */
+    assert_int_equal(gsim_node_reserve_locked(node, d1, &w, &s, &e), 0);
+    assert_int_equal(s, t0 + 5 * MS);
+    assert_int_equal(e, t0 + 15 * MS);
+    assert_int_equal(self->busy_ns[1] - busy0, 20 * MS);
+    assert_int_equal(self->active_ns[1] - active0, 15 * MS);
+    assert_int_equal(node->dev[1].busy_ns_total - total0, 20 * MS);
+    int64_t now = gsim_now_ns();
+    assert_int_equal((int64_t)(self->active_ns[1] - active0) -
+                         gsim_timeline_future_union_ns(&node->dev[1].timeline, self->pid, now),
+                     0);
+    assert_int_equal(
+        gsim_node_reserve_locked(node, (gsim_domain_t){.dev = 5, .gi = -1}, &w, &s, &e), -ENODEV);
+    gsim_timeline_forget(&node->dev[1].timeline, self->pid);
+    gsim_node_unlock(node);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -242,6 +312,8 @@ int main(void)
         cmocka_unit_test(test_timeline_mps),
         cmocka_unit_test(test_timeline_full),
         cmocka_unit_test(test_node_memory_and_reap),
+        cmocka_unit_test(test_future_union),
+        cmocka_unit_test(test_node_reserve_truth),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];

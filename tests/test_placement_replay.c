@@ -3,8 +3,9 @@
  * asserts issue 13's acceptance figures: on every trace gpushare's mean unallocated GPU % at
  * arrived 100 % is at most 0.95 x the published FGD mean, for seeds 42-46 and again for seeds
  * 47-51, and at most 4.0 on the default trace. It also checks that the replay reproduces the
- * paper (every baseline on the default trace, and FGD on every trace, within 0.5 points of the
- * published figure), and the exact means this implementation produces (a regression check).
+ * paper (every baseline on the default trace, and FGD on every trace, within 0.1 point of the
+ * published figure over seeds 42-51; 0.2 over the quick run's 42-46), and the exact means this
+ * implementation produces (a regression check).
  *
  * GS_REPLAY=quick checks three traces (default, gpushare100, multigpu30) on seeds 42-46 only,
  * without the exact means; it is the default when GS_SANITIZE is set (the sanitizer build, where
@@ -139,7 +140,12 @@ static double published(const setup_t *t, const char *workload, const char *labe
     return sum / n;
 }
 
-/* The replay reproduces the paper: each baseline within 0.5 points of the published figure on
+/* How close a replayed mean is to the published one (docs/placement.md): 0.1 point over seeds
+ * 42-51, 0.2 over the quick run's 42-46 (fewer seeds, further apart: up to 0.18 seen); 1e-9 for
+ * the sums' rounding (cpu100's FGD is 0.100 off). */
+#define FIGURE_BOUND(t) ((t)->quick ? 0.2 : 0.1 + 1e-9)
+
+/* The replay reproduces the paper: each baseline within FIGURE_BOUND of the published figure on
  * the default trace; also the exact means this implementation produces. */
 static void test_baselines_default(void **state)
 {
@@ -151,14 +157,14 @@ static void test_baselines_default(void **state)
         double ours = replay_mean(t, &pods, (gs_place_policy_t)p, 42, n);
         double paper = published(t, "openb_pod_list_default", gs_place_policy_label(p), 42, n);
         printf("default %-16s ours %6.3f published %6.3f\n", gs_place_policy_label(p), ours, paper);
-        assert_true(fabs(ours - paper) <= 0.5);
+        assert_true(fabs(ours - paper) <= FIGURE_BOUND(t));
         if (!t->quick)
             assert_true(fabs(ours - exact[p]) < 0.0005);
     }
     gs_place_pods_free(&pods);
 }
 
-/* The comparison is fair: our FGD is within 0.5 points of the published FGD on every trace. */
+/* The comparison is fair: our FGD is within FIGURE_BOUND of the published FGD on every trace. */
 static void test_fgd_every_trace(void **state)
 {
     setup_t *t = *state;
@@ -170,7 +176,7 @@ static void test_fgd_every_trace(void **state)
         double ours = replay_mean(t, &pods, GS_PLACE_FGD, 42, n);
         double paper = published(t, traces[i].name, "06-FGD", 42, n);
         printf("%-27s fgd %.4f published %6.3f\n", traces[i].name, ours, paper);
-        assert_true(fabs(ours - paper) <= 0.5);
+        assert_true(fabs(ours - paper) <= FIGURE_BOUND(t));
         if (!t->quick)
             assert_true(fabs(ours - traces[i].fgd) < 0.0005);
         gs_place_pods_free(&pods);

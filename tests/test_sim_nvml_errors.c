@@ -311,6 +311,49 @@ static void test_faults_any_function(void **state)
     assert_int_equal(nvmlShutdown(), NVML_SUCCESS);
 }
 
+/* The lines of the file PATH ("" when there is none). */
+static void read_all(const char *path, char *out, size_t size)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return;
+    size_t n = fread(out, 1, size - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+/* Issue 41: a fault is seen to fire. GPUSIM_NVML_FAULTS_FIRED gets one line "FUNCTION CODE" for
+ * the first call each version of the rules fails, none for an exempt or unmatched call. */
+static void test_faults_fired(void **state)
+{
+    (void)state;
+    char fired[600], got[256];
+    snprintf(fired, sizeof(fired), "%s.fired", getenv("GPUSIM_NVML_FAULTS"));
+    unlink(fired);
+    setenv("GPUSIM_NVML_FAULTS_FIRED", fired, 1);
+    assert_int_equal(nvmlInit_v2(), NVML_SUCCESS);
+    nvmlDevice_t dev0;
+    assert_int_equal(nvmlDeviceGetHandleByIndex_v2(0, &dev0), NVML_SUCCESS);
+    faults("nvmlDeviceGetName 0\nnvmlDeviceGetMemoryInfo 999\n");
+    assert_int_equal(c_name(dev0), NVML_SUCCESS);
+    read_all(fired, got, sizeof(got));
+    assert_string_equal(got, "");
+    assert_int_equal(nvmlDeviceGetMemoryInfo(dev0, &mem), NVML_ERROR_UNKNOWN);
+    assert_int_equal(nvmlDeviceGetMemoryInfo(dev0, &mem), NVML_ERROR_UNKNOWN);
+    read_all(fired, got, sizeof(got));
+    assert_string_equal(got, "nvmlDeviceGetMemoryInfo 999\n");
+    faults("nvmlDeviceGetN* 3\n");
+    assert_int_equal(c_name(dev0), NVML_ERROR_NOT_SUPPORTED);
+    read_all(fired, got, sizeof(got));
+    assert_string_equal(got, "nvmlDeviceGetMemoryInfo 999\nnvmlDeviceGetName 3\n");
+    faults(NULL);
+    assert_int_equal(c_name(dev0), NVML_SUCCESS);
+    unsetenv("GPUSIM_NVML_FAULTS_FIRED");
+    unlink(fired);
+    assert_int_equal(nvmlShutdown(), NVML_SUCCESS);
+}
+
 int main(void)
 {
     const char *dir = make_temp_dir("nvml-errors");
@@ -322,10 +365,9 @@ int main(void)
     snprintf(fault_file, sizeof(fault_file), "%s/nvml-faults", dir);
     setenv("GPUSIM_NVML_FAULTS", fault_file, 1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_before_init),
-        cmocka_unit_test(test_bad_handles),
-        cmocka_unit_test(test_after_shutdown),
-        cmocka_unit_test(test_faults_any_function),
+        cmocka_unit_test(test_before_init),    cmocka_unit_test(test_bad_handles),
+        cmocka_unit_test(test_after_shutdown), cmocka_unit_test(test_faults_any_function),
+        cmocka_unit_test(test_faults_fired),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     remove_tree(dir);

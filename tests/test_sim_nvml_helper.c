@@ -94,16 +94,8 @@ static int64_t launch(helper_t *h, int ord, int64_t ready_ns, int64_t dur_ns)
         gsim_node_lock(h->node);
         if (gsim_node_self(h->node) != NULL)
             work.pid = gsim_node_self(h->node)->pid; /* the key, as the driver uses it */
-        gsim_timeline_t *tl = gsim_domain_timeline(h->node, h->domains[ord]);
-        int64_t now = gsim_now_ns();
-        int64_t covered = tl != NULL ? gsim_timeline_future_union_ns(tl, work.pid, now) : 0;
-        int result = tl != NULL ? gsim_timeline_reserve(tl, &work, &start, &end) : -EINVAL;
-        gsim_proc_t *self = gsim_node_self(h->node);
-        if (result == 0 && self != NULL) {
-            self->busy_ns[h->domains[ord].dev] += (uint64_t)(end - start);
-            self->active_ns[h->domains[ord].dev] +=
-                (uint64_t)(gsim_timeline_future_union_ns(tl, work.pid, now) - covered);
-        }
+        /* (The driver's own booking: the accounting is gpusim's, not a copy of it.) */
+        int result = gsim_node_reserve_locked(h->node, h->domains[ord], &work, &start, &end);
         gsim_node_unlock(h->node);
         if (result == 0)
             return end;

@@ -143,22 +143,7 @@ static int reserve_time(CUcontext ctx, int64_t ready, int64_t dur, int64_t *star
     gsim_work_t work = {
         .pid = gsim_cu_pid(), .mps_pct = gsim_cu_mps_pct(), .ready_ns = ready, .work_ns = dur};
     gsim_node_lock(node);
-    gsim_timeline_t *tl = gsim_domain_timeline(node, ctx->domain);
-    int rc = -ENODEV;
-    int64_t now = gsim_now_ns(), covered = 0;
-    if (tl != NULL) {
-        covered = gsim_timeline_future_union_ns(tl, work.pid, now);
-        rc = gsim_timeline_reserve(tl, &work, start, end);
-    }
-    if (rc == 0) {
-        gsim_proc_t *self = gsim_node_self(node);
-        int64_t grown = gsim_timeline_future_union_ns(tl, work.pid, now) - covered;
-        if (self != NULL) {
-            self->busy_ns[ctx->domain.dev] += (uint64_t)(*end - *start);
-            self->active_ns[ctx->domain.dev] += (uint64_t)(grown > 0 ? grown : 0);
-        }
-        node->dev[ctx->domain.dev].busy_ns_total += (uint64_t)(*end - *start);
-    }
+    int rc = gsim_node_reserve_locked(node, ctx->domain, &work, start, end);
     gsim_node_unlock(node);
     return rc;
 }

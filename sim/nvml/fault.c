@@ -8,8 +8,11 @@
  * "nvmlInit_v2 0" before "* 999" exempts nvmlInit_v2). Every entry point of the library, modelled
  * or not, has the hook. The file is looked at (stat) at each call and read again when it
  * changed, so a test can inject and clear a fault in a running process by writing or removing
- * it. Unset, the hook costs one getenv per call. NVIDIA's NVML has no such hook: it exists so that
- * the error paths of NVML's users can be tested (tests/faults). Thread-safe. */
+ * it. Unset, the hook costs one getenv per call. GPUSIM_NVML_FAULTS_FIRED, when set, names a
+ * file to which the first call that each version of the rules fails appends a line "FUNCTION CODE"
+ * (the function called): so that a test can see that a fault it injected took effect. NVIDIA's NVML
+ * has no such hook: it exists so that the error paths of NVML's users can be tested (tests/faults).
+ * Thread-safe. */
 #include "nvml_internal.h"
 
 #include <pthread.h>
@@ -32,11 +35,13 @@ static struct {
     struct stat seen; /* of the file the rules were read from; st_ino 0: none */
     rule_t rules[RULES_MAX];
     unsigned n;
+    int reported; /* this version's first failure went to GPUSIM_NVML_FAULTS_FIRED */
 } faults = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void read_rules(const char *path)
 {
     faults.n = 0;
+    faults.reported = 0;
     FILE *f = fopen(path, "re");
     if (f == NULL)
         return;
@@ -77,6 +82,19 @@ static void refresh(const char *path)
     read_rules(path);
 }
 
+/* Appends "FUNCTION CODE" to the file GPUSIM_NVML_FAULTS_FIRED names, if any. */
+static void report_fired(const char *function, nvmlReturn_t code)
+{
+    const char *path = getenv("GPUSIM_NVML_FAULTS_FIRED");
+    if (path == NULL || path[0] == '\0')
+        return;
+    FILE *f = fopen(path, "ae");
+    if (f == NULL)
+        return;
+    fprintf(f, "%s %u\n", function, (unsigned)code);
+    fclose(f);
+}
+
 nvmlReturn_t gsim_nvml_fault(const char *function)
 {
     const char *path = getenv("GPUSIM_NVML_FAULTS");
@@ -94,6 +112,11 @@ nvmlReturn_t gsim_nvml_fault(const char *function)
             break;
         }
     }
+    int report = result != NVML_SUCCESS && !faults.reported;
+    if (report)
+        faults.reported = 1;
     pthread_mutex_unlock(&faults.lock);
+    if (report)
+        report_fired(function, result);
     return result;
 }

@@ -380,8 +380,11 @@ static void *publisher(void *arg)
         return NULL;
     }
     long backoff = 500;
+    unsigned long passes = 0;
     while (!atomic_load(&pub.p->stop)) {
         int result = pass(&pub, err, sizeof(err));
+        /* (Counted at debug level: a test says "nothing was written" after passes, not a sleep.) */
+        gs_debug("ResourceSlices: pass %lu done (%s)", ++passes, result == 0 ? "ok" : "failed");
         if (result != 0 && strcmp(err, pub.last_error) != 0)
             gs_warn("ResourceSlices: %s (retrying)", err);
         else if (result == 0 && pub.last_error[0] != '\0')

@@ -38,7 +38,15 @@ zombie_attack() {
     fail "no log line of the refusal ($1)"
   for _ in $(seq 30); do victim_on "$pid" && landed=1 && break; done
   [[ -n $landed ]] || fail "could not start a process on pid $pid"
-  sleep 2.5 # the time limit, kill_grace and a reaper pass, had there been a lease
+  # Had the zombie got a lease, its time limit, SIGTERM and kill_grace would be over before a
+  # control's, asked for later: a lease of 1 s whose job ignores SIGTERM, seen to get it and to be
+  # killed kill_grace later, its lease ended. (Observed events, never a sleep.)
+  rm -f "$WORK/control"
+  bg "${GS[@]}" run --gpu-memory 1M --time 1s -- bash -c "trap 'echo TERM >>$WORK/control' TERM; while :; do sleep 0.1; done"
+  local control=$!
+  wait_until 5 test -s "$WORK/control"
+  wait_until 5 process_gone "$control"
+  wait_eq 5 0 lease_count
   [[ -e $WORK/victim ]] && fail "root's process on the zombie's pid got SIGTERM ($1)"
   kill -0 "$pid" 2>/dev/null || fail "root's process on the zombie's pid is gone ($1)"
   kill -KILL -- "-$pid" 2>/dev/null || true

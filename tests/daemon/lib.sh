@@ -84,28 +84,8 @@ bg_gs() {
   bg "${GS[@]}" "$@"
 }
 
-# wait_until SECONDS CMD...: runs CMD every 50 ms until it succeeds; fails the test otherwise.
-# (CMD's arguments are expanded once: use wait_eq for values that change.)
-wait_until() {
-  local limit=$1
-  shift
-  local deadline=$((SECONDS + limit + 1))
-  until "$@"; do
-    [[ $SECONDS -lt $deadline ]] || fail "timed out waiting for: $*"
-    sleep 0.05
-  done
-}
-
-# wait_eq SECONDS EXPECTED CMD...: runs CMD every 50 ms until it prints EXPECTED.
-wait_eq() {
-  local limit=$1 expected=$2
-  shift 2
-  local deadline=$((SECONDS + limit + 1)) got
-  until got=$("$@") && [[ $got == "$expected" ]]; do
-    [[ $SECONDS -lt $deadline ]] || fail "timed out waiting for \"$*\" to print \"$expected\" (last: \"$got\")"
-    sleep 0.05
-  done
-}
+# wait_until LIMIT CMD... and wait_eq LIMIT EXPECTED CMD...: deadlines as stated (tests/wait.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/../wait.sh"
 
 # try_start_daemon [ARGS...]: writes $CONFIG (may be empty) to gpushare.conf and starts
 # gpushared; status 1 (DAEMON_PID empty) when it exited before listening, e.g. because its

@@ -8,6 +8,10 @@ FAULT_LIB=$GS_BUILD_DIR/tests/libgs_fault_io.so
 export GS_FAULT_DIR=$WORK/faults
 export GS_FAULT_STATE=$WORK/state
 export GPUSIM_NVML_FAULTS=$GS_FAULT_DIR/nvml
+# What took effect (tests/faults/fault_io.c, sim/nvml/fault.c): fired.eio, fired.enospc and
+# fired.clock grow when the interposer failed a write or shifted the clock of gpushared,
+# fired.nvml by a line when gpusim's NVML failed a call of gpushared's (set for it alone).
+NVML_FIRED=$GS_FAULT_DIR/fired.nvml
 export GPUSIM_DEVICES=H100-80GB,A100-40GB,H100-80GB
 USER3=gpushare-bench
 id "$USER3" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$USER3"
@@ -32,7 +36,7 @@ mode = mig
 [gpu:2]
 mode = mps"
 
-declare -A FAULTS=() JOB_OF=() LIMIT_OF=() VANISHED=() CLIENT_OF=()
+declare -A FAULTS=() INJECTED=() JOB_OF=() LIMIT_OF=() VANISHED=() CLIENT_OF=()
 declare -a ENDS=() # "SECONDS-DUE COMMAND" of faults that last a while
 CHECKS=0
 VIOLATIONS=0
@@ -60,7 +64,7 @@ violation() {
 daemon_up() {
   printf '%s\n' "$CONFIG" >"$WORK/gpushare.conf"
   echo "--- start $((RESTARTS += 1))" >>"$WORK/daemon.log"
-  LD_PRELOAD=$FAULT_LIB "$BIN/gpushared" --config "$WORK/gpushare.conf" --state-dir "$WORK/state" \
+  GPUSIM_NVML_FAULTS_FIRED=$NVML_FIRED LD_PRELOAD=$FAULT_LIB "$BIN/gpushared" --config "$WORK/gpushare.conf" --state-dir "$WORK/state" \
     --metrics-listen 127.0.0.1:0 >>"$WORK/daemon.log" 2>&1 &
   DAEMON_PID=$!
   SILENT_SINCE=
@@ -74,6 +78,11 @@ daemon_up() {
     fi
     sleep 0.05
   done
+  # ld.so only warns of a preload it cannot load: the faults would then do nothing.
+  grep -q "/${FAULT_LIB##*/}\$" "/proc/$DAEMON_PID/maps" || {
+    echo "faults: the interposer $FAULT_LIB is not loaded in gpushared: $(grep -i preload "$WORK/daemon.log" | tail -1)" >&2
+    exit 1
+  }
 }
 
 daemon_alive() {
@@ -222,10 +231,64 @@ fault_end_due() {
   ENDS=("${keep[@]}")
 }
 
+# ---- what took effect ----
+
+# observed KIND: a fault of KIND was seen to take effect (the count the report and the criteria
+# use; INJECTED counts those done).
+observed() {
+  FAULTS[$1]=$((${FAULTS[$1]:-0} + 1))
+  log "fault $1 took effect at ${SECONDS}s"
+}
+
+# size_of FILE: its size in bytes (0 when absent).
+size_of() {
+  local n
+  n=$(stat -c %s "$1" 2>/dev/null) || n=0
+  echo "${n:-0}"
+}
+
+# fired_since KIND FILE SIZE [FUNCTION]: KIND observed when FILE (a fired.* file) grew past SIZE
+# since the fault began (with a line of FUNCTION, a prefix, for NVML's). Called when it ends.
+fired_since() {
+  local kind=$1 file=$2 size=$3 function=${4:-}
+  (($(size_of "$file") > size)) || { log "fault $kind had no effect"; return 0; }
+  if [[ -n $function ]] && ! tail -c +$((size + 1)) "$file" | grep -q "^$function"; then
+    log "fault $kind had no effect (no failed call of $function)"
+    return 0
+  fi
+  observed "$kind"
+}
+
+# proc_state PID: the state letter of /proc/PID/stat (R, S, T, Z...), "" when gone. No fork.
+proc_state() {
+  local line
+  read -r line 2>/dev/null <"/proc/$1/stat" || return 0
+  line=${line##*) }
+  echo "${line%% *}"
+}
+
+# ended_within PID: the process is gone (or a zombie) within a second.
+ended_within() {
+  local i st
+  for i in {1..100}; do
+    st=$(proc_state "$1")
+    [[ -z $st || $st == Z ]] && return 0
+    sleep 0.01
+  done
+  return 1
+}
+
+# killed KIND PID: the SIGKILL sent to PID took effect: KIND observed.
+killed() {
+  if ended_within "$2"; then observed "$1"; else log "fault $1: pid $2 still alive"; fi
+}
+
 fault_daemon_kill9() {
   ledger_before_kill
   kill -KILL "$DAEMON_PID"
   wait "$DAEMON_PID" 2>/dev/null
+  # (137: it died of the SIGKILL.)
+  if (($? == 137)); then observed daemon_kill9; fi
   DAEMON_PID=
   ledger_rows_snapshot
   daemon_up && check_restart
@@ -234,8 +297,11 @@ fault_daemon_kill9() {
 
 fault_daemon_term() {
   ledger_before_kill
+  local pid=$DAEMON_PID
   kill -TERM "$DAEMON_PID"
   wait "$DAEMON_PID" 2>/dev/null
+  # (wait returns once it exited: its end on the SIGTERM.)
+  [[ -z $(proc_state "$pid") ]] && observed daemon_term
   DAEMON_PID=
   ledger_rows_snapshot
   daemon_up && check_restart
@@ -244,69 +310,107 @@ fault_daemon_term() {
 
 # Each fault returns 1 when there was nothing to do it to (it is then not counted).
 fault_job_kill9() {
-  local id
+  local id job
   some_lease id
-  [[ -n $id && -n ${JOB_OF[$id]:-} ]] && kill -KILL "${JOB_OF[$id]}" 2>/dev/null
+  [[ -n $id ]] || return 1
+  job=${JOB_OF[$id]:-}
+  [[ -n $job ]] && kill -KILL "$job" 2>/dev/null || return 1
+  killed job_kill9 "$job"
 }
 
 fault_holder_kill9() {
-  local id
-  some_lease id
-  [[ -n $id && -n ${CLIENT_OF[$id]:-} ]] && kill -KILL "${CLIENT_OF[$id]}" 2>/dev/null
-}
-
-fault_holder_stop() {
   local id pid
   some_lease id
   [[ -n $id ]] || return 1
   pid=${CLIENT_OF[$id]:-}
+  [[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null || return 1
+  killed holder_kill9 "$pid"
+}
+
+fault_holder_stop() {
+  local id pid i
+  some_lease id
+  [[ -n $id ]] || return 1
+  pid=${CLIENT_OF[$id]:-}
   [[ -n $pid ]] && kill -STOP "$pid" 2>/dev/null || return 1
+  for i in {1..100}; do
+    [[ $(proc_state "$pid") == T ]] && { observed holder_stop; break; }
+    sleep 0.01
+  done
   later $((1 + RANDOM % 4)) "kill -CONT $pid 2>/dev/null"
 }
 
 fault_mps_kill9() {
   # Only this run's MPS daemons (by their pipe directory): never another test's on the machine.
-  local p hit=1
+  local p hit=() gone=1
   for p in $(pgrep -f "$GS_BUILD_DIR/sim/nvidia-cuda-mps"); do
     grep -qz "CUDA_MPS_PIPE_DIRECTORY=$WORK/run" "/proc/$p/environ" 2>/dev/null &&
-      kill -KILL "$p" 2>/dev/null && hit=0
+      kill -KILL "$p" 2>/dev/null && hit+=("$p")
   done
-  return $hit
+  ((${#hit[@]} > 0)) || return 1
+  for p in "${hit[@]}"; do ended_within "$p" || gone=0; done
+  ((gone)) && observed mps_kill9
+  return 0
+}
+
+# The ledger's faults and the clock's take effect when gpushared next writes or reads the wall
+# clock: a probe follows each, root's 1 MiB lease granted and ended (a row written and deleted,
+# its times read; no draw), and the fault counts once the interposer said it fired. NVML's take
+# effect when gpushared next calls what they name (it looks at its GPUs every few seconds).
+probe() {
+  q run --gpu-memory 1M --no-wait -- true >/dev/null 2>&1
 }
 
 fault_ledger_enospc() {
+  local size
+  size=$(size_of "$GS_FAULT_DIR/fired.enospc")
   dd if=/dev/zero of="$WORK/state/filler" bs=4k >/dev/null 2>&1
-  later $((1 + RANDOM % 3)) "rm -f '$WORK/state/filler'"
+  probe
+  later $((1 + RANDOM % 3)) "rm -f '$WORK/state/filler'; fired_since ledger_enospc '$GS_FAULT_DIR/fired.enospc' $size"
 }
 
 fault_ledger_eio() {
+  local size
+  size=$(size_of "$GS_FAULT_DIR/fired.eio")
   touch "$GS_FAULT_DIR/eio"
-  later $((1 + RANDOM % 2)) "rm -f '$GS_FAULT_DIR/eio'"
+  probe
+  later $((1 + RANDOM % 2)) "rm -f '$GS_FAULT_DIR/eio'; fired_since ledger_eio '$GS_FAULT_DIR/fired.eio' $size"
 }
 
 fault_nvml_fail() {
   local rules=("nvmlDeviceGetComputeRunningProcesses_v3 999" "nvmlDeviceGetMemoryInfo 999"
     "nvmlDeviceGetMigMode 999" "nvmlDevice* 15" "nvmlGpuInstance* 999"
     "nvmlDeviceGetUtilizationRates 999")
-  local rule
+  local rule size
   pick rule rules
+  size=$(size_of "$NVML_FIRED")
   echo "$rule" >"$GPUSIM_NVML_FAULTS"
-  later $((1 + RANDOM % 3)) "rm -f '$GPUSIM_NVML_FAULTS'"
+  later $((1 + RANDOM % 3)) "rm -f '$GPUSIM_NVML_FAULTS'; fired_since nvml_fail '$NVML_FIRED' $size '${rule%%[* ]*}'"
 }
 
+# A MIG lease of a profile gpushared has no idle instance of (it would reuse one, making
+# nothing: the fault would have no effect); none such, nothing to do it to.
 fault_mig_halfway() {
-  local user
+  local user size profile idle p
+  local -a fresh=()
+  idle=" $(q status --json | jq -r '[.gpus[1].mig.instances[]? | select(.state == "idle") | .profile] | join(" ")') "
+  for p in 1g.5gb 2g.10gb 3g.20gb; do [[ $idle == *" $p "* ]] || fresh+=("$p"); done
+  ((${#fresh[@]} > 0)) || return 1
+  pick profile fresh
+  size=$(size_of "$NVML_FIRED")
   echo "nvmlGpuInstanceCreateComputeInstance 999" >"$GPUSIM_NVML_FAULTS"
   pick user USERS
-  client "$user" 0 --mig-profile 1g.5gb --no-wait
-  later 1 "rm -f '$GPUSIM_NVML_FAULTS'"
+  client "$user" 0 --mig-profile "$profile" --no-wait
+  later 2 "rm -f '$GPUSIM_NVML_FAULTS'; fired_since mig_halfway '$NVML_FIRED' $size nvmlGpuInstanceCreateComputeInstance"
 }
 
 fault_clock_jump() {
-  local jumps=(-7200000 -600000 -60000 60000 600000 7200000 86400000) jump
+  local jumps=(-7200000 -600000 -60000 60000 600000 7200000 86400000) jump size
   pick jump jumps
+  size=$(size_of "$GS_FAULT_DIR/fired.clock")
   echo "$jump" >"$GS_FAULT_DIR/clock"
-  later $((1 + RANDOM % 4)) "echo 0 >'$GS_FAULT_DIR/clock'"
+  probe
+  later $((1 + RANDOM % 4)) "echo 0 >'$GS_FAULT_DIR/clock'; fired_since clock_jump '$GS_FAULT_DIR/fired.clock' $size"
 }
 
 FAULT_KINDS=(daemon_kill9 daemon_term job_kill9 job_kill9 holder_kill9 holder_kill9 holder_stop
@@ -319,13 +423,14 @@ STEADY_KINDS=()
 for k in "${FAULT_KINDS[@]}"; do [[ $k == daemon_* ]] || STEADY_KINDS+=("$k"); done
 KINDS=FAULT_KINDS
 
-# A fault of a kind of $KINDS, counted when it was done (not when there was nothing to do it to).
+# A fault of a kind of $KINDS: INJECTED when it was done (not when there was nothing to do it
+# to), FAULTS once it was seen to take effect (observed, at once or when it ends).
 inject() {
   local kind
   pick kind "$KINDS"
   daemon_alive || return 0
   if "fault_$kind"; then
-    FAULTS[$kind]=$((${FAULTS[$kind]:-0} + 1))
+    INJECTED[$kind]=$((${INJECTED[$kind]:-0} + 1))
     log "fault $kind at ${SECONDS}s"
   else
     SKIPPED=$((SKIPPED + 1))
@@ -536,14 +641,16 @@ quiesce() {
 report() {
   local kinds=0 total=0 k
   echo "faults suite: seed $seed, ${seconds} s, on $(nproc) CPUs (load $(cut -d' ' -f1-3 /proc/loadavg))"
-  echo "faults injected by kind:"
-  for k in $(printf '%s\n' "${!FAULTS[@]}" | sort); do
-    printf '  %-14s %6d\n' "$k" "${FAULTS[$k]}"
-    total=$((total + FAULTS[$k]))
-    kinds=$((kinds + 1))
+  echo "faults by kind: injected, seen to take effect (counted):"
+  UNSEEN=""
+  for k in $(printf '%s\n' "${!INJECTED[@]}" | sort); do
+    printf '  %-14s %6d %6d\n' "$k" "${INJECTED[$k]}" "${FAULTS[$k]:-0}"
+    total=$((total + ${FAULTS[$k]:-0}))
+    ((${FAULTS[$k]:-0} > 0)) && kinds=$((kinds + 1))
+    ((${FAULTS[$k]:-0} > 0)) || UNSEEN+=" $k"
   done
   TOTAL=$total NKINDS=$kinds
-  echo "faults: $total of $kinds kinds ($SKIPPED more drawn with nothing to do them to, not counted); daemon starts: $RESTARTS; leases seen: $(wc -w <<<"$ALL_SEEN")"
+  echo "faults: $total of $kinds kinds took effect ($SKIPPED more drawn with nothing to do them to, not counted); daemon starts: $RESTARTS; leases seen: $(wc -w <<<"$ALL_SEEN")"
   echo "invariant checks: $CHECKS; violations: $VIOLATIONS"
   if [[ -n ${FAULTS_IDLE_WAIT:-} ]]; then
     local same=yes
@@ -653,7 +760,9 @@ faults_main() {
     cp "$WORK/daemon.log" "$WORK/faults.log" "$WORK/report.txt" "$keep/" 2>/dev/null
     echo "faults: logs kept in $keep (rerun: tests/faults/run.sh $seed $seconds)"
   fi
-  ((VIOLATIONS == 0)) && { [[ -z ${FAULTS_IDLE_WAIT:-} ]] || criteria_met; }
+  # Every kind injected was seen to take effect at least once (else the run proved nothing of it).
+  [[ -z $UNSEEN ]] || echo "faults: never seen to take effect:$UNSEEN (each kind injected must be)"
+  ((VIOLATIONS == 0)) && [[ -z $UNSEEN ]] && { [[ -z ${FAULTS_IDLE_WAIT:-} ]] || criteria_met; }
 }
 
 # gpushared starts again once the faults that keep it from starting are over (each lasts 4 s at

@@ -24,10 +24,15 @@
 #
 # Half the steps inject a fault, the others are operations; the invariants are checked after
 # every fault, every fourth operation and at the end; a daemon up but silent for 20 s is a
-# violation. A fault is counted when it was done (one drawn with nothing to do it to is not). Prints the faults injected by kind, the
+# violation. A fault is counted when its effect was seen (issue 41): a signalled process gone
+# or stopped (/proc, the daemon's wait status), a ledger write failed with EIO or ENOSPC or a
+# shifted clock returned (the interposer's fired.* files), an NVML call of gpushared's failed
+# (gpusim's GPUSIM_NVML_FAULTS_FIRED); the ledger's, the clock's and NVML's faults are followed by
+# an operation. One drawn with nothing to do it to is not injected. An interposer that gpushared
+# did not load is an error. Prints the faults by kind (injected, seen to take effect), the
 # invariant checks, the violations (with what was seen), and the daemon's RSS and open
-# descriptors at the start and the end, each idle after a lease of each kind. Exit status: 0 with no
-# violation, 1 otherwise, 77 when not root.
+# descriptors at the start and the end, each idle after a lease of each kind. Exit status: 0 with
+# no violation and every kind injected seen to take effect, 1 otherwise, 77 when not root.
 seed=${1:-1}
 seconds=${2:-45}
 # shellcheck source=../daemon/hostile_lib.sh

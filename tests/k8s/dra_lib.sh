@@ -74,6 +74,19 @@ start_plugin() {
   PLUGIN_PID=$!
 }
 
+# publisher_passes: the passes of the plugin's publisher its log counted (debug level), since
+# the log began; wait_passes N waits for N more (at most 10 s): "nothing was written" is said
+# after passes the publisher made, never after a sleep.
+publisher_passes() {
+  grep -c 'ResourceSlices: pass [0-9]* done' "$WORK/plugin.log" || true
+}
+passes_reach() { (($(publisher_passes) >= $1)); }
+wait_passes() {
+  local from
+  from=$(publisher_passes)
+  wait_until 10 passes_reach $((from + $1))
+}
+
 # kill9_plugin: the plugin dies without cleaning up.
 kill9_plugin() {
   kill -KILL "$PLUGIN_PID"

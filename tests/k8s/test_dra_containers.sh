@@ -131,6 +131,7 @@ ms=$((($(date +%s%N) - start) / 1000000))
 expect_eq "$(keyed_leases)" "k8s/$b/gpu:active" "leases once pod pa ended"
 expect_eq "$(gpu0 memory_free)" $((before + 4 * GI)) "GPU 0's free memory once pod pa ended"
 echo "container killed to claim unprepared (podman's cleanup, then the kubelet's call): $ms ms"
+((ms <= 1000)) || fail "container killed to claim unprepared took $ms ms (the bound: 1 s)"
 ct kill pb >/dev/null
 wait "$pod_b" || true
 expect_eq "$(keyed_leases)" "" "leases once pod pb ended"

@@ -66,7 +66,7 @@ wait "$PLUGIN_PID" || fail "the plugin exited with status $? on SIGTERM"
 wait_eq 5 '{}' jq -cS . "$WORK/kubelet.json"
 start_plugin
 wait_registered
-sleep 1
+wait_passes 3 # (the first adopts; two more write nothing)
 expect_eq "$(slices | jq -r '[.items[] | "\(.metadata.name):\(.spec.pool.generation)"] | sort | join(" ")')" \
   "node-a-gpu.gpushare.io-counters:1 node-a-gpu.gpushare.io:1" "slices after a restart"
 pass "a restarted plugin re-registers and adopts its slices"
@@ -107,7 +107,7 @@ start_api --port "$port" --feature-gates DRAPartitionableDevices=false
 wait_until 20 grep -q 'the API server dropped MIG.s counters (feature gate DRAPartitionableDevices off): MIG GPUs are withdrawn' "$WORK/plugin.log"
 wait_eq 15 "1 gpu-0" bash -c "curl -s -H 'Authorization: Bearer writer' '$API/apis/resource.k8s.io/v1/resourceslices' | jq -r '[.items | length, ([.[].spec.devices // [] | .[].name] | join(\",\"))] | join(\" \")'"
 gen=$(slices | jq '.items[0].spec.pool.generation')
-sleep 2
+wait_passes 4
 expect_eq "$(slices | jq '.items[0].spec.pool.generation')" "$gen" "no write after settling"
 expect_eq "$(grep -c 'dropped MIG' "$WORK/plugin.log")" 1 "said once"
 pass "an API server without partitionable devices: MIG GPUs withdrawn, said once, no write loop"

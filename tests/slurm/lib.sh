@@ -52,16 +52,8 @@ expect_eq() {
   [[ "$1" == "$2" ]] || fail "$3: expected \"$2\", got \"$1\""
 }
 
-# wait_eq SECONDS EXPECTED CMD...: runs CMD every 50 ms until it prints EXPECTED.
-wait_eq() {
-  local limit=$1 expected=$2
-  shift 2
-  local deadline=$((SECONDS + limit + 1)) got
-  until got=$("$@") && [[ $got == "$expected" ]]; do
-    [[ $SECONDS -lt $deadline ]] || fail "timed out waiting for \"$*\" to print \"$expected\" (last: \"$got\")"
-    sleep 0.05
-  done
-}
+# wait_until LIMIT CMD... and wait_eq LIMIT EXPECTED CMD...: deadlines as stated (tests/wait.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/../wait.sh"
 
 # gs ARGS...: the gpushare CLI as root.
 gs() {
