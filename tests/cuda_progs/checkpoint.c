@@ -9,7 +9,7 @@
  *   timeout  a lock with a timeout fails (CUDA_ERROR_NOT_READY) while a 2 s kernel runs, and
  *            leaves the target running; without one it waits for the kernel
  *   move     (two H100s) restore onto the other GPU: the memory and the target's device 0 move
- *            there, pointers and data intact
+ *            there, pointers and data intact; pairs that leave out a checkpointed GPU are refused
  *   model    (H100 + A100) a GPU pair of another model is CUDA_ERROR_INVALID_VALUE; the target
  *            stays checkpointed and restores where it was
  *   oom      a restore that does not fit is CUDA_ERROR_OUT_OF_MEMORY and stays checkpointed
@@ -336,8 +336,11 @@ static void scenario_move(void)
     CHECK(cuInit(0));
     size_t free0 = free_on(0), free1 = free_on(1);
     suspend(t.pid);
+    CUcheckpointGpuPair other = pair(1, 1); /* leaves out the checkpointed GPU 0 */
+    CUcheckpointRestoreArgs args = {.gpuPairs = &other, .gpuPairsCount = 1};
+    CHECK_RESULT(cuCheckpointProcessRestore(t.pid, &args), CUDA_ERROR_INVALID_VALUE);
     CUcheckpointGpuPair p = pair(0, 1);
-    CUcheckpointRestoreArgs args = {.gpuPairs = &p, .gpuPairsCount = 1};
+    args.gpuPairs = &p;
     resume(t.pid, &args);
     CHECK_EQ(free_on(0), free0 + HELD + H100_CONTEXT);
     CHECK_EQ(free_on(1), free1 - HELD - H100_CONTEXT);
