@@ -57,6 +57,7 @@ gsim_cuda_test(sim_cuda_two_procs COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/sim_
 # CUDA's checkpoint API across processes (issue 40): states, blocking, lock timeout, restore onto
 # another GPU of the model and refusal of another model, a restore that does not fit, a fault.
 gsim_cuda_prog(checkpoint)
+gsim_cuda_prog(sumhold) # a job with data in its memory (tests/cli/suspend.sh)
 foreach(scenario states blocking timeout oom fault)
   gsim_cuda_test(sim_cuda_checkpoint_${scenario} COMMAND checkpoint ${scenario} DEVICES H100-80GB)
 endforeach()

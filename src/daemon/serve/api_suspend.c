@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* suspend and resume (issue 40): the lease's user or root suspends a lease, whose CUDA processes
+ * are checkpointed to host memory (gpu/checkpoint.h) and whose capacity goes back to the pool
+ * (core/suspend.c), then resumes it when its capacity fits again. Resume is by hand: a request
+ * that does not fit now is no_fit. Runs on the event loop (a suspend may block it for the lock
+ * timeout of each process). */
+#include "api.h"
+
+#include "gpu/gpu.h"
+
+#include "gpushare/error.h"
+#include "gpushare/log.h"
+
+#include <stdio.h>
+
+static json_t *reply_for(const char *op, const gs__lease_t *lease, unsigned processes)
+{
+    return json_pack("{s:b, s:s, s:I, s:s, s:i}", "ok", 1, "op", op, "lease",
+                     (json_int_t)lease->rec.id, "state", lease->suspended ? "suspended" : "active",
+                     "processes", (int)processes);
+}
+
+/* The lease, if it may be suspended (want 0) or resumed (want 1); else replies why. */
+static gs__lease_t *lease_in(gs__daemon_t *d, gs__conn_t *conn, const char *op, uint64_t id,
+                             int want)
+{
+    gs__lease_t *lease = gs__api_lease_for(d, conn, op, id);
+    char why[160];
+    if (lease == NULL)
+        return NULL;
+    if (lease->rec.state == GS__LEASE_ENDING || lease->rec.damaged[0] != '\0') {
+        snprintf(why, sizeof(why), "lease %llu is ending", (unsigned long long)id);
+        gs__conn_send(conn, gs__api_error(op, GS_WIRE_ENDED, why));
+        return NULL;
+    }
+    if (lease->suspended != want) {
+        snprintf(why, sizeof(why), "lease %llu is %s", (unsigned long long)id,
+                 lease->suspended ? "suspended already" : "not suspended");
+        gs__conn_send(conn, gs__api_error(op, GS_WIRE_BAD_REQUEST, why));
+        return NULL;
+    }
+    return lease;
+}
+
+static gs_wire_error_t wire_code(int result)
+{
+    return result == GS_EAGAIN ? GS_WIRE_NO_FIT : GS_WIRE_GPU_FAILED;
+}
+
+void gs__api_suspend(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
+{
+    gs__lease_t *lease = lease_in(d, conn, "suspend", id, 0);
+    char err[256];
+    if (lease == NULL)
+        return;
+    gs__proc_refs_t procs = {0};
+    int result = gs__lease_suspend_candidates(lease, &procs);
+    if (result >= 0)
+        result = gs__ckpt_suspend(d, &procs, err, sizeof(err));
+    else
+        snprintf(err, sizeof(err), "its processes could not be listed: %s", gs_strerror(result));
+    if (result == 0)
+        snprintf(err, sizeof(err), "lease %llu has no CUDA process to suspend",
+                 (unsigned long long)id);
+    if (result <= 0) {
+        gs__lease_procs_clear(&procs);
+        gs__conn_send(
+            conn,
+            gs__api_error("suspend", result == 0 ? GS_WIRE_BAD_REQUEST : wire_code(result), err));
+        return;
+    }
+    gs__lease_procs_clear(&lease->sleepers);
+    lease->sleepers = procs;
+    gs__lease_mark_suspended(d, lease);
+    gs_info("lease %llu (user %s) suspended by %s: %u processes checkpointed, its capacity back",
+            (unsigned long long)id, lease->rec.user, gs__conn_cred(conn)->user, procs.n);
+    gs__conn_send(conn, reply_for("suspend", lease, procs.n));
+}
+
+void gs__api_resume(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
+{
+    gs__lease_t *lease = lease_in(d, conn, "resume", id, 1);
+    char err[256];
+    if (lease == NULL)
+        return;
+    int result = gs__lease_fits_back(d, lease, err, sizeof(err));
+    if (result == 0) {
+        gs__lease_mark_resumed(d, lease);
+        result = gs__ckpt_resume(d, &lease->sleepers, err, sizeof(err));
+        if (result != 0)
+            gs__lease_mark_suspended(d, lease);
+    }
+    if (result != 0) {
+        gs__conn_send(conn, gs__api_error("resume", wire_code(result), err));
+        return;
+    }
+    gs_info("lease %llu (user %s) resumed by %s: %u processes restored", (unsigned long long)id,
+            lease->rec.user, gs__conn_cred(conn)->user, lease->sleepers.n);
+    gs__conn_send(conn, reply_for("resume", lease, lease->sleepers.n));
+    gs__lease_procs_clear(&lease->sleepers);
+}

@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: Apache-2.0
+# Issue 40, acceptance 1 (resume by hand): a lease whose job holds 20 GiB with data in it is
+# suspended (gpushare suspend): its job's CUDA memory goes to host memory, NVML and another
+# process's cuMemGetInfo see it free, and a 40 GiB lease that did not fit is granted and its job
+# allocates 40 GiB; once that one ended, gpushare resume brings the first back with its data
+# intact (checksums before and after). Another user may neither suspend nor resume it.
+source "$(dirname "$0")/lib.sh"
+GPUSIM_DEVICES=H100-80GB # 81079 MiB leasable: 20 + 30 + 40 GiB do not fit together
+start_daemon
+GIB=$((1 << 30))
+
+free_now() { # cuMemGetInfo's free memory of a process outside any lease (its own context aside)
+  "$PROGS/meminfo" | cut -d' ' -f1
+}
+has_sum() { grep -q '^sum ' "$1" 2>/dev/null; }
+sums() { grep -c '^sum ' "$1" 2>/dev/null || true; }
+
+# Each lease is 1 GiB more than its job allocates: its context's 518 MiB count in it.
+bg_gs run --gpu-memory 21G --name sleeper -- "$PROGS/sumhold" 20 >"$WORK/a.out"
+client_a=$!
+wait_until 20 has_sum "$WORK/a.out"
+job_a=$(job_of "$client_a")
+lease_a=$(gs leases --json | jq '.[] | select(.name == "sleeper") | .id')
+bg_gs run --gpu-memory 31G -- "$PROGS/sumhold" 30 >"$WORK/c.out"
+wait_until 20 has_sum "$WORK/c.out"
+expect_fail 75 "gpushare: no room for this lease now: GPU 0 (H100-80GB) has 27.18 GiB free of the 41 GiB it needs; held by leases $lease_a (root, 21 GiB), $((lease_a + 1)) (root, 31 GiB)" \
+  gs run --gpu-memory 41G --no-wait -- true
+before=$(free_now)
+
+out=$(gs suspend "$lease_a")
+expect_eq "$out" "lease $lease_a suspended (1 processes)" "suspend's message"
+expect_eq "$(gs leases --json | jq -r ".[] | select(.id == $lease_a) | .state")" suspended "its state"
+after=$(free_now)
+expect_eq $((after - before)) $((20 * GIB + 543162368)) "memory freed by the suspend (its context too)"
+expect_fail 1 "gpushare: lease $lease_a is suspended already" gs suspend "$lease_a"
+pass "a suspended lease's 20 GiB and context are free on the GPU; it shows suspended"
+
+gs run --gpu-memory 41G --no-wait -- "$PROGS/sumhold" 40 once >"$WORK/b.out" ||
+  fail "the 40 GiB lease was not granted or its job could not allocate: $(cat "$WORK/b.out")"
+has_sum "$WORK/b.out" || fail "the 40 GiB job did not run"
+pass "a 40 GiB lease that did not fit is granted and allocates 40 GiB"
+
+if have_user2; then
+  expect_fail 1 "gpushare: lease $lease_a belongs to another user" as_user2 resume "$lease_a"
+  pass "another user may not resume the lease"
+else
+  echo "skip: not root, no second user to try another's resume"
+fi
+
+out=$(gs resume "$lease_a")
+expect_eq "$out" "lease $lease_a resumed (1 processes)" "resume's message"
+expect_eq "$(gs leases --json | jq -r ".[] | select(.id == $lease_a) | .state")" active "its state"
+expect_eq "$(free_now)" "$before" "free memory once resumed"
+kill -USR1 "$job_a"
+wait_eq 10 2 sums "$WORK/a.out"
+first=$(sed -n 1p "$WORK/a.out")
+again=$(sed -n 2p "$WORK/a.out")
+expect_eq "$again" "$first" "the job's checksum after the resume"
+expect_fail 1 "gpushare: lease $lease_a is not suspended" gs resume "$lease_a"
+if have_user2; then
+  expect_fail 1 "gpushare: lease $lease_a belongs to another user" as_user2 suspend "$lease_a"
+fi
+pass "resumed: its memory back on the GPU, its data intact ($first)"
