@@ -55,6 +55,8 @@ static int lease_op(int argc, char **argv, const char *op)
         return result;
     if (cli.json)
         gs__cli_print_json(reply);
+    else if (strcmp(gs__cli_str(reply, "resume"), "waiting") == 0)
+        printf("lease %llu resumes by itself when it fits: %s\n", id, gs__cli_str(reply, "reason"));
     else
         printf("lease %llu %s (%llu processes)\n", id,
                strcmp(op, "suspend") == 0 ? "suspended" : "resumed",

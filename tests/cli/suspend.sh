@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-# Issue 40, acceptance 1 (resume by hand): a lease whose job holds 20 GiB with data in it is
-# suspended (gpushare suspend): its job's CUDA memory goes to host memory, NVML and another
-# process's cuMemGetInfo see it free, and a 40 GiB lease that did not fit is granted and its job
-# allocates 40 GiB; once that one ended, gpushare resume brings the first back with its data
+# Issue 40, acceptance 1: a lease whose job holds 20 GiB with data in it is suspended (gpushare
+# suspend): its job's CUDA memory goes to host memory, another process's cuMemGetInfo sees it
+# free, and a 40 GiB lease that did not fit is granted and its job allocates 40 GiB; gpushare
+# resume meanwhile waits, and the first lease resumes by itself once that one ended, its data
 # intact (checksums before and after). Another user may neither suspend nor resume it.
 source "$(dirname "$0")/lib.sh"
 GPUSIM_DEVICES=H100-80GB # 81079 MiB leasable: 20 + 30 + 40 GiB do not fit together
@@ -35,10 +35,15 @@ expect_eq $((after - before)) $((20 * GIB + 543162368)) "memory freed by the sus
 expect_fail 1 "gpushare: lease $lease_a is suspended already" gs suspend "$lease_a"
 pass "a suspended lease's 20 GiB and context are free on the GPU; it shows suspended"
 
-gs run --gpu-memory 41G --no-wait -- "$PROGS/sumhold" 40 once >"$WORK/b.out" ||
-  fail "the 40 GiB lease was not granted or its job could not allocate: $(cat "$WORK/b.out")"
-has_sum "$WORK/b.out" || fail "the 40 GiB job did not run"
+bg_gs run --gpu-memory 41G --no-wait -- "$PROGS/sumhold" 40 >"$WORK/b.out"
+client_b=$!
+wait_until 20 has_sum "$WORK/b.out"
 pass "a 40 GiB lease that did not fit is granted and allocates 40 GiB"
+
+# A resume that does not fit now waits, and happens by itself once the 40 GiB lease ended.
+out=$(gs resume "$lease_a")
+expect_eq "$out" "lease $lease_a resumes by itself when it fits: lease $lease_a does not fit on GPU 0 again now: it needs 21504 MiB, 7351 MiB are free" "a waiting resume"
+expect_eq "$(gs leases --json | jq -r ".[] | select(.id == $lease_a) | .state")" suspended "its state while it waits"
 
 if have_user2; then
   expect_fail 1 "gpushare: lease $lease_a belongs to another user" as_user2 resume "$lease_a"
@@ -47,9 +52,10 @@ else
   echo "skip: not root, no second user to try another's resume"
 fi
 
-out=$(gs resume "$lease_a")
-expect_eq "$out" "lease $lease_a resumed (1 processes)" "resume's message"
-expect_eq "$(gs leases --json | jq -r ".[] | select(.id == $lease_a) | .state")" active "its state"
+kill -TERM "$client_b"
+wait "$client_b" || true
+state_a() { gs leases --json | jq -r ".[] | select(.id == $lease_a) | .state"; }
+wait_eq 10 active state_a
 expect_eq "$(free_now)" "$before" "free memory once resumed"
 kill -USR1 "$job_a"
 wait_eq 10 2 sums "$WORK/a.out"

@@ -77,6 +77,8 @@ typedef struct gs__lease {
     int suspended;            /* its CUDA processes are checkpointed (suspend.c): its capacity is
                                  back in the pool until it resumes */
     gs__proc_refs_t sleepers; /* the processes checkpointed, restored at resume */
+    int resume_wanted;        /* a resume waits for room: it resumes at the first schedule that
+                                 finds its capacity free (gs__api_schedule) */
 } gs__lease_t;
 
 /* A keyed lease (rec.request.key set) belongs to no connection and no holder process: it lives

@@ -53,4 +53,5 @@ void gs__lease_mark_resumed(gs__daemon_t *d, gs__lease_t *lease)
 {
     gs__lease_take(d, &lease->alloc);
     lease->suspended = 0;
+    lease->resume_wanted = 0;
 }

@@ -676,6 +676,7 @@ void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn)
 
 void gs__api_schedule(gs__daemon_t *d)
 {
+    gs__api_resume_waiting(d);
     if (d->queue.head != NULL)
         gs__queue_pass(d, gs__now_ms(), grant_waiter);
 }

@@ -70,8 +70,14 @@ gs__lease_t *gs__api_lease_for(gs__daemon_t *d, gs__conn_t *conn, const char *op
  * capacity goes back to the pool. */
 void gs__api_suspend(gs__daemon_t *d, gs__conn_t *conn, uint64_t id);
 
-/* resume: a suspended lease's capacity is taken again when it fits, its processes restored. */
+/* resume: a suspended lease's capacity is taken again when it fits, its processes restored;
+ * when it does not fit now, the resume waits (reply "resume": "waiting") and happens by itself
+ * once its capacity is free (gs__api_resume_waiting). */
 void gs__api_resume(gs__daemon_t *d, gs__conn_t *conn, uint64_t id);
+
+/* Resumes the suspended leases whose resume waits and whose capacity is free now, oldest lease
+ * first (the schedule, before the queue: they held that memory before any waiting request). */
+void gs__api_resume_waiting(gs__daemon_t *d);
 
 /* Builds an error reply {"ok": false, "op": op, "error": {"code", "message"}} with a code of the
  * table (gpushare/wire_errors.def: the only codes the daemon sends); op may be NULL. */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* suspend and resume (issue 40): the lease's user or root suspends a lease, whose CUDA processes
  * are checkpointed to host memory (gpu/checkpoint.h) and whose capacity goes back to the pool
- * (core/suspend.c), then resumes it when its capacity fits again. Resume is by hand: a request
- * that does not fit now is no_fit. Runs on the event loop (a suspend may block it for the lock
- * timeout of each process). */
+ * (core/suspend.c), then resumes it when its capacity fits again: at once, or by itself at the
+ * first schedule that finds room (a resume that waits). Runs on the event loop (a suspend may
+ * block it for the lock timeout of each process). */
 #include "api.h"
 
 #include "gpu/gpu.h"
@@ -77,25 +77,60 @@ void gs__api_suspend(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
     gs__conn_send(conn, reply_for("suspend", lease, procs.n));
 }
 
+/* Takes the lease's capacity and restores its processes when it fits now. Returns 0, GS_EAGAIN
+ * (it does not fit: nothing changed) or another error (it stays suspended), with err. */
+static int try_resume(gs__daemon_t *d, gs__lease_t *lease, char *err, size_t errlen)
+{
+    int result = gs__lease_fits_back(d, lease, err, errlen);
+    if (result != 0)
+        return result;
+    gs__lease_mark_resumed(d, lease);
+    result = gs__ckpt_resume(d, &lease->sleepers, err, errlen);
+    if (result != 0) {
+        gs__lease_mark_suspended(d, lease);
+        return result;
+    }
+    gs_info("lease %llu (user %s) resumed: %u processes restored",
+            (unsigned long long)lease->rec.id, lease->rec.user, lease->sleepers.n);
+    return 0;
+}
+
 void gs__api_resume(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
 {
     gs__lease_t *lease = lease_in(d, conn, "resume", id, 1);
     char err[256];
     if (lease == NULL)
         return;
-    int result = gs__lease_fits_back(d, lease, err, sizeof(err));
-    if (result == 0) {
-        gs__lease_mark_resumed(d, lease);
-        result = gs__ckpt_resume(d, &lease->sleepers, err, sizeof(err));
-        if (result != 0)
-            gs__lease_mark_suspended(d, lease);
-    }
-    if (result != 0) {
+    int result = try_resume(d, lease, err, sizeof(err));
+    if (result != 0 && result != GS_EAGAIN) {
         gs__conn_send(conn, gs__api_error("resume", wire_code(result), err));
         return;
     }
-    gs_info("lease %llu (user %s) resumed by %s: %u processes restored", (unsigned long long)id,
-            lease->rec.user, gs__conn_cred(conn)->user, lease->sleepers.n);
-    gs__conn_send(conn, reply_for("resume", lease, lease->sleepers.n));
-    gs__lease_procs_clear(&lease->sleepers);
+    json_t *reply = reply_for("resume", lease, lease->sleepers.n);
+    if (result == GS_EAGAIN) {
+        lease->resume_wanted = 1; /* by itself once its capacity is free */
+        gs_info("lease %llu: resume waits for room (%s)", (unsigned long long)id, err);
+        json_object_set_new(reply, "resume", json_string("waiting"));
+        json_object_set_new(reply, "reason", json_string(err));
+    } else {
+        gs__lease_procs_clear(&lease->sleepers);
+    }
+    gs__conn_send(conn, reply);
+}
+
+void gs__api_resume_waiting(gs__daemon_t *d)
+{
+    char err[256];
+    for (gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next) {
+        if (!lease->suspended || !lease->resume_wanted || lease->rec.state == GS__LEASE_ENDING)
+            continue;
+        int result = try_resume(d, lease, err, sizeof(err));
+        if (result == 0)
+            gs__lease_procs_clear(&lease->sleepers);
+        if (result != 0 && result != GS_EAGAIN)
+            lease->resume_wanted = 0; /* said once; gpushare resume may try again */
+        if (result != 0 && result != GS_EAGAIN)
+            gs_warn("lease %llu: its waiting resume failed, it stays suspended: %s",
+                    (unsigned long long)lease->rec.id, err);
+    }
 }
