@@ -26,12 +26,25 @@ wait_until 20 has_sum "$WORK/c.out"
 expect_fail 75 "gpushare: no room for this lease now: GPU 0 (H100-80GB) has 27.18 GiB free of the 41 GiB it needs; held by leases $lease_a (root, 21 GiB), $((lease_a + 1)) (root, 31 GiB)" \
   gs run --gpu-memory 41G --no-wait -- true
 before=$(free_now)
+smi_used() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits; }
+smi_before=$(smi_used)
 
+# A job inside a kernel longer than the lock timeout (2 s) is not suspended: one line, exit 75,
+# the lease still active and its job running.
+kill -USR2 "$job_a"
+wait_until 5 grep -q '^launched' "$WORK/a.out"
+expect_fail 75 "gpushare: process $job_a could not be suspended (CUDA_ERROR_NOT_READY: a kernel ran longer than the lock timeout): nothing was" \
+  gs suspend "$lease_a"
+expect_eq "$(gs leases --json | jq -r ".[] | select(.id == $lease_a) | .state")" active "its state after a lock timeout"
+pass "a lease whose job is inside a long kernel is not suspended and stays active"
+
+sleep 3 # the kernel's 5 s are over
 out=$(gs suspend "$lease_a")
 expect_eq "$out" "lease $lease_a suspended (1 processes)" "suspend's message"
 expect_eq "$(gs leases --json | jq -r ".[] | select(.id == $lease_a) | .state")" suspended "its state"
 after=$(free_now)
 expect_eq $((after - before)) $((20 * GIB + 543162368)) "memory freed by the suspend (its context too)"
+expect_eq $((smi_before - $(smi_used))) $(((20 * GIB + 543162368) >> 20)) "MiB nvidia-smi (NVML) sees freed"
 expect_fail 1 "gpushare: lease $lease_a is suspended already" gs suspend "$lease_a"
 pass "a suspended lease's 20 GiB and context are free on the GPU; it shows suspended"
 
@@ -59,8 +72,8 @@ wait_eq 10 active state_a
 expect_eq "$(free_now)" "$before" "free memory once resumed"
 kill -USR1 "$job_a"
 wait_eq 10 2 sums "$WORK/a.out"
-first=$(sed -n 1p "$WORK/a.out")
-again=$(sed -n 2p "$WORK/a.out")
+first=$(grep '^sum ' "$WORK/a.out" | sed -n 1p)
+again=$(grep '^sum ' "$WORK/a.out" | sed -n 2p)
 expect_eq "$again" "$first" "the job's checksum after the resume"
 expect_fail 1 "gpushare: lease $lease_a is not suspended" gs resume "$lease_a"
 if have_user2; then
