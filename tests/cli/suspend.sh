@@ -3,7 +3,8 @@
 # suspend): its job's CUDA memory goes to host memory, another process's cuMemGetInfo sees it
 # free, and a 40 GiB lease that did not fit is granted and its job allocates 40 GiB; gpushare
 # resume meanwhile waits, and the first lease resumes by itself once that one ended, its data
-# intact (checksums before and after). Another user may neither suspend nor resume it.
+# intact (checksums before and after). A restart of gpushared keeps it suspended; a job inside a
+# long kernel is not suspended. Another user may neither suspend nor resume it.
 source "$(dirname "$0")/lib.sh"
 GPUSIM_DEVICES=H100-80GB # 81079 MiB leasable: 20 + 30 + 40 GiB do not fit together
 start_daemon
@@ -47,6 +48,14 @@ expect_eq $((after - before)) $((20 * GIB + 543162368)) "memory freed by the sus
 expect_eq $((smi_before - $(smi_used))) $(((20 * GIB + 543162368) >> 20)) "MiB nvidia-smi (NVML) sees freed"
 expect_fail 1 "gpushare: lease $lease_a is suspended already" gs suspend "$lease_a"
 pass "a suspended lease's 20 GiB and context are free on the GPU; it shows suspended"
+
+# A restart of gpushared keeps it suspended, its capacity in the pool.
+stop_daemon
+start_daemon
+expect_eq "$(gs leases --json | jq -r ".[] | select(.id == $lease_a) | .state")" suspended "its state after a restart"
+grep -q "lease $lease_a is suspended: 1 of its processes found" "$WORK/daemon.log" ||
+  fail "the restarted daemon did not find the suspended lease's processes: $(grep "lease $lease_a" "$WORK/daemon.log" | tail -3)"
+pass "a restart of gpushared keeps the lease suspended"
 
 bg_gs run --gpu-memory 41G --no-wait -- "$PROGS/sumhold" 40 >"$WORK/b.out"
 client_b=$!

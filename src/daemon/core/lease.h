@@ -74,9 +74,8 @@ typedef struct gs__lease {
     unsigned reap_cursor;     /* where bounded reaping of its records goes on */
     int end_failed;           /* its row could not be deleted: ended again by the reaper */
     void *serve_data;         /* what serve/ keeps for it (a keyed lease's socket), opaque here */
-    int suspended;            /* its CUDA processes are checkpointed (suspend.c): its capacity is
-                                 back in the pool until it resumes */
-    gs__proc_refs_t sleepers; /* the processes checkpointed, restored at resume */
+    gs__proc_refs_t sleepers; /* rec.suspended: the processes checkpointed, restored at resume
+                                 (after a restart: the lease's processes found again) */
     int resume_wanted;        /* a resume waits for room: it resumes at the first schedule that
                                  finds its capacity free (gs__api_schedule) */
 } gs__lease_t;
@@ -145,8 +144,13 @@ void gs__lease_mark_suspended(gs__daemon_t *d, gs__lease_t *lease);
  * in why. */
 int gs__lease_fits_back(const gs__daemon_t *d, const gs__lease_t *lease, char *why, size_t whylen);
 
-/* Takes the suspended lease's capacity again (after gs__lease_fits_back said it fits). */
+/* Takes the suspended lease's capacity again (after gs__lease_fits_back said it fits). Both
+ * marks write the lease's row (an error is logged when they cannot). */
 void gs__lease_mark_resumed(gs__daemon_t *d, gs__lease_t *lease);
+
+/* After a restart (gs__leases_restore, once the regions are adopted): each suspended lease's
+ * processes, to restore at resume. Its capacity was not taken back. */
+void gs__leases_restore_suspended(gs__daemon_t *d);
 
 /* Finds a lease by id, or NULL. */
 gs__lease_t *gs__lease_find(gs__daemon_t *d, uint64_t id);

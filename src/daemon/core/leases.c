@@ -210,7 +210,7 @@ int gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
     if (d->events.ending != NULL)
         d->events.ending(d, lease);
     set_conn(d, lease, NULL);
-    if (!lease->suspended) /* a suspended lease gave its capacity back already */
+    if (!lease->rec.suspended) /* a suspended lease gave its capacity back already */
         give(d, &lease->alloc);
     gs__lease_procs_clear(&lease->sleepers);
     gs__regions_give_back(&d->region_pool, lease->region, lease->rec.uid, lease->rec.gid);

@@ -5,6 +5,7 @@
 #include "daemon.h"
 
 #include "gpushare/error.h"
+#include "gpushare/log.h"
 
 #include <stdio.h>
 
@@ -23,12 +24,23 @@ int gs__lease_suspend_candidates(const gs__lease_t *lease, gs__proc_refs_t *list
     return gs__lease_procs_find(&q, list);
 }
 
+/* Writes the lease's row (its suspension survives a restart of the daemon). */
+static void record(gs__daemon_t *d, gs__lease_t *lease)
+{
+    char why[160];
+    if (gs__ledger_put(d->ledger, &lease->rec, why, sizeof(why)) != 0)
+        gs_error("lease %llu: cannot record that it is %s: %s (a restart would not know)",
+                 (unsigned long long)lease->rec.id, lease->rec.suspended ? "suspended" : "resumed",
+                 why);
+}
+
 void gs__lease_mark_suspended(gs__daemon_t *d, gs__lease_t *lease)
 {
     for (unsigned i = 0; i < lease->alloc.n; i++)
         gs__gpu_give(&d->gpus[lease->alloc.part[i].gpu], &lease->alloc.part[i]);
-    lease->suspended = 1;
+    lease->rec.suspended = 1;
     d->need_schedule = 1;
+    record(d, lease);
 }
 
 int gs__lease_fits_back(const gs__daemon_t *d, const gs__lease_t *lease, char *why, size_t whylen)
@@ -52,6 +64,19 @@ int gs__lease_fits_back(const gs__daemon_t *d, const gs__lease_t *lease, char *w
 void gs__lease_mark_resumed(gs__daemon_t *d, gs__lease_t *lease)
 {
     gs__lease_take(d, &lease->alloc);
-    lease->suspended = 0;
+    lease->rec.suspended = 0;
     lease->resume_wanted = 0;
+    record(d, lease);
+}
+
+void gs__leases_restore_suspended(gs__daemon_t *d)
+{
+    for (gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next) {
+        if (!lease->rec.suspended)
+            continue;
+        int found = gs__lease_suspend_candidates(lease, &lease->sleepers);
+        gs_info("lease %llu is suspended: %d of its processes found, its capacity stays in the "
+                "pool until it resumes",
+                (unsigned long long)lease->rec.id, found);
+    }
 }

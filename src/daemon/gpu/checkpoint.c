@@ -105,9 +105,14 @@ static CUresult suspend_one(const gs__cuda_ckpt_t *c, int pid)
     return r;
 }
 
+/* Restores (when checkpointed) and unlocks (when locked) one process; one that is gone or
+ * running (not one of the suspend's: found again after a restart) is left alone. */
 static CUresult resume_one(const gs__cuda_ckpt_t *c, int pid)
 {
-    CUresult r = c->restore(pid, NULL);
+    CUprocessState state;
+    if (c->get_state(pid, &state) != CUDA_SUCCESS || state == CU_PROCESS_STATE_RUNNING)
+        return CUDA_SUCCESS;
+    CUresult r = state == CU_PROCESS_STATE_CHECKPOINTED ? c->restore(pid, NULL) : CUDA_SUCCESS;
     return r != CUDA_SUCCESS ? r : c->unlock(pid, NULL);
 }
 
@@ -139,9 +144,8 @@ int gs__ckpt_resume(gs__daemon_t *d, const gs__proc_refs_t *procs, char *err, si
         return GS_ENOTSUP;
     for (unsigned i = 0; i < procs->n; i++) {
         CUresult r = resume_one(c, procs->v[i].pid);
-        CUprocessState state;
-        if (r == CUDA_SUCCESS || c->get_state(procs->v[i].pid, &state) != CUDA_SUCCESS)
-            continue; /* restored, or gone: nothing of it to bring back */
+        if (r == CUDA_SUCCESS)
+            continue;
         for (unsigned j = i; j-- > 0;)
             suspend_one(c, procs->v[j].pid);
         return gs_fail(err, errlen, r == CUDA_ERROR_OUT_OF_MEMORY ? GS_EAGAIN : GS_EIO,

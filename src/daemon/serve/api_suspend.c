@@ -16,8 +16,8 @@
 static json_t *reply_for(const char *op, const gs__lease_t *lease, unsigned processes)
 {
     return json_pack("{s:b, s:s, s:I, s:s, s:i}", "ok", 1, "op", op, "lease",
-                     (json_int_t)lease->rec.id, "state", lease->suspended ? "suspended" : "active",
-                     "processes", (int)processes);
+                     (json_int_t)lease->rec.id, "state",
+                     lease->rec.suspended ? "suspended" : "active", "processes", (int)processes);
 }
 
 /* The lease, if it may be suspended (want 0) or resumed (want 1); else replies why. */
@@ -33,9 +33,9 @@ static gs__lease_t *lease_in(gs__daemon_t *d, gs__conn_t *conn, const char *op, 
         gs__conn_send(conn, gs__api_error(op, GS_WIRE_ENDED, why));
         return NULL;
     }
-    if (lease->suspended != want) {
+    if (lease->rec.suspended != want) {
         snprintf(why, sizeof(why), "lease %llu is %s", (unsigned long long)id,
-                 lease->suspended ? "suspended already" : "not suspended");
+                 lease->rec.suspended ? "suspended already" : "not suspended");
         gs__conn_send(conn, gs__api_error(op, GS_WIRE_BAD_REQUEST, why));
         return NULL;
     }
@@ -122,7 +122,7 @@ void gs__api_resume_waiting(gs__daemon_t *d)
 {
     char err[256];
     for (gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next) {
-        if (!lease->suspended || !lease->resume_wanted || lease->rec.state == GS__LEASE_ENDING)
+        if (!lease->rec.suspended || !lease->resume_wanted || lease->rec.state == GS__LEASE_ENDING)
             continue;
         int result = try_resume(d, lease, err, sizeof(err));
         if (result == 0)
