@@ -17,7 +17,9 @@ has_sum() { grep -q '^sum ' "$1" 2>/dev/null; }
 sums() { grep -c '^sum ' "$1" 2>/dev/null || true; }
 
 # Each lease is 1 GiB more than its job allocates: its context's 518 MiB count in it.
-bg_gs run --gpu-memory 21G --name sleeper -- "$PROGS/sumhold" 20 >"$WORK/a.out"
+# (env and a long variable: a command wider than status's column, which "suspended" must not push
+# past 80 columns; env execs the job.)
+bg_gs run --gpu-memory 21G --name sleeper -- env GS_SUSPEND_TEST_PADDING=0123456789 "$PROGS/sumhold" 20 >"$WORK/a.out"
 client_a=$!
 wait_until 20 has_sum "$WORK/a.out"
 job_a=$(job_of "$client_a")
@@ -47,6 +49,9 @@ after=$(free_now)
 expect_eq $((after - before)) $((20 * GIB + 543162368)) "memory freed by the suspend (its context too)"
 expect_eq $((smi_before - $(smi_used))) $(((20 * GIB + 543162368) >> 20)) "MiB nvidia-smi (NVML) sees freed"
 expect_fail 1 "gpushare: lease $lease_a is suspended already" gs suspend "$lease_a"
+row=$(gs status | grep -E "^ +$lease_a ")
+grep -q ' suspended ' <<<"$row" || fail "status does not show the lease suspended: $row"
+[[ ${#row} -le 80 ]] || fail "status row over 80 columns: $row"
 pass "a suspended lease's 20 GiB and context are free on the GPU; it shows suspended"
 
 # A restart of gpushared keeps it suspended, its capacity in the pool.
