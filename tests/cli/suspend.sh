@@ -7,7 +7,8 @@
 # long kernel is not suspended. Another user may neither suspend nor resume it.
 source "$(dirname "$0")/lib.sh"
 GPUSIM_DEVICES=H100-80GB # 81079 MiB leasable: 20 + 30 + 40 GiB do not fit together
-start_daemon
+CONFIG=$'[daemon]\nmetrics_users = all'
+start_daemon_metrics
 GIB=$((1 << 30))
 
 free_now() { # cuMemGetInfo's free memory of a process outside any lease (its own context aside)
@@ -49,6 +50,10 @@ after=$(free_now)
 expect_eq $((after - before)) $((20 * GIB + 543162368)) "memory freed by the suspend (its context too)"
 expect_eq $((smi_before - $(smi_used))) $(((20 * GIB + 543162368) >> 20)) "MiB nvidia-smi (NVML) sees freed"
 expect_fail 1 "gpushare: lease $lease_a is suspended already" gs suspend "$lease_a"
+metrics_suspended() { # the metrics are rendered in the background: wait for the next
+  curl -fsS "$url" | grep -q "^gpushare_lease_info{lease=\"$lease_a\",.*state=\"suspended\""
+}
+wait_until 5 metrics_suspended
 row=$(gs status | grep -E "^ +$lease_a ")
 grep -q ' suspended ' <<<"$row" || fail "status does not show the lease suspended: $row"
 [[ ${#row} -le 80 ]] || fail "status row over 80 columns: $row"
@@ -56,7 +61,7 @@ pass "a suspended lease's 20 GiB and context are free on the GPU; it shows suspe
 
 # A restart of gpushared keeps it suspended, its capacity in the pool.
 stop_daemon
-start_daemon
+start_daemon_metrics
 expect_eq "$(gs leases --json | jq -r ".[] | select(.id == $lease_a) | .state")" suspended "its state after a restart"
 grep -q "lease $lease_a is suspended: 1 of its processes found" "$WORK/daemon.log" ||
   fail "the restarted daemon did not find the suspended lease's processes: $(grep "lease $lease_a" "$WORK/daemon.log" | tail -3)"
