@@ -29,7 +29,10 @@ static gs__lease_t *lease_in(gs__daemon_t *d, gs__conn_t *conn, const char *op, 
     if (lease == NULL)
         return NULL;
     if (lease->rec.state == GS__LEASE_ENDING || lease->rec.damaged[0] != '\0') {
-        snprintf(why, sizeof(why), "lease %llu is ending", (unsigned long long)id);
+        snprintf(why, sizeof(why), "lease %llu %s", (unsigned long long)id,
+                 lease->rec.damaged[0] != '\0'
+                     ? "has a damaged ledger row: only root may release it"
+                     : "is ending");
         gs__conn_send(conn, gs__api_error(op, GS_WIRE_ENDED, why));
         return NULL;
     }
