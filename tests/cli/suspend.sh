@@ -4,7 +4,8 @@
 # free, and a 40 GiB lease that did not fit is granted and its job allocates 40 GiB; gpushare
 # resume meanwhile waits, and the first lease resumes by itself once that one ended, its data
 # intact (checksums before and after). A restart of gpushared keeps it suspended; a job inside a
-# long kernel is not suspended. Another user may neither suspend nor resume it.
+# long kernel is not suspended, nor a lease whose second process is (all or none). Another user
+# may neither suspend nor resume it.
 source "$(dirname "$0")/lib.sh"
 GPUSIM_DEVICES=H100-80GB # 81079 MiB leasable: 20 + 30 + 40 GiB do not fit together
 CONFIG=$'[daemon]\nmetrics_users = all'
@@ -99,3 +100,23 @@ if have_user2; then
   expect_fail 1 "gpushare: lease $lease_a belongs to another user" as_user2 suspend "$lease_a"
 fi
 pass "resumed: its memory back on the GPU, its data intact ($first)"
+
+# All or none: a lease of two CUDA processes, the second inside a long kernel. The first is
+# checkpointed, the second's lock times out: the first is restored again, nothing is suspended.
+bg_gs run --gpu-memory 5G --name pair -- bash -c "\"$PROGS/sumhold\" 1 >\"$WORK/p1.out\" & sleep 0.5; \"$PROGS/sumhold\" 2 >\"$WORK/p2.out\" & wait"
+wait_until 20 has_sum "$WORK/p1.out"
+wait_until 20 has_sum "$WORK/p2.out"
+p1=$(pgrep -f "^$PROGS/sumhold 1$")
+p2=$(pgrep -f "^$PROGS/sumhold 2$")
+lease_p=$(gs leases --json | jq '.[] | select(.name == "pair") | .id')
+pair_before=$(free_now)
+kill -USR2 "$p2"
+wait_until 5 grep -q '^launched' "$WORK/p2.out"
+expect_fail 75 "gpushare: process $p2 could not be suspended (CUDA_ERROR_NOT_READY: a kernel ran longer than the lock timeout): nothing was" \
+  gs suspend "$lease_p"
+expect_eq "$(gs leases --json | jq -r ".[] | select(.id == $lease_p) | .state")" active "the pair's state"
+expect_eq "$(free_now)" "$pair_before" "free memory after the failed suspend (the first restored)"
+kill -USR1 "$p1"
+wait_eq 10 2 sums "$WORK/p1.out"
+expect_eq "$(grep '^sum ' "$WORK/p1.out" | sed -n 2p)" "$(grep '^sum ' "$WORK/p1.out" | sed -n 1p)" "the first's checksum"
+pass "all or none: a lease whose second process is in a long kernel is not suspended, its first restored"
