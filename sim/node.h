@@ -15,6 +15,7 @@
 #define GSIM_NODE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -144,6 +145,30 @@ typedef struct gsim_device {
     gsim_timeline_t timeline;
 } gsim_device_t;
 
+/* A process's CUDA checkpoint state (cuCheckpointProcess*; sim/checkpoint.c,
+ * sim/cuda/checkpoint*.c). Another process (the requester) posts one operation at a time: under the
+ * node lock it checks that none is in flight (done == request), fills op and its arguments, bumps
+ * request and wakes the target (a futex on request in the shared mapping). The target's checkpoint
+ * thread performs it, sets state and result, then done = request, and wakes the requester (a futex
+ * on done). state and restore_tid are written by the target only; saved, saved_gi and host_bytes by
+ * the target under the node lock. */
+typedef struct gsim_ckpt {
+    _Atomic uint32_t request;           /* futex word: operations posted */
+    _Atomic uint32_t done;              /* futex word: operations completed */
+    uint32_t op;                        /* GSIM_CKPT_* of the last posted operation */
+    uint32_t state;                     /* CUprocessState */
+    int32_t result;                     /* CUresult of the last completed operation */
+    int32_t restore_tid;                /* the target's checkpoint thread (0: none) */
+    uint32_t timeout_ms;                /* GSIM_CKPT_LOCK: 0 = wait as long as it takes */
+    int32_t fault;                      /* nonzero: fail the operation with this CUresult, FAILED */
+    int32_t remap[GSIM_MAX_DEVICES];    /* GSIM_CKPT_RESTORE: the GPU each GPU's memory goes to */
+    uint64_t saved[GSIM_MAX_DEVICES];   /* device memory checkpointed off each GPU (its charge) */
+    int32_t saved_gi[GSIM_MAX_DEVICES]; /* the GPU instance it was charged in (-1: whole GPU) */
+    uint64_t host_bytes;                /* host memory the checkpointed contents take */
+} gsim_ckpt_t;
+
+enum { GSIM_CKPT_LOCK = 1, GSIM_CKPT_CHECKPOINT, GSIM_CKPT_RESTORE, GSIM_CKPT_UNLOCK };
+
 /* A process slot. Its pid is the process's key on the node (its timeline intervals carry it): the
  * process's pid when it runs in the PID namespace the node was created in (gsim_node_t.pidns),
  * else -(slot + 1), unique on the node however many namespaces number their processes from 1.
@@ -161,10 +186,11 @@ typedef struct gsim_proc {
     int32_t gi[GSIM_MAX_DEVICES];         /* GPU instance slot the memory is in, -1 = whole GPU */
     uint64_t busy_ns[GSIM_MAX_DEVICES];   /* kernel time reserved (concurrent kernels add up) */
     uint64_t active_ns[GSIM_MAX_DEVICES]; /* wall time the device runs its work (their union) */
+    gsim_ckpt_t ckpt;                     /* CUDA checkpoint state and requests (checkpoint.c) */
 } gsim_proc_t;
 
 #define GSIM_MAGIC   UINT64_C(0x31657461745f6d73) /* "sm_state1" */
-#define GSIM_VERSION 4u
+#define GSIM_VERSION 5u
 
 typedef struct gsim_node {
     uint64_t magic;
@@ -240,6 +266,26 @@ int gsim_mem_info(gsim_node_t *node, gsim_domain_t domain, uint64_t *total, uint
 /* Returns the domain's timeline (whole GPU or MIG instance), or NULL when it does not exist.
  * Call with the lock held. */
 gsim_timeline_t *gsim_domain_timeline(gsim_node_t *node, gsim_domain_t domain);
+
+/* ---- CUDA checkpoints across processes (checkpoint.c) ---- */
+
+/* Returns the slot of the live CUDA process pid names in the caller's PID namespace (its node key,
+ * or its pid in its own namespace when that is the caller's), or -1. Call with the lock held. */
+int gsim_ckpt_find_locked(gsim_node_t *node, int pid);
+
+/* Moves every byte proc holds on the node's GPUs off them (into proc->ckpt.saved): NVML and every
+ * process's free memory see it released. Call with the lock held. */
+void gsim_ckpt_release_locked(gsim_node_t *node, gsim_proc_t *proc);
+
+/* Charges proc->ckpt.saved[d] on GPU proc->ckpt.remap[d] for every d, all or none (the same GPU
+ * instance when it was in one). Returns 0, or -ENOMEM when one does not fit (nothing charged).
+ * Call with the lock held. */
+int gsim_ckpt_reclaim_locked(gsim_node_t *node, gsim_proc_t *proc);
+
+/* Waits while *word == seen (a futex in the shared mapping; at most timeout_ms, < 0: no limit).
+ * Wakes every waiter of *word. */
+void gsim_ckpt_wait(_Atomic uint32_t *word, uint32_t seen, int timeout_ms);
+void gsim_ckpt_wake(_Atomic uint32_t *word);
 
 /* ---- time ---- */
 

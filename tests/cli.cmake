@@ -5,7 +5,7 @@
 # gs-demo-job (daemon.cmake) and cuda_progs/ (sim_cuda.cmake) are built with gsim_cuda.
 if(TARGET gsim_nvml AND TARGET gsim_cuda AND TARGET gpushare_shim)
   foreach(script quantities backfill aging time_limit history processes nvidia_smi usage
-                 leftovers)
+                 leftovers suspend)
     gs_add_script_test(cli_${script} SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/cli/${script}.sh"
                        TIMEOUT 90 LABELS "daemon;cli")
   endforeach()

@@ -46,6 +46,7 @@ target_link_libraries(gs_daemon_core_demo PUBLIC gs_client_demo gs_region gs_pla
                       PkgConfig::INIH PkgConfig::SQLITE3 Threads::Threads)
 add_library(gs_daemon_gpu_demo STATIC ${gpu_sources} "${CMAKE_CURRENT_SOURCE_DIR}/modes/mode_demo.c")
 target_include_directories(gs_daemon_gpu_demo BEFORE PUBLIC "${GS_DEMO_INCLUDE}")
-target_link_libraries(gs_daemon_gpu_demo PUBLIC gs_daemon_core_demo gs_nvml)
+target_link_libraries(gs_daemon_gpu_demo PUBLIC gs_daemon_core_demo gs_nvml ${CMAKE_DL_LIBS})
+target_include_directories(gs_daemon_gpu_demo PRIVATE "${CUDA_INCLUDE_DIR}") # gpu/checkpoint.c
 gs_add_unit_test(test_mode_added SOURCES test_mode_added.c LIBS gs_daemon_gpu_demo)
 target_include_directories(test_mode_added BEFORE PRIVATE "${GS_DEMO_INCLUDE}")

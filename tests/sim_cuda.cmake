@@ -54,6 +54,16 @@ gsim_cuda_prog(meminfo)
 gsim_cuda_test(sim_cuda_two_procs COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/sim_cuda_two_procs.sh"
                DEVICES H100-80GB)
 
+# CUDA's checkpoint API across processes (issue 40): states, blocking, lock timeout, restore onto
+# another GPU of the model and refusal of another model, a restore that does not fit, a fault.
+gsim_cuda_prog(checkpoint)
+gsim_cuda_prog(sumhold) # a job with data in its memory (tests/cli/suspend.sh)
+foreach(scenario states blocking timeout oom fault)
+  gsim_cuda_test(sim_cuda_checkpoint_${scenario} COMMAND checkpoint ${scenario} DEVICES H100-80GB)
+endforeach()
+gsim_cuda_test(sim_cuda_checkpoint_move COMMAND checkpoint move DEVICES H100-80GB*2)
+gsim_cuda_test(sim_cuda_checkpoint_model COMMAND checkpoint model DEVICES H100-80GB,A100-40GB)
+
 # Acceptance 5: time-slicing on one device, parallel devices (timed: run alone).
 gsim_cuda_prog(timing_worker)
 gs_add_unit_test(test_sim_cuda_timing SOURCES test_sim_cuda_timing.c LIBS gsim_core TIMEOUT 60)

@@ -120,7 +120,10 @@ static void test_bad_requests(void **state)
     expect("{\"op\":\"list\",\"all\":true}", GS_EINVAL, "unknown or invalid field \"all\" in list");
     expect("{\"op\":\"steal\"}", GS_EINVAL,
            "unknown op \"steal\" (hello, acquire, release, list, status, history, join, "
-           "compute_join or attach)");
+           "compute_join, attach, suspend or resume)");
+    expect("{\"op\":\"suspend\"}", GS_EINVAL, "suspend needs \"lease\": the lease id");
+    expect("{\"op\":\"resume\",\"lease\":3,\"key\":\"k\"}", GS_EINVAL,
+           "unknown field \"key\" in resume");
     expect("{\"op\":7}", GS_EINVAL, "a request needs \"op\": a string");
     expect("[1,2]", GS_EFORMAT, "a request must be a JSON object");
     expect("{\"op\":\"list\"", GS_EFORMAT,

@@ -119,6 +119,8 @@ typedef enum gs_op {
     GS_OP_JOIN,         /* a process of a lease asks for its region (the shim, gs_region_join) */
     GS_OP_COMPUTE_JOIN, /* a process of a lease takes part in a GPU's compute scheduler */
     GS_OP_ATTACH,       /* a keyed lease's processes are a cgroup's (given, or a process's) */
+    GS_OP_SUSPEND,      /* the lease's CUDA processes are checkpointed, its capacity given back */
+    GS_OP_RESUME,       /* ... restored when its capacity fits again */
 } gs_op_t;
 
 #define GS_GPU_UUID_MAX 96
@@ -148,9 +150,9 @@ typedef struct gs_history_query {
 /* One parsed request line. */
 typedef struct gs_request {
     gs_op_t op;
-    gs_lease_request_t lease;        /* GS_OP_ACQUIRE */
-    uint64_t lease_id;               /* GS_OP_RELEASE, GS_OP_JOIN, GS_OP_COMPUTE_JOIN */
-    char key[GS_LEASE_KEY_MAX];      /* GS_OP_RELEASE, GS_OP_ATTACH: the lease by its key */
+    gs_lease_request_t lease;   /* GS_OP_ACQUIRE */
+    uint64_t lease_id;          /* GS_OP_RELEASE, GS_OP_JOIN, GS_OP_COMPUTE_JOIN, suspend, resume */
+    char key[GS_LEASE_KEY_MAX]; /* GS_OP_RELEASE, GS_OP_ATTACH: the lease by its key */
     char cgroup[GS_CGROUP_PATH_MAX]; /* GS_OP_ATTACH: "cgroup", or */
     int32_t pid;                     /* GS_OP_ATTACH: "pid", whose cgroup it is */
     char gpu_uuid[GS_GPU_UUID_MAX];  /* GS_OP_COMPUTE_JOIN: "gpu", the GPU's (or MIG) UUID */

@@ -142,6 +142,26 @@ void gsim_cu_table_remove_if(int (*pick)(const gsim_cu_alloc_t *entry, void *arg
     free(c.items);
 }
 
+typedef struct visit {
+    void (*fn)(const gsim_cu_alloc_t *entry, void *arg);
+    void *arg;
+} visit_t;
+
+static void visit_entry(const void *node, VISIT which, void *closure)
+{
+    const visit_t *v = closure;
+    if (which == postorder || which == leaf)
+        v->fn(*(gsim_cu_alloc_t *const *)node, v->arg);
+}
+
+void gsim_cu_table_foreach(void (*fn)(const gsim_cu_alloc_t *entry, void *arg), void *arg)
+{
+    visit_t v = {.fn = fn, .arg = arg};
+    pthread_rwlock_rdlock(&table.lock);
+    twalk_r(table.root, visit_entry, &v);
+    pthread_rwlock_unlock(&table.lock);
+}
+
 CUresult gsim_cu_mem_range(CUdeviceptr addr, size_t n, void **host)
 {
     gsim_cu_alloc_t a;

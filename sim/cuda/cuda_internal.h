@@ -97,6 +97,9 @@ typedef struct gsim_cu_device {
     const gsim_model_t *model;
 } gsim_cu_device_t;
 
+/* Converts a UUID's text ("GPU-8d1e...", any prefix) to CUDA's 16 bytes (device.c). */
+void gsim_cu_uuid_bytes(const char *text, CUuuid *out);
+
 /* Fills the compute capability of d from its model (device.c). */
 void gsim_cu_device_describe_model(gsim_cu_device_t *d);
 
@@ -335,6 +338,10 @@ int gsim_cu_table_update(uintptr_t base, void (*fn)(gsim_cu_alloc_t *entry, void
 void gsim_cu_table_remove_if(int (*pick)(const gsim_cu_alloc_t *entry, void *arg), void *arg,
                              void (*release)(const gsim_cu_alloc_t *entry));
 
+/* Calls fn(entry, arg) for every entry, in address order, under the table's read lock (fn must
+ * not call the table). */
+void gsim_cu_table_foreach(void (*fn)(const gsim_cu_alloc_t *entry, void *arg), void *arg);
+
 /* Validates that [addr, addr + n) is usable device-visible memory (any kind, mapped and
  * accessible) and returns its host address. Returns CUDA_SUCCESS or CUDA_ERROR_INVALID_VALUE. */
 CUresult gsim_cu_mem_range(CUdeviceptr addr, size_t n, void **host);
@@ -552,6 +559,36 @@ CUresult gsim_cu_copy3d_plain(const CUDA_MEMCPY3D *c);
 /* Sets a 2D region of elements of elem_size bytes (1, 2 or 4) at dst. */
 CUresult gsim_cu_memset2d(CUdeviceptr dst, size_t pitch, unsigned int value, unsigned int elem_size,
                           size_t width, size_t height);
+
+/* ---- checkpoints (checkpoint.c: the API; checkpoint_target.c: the target process's side;
+ * checkpoint_data.c: the contents) ---- */
+
+/* The gate every CUDA call passes (gsim_cu_initialized): CUDA_SUCCESS at once while the process
+ * runs; blocks while another process holds it locked or checkpointed; CUDA_ERROR_ILLEGAL_STATE
+ * once a checkpoint or restore failed (CU_PROCESS_STATE_FAILED). The checkpoint thread passes. */
+CUresult gsim_cu_checkpoint_gate(void);
+
+/* Starts the process's checkpoint thread, which serves requests posted to its node slot (cuInit,
+ * node and devices ready). Returns 0 or -1 (the process then cannot be checkpointed). */
+int gsim_cu_checkpoint_start(void);
+
+/* Copies the device allocations' data to host memory and drops the device copies; sets
+ * *host_bytes. Returns 0 or -1 (nothing released). Checkpoint thread only. */
+int gsim_cu_checkpoint_data_save(uint64_t *host_bytes);
+
+/* Copies the saved data back to the same addresses and frees the host copies. */
+void gsim_cu_checkpoint_data_restore(void);
+
+/* Frees the host copies without restoring them. */
+void gsim_cu_checkpoint_data_discard(void);
+
+/* Makes CUDA ordinal ord show node GPU dev (a restore onto another GPU of the same model): its
+ * description, and the domain of its contexts. Call with the node lock held. */
+void gsim_cu_device_remap_locked(int ord, int dev);
+
+/* Returns CUDA_SUCCESS when cuInit succeeded in this process, without the checkpoint gate (the
+ * checkpoint API itself, called on other processes, never blocks on its caller's gate). */
+CUresult gsim_cu_init_state(void);
 
 /* ---- errors ---- */
 

@@ -84,7 +84,7 @@ GSIM_CU_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 }
 
 /* Converts "GPU-8d1e...-..." (any prefix) to the 16 UUID bytes. */
-static void uuid_bytes(const char *text, CUuuid *out)
+void gsim_cu_uuid_bytes(const char *text, CUuuid *out)
 {
     memset(out, 0, sizeof(*out));
     const char *p = strchr(text, '-');
@@ -109,7 +109,7 @@ GSIM_CU_API CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
     if (result != CUDA_SUCCESS)
         return result;
     GSIM_CU_CHECK_PTR(uuid);
-    uuid_bytes(d->parent_uuid, uuid);
+    gsim_cu_uuid_bytes(d->parent_uuid, uuid);
     return CUDA_SUCCESS;
 }
 
@@ -120,7 +120,7 @@ GSIM_CU_API CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
     if (result != CUDA_SUCCESS)
         return result;
     GSIM_CU_CHECK_PTR(uuid);
-    uuid_bytes(d->uuid, uuid);
+    gsim_cu_uuid_bytes(d->uuid, uuid);
     return CUDA_SUCCESS;
 }
 

@@ -123,6 +123,7 @@ static CUresult init_locked(void)
     gsim_proc_t *self = gsim_node_self(node);
     driver.pid = self != NULL ? self->pid : (int32_t)getpid();
     gsim_node_unlock(node);
+    gsim_cu_checkpoint_start(); /* without it the process only cannot be checkpointed */
     return CUDA_SUCCESS;
 }
 
@@ -156,12 +157,25 @@ GSIM_CU_API CUresult cuDriverGetVersion(int *driverVersion)
     return CUDA_SUCCESS;
 }
 
-CUresult gsim_cu_initialized(void)
+CUresult gsim_cu_init_state(void)
 {
     if (atomic_load_explicit(&driver.state, memory_order_acquire) != STATE_READY ||
         atomic_load_explicit(&driver.forked, memory_order_relaxed))
         return CUDA_ERROR_NOT_INITIALIZED;
     return CUDA_SUCCESS;
+}
+
+CUresult gsim_cu_initialized(void)
+{
+    CUresult result = gsim_cu_init_state();
+    return result != CUDA_SUCCESS ? result : gsim_cu_checkpoint_gate();
+}
+
+void gsim_cu_device_remap_locked(int ord, int dev)
+{
+    if (ord < 0 || ord >= driver.n_devices)
+        return;
+    describe_locked(driver.node, ord, (gsim_domain_t){.dev = dev, .gi = -1});
 }
 
 gsim_node_t *gsim_cu_node(void)

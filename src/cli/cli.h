@@ -28,6 +28,8 @@ int gs_cli_status(int argc, char **argv);
 int gs_cli_top(int argc, char **argv);
 int gs_cli_leases(int argc, char **argv);
 int gs_cli_release(int argc, char **argv);
+int gs_cli_suspend(int argc, char **argv); /* suspend.c */
+int gs_cli_resume(int argc, char **argv);
 int gs_cli_history(int argc, char **argv);
 
 /* A keyed lease as a CDI device for containers, and the hooks its spec names (src/cli/cdi.c). */

@@ -154,7 +154,9 @@ static void print_lease_row(const json_t *lease, int64_t now)
     else
         snprintf(left, sizeof(left), "%s", state);
     gs__cli_fit(gs__cli_str(lease, "name"), 10, name, sizeof(name));
-    gs__cli_fit_command(gs__cli_str(lease, "command"), 17, command, sizeof(command));
+    size_t wide = strlen(left) > 7 ? strlen(left) - 7 : 0; /* "suspended": the command gives way */
+    gs__cli_fit_command(gs__cli_str(lease, "command"), 17 - (wide < 10 ? wide : 10), command,
+                        sizeof(command));
     char user[24];
     uint64_t over = gs__cli_uint(lease, "over_limit");
     printf("  %s %5llu %-8s %-10s %15s %7s %7s  %s\n", over > 0 ? "!" : " ",

@@ -214,6 +214,10 @@ const char *gs_op_name(gs_op_t op)
         return "compute_join";
     case GS_OP_ATTACH:
         return "attach";
+    case GS_OP_SUSPEND:
+        return "suspend";
+    case GS_OP_RESUME:
+        return "resume";
     }
     return "?";
 }
@@ -612,8 +616,8 @@ static int parse_job_end(const char *key, const json_t *value, gs_job_end_t *end
     return 0;
 }
 
-/* release and join name a lease; release may add "force" (the daemon accepts it from root) and
- * how its job ended. */
+/* release, join, suspend and resume name a lease; release may add "force" (the daemon accepts it
+ * from root) and how its job ended. */
 static int parse_release(json_t *obj, gs_request_t *out, char *err, size_t errlen)
 {
     const char *key;
@@ -811,7 +815,7 @@ static int parse_op(json_t *obj, gs_request_t *out, char *err, size_t errlen)
     if (!json_is_string(op))
         return gs_fail(err, errlen, GS_EINVAL, "a request needs \"op\": a string");
     const char *name = json_string_value(op);
-    for (gs_op_t o = GS_OP_HELLO; o <= GS_OP_ATTACH; o++) {
+    for (gs_op_t o = GS_OP_HELLO; o <= GS_OP_RESUME; o++) {
         if (strcmp(name, gs_op_name(o)) == 0) {
             out->op = o;
             return 0;
@@ -821,7 +825,7 @@ static int parse_op(json_t *obj, gs_request_t *out, char *err, size_t errlen)
     gs_display_escape(shown, sizeof(shown), name);
     return gs_fail(err, errlen, GS_EINVAL,
                    "unknown op \"%s\" (hello, acquire, release, list, status, history, join, "
-                   "compute_join or attach)",
+                   "compute_join, attach, suspend or resume)",
                    shown);
 }
 
@@ -848,7 +852,8 @@ int gs_proto_parse_request(const char *line, size_t len, gs_request_t *out, char
         goto out;
     if (out->op == GS_OP_ACQUIRE)
         result = parse_acquire(obj, out, err, errlen);
-    else if (out->op == GS_OP_RELEASE || out->op == GS_OP_JOIN)
+    else if (out->op == GS_OP_RELEASE || out->op == GS_OP_JOIN || out->op == GS_OP_SUSPEND ||
+             out->op == GS_OP_RESUME)
         result = parse_release(obj, out, err, errlen);
     else if (out->op == GS_OP_COMPUTE_JOIN)
         result = parse_compute_join(obj, out, err, errlen);

@@ -12,7 +12,7 @@ MAN8=$GS_SOURCE_DIR/docs/man/gpushared.8
 
 # help CMD is CMD --help, for every command gpushare --help lists.
 commands=$(gs --help | sed -n 's/^  \([a-z]*\)  .*/\1/p')
-expect_eq "$(echo $commands)" "run status top leases release history cdi doctor plan mig" "the commands"
+expect_eq "$(echo $commands)" "run status top leases release suspend resume history cdi doctor plan mig" "the commands"
 for c in $commands; do
   expect_eq "$(gs help "$c")" "$(gs "$c" --help)" "gpushare help $c"
 done

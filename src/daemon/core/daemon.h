@@ -78,6 +78,7 @@ typedef struct gs__daemon {
     gs__gpu_usage_t usage[GS_MAX_DEVICES]; /* each GPU's last NVML reading */
     struct gs__watchdog *watchdog;         /* what really runs on the GPUs */
     struct gs_sched_server *sched;         /* the GPUs' compute schedulers */
+    struct gs__cuda_ckpt *cuda;            /* CUDA's checkpoint API, loaded at the first suspend */
 } gs__daemon_t;
 
 /* Sets up d empty: no GPU, no lease, an empty queue, the daemon's identity and host name. */

@@ -52,28 +52,32 @@ typedef struct gs__lease {
     gs__lease_record_t rec;
     gs__alloc_t alloc; /* the parts, with indexes into the daemon's gpus[] */
     gs_region_t *region;
-    struct gs__conn *conn;   /* the holder's connection (serve/'s, opaque), NULL when none */
-    int64_t revoked_ms;      /* when it was asked to stop: released by another caller or its
-                                time limit passed (monotonic), 0 = not */
-    int expired;             /* its time limit passed */
-    gs_job_end_t job_end;    /* how its job ended, as the holder said when releasing it */
-    char end_reason[96];     /* why it is ending, for the history ("" while active) */
-    int64_t kill_at_ms;      /* being stopped: when SIGKILL follows the SIGTERM, 0 = not */
-    int killed;              /* the SIGKILL was sent (its processes looked for a last time) */
-    int stop_reported;       /* still in use gs__stop_report_ms after the SIGKILL: said once,
-                                left to root */
-    int forced;              /* stopped by force: every process holding its region, not only its
-                                job */
-    int stop_any_uid;        /* root asked it to stop (release, --force), or its time limit
-                                passed on a lease root or lease_admin_group made for its user:
-                                its processes of any uid, not only its user's (scope in
-                                gs__lease_procs_query_t) */
-    gs__proc_refs_t victims; /* the processes it signalled, until they are gone */
-    gs__proc_refs_t members; /* the processes that joined it (SO_PEERCRED at join), at most
-                                GS__LEASE_MEMBERS_MAX: with the holder, where its job is found */
-    unsigned reap_cursor;    /* where bounded reaping of its records goes on */
-    int end_failed;          /* its row could not be deleted: ended again by the reaper */
-    void *serve_data;        /* what serve/ keeps for it (a keyed lease's socket), opaque here */
+    struct gs__conn *conn;    /* the holder's connection (serve/'s, opaque), NULL when none */
+    int64_t revoked_ms;       /* when it was asked to stop: released by another caller or its
+                                 time limit passed (monotonic), 0 = not */
+    int expired;              /* its time limit passed */
+    gs_job_end_t job_end;     /* how its job ended, as the holder said when releasing it */
+    char end_reason[96];      /* why it is ending, for the history ("" while active) */
+    int64_t kill_at_ms;       /* being stopped: when SIGKILL follows the SIGTERM, 0 = not */
+    int killed;               /* the SIGKILL was sent (its processes looked for a last time) */
+    int stop_reported;        /* still in use gs__stop_report_ms after the SIGKILL: said once,
+                                 left to root */
+    int forced;               /* stopped by force: every process holding its region, not only its
+                                 job */
+    int stop_any_uid;         /* root asked it to stop (release, --force), or its time limit
+                                 passed on a lease root or lease_admin_group made for its user:
+                                 its processes of any uid, not only its user's (scope in
+                                 gs__lease_procs_query_t) */
+    gs__proc_refs_t victims;  /* the processes it signalled, until they are gone */
+    gs__proc_refs_t members;  /* the processes that joined it (SO_PEERCRED at join), at most
+                                 GS__LEASE_MEMBERS_MAX: with the holder, where its job is found */
+    unsigned reap_cursor;     /* where bounded reaping of its records goes on */
+    int end_failed;           /* its row could not be deleted: ended again by the reaper */
+    void *serve_data;         /* what serve/ keeps for it (a keyed lease's socket), opaque here */
+    gs__proc_refs_t sleepers; /* rec.suspended: the processes checkpointed, restored at resume
+                                 (after a restart: the lease's processes found again) */
+    int resume_wanted;        /* a resume waits for room: it resumes at the first schedule that
+                                 finds its capacity free (gs__api_schedule) */
 } gs__lease_t;
 
 /* A keyed lease (rec.request.key set) belongs to no connection and no holder process: it lives
@@ -128,6 +132,29 @@ void gs__leases_expire(gs__daemon_t *d, int64_t wall_ms);
 
 /* The CLOCK_REALTIME ms at which the lease's time limit passes, 0 when it has none. */
 int64_t gs__lease_expiry(const gs__lease_t *lease);
+
+/* ---- suspend and resume (suspend.c) ---- */
+
+/* Adds to list the lease's processes that may use CUDA: those holding its region (the shim's
+ * jobs), its holder's descendants and its members', of the lease's user (any user's for root's
+ * lease). Returns how many were added, or -errno. */
+int gs__lease_suspend_candidates(const gs__lease_t *lease, gs__proc_refs_t *list);
+
+/* The lease's processes are checkpointed: its capacity goes back to the pool (the queue is
+ * tried) and it shows "suspended". */
+void gs__lease_mark_suspended(gs__daemon_t *d, gs__lease_t *lease);
+
+/* Whether a suspended lease's parts fit on its GPUs again now: 0, or GS_EAGAIN with one line
+ * in why. */
+int gs__lease_fits_back(const gs__daemon_t *d, const gs__lease_t *lease, char *why, size_t whylen);
+
+/* Takes the suspended lease's capacity again (after gs__lease_fits_back said it fits). Both
+ * marks write the lease's row (an error is logged when they cannot). */
+void gs__lease_mark_resumed(gs__daemon_t *d, gs__lease_t *lease);
+
+/* After a restart (gs__leases_restore, once the regions are adopted): each suspended lease's
+ * processes, to restore at resume. Its capacity was not taken back. */
+void gs__leases_restore_suspended(gs__daemon_t *d);
 
 /* Finds a lease by id, or NULL. */
 gs__lease_t *gs__lease_find(gs__daemon_t *d, uint64_t id);

@@ -210,7 +210,9 @@ int gs__lease_end(gs__daemon_t *d, gs__lease_t *lease, const char *why)
     if (d->events.ending != NULL)
         d->events.ending(d, lease);
     set_conn(d, lease, NULL);
-    give(d, &lease->alloc);
+    if (!lease->rec.suspended) /* a suspended lease gave its capacity back already */
+        give(d, &lease->alloc);
+    gs__lease_procs_clear(&lease->sleepers);
     gs__regions_give_back(&d->region_pool, lease->region, lease->rec.uid, lease->rec.gid);
     unlink_lease(d, lease);
     if (d->n_leases == 0)
@@ -518,6 +520,7 @@ void gs__leases_free(gs__daemon_t *d)
         gs_region_close(lease->region);
         gs__lease_procs_clear(&lease->victims);
         gs__lease_procs_clear(&lease->members);
+        gs__lease_procs_clear(&lease->sleepers);
         free(lease);
     }
 }

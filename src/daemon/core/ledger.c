@@ -33,7 +33,7 @@ static const char *const schema =
     " parts TEXT NOT NULL,"   /* JSON array of {uuid, slots, memory, compute} */
     " compute_share INTEGER NOT NULL,"
     " region TEXT NOT NULL," /* gpushared:ID:SOCKET, how its processes join its region */
-    " state TEXT NOT NULL,"  /* active | ending */
+    " state TEXT NOT NULL,"  /* active | suspended | ending */
     " granted_at INTEGER NOT NULL,"
     " updated_at INTEGER NOT NULL,"
     " region_ino INTEGER NOT NULL DEFAULT 0," /* its memfd's inode, found again after a restart */
@@ -422,7 +422,10 @@ int gs__ledger_put(gs__ledger_t *ledger, const gs__lease_record_t *rec, char *wh
         result = bind_json(stmt, 9, parts_json(rec));
     sqlite3_bind_int64(stmt, 10, rec->compute_share);
     sqlite3_bind_text(stmt, 11, rec->region, -1, SQLITE_STATIC);
-    sqlite3_bind_text(stmt, 12, state_name(rec->state), -1, SQLITE_STATIC);
+    sqlite3_bind_text(stmt, 12,
+                      rec->state == GS__LEASE_ACTIVE && rec->suspended ? "suspended"
+                                                                       : state_name(rec->state),
+                      -1, SQLITE_STATIC);
     sqlite3_bind_int64(stmt, 13, rec->granted_at_ms);
     sqlite3_bind_int64(stmt, 14, (sqlite3_int64)rec->region_ino);
     sqlite3_bind_int64(stmt, 15, rec->submitted_at_ms);
@@ -522,6 +525,7 @@ static void decode_row(sqlite3_stmt *stmt, gs__lease_record_t *rec)
     snprintf(rec->region, sizeof(rec->region), "%s", gs__ledger_text(stmt, 10));
     rec->state =
         strcmp(gs__ledger_text(stmt, 11), "ending") == 0 ? GS__LEASE_ENDING : GS__LEASE_ACTIVE;
+    rec->suspended = strcmp(gs__ledger_text(stmt, 11), "suspended") == 0;
     rec->granted_at_ms = sqlite3_column_int64(stmt, 12);
     rec->region_ino = (uint64_t)sqlite3_column_int64(stmt, 13);
     rec->submitted_at_ms = sqlite3_column_int64(stmt, 14);

@@ -52,6 +52,8 @@ typedef struct gs__lease_record {
     char region[GS__PATH_MAX]; /* how its processes join its region (regions.h) */
     uint64_t region_ino;       /* its region's inode: the one a restarted daemon looks for */
     gs__lease_state_t state;
+    int suspended;           /* active and suspended (core/suspend.c: its processes checkpointed,
+                                its capacity back in the pool); the row's state is "suspended" */
     int64_t granted_at_ms;   /* CLOCK_REALTIME */
     int64_t submitted_at_ms; /* CLOCK_REALTIME: when it was asked for (it waited until granted);
                                 0 = not known (a row from before this was kept) */

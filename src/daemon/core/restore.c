@@ -146,8 +146,10 @@ static int restore_one(void *arg, const gs__lease_record_t *rec)
         lease->alloc.n = 0;
     if (check_region(lease) != 0)
         lease->rec.region[0] = '\0';
-    check_capacity(d, lease);
-    gs__lease_take(d, &lease->alloc);
+    if (!lease->rec.suspended) { /* a suspended lease's capacity stays in the pool */
+        check_capacity(d, lease);
+        gs__lease_take(d, &lease->alloc);
+    }
     gs__lease_link(d, lease);
     int64_t expiry = gs__lease_expiry(lease);
     if (expiry != 0 && expiry < d->next_expiry_ms && !damaged)
@@ -230,6 +232,7 @@ int gs__leases_restore(gs__daemon_t *d)
     }
     for (gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next)
         finish_one(d, lease);
+    gs__leases_restore_suspended(d);
     for (unsigned g = 0; g < d->n_gpus; g++) {
         if (d->gpus[g].mem_leased > gs__gpu_leasable(&d->gpus[g]))
             gs_warn("GPU %u: restored leases hold more memory than it can lease now (was the "

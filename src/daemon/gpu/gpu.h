@@ -2,15 +2,16 @@
 /* gpu/: the GPUs themselves. NVML (inventory.h); the GPUs set up from the inventory and the
  * configuration (below); their modes (mode.h: the table of modes' dispatch, one file per mode,
  * MPS and MIG control); what really runs on them (watchdog.h, proc_view.h); each GPU's compute
- * scheduler, the daemon's side (compute_sched.h). It calls core/ through core/core.h and never
- * serve/ (scripts/check-layers.sh): the watchdog returns figures, serve/metrics.c renders them.
- * The interface of gpu/ for serve/ and tests; nvml_procs.h, mps_ctl.h and mig_nvml.h are
- * private. The event loop's, like core. */
+ * scheduler, the daemon's side (compute_sched.h); CUDA's checkpoint API (checkpoint.h). It calls
+ * core/ through core/core.h and never serve/ (scripts/check-layers.sh): the watchdog returns
+ * figures, serve/metrics.c renders them. The interface of gpu/ for serve/ and tests; nvml_procs.h,
+ * mps_ctl.h and mig_nvml.h are private. The event loop's, like core. */
 #ifndef GS_DAEMON_GPU_H
 #define GS_DAEMON_GPU_H
 
 #include <stddef.h>
 
+#include "checkpoint.h"
 #include "compute_sched.h"
 #include "core/core.h"
 #include "inventory.h"

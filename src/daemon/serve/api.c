@@ -346,8 +346,7 @@ static void handle_acquire(gs__daemon_t *d, gs__conn_t *conn, gs_lease_request_t
         d->need_schedule = 1; /* a refused request held GPUs during the pass */
 }
 
-/* The lease id names, if the caller may act on it; otherwise replies the error and returns NULL. */
-static gs__lease_t *lease_for(gs__daemon_t *d, gs__conn_t *conn, const char *op, uint64_t id)
+gs__lease_t *gs__api_lease_for(gs__daemon_t *d, gs__conn_t *conn, const char *op, uint64_t id)
 {
     const gs__cred_t *cred = gs__conn_cred(conn);
     gs__lease_t *lease = gs__lease_find(d, id);
@@ -422,7 +421,7 @@ static void handle_release(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t
         return;
     }
     uint64_t id = req->key[0] != '\0' ? lease->rec.id : req->lease_id;
-    if ((lease = lease_for(d, conn, "release", id)) == NULL)
+    if ((lease = gs__api_lease_for(d, conn, "release", id)) == NULL)
         return;
     if (lease->rec.damaged[0] != '\0') {
         release_damaged(d, conn, lease);
@@ -449,7 +448,7 @@ static void handle_release(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t
  * the reply. Only the lease's user (or root) gets it, and only while the lease is active. */
 static void handle_join(gs__daemon_t *d, gs__conn_t *conn, uint64_t id)
 {
-    gs__lease_t *lease = lease_for(d, conn, "join", id);
+    gs__lease_t *lease = gs__api_lease_for(d, conn, "join", id);
     if (lease == NULL)
         return;
     char msg[160];
@@ -488,7 +487,7 @@ static int part_on(const gs__daemon_t *d, const gs__lease_t *lease, const char *
  * scheduled there. Who may ask is who may join the lease's region. */
 static void handle_compute_join(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t *req)
 {
-    gs__lease_t *lease = lease_for(d, conn, "compute_join", req->lease_id);
+    gs__lease_t *lease = gs__api_lease_for(d, conn, "compute_join", req->lease_id);
     if (lease == NULL)
         return;
     char msg[256];
@@ -661,6 +660,12 @@ int64_t gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, siz
         break;
     case GS_OP_HISTORY:
         return history_turn(d, conn, &req.history);
+    case GS_OP_SUSPEND:
+        gs__api_suspend(d, conn, req.lease_id);
+        break;
+    case GS_OP_RESUME:
+        gs__api_resume(d, conn, req.lease_id);
+        break;
     }
     return 0;
 }
@@ -686,6 +691,7 @@ void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn)
 
 void gs__api_schedule(gs__daemon_t *d)
 {
+    gs__api_resume_waiting(d);
     if (d->queue.head != NULL)
         gs__queue_pass(d, gs__now_ms(), grant_waiter);
 }

@@ -60,6 +60,25 @@ void gs__api_attach_cgroup(gs__daemon_t *d, gs__conn_t *conn, const gs_request_t
  * compute_join. Returns 0 to serve req, or -1 after refusing it. */
 int gs__api_lease_only(gs__conn_t *conn, gs_request_t *req);
 
+/* The lease id names, if the caller may act on it (its user, root, or its own socket);
+ * otherwise replies the error for op and returns NULL. */
+gs__lease_t *gs__api_lease_for(gs__daemon_t *d, gs__conn_t *conn, const char *op, uint64_t id);
+
+/* ---- suspend and resume (api_suspend.c) ---- */
+
+/* suspend: the lease's CUDA processes are checkpointed to host memory (all or none) and its
+ * capacity goes back to the pool. */
+void gs__api_suspend(gs__daemon_t *d, gs__conn_t *conn, uint64_t id);
+
+/* resume: a suspended lease's capacity is taken again when it fits, its processes restored;
+ * when it does not fit now, the resume waits (reply "resume": "waiting") and happens by itself
+ * once its capacity is free (gs__api_resume_waiting). */
+void gs__api_resume(gs__daemon_t *d, gs__conn_t *conn, uint64_t id);
+
+/* Resumes the suspended leases whose resume waits and whose capacity is free now, oldest lease
+ * first (the schedule, before the queue: they held that memory before any waiting request). */
+void gs__api_resume_waiting(gs__daemon_t *d);
+
 /* Builds an error reply {"ok": false, "op": op, "error": {"code", "message"}} with a code of the
  * table (gpushare/wire_errors.def: the only codes the daemon sends); op may be NULL. */
 json_t *gs__api_error(const char *op, gs_wire_error_t code, const char *message);

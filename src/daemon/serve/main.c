@@ -345,6 +345,7 @@ static void stop(gs__daemon_t *d, gs__metrics_t *metrics, int clean, int modes)
     else if (modes)
         gs__modes_leave(d);
     gs__compute_sched_close(d);
+    gs__ckpt_close(d);
     gs__inventory_close(d->inv);
     gs__daemon_close(d);
 }

@@ -187,7 +187,11 @@ static void render_leases(FILE *f, const gs__daemon_t *d, const lease_row_t *row
         put_label(f, "user", lease->rec.user, 0);
         put_label(f, "uid", uid, 0);
         put_label(f, "job_name", lease->rec.request.name, 0);
-        put_label(f, "state", lease->rec.state == GS__LEASE_ENDING ? "ending" : "active", 0);
+        put_label(f, "state",
+                  lease->rec.state == GS__LEASE_ENDING ? "ending"
+                  : lease->rec.suspended               ? "suspended"
+                                                       : "active",
+                  0);
         put_label(f, "kind", kind < 5 ? kinds[kind] : "?", 0);
         fputs("} 1\n", f);
     }

@@ -16,7 +16,7 @@ static const char *state_name(const gs__lease_t *lease)
     if (lease->rec.damaged[0] != '\0')
         return "damaged";
     if (lease->rec.state != GS__LEASE_ENDING)
-        return "active";
+        return lease->rec.suspended ? "suspended" : "active";
     return lease->expired ? "expired" : "ending";
 }
 
