@@ -28,6 +28,7 @@ packages=(
   libgrpc-dev libprotobuf-c-dev protobuf-c-compiler  # gpushare-k8s: the kubelet's gRPC services
   libcurl4-openssl-dev libyaml-dev          # gpushare-k8s: the API server, kubeconfigs
   python3-grpcio python3-protobuf protobuf-compiler  # tests: the stand-in kubelet
+  valgrind                                  # bench/first_context_callgrind.sh (callgrind)
   runc                                      # tests/k8s/real: containerd 2.x's OCI runtime (Debian's
                                             # crun 1.8 refuses the spec containerd 2.4 writes)
 )
