@@ -152,6 +152,7 @@ static double run_first_context(shared_t *sh, int index)
 {
     CUdevice dev;
     CUcontext ctx;
+    maybe_real_time();
     wait_barrier(sh);
     double c0 = thread_cpu_ns();
     double t0 = now_ns();
@@ -383,24 +384,46 @@ static int first_context(const char *self, const char *dir, const char *mode, in
     return 0;
 }
 
+/* Switches the bench to SCHED_FIFO workers (root only); returns 0, or -1 with a line. */
+static int real_time_workers(void)
+{
+    struct sched_param param = {.sched_priority = 1};
+    if (sched_setscheduler(0, SCHED_FIFO, &param) != 0) {
+        printf("\n(real-time pass skipped: SCHED_FIFO needs root)\n");
+        return -1;
+    }
+    param.sched_priority = 0;
+    sched_setscheduler(0, SCHED_OTHER, &param);
+    setenv("GS_BENCH_FIFO", "1", 1);
+    return 0;
+}
+
+/* The first context, with default scheduling and then (root) with each worker SCHED_FIFO, as
+ * cuInit's latency below. */
 static int first_contexts(const char *self, const char *dir)
 {
-    printf("\nfirst context (cuInit + cuCtxCreate, us), processes released together from a "
-           "barrier;\np50 over the processes of a run and CPU time of one process (median), "
-           "then medians over runs;\nfresh: the lease's first processes; later: after one "
-           "process of the lease made its context\n");
-    printf("%-6s %5s %9s %9s   %9s %7s %9s", "lease", "procs", "bare p50", "CPU", "shim p50",
-           "/bare", "+CPU");
-    if (getenv("GS_BENCH_SHIM_BEFORE") != NULL)
-        printf("   %9s %7s %9s", "before p50", "/bare", "+CPU");
-    printf("\n");
     const int counts[] = {1, 16, 64};
-    for (int later = 0; later < 2; later++) {
-        for (int i = 0; i < 3; i++) {
-            if (first_context(self, dir, later ? "ctx-later" : "ctx", counts[i]) != 0)
-                return -1;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && real_time_workers() != 0)
+            break;
+        printf("\nfirst context (cuInit + cuCtxCreate, us), processes released together from a "
+               "barrier, %s;\np50 over the processes of a run and CPU time of one process "
+               "(median), then medians over runs;\nfresh: the lease's first processes; later: "
+               "after one process of the lease made its context\n",
+               pass == 0 ? "default scheduling" : "each worker SCHED_FIFO");
+        printf("%-6s %5s %9s %9s   %9s %7s %9s", "lease", "procs", "bare p50", "CPU", "shim p50",
+               "/bare", "+CPU");
+        if (getenv("GS_BENCH_SHIM_BEFORE") != NULL)
+            printf("   %9s %7s %9s", "before p50", "/bare", "+CPU");
+        printf("\n");
+        for (int later = 0; later < 2; later++) {
+            for (int i = 0; i < 3; i++) {
+                if (first_context(self, dir, later ? "ctx-later" : "ctx", counts[i]) != 0)
+                    return -1;
+            }
         }
     }
+    unsetenv("GS_BENCH_FIFO");
     return 0;
 }
 
@@ -431,17 +454,8 @@ int main(int argc, char **argv)
     const int counts[] = {1, 16, 64, 256};
     double cpu_added[4];
     for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) {
-            /* Real-time pass: needs root; skipped (with a line) otherwise. */
-            struct sched_param param = {.sched_priority = 1};
-            if (sched_setscheduler(0, SCHED_FIFO, &param) != 0) {
-                printf("\n(real-time pass skipped: SCHED_FIFO needs root)\n");
-                break;
-            }
-            param.sched_priority = 0;
-            sched_setscheduler(0, SCHED_OTHER, &param);
-            setenv("GS_BENCH_FIFO", "1", 1);
-        }
+        if (pass == 1 && real_time_workers() != 0)
+            break; /* the real-time pass needs root */
         printf("\ncuInit latency (us), processes released together from a barrier%s\n",
                pass == 0 ? ", default scheduling"
                          : ",\neach worker SCHED_FIFO (no preemption by the others: cuInit's own "

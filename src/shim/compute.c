@@ -32,6 +32,7 @@
 #define REJOIN_FIRST_NS INT64_C(20000000)
 #define REJOIN_MAX_NS   INT64_C(2000000000)
 #define DAEMON_PREFIX   "gpushared:"
+#define GATE_THREADS    1024 /* threads with a record of their own; others leave atomically */
 
 typedef struct compute_config {
     uint32_t guarantee; /* percent, 0 = none */
@@ -51,6 +52,23 @@ typedef struct compute_state {
 } compute_state_t;
 
 static compute_state_t compute = {.once = PTHREAD_ONCE_INIT};
+
+/* The launches each thread has finished past each device's gate. Only the record's owner writes
+ * it (a plain store); gs__gate_quiesce sums a column. A thread claims a record at its first
+ * launch past a gate and frees it when it exits; the next owner goes on counting from there, so
+ * the sums only grow. A thread that finds no free record leaves with an atomic decrement of the
+ * gate's entries instead (overflow). */
+typedef struct gate_thread {
+    uint32_t done[GS_MAX_DEVICES];
+    int used;
+} __attribute__((aligned(64))) gate_thread_t;
+
+static gate_thread_t gate_threads[GATE_THREADS];
+static gate_thread_t overflow;
+static uint32_t gate_threads_seen; /* records ever claimed: the ones to sum */
+static pthread_key_t gate_key;
+static pthread_once_t gate_key_once = PTHREAD_ONCE_INIT;
+static __thread gate_thread_t *my_record __attribute__((tls_model("initial-exec")));
 
 int64_t gs__mono_ns(void)
 {
@@ -172,6 +190,7 @@ static CUresult setup_device(int ordinal, int required)
     format_uuid(&uuid, dev->uuid, sizeof(dev->uuid));
     dev->cap_pct = compute.cfg.cap;
     dev->ordinal = ordinal;
+    dev->gate.ordinal = ordinal;
     int result = take_part(dev, err, sizeof(err));
     if (result != 0)
         return required ? cannot_enforce(dev->uuid, err) : CUDA_SUCCESS;
@@ -327,10 +346,63 @@ gs__gate_t *gs__compute_enter(void)
     return gate;
 }
 
+static void free_record(void *record)
+{
+    __atomic_store_n(&((gate_thread_t *)record)->used, 0, __ATOMIC_RELEASE);
+}
+
+static void make_gate_key(void)
+{
+    if (pthread_key_create(&gate_key, free_record) != 0)
+        gate_key = (pthread_key_t)-1;
+}
+
+/* The calling thread's record, claimed at its first launch (overflow when none is free). */
+static gate_thread_t *claim_record(void)
+{
+    pthread_once(&gate_key_once, make_gate_key);
+    my_record = &overflow;
+    for (uint32_t i = 0; i < GATE_THREADS && gate_key != (pthread_key_t)-1; i++) {
+        int none = 0;
+        if (!__atomic_compare_exchange_n(&gate_threads[i].used, &none, 1, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_RELAXED))
+            continue;
+        if (pthread_setspecific(gate_key, &gate_threads[i]) != 0) {
+            free_record(&gate_threads[i]);
+            break;
+        }
+        uint32_t seen = __atomic_load_n(&gate_threads_seen, __ATOMIC_RELAXED);
+        while (seen < i + 1 && !__atomic_compare_exchange_n(&gate_threads_seen, &seen, i + 1, 0,
+                                                            __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+            ;
+        my_record = &gate_threads[i];
+        break;
+    }
+    return my_record;
+}
+
 void gs__compute_leave(gs__gate_t *gate)
 {
-    if (gate != NULL)
+    if (gate == NULL)
+        return;
+    gate_thread_t *mine = my_record;
+    if (__builtin_expect(mine == NULL, 0))
+        mine = claim_record();
+    if (__builtin_expect(mine == &overflow, 0)) {
         __atomic_fetch_sub(&gate->ctr, 1, __ATOMIC_RELEASE);
+        return;
+    }
+    uint32_t *done = &mine->done[gate->ordinal];
+    __atomic_store_n(done, *done + 1, __ATOMIC_RELEASE);
+}
+
+/* Launches finished past the gates of ordinal, summed over the records. */
+static uint32_t launches_done(int ordinal)
+{
+    uint32_t sum = 0, seen = __atomic_load_n(&gate_threads_seen, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < seen; i++)
+        sum += __atomic_load_n(&gate_threads[i].done[ordinal], __ATOMIC_ACQUIRE);
+    return sum;
 }
 
 void gs__gate_wait(gs__gate_t *gate)
@@ -390,10 +462,18 @@ uint32_t gs__gate_launches(const gs__gate_t *gate)
     return (uint32_t)(__atomic_load_n(&gate->ctr, __ATOMIC_ACQUIRE) >> 32);
 }
 
+/* The launches done are read before the entries: each one done has entered before, so the two
+ * are equal only when none is in progress (a launch that enters after the gate closed sees it
+ * closed and takes its entry back). */
 void gs__gate_quiesce(gs__gate_t *gate)
 {
     int64_t deadline = gs__mono_ns() + WAIT_SLICE_NS;
-    while ((__atomic_load_n(&gate->ctr, __ATOMIC_SEQ_CST) & GS_GATE_INFLIGHT) != 0 &&
-           gs__mono_ns() < deadline)
+    for (;;) {
+        uint32_t done = launches_done(gate->ordinal);
+        uint32_t entered =
+            (uint32_t)(__atomic_load_n(&gate->ctr, __ATOMIC_SEQ_CST) & GS_GATE_INFLIGHT);
+        if (entered == done || gs__mono_ns() >= deadline)
+            return;
         sched_yield();
+    }
 }

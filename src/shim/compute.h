@@ -21,8 +21,12 @@
 
 #include "gpushare/sched_member.h"
 
-/* ctr: launches in progress (low 32 bits) and launches admitted since the gate opened (high 32
- * bits; an attempt the gate refuses is taken back). */
+/* ctr: launches that entered the gate (low 32 bits, wrapping) and launches admitted since the
+ * gate opened (high 32 bits); an attempt the gate refuses is taken back from both. A launch is in
+ * progress from its entry until its thread counts it done in a record of its own (compute.c):
+ * leaving the gate is a store to a line no other thread writes, not a second atomic operation
+ * on the gate's. (The entries' wrap carries into the round's count: one launch more, once in
+ * 2^32.) */
 #define GS_GATE_INFLIGHT UINT64_C(0xffffffff)
 #define GS_GATE_LAUNCH   (UINT64_C(1) << 32)
 
@@ -33,6 +37,7 @@ typedef struct gs__gate {
     uint32_t blocked; /* threads waiting at the gate */
     int wake_fd;      /* eventfd: a thread that waits at the gate wakes the agent with it */
     int64_t first_ns; /* when the first launch after the gate opened was admitted, 0 = none */
+    int ordinal;      /* the CUDA ordinal of the gate's device (its column in the records) */
 } gs__gate_t;
 
 typedef struct gs__sched_dev {
