@@ -37,6 +37,7 @@
 #define LAUNCHES      200000
 #define ALLOCS        100000
 #define MAX_WORKERS   256
+#define CTX_SIDES     3 /* bare, the shim, GS_BENCH_SHIM_BEFORE */
 
 typedef struct shared {
     int go; /* the barrier: 0 until released */
@@ -297,27 +298,30 @@ static double median(double *v, int n)
 static int per_call(const char *self, const char *dir, const char *mode, int procs,
                     const char *label)
 {
-    double bare[PER_CALL_RUNS], shim[PER_CALL_RUNS], diff[PER_CALL_RUNS];
-    double cbare[PER_CALL_RUNS], cshim[PER_CALL_RUNS], cdiff[PER_CALL_RUNS];
+    double wall[CTX_SIDES][PER_CALL_RUNS], cpu_of[CTX_SIDES][PER_CALL_RUNS];
+    double diff[CTX_SIDES][PER_CALL_RUNS], cdiff[CTX_SIDES][PER_CALL_RUNS];
     double vals[8], cpu[8];
+    int sides = getenv("GS_BENCH_SHIM_BEFORE") != NULL ? CTX_SIDES : 2;
     for (int r = 0; r < PER_CALL_RUNS; r++) {
-        if (run_case(self, mode, procs, 0, vals, cpu, dir, r) != 0)
-            return -1;
-        bare[r] = median(vals, procs);
-        cbare[r] = median(cpu, procs);
-        if (run_case(self, mode, procs, 1, vals, cpu, dir, r) != 0)
-            return -1;
-        shim[r] = median(vals, procs);
-        cshim[r] = median(cpu, procs);
-        diff[r] = shim[r] - bare[r];
-        cdiff[r] = cshim[r] - cbare[r];
+        for (int side = 0; side < sides; side++) {
+            if (run_case(self, mode, procs, side, vals, cpu, dir, r) != 0)
+                return -1;
+            wall[side][r] = median(vals, procs);
+            cpu_of[side][r] = median(cpu, procs);
+            diff[side][r] = wall[side][r] - wall[0][r];
+            cdiff[side][r] = cpu_of[side][r] - cpu_of[0][r];
+        }
     }
-    printf("%-34s %10.1f %10.1f %+10.1f", label, median(bare, PER_CALL_RUNS),
-           median(shim, PER_CALL_RUNS), median(diff, PER_CALL_RUNS));
-    if (strcmp(mode, "alloc") == 0)
-        printf("   CPU %7.1f %7.1f %+7.1f", median(cbare, PER_CALL_RUNS),
-               median(cshim, PER_CALL_RUNS), median(cdiff, PER_CALL_RUNS));
-    printf("\n");
+    for (int side = 1; side < sides; side++) {
+        printf("%-34s %10.1f %10.1f %+10.1f",
+               side == 1 ? label : "  (before: GS_BENCH_SHIM_BEFORE)",
+               median(wall[0], PER_CALL_RUNS), median(wall[side], PER_CALL_RUNS),
+               median(diff[side], PER_CALL_RUNS));
+        if (strcmp(mode, "alloc") == 0)
+            printf("   CPU %7.1f %7.1f %+7.1f", median(cpu_of[0], PER_CALL_RUNS),
+                   median(cpu_of[side], PER_CALL_RUNS), median(cdiff[side], PER_CALL_RUNS));
+        printf("\n");
+    }
     return 0;
 }
 
@@ -351,8 +355,6 @@ static int init_latency(const char *self, const char *dir, int procs, double *cp
     *cpu_added = median(c[1], runs) - median(c[0], runs);
     return 0;
 }
-
-#define CTX_SIDES 3
 
 /* The first context with procs processes: p50 latency and median CPU time per process, bare,
  * with the shim and (GS_BENCH_SHIM_BEFORE) with the build before, interleaved in each round. */
@@ -439,12 +441,16 @@ int main(int argc, char **argv)
     printf("libgpushare.so on gpusim, side by side in fresh processes: per call, %d pairs of runs "
            "(added = median of the pairwise differences);\ncuInit, %d or more runs\n",
            PER_CALL_RUNS, REPEATS);
-    /* GS_BENCH_ONLY=ctx: only the first context (a quick look at one part). */
+    /* GS_BENCH_ONLY=ctx or percall: only the first context or the per-call costs. */
     const char *only = getenv("GS_BENCH_ONLY");
     if (only != NULL && strcmp(only, "ctx") == 0)
         return first_contexts(argv[0], dir) != 0;
     printf("%-34s %10s %10s %10s   %s\n", "per call (ns): wall time", "bare", "shim", "added",
            "and CPU time (bare, shim, added)");
+    if (only != NULL && strcmp(only, "percall") == 0)
+        return per_call(argv[0], dir, "launch", 1, "cuLaunchKernel, 1 process") != 0 ||
+               per_call(argv[0], dir, "alloc", 1, "cuMemAlloc+cuMemFree, 1 process") != 0 ||
+               per_call(argv[0], dir, "alloc", 8, "cuMemAlloc+cuMemFree, 8 processes") != 0;
     if (per_call(argv[0], dir, "launch", 1, "cuLaunchKernel, 1 process") != 0 ||
         per_call(argv[0], dir, "alloc", 1, "cuMemAlloc+cuMemFree, 1 process") != 0 ||
         per_call(argv[0], dir, "alloc", 8, "cuMemAlloc+cuMemFree, 8 processes") != 0 ||
