@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The launch hook's cost with compute control active, side by side with the uncontrolled hook,
- * on gpusim: ns per cuLaunchKernel of a kernel that takes no device time, in a process under the
- * shim without a share (the hook is two predictable branches) and in one of a gpushared lease
- * with --compute 50 holding its GPU (the hook passes the launch gate: two atomic operations and a
- * load). Method: PAIRS pairs of fresh processes, alternately uncontrolled and controlled; each
- * times LAUNCHES launches after a warm-up (CLOCK_MONOTONIC); the figures are the medians over the
- * pairs, and the added cost the median of the pairwise differences.
- * usage: bench_compute (env: GS_BENCH_SHIM = the shim, GS_BENCH_GPUSHARE = the gpushare CLI of a
- * running gpushared, GPUSHARE_SOCKET its socket; bench/compute.sh sets them) */
+ * on gpusim: ns per cuLaunchKernel of a kernel that takes no device time, bare (no shim), in a
+ * process under the shim with a limit alone (a region of its own, no scheduler: the hook is two
+ * predictable branches), in a gpushared lease without a share and in one with --compute 50
+ * holding its GPU (both pass the launch gate). Method: ROUNDS rounds of fresh processes, the four
+ * kinds one after another in each; each times LAUNCHES launches after a warm-up in WINDOWS windows
+ * (CLOCK_MONOTONIC) and reports the median window (on a loaded machine a preempted window says
+ * nothing of the hook); the figures are the medians over the rounds, and each added cost the
+ * median of the differences within a round. With GS_BENCH_SHIM_BEFORE (another build's
+ * libgpushare.so) the three shim kinds run with it too, in the same rounds. usage: bench_compute
+ * (env: GS_BENCH_SHIM = the shim, GS_BENCH_GPUSHARE = the gpushare CLI of a running gpushared,
+ * GPUSHARE_SOCKET its socket; bench/compute.sh sets them) */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PAIRS     15
+#define ROUNDS    15
 #define LAUNCHES  500000
+#define WINDOWS   40 /* a process's figure: the median of its windows (a preempted one is out) */
 #define TARGET_NS 100.0
 
 static double now_ns(void)
@@ -25,6 +29,18 @@ static double now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int compare(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), compare);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* In the worker: ns per launch. */
@@ -41,16 +57,22 @@ static double time_launches(void)
         return -1;
     for (int i = 0; i < 20000; i++)
         cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
-    double t0 = now_ns();
-    for (int i = 0; i < LAUNCHES; i++)
-        cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
-    double t1 = now_ns();
+    double window[WINDOWS];
+    for (int w = 0; w < WINDOWS; w++) {
+        double t0 = now_ns();
+        for (int i = 0; i < LAUNCHES / WINDOWS; i++)
+            cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+        window[w] = (now_ns() - t0) / (LAUNCHES / WINDOWS);
+    }
     cuCtxSynchronize();
-    return (t1 - t0) / LAUNCHES;
+    return median(window, WINDOWS);
 }
 
-/* Runs one worker process (controlled or not); returns its ns per launch, or -1. */
-static double run_worker(const char *self, int controlled)
+enum { BARE, REGION, LEASE, SHARE, KINDS_AFTER, KINDS = 2 * KINDS_AFTER - 1 };
+
+/* Runs one worker process of kind (KINDS_AFTER and on: REGION, LEASE, SHARE with
+ * GS_BENCH_SHIM_BEFORE); returns its ns per launch, or -1. */
+static double run_worker(const char *self, int kind)
 {
     int fds[2];
     if (pipe(fds) != 0)
@@ -59,14 +81,22 @@ static double run_worker(const char *self, int controlled)
     if (pid == 0) {
         dup2(fds[1], 1);
         const char *cli = getenv("GS_BENCH_GPUSHARE");
-        if (controlled) {
+        const char *shim = getenv("GS_BENCH_SHIM");
+        if (kind >= KINDS_AFTER) {
+            shim = getenv("GS_BENCH_SHIM_BEFORE");
+            setenv("GPUSHARE_SHIM", shim, 1); /* what gpushare run preloads */
+            kind -= KINDS_AFTER - 1;
+        }
+        if (kind == SHARE)
             execl(cli, cli, "run", "--gpu-memory", "1G", "--compute", "50", "--", self, "worker",
                   (char *)NULL);
-        } else {
-            setenv("LD_PRELOAD", getenv("GS_BENCH_SHIM"), 1);
+        if (kind == LEASE)
+            execl(cli, cli, "run", "--gpu-memory", "1G", "--", self, "worker", (char *)NULL);
+        if (kind == REGION) {
+            setenv("LD_PRELOAD", shim, 1);
             setenv("GPUSHARE_MEMORY_LIMIT", "1G", 1);
-            execl(self, self, "worker", (char *)NULL);
         }
+        execl(self, self, "worker", (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
@@ -81,18 +111,6 @@ static double run_worker(const char *self, int controlled)
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? atof(line) : -1;
 }
 
-static int compare(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), compare);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "worker") == 0) {
@@ -105,24 +123,37 @@ int main(int argc, char **argv)
                         "bench/compute.sh)\n");
         return 2;
     }
-    double plain[PAIRS], gated[PAIRS], added[PAIRS];
-    for (int i = 0; i < PAIRS; i++) {
-        plain[i] = run_worker(argv[0], 0);
-        gated[i] = run_worker(argv[0], 1);
-        if (plain[i] < 0 || gated[i] < 0) {
-            fprintf(stderr, "bench_compute: a worker failed\n");
-            return 1;
+    static const char *const names[KINDS] = {"bare (no shim)",
+                                             "shim, a limit alone",
+                                             "shim in a gpushared lease, no share",
+                                             "shim in a lease with --compute 50 (gate open)",
+                                             "before: a limit alone",
+                                             "before: a lease, no share",
+                                             "before: a lease with --compute 50"};
+    int kinds = getenv("GS_BENCH_SHIM_BEFORE") != NULL ? KINDS : KINDS_AFTER;
+    double ns[KINDS][ROUNDS], added[KINDS][ROUNDS];
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int k = 0; k < kinds; k++) {
+            ns[k][r] = run_worker(argv[0], k);
+            if (ns[k][r] < 0) {
+                fprintf(stderr, "bench_compute: a worker failed (%s)\n", names[k]);
+                return 1;
+            }
         }
-        added[i] = gated[i] - plain[i];
+        for (int k = 0; k < kinds; k++)
+            added[k][r] = ns[k][r] - ns[BARE][r];
     }
-    double add = median(added, PAIRS);
-    printf("launch hook, %d launches of a kernel without device time per process, %d pairs of "
-           "processes (medians):\n",
-           LAUNCHES, PAIRS);
-    printf("  %-44s %8.1f ns\n", "cuLaunchKernel, shim without a share", median(plain, PAIRS));
-    printf("  %-44s %8.1f ns\n", "cuLaunchKernel, shim with a share (gate open)",
-           median(gated, PAIRS));
-    printf("  %-44s %8.1f ns   target <= %.0f ns: %s\n", "added by compute control", add, TARGET_NS,
-           add <= TARGET_NS ? "met" : "NOT met");
+    printf("launch hook, %d launches of a kernel without device time per process, %d rounds of "
+           "processes (medians; added: over bare, within a round):\n",
+           LAUNCHES, ROUNDS);
+    double over_region[ROUNDS];
+    for (int r = 0; r < ROUNDS; r++)
+        over_region[r] = ns[SHARE][r] - ns[REGION][r];
+    for (int k = 0; k < kinds; k++)
+        printf("  %-46s %8.1f ns   %+6.1f ns\n", names[k], median(ns[k], ROUNDS),
+               median(added[k], ROUNDS));
+    double add = median(over_region, ROUNDS);
+    printf("  %-46s %8.1f ns   target <= %.0f ns: %s\n", "added by compute control (share - limit)",
+           add, TARGET_NS, add <= TARGET_NS ? "met" : "NOT met");
     return 0;
 }

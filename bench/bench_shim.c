@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Benchmark of libgpushare.so's cost on gpusim, side by side with the bare driver in one run:
- * per-call cost of cuLaunchKernel and of cuMemAlloc+cuMemFree (1 and 8 processes), and cuInit
- * latency percentiles with 1, 16, 64 and 256 processes released together from a barrier.
+ * per-call cost of cuLaunchKernel and of cuMemAlloc+cuMemFree (1 and 8 processes), the first
+ * context (cuInit + cuCtxCreate: its latency and CPU time, 1, 16 and 64 processes released
+ * together), and cuInit latency percentiles with 1, 16, 64 and 256 processes from a barrier.
+ * With GS_BENCH_SHIM_BEFORE set (another build's libgpushare.so) the first context is measured
+ * with it too, in the same rounds, so that a change is seen side by side with what it replaces.
  *
  * The lease's region is created before the workers start (as the daemon does) on tmpfs.
  * cuInit is measured twice: with default scheduling, where with more processes than CPUs the tail
@@ -34,6 +37,7 @@
 #define LAUNCHES      200000
 #define ALLOCS        100000
 #define MAX_WORKERS   256
+#define CTX_SIDES     3 /* bare, the shim, GS_BENCH_SHIM_BEFORE */
 
 typedef struct shared {
     int go; /* the barrier: 0 until released */
@@ -143,6 +147,26 @@ static double run_init(shared_t *sh, int index)
     return result == CUDA_SUCCESS ? t1 - t0 : -1;
 }
 
+/* Worker: cuInit + cuCtxCreate latency in ns (the first context of a process), released with
+ * the others from the barrier; also the CPU time its thread spent. */
+static double run_first_context(shared_t *sh, int index)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    maybe_real_time();
+    wait_barrier(sh);
+    double c0 = thread_cpu_ns();
+    double t0 = now_ns();
+    CUresult result = cuInit(0);
+    if (result == CUDA_SUCCESS)
+        result = cuDeviceGet(&dev, 0);
+    if (result == CUDA_SUCCESS)
+        result = cuCtxCreate(&ctx, NULL, 0, dev); /* cuCtxCreate_v4 at CUDA 13 */
+    double t1 = now_ns();
+    sh->cpu[index] = thread_cpu_ns() - c0;
+    return result == CUDA_SUCCESS ? t1 - t0 : -1;
+}
+
 static int worker(const char *mode, const char *path, int index)
 {
     int fd = open(path, O_RDWR);
@@ -151,6 +175,7 @@ static int worker(const char *mode, const char *path, int index)
         return 1;
     double v = strcmp(mode, "launch") == 0  ? run_launch()
                : strcmp(mode, "alloc") == 0 ? run_alloc(sh, index)
+               : strcmp(mode, "ctx") == 0   ? run_first_context(sh, index)
                                             : run_init(sh, index);
     sh->value[index] = v;
     return v < 0 ? 1 : 0;
@@ -183,12 +208,48 @@ static int make_region(const char *path)
     return result;
 }
 
-/* Runs n workers of mode, with or without the shim; fills values[0..n) (and cpu[0..n) when
- * cpu is not NULL). Returns 0 or -1. */
+/* Starts worker index of mode, bare (with_shim 0), with the shim (1) or with
+ * GS_BENCH_SHIM_BEFORE (2), in the lease of region. */
+static pid_t spawn(const char *self, const char *mode, const char *path, const char *region,
+                   int with_shim, int index)
+{
+    char count[16];
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    if (with_shim) {
+        setenv("LD_PRELOAD", getenv(with_shim == 2 ? "GS_BENCH_SHIM_BEFORE" : "GS_BENCH_SHIM"), 1);
+        setenv("GPUSHARE_REGION", region, 1);
+        setenv("GPUSHARE_MEMORY_LIMIT", "64G", 1);
+    } else {
+        unsetenv("LD_PRELOAD");
+    }
+    snprintf(count, sizeof(count), "%d", index);
+    execl(self, self, "--worker", mode, path, count, (char *)NULL);
+    _exit(127);
+}
+
+/* Mode "ctx-later": one process of the lease makes its first context before the n timed ones
+ * (which run "ctx"): they are later processes of a lease, as in a job that starts many. */
+static int earlier_process(const char *self, shared_t *sh, const char *path, const char *region,
+                           int with_shim)
+{
+    int status;
+    __atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
+    pid_t pid = spawn(self, "ctx", path, region, with_shim, 0);
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0)
+        return -1;
+    memset(sh, 0, sizeof(*sh));
+    return 0;
+}
+
+/* Runs n workers of mode, bare (with_shim 0), with the shim (1) or with GS_BENCH_SHIM_BEFORE
+ * (2); fills values[0..n) (and cpu[0..n) when cpu is not NULL). Returns 0 or -1. */
 static int run_case(const char *self, const char *mode, int n, int with_shim, double *values,
                     double *cpu, const char *dir, int round)
 {
-    char path[512], region[512], count[16];
+    char path[512], region[512];
     snprintf(path, sizeof(path), "%s/shared", dir);
     snprintf(region, sizeof(region), "%s/lease-%s-%d-%d.region", dir, mode, n, round);
     if (with_shim && make_region(region) != 0)
@@ -198,22 +259,12 @@ static int run_case(const char *self, const char *mode, int n, int with_shim, do
         return -1;
     shared_t *sh = mmap(NULL, sizeof(shared_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
+    int later = strcmp(mode, "ctx-later") == 0;
+    if (later && earlier_process(self, sh, path, region, with_shim) != 0)
+        return -1;
     pid_t pids[MAX_WORKERS];
-    for (int i = 0; i < n; i++) {
-        pids[i] = fork();
-        if (pids[i] == 0) {
-            if (with_shim) {
-                setenv("LD_PRELOAD", getenv("GS_BENCH_SHIM"), 1);
-                setenv("GPUSHARE_REGION", region, 1);
-                setenv("GPUSHARE_MEMORY_LIMIT", "64G", 1);
-            } else {
-                unsetenv("LD_PRELOAD");
-            }
-            snprintf(count, sizeof(count), "%d", i);
-            execl(self, self, "--worker", mode, path, count, (char *)NULL);
-            _exit(127);
-        }
-    }
+    for (int i = 0; i < n; i++)
+        pids[i] = spawn(self, later ? "ctx" : mode, path, region, with_shim, i);
     if (strcmp(mode, "launch") != 0) {
         while (__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE) < n)
             usleep(1000);
@@ -247,27 +298,30 @@ static double median(double *v, int n)
 static int per_call(const char *self, const char *dir, const char *mode, int procs,
                     const char *label)
 {
-    double bare[PER_CALL_RUNS], shim[PER_CALL_RUNS], diff[PER_CALL_RUNS];
-    double cbare[PER_CALL_RUNS], cshim[PER_CALL_RUNS], cdiff[PER_CALL_RUNS];
+    double wall[CTX_SIDES][PER_CALL_RUNS], cpu_of[CTX_SIDES][PER_CALL_RUNS];
+    double diff[CTX_SIDES][PER_CALL_RUNS], cdiff[CTX_SIDES][PER_CALL_RUNS];
     double vals[8], cpu[8];
+    int sides = getenv("GS_BENCH_SHIM_BEFORE") != NULL ? CTX_SIDES : 2;
     for (int r = 0; r < PER_CALL_RUNS; r++) {
-        if (run_case(self, mode, procs, 0, vals, cpu, dir, r) != 0)
-            return -1;
-        bare[r] = median(vals, procs);
-        cbare[r] = median(cpu, procs);
-        if (run_case(self, mode, procs, 1, vals, cpu, dir, r) != 0)
-            return -1;
-        shim[r] = median(vals, procs);
-        cshim[r] = median(cpu, procs);
-        diff[r] = shim[r] - bare[r];
-        cdiff[r] = cshim[r] - cbare[r];
+        for (int side = 0; side < sides; side++) {
+            if (run_case(self, mode, procs, side, vals, cpu, dir, r) != 0)
+                return -1;
+            wall[side][r] = median(vals, procs);
+            cpu_of[side][r] = median(cpu, procs);
+            diff[side][r] = wall[side][r] - wall[0][r];
+            cdiff[side][r] = cpu_of[side][r] - cpu_of[0][r];
+        }
     }
-    printf("%-34s %10.1f %10.1f %+10.1f", label, median(bare, PER_CALL_RUNS),
-           median(shim, PER_CALL_RUNS), median(diff, PER_CALL_RUNS));
-    if (strcmp(mode, "alloc") == 0)
-        printf("   CPU %7.1f %7.1f %+7.1f", median(cbare, PER_CALL_RUNS),
-               median(cshim, PER_CALL_RUNS), median(cdiff, PER_CALL_RUNS));
-    printf("\n");
+    for (int side = 1; side < sides; side++) {
+        printf("%-34s %10.1f %10.1f %+10.1f",
+               side == 1 ? label : "  (before: GS_BENCH_SHIM_BEFORE)",
+               median(wall[0], PER_CALL_RUNS), median(wall[side], PER_CALL_RUNS),
+               median(diff[side], PER_CALL_RUNS));
+        if (strcmp(mode, "alloc") == 0)
+            printf("   CPU %7.1f %7.1f %+7.1f", median(cpu_of[0], PER_CALL_RUNS),
+                   median(cpu_of[side], PER_CALL_RUNS), median(cdiff[side], PER_CALL_RUNS));
+        printf("\n");
+    }
     return 0;
 }
 
@@ -302,6 +356,79 @@ static int init_latency(const char *self, const char *dir, int procs, double *cp
     return 0;
 }
 
+/* The first context with procs processes: p50 latency and median CPU time per process, bare,
+ * with the shim and (GS_BENCH_SHIM_BEFORE) with the build before, interleaved in each round. */
+static int first_context(const char *self, const char *dir, const char *mode, int procs)
+{
+    static double vals[MAX_WORKERS], cpu[MAX_WORKERS];
+    int runs = procs >= 64 ? REPEATS : 64 / procs;
+    runs = runs < REPEATS ? REPEATS : runs > INIT_RUNS_MAX ? INIT_RUNS_MAX : runs;
+    int sides = getenv("GS_BENCH_SHIM_BEFORE") != NULL ? CTX_SIDES : 2;
+    double p50[CTX_SIDES][INIT_RUNS_MAX], c50[CTX_SIDES][INIT_RUNS_MAX], m[CTX_SIDES][2];
+    for (int r = 0; r < runs; r++) {
+        for (int side = 0; side < sides; side++) {
+            if (run_case(self, mode, procs, side, vals, cpu, dir, r) != 0)
+                return -1;
+            p50[side][r] = percentile(vals, procs, 0.50) / 1000;
+            c50[side][r] = percentile(cpu, procs, 0.50) / 1000;
+        }
+    }
+    for (int side = 0; side < sides; side++) {
+        m[side][0] = median(p50[side], runs);
+        m[side][1] = median(c50[side], runs);
+    }
+    printf("%-6s %5d %9.1f %9.1f   %9.1f %6.2fx %+9.1f",
+           strcmp(mode, "ctx") == 0 ? "fresh" : "later", procs, m[0][0], m[0][1], m[1][0],
+           m[1][0] / m[0][0], m[1][1] - m[0][1]);
+    if (sides == CTX_SIDES)
+        printf("   %9.1f %6.2fx %+9.1f", m[2][0], m[2][0] / m[0][0], m[2][1] - m[0][1]);
+    printf("\n");
+    return 0;
+}
+
+/* Switches the bench to SCHED_FIFO workers (root only); returns 0, or -1 with a line. */
+static int real_time_workers(void)
+{
+    struct sched_param param = {.sched_priority = 1};
+    if (sched_setscheduler(0, SCHED_FIFO, &param) != 0) {
+        printf("\n(real-time pass skipped: SCHED_FIFO needs root)\n");
+        return -1;
+    }
+    param.sched_priority = 0;
+    sched_setscheduler(0, SCHED_OTHER, &param);
+    setenv("GS_BENCH_FIFO", "1", 1);
+    return 0;
+}
+
+/* The first context, with default scheduling and then (root) with each worker SCHED_FIFO, as
+ * cuInit's latency below. */
+static int first_contexts(const char *self, const char *dir)
+{
+    const int counts[] = {1, 16, 64};
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && real_time_workers() != 0)
+            break;
+        printf("\nfirst context (cuInit + cuCtxCreate, us), processes released together from a "
+               "barrier, %s;\np50 over the processes of a run and CPU time of one process "
+               "(median), then medians over runs;\nfresh: the lease's first processes; later: "
+               "after one process of the lease made its context\n",
+               pass == 0 ? "default scheduling" : "each worker SCHED_FIFO");
+        printf("%-6s %5s %9s %9s   %9s %7s %9s", "lease", "procs", "bare p50", "CPU", "shim p50",
+               "/bare", "+CPU");
+        if (getenv("GS_BENCH_SHIM_BEFORE") != NULL)
+            printf("   %9s %7s %9s", "before p50", "/bare", "+CPU");
+        printf("\n");
+        for (int later = 0; later < 2; later++) {
+            for (int i = 0; i < 3; i++) {
+                if (first_context(self, dir, later ? "ctx-later" : "ctx", counts[i]) != 0)
+                    return -1;
+            }
+        }
+    }
+    unsetenv("GS_BENCH_FIFO");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 5 && strcmp(argv[1], "--worker") == 0)
@@ -314,27 +441,27 @@ int main(int argc, char **argv)
     printf("libgpushare.so on gpusim, side by side in fresh processes: per call, %d pairs of runs "
            "(added = median of the pairwise differences);\ncuInit, %d or more runs\n",
            PER_CALL_RUNS, REPEATS);
+    /* GS_BENCH_ONLY=ctx or percall: only the first context or the per-call costs. */
+    const char *only = getenv("GS_BENCH_ONLY");
+    if (only != NULL && strcmp(only, "ctx") == 0)
+        return first_contexts(argv[0], dir) != 0;
     printf("%-34s %10s %10s %10s   %s\n", "per call (ns): wall time", "bare", "shim", "added",
            "and CPU time (bare, shim, added)");
+    if (only != NULL && strcmp(only, "percall") == 0)
+        return per_call(argv[0], dir, "launch", 1, "cuLaunchKernel, 1 process") != 0 ||
+               per_call(argv[0], dir, "alloc", 1, "cuMemAlloc+cuMemFree, 1 process") != 0 ||
+               per_call(argv[0], dir, "alloc", 8, "cuMemAlloc+cuMemFree, 8 processes") != 0;
     if (per_call(argv[0], dir, "launch", 1, "cuLaunchKernel, 1 process") != 0 ||
         per_call(argv[0], dir, "alloc", 1, "cuMemAlloc+cuMemFree, 1 process") != 0 ||
-        per_call(argv[0], dir, "alloc", 8, "cuMemAlloc+cuMemFree, 8 processes") != 0)
+        per_call(argv[0], dir, "alloc", 8, "cuMemAlloc+cuMemFree, 8 processes") != 0 ||
+        first_contexts(argv[0], dir) != 0)
         return 1;
     double cpu_first[4];
     const int counts[] = {1, 16, 64, 256};
     double cpu_added[4];
     for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) {
-            /* Real-time pass: needs root; skipped (with a line) otherwise. */
-            struct sched_param param = {.sched_priority = 1};
-            if (sched_setscheduler(0, SCHED_FIFO, &param) != 0) {
-                printf("\n(real-time pass skipped: SCHED_FIFO needs root)\n");
-                break;
-            }
-            param.sched_priority = 0;
-            sched_setscheduler(0, SCHED_OTHER, &param);
-            setenv("GS_BENCH_FIFO", "1", 1);
-        }
+        if (pass == 1 && real_time_workers() != 0)
+            break; /* the real-time pass needs root */
         printf("\ncuInit latency (us), processes released together from a barrier%s\n",
                pass == 0 ? ", default scheduling"
                          : ",\neach worker SCHED_FIFO (no preemption by the others: cuInit's own "

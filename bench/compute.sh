@@ -5,7 +5,8 @@
 # (tests/shim/compute_check.c); the launch hook's cost with control active
 # (bench/bench_compute.c); and the latency a lightly loaded lease's short kernels get beside a
 # saturating lease. Each case runs on a fresh simulated node; 4 ms kernels, 4 launches then a
-# synchronization, unless the case says otherwise.
+# synchronization, unless the case says otherwise. GS_BENCH_SHIM_BEFORE=another build's
+# libgpushare.so adds its launch-hook figures beside this build's, in the same rounds.
 set -euo pipefail
 build=${GS_BUILD_DIR:-build}
 build=$(cd "$build" && pwd)

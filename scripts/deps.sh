@@ -31,6 +31,7 @@ packages=(
   mmdebstrap                                # make images: the images' Debian 12 base from
                                             # Debian's archive (no registry needed)
   shellcheck                                # the shell scripts' check
+  valgrind                                  # bench/first_context_callgrind.sh (callgrind)
   runc                                      # tests/k8s/real: containerd 2.x's OCI runtime (Debian's
                                             # crun 1.8 refuses the spec containerd 2.4 writes)
 )

@@ -10,13 +10,17 @@ if(TARGET gsim_nvml AND TARGET gpushare_shim AND TARGET gsim_mps_control)
   gs_add_script_test(daemon_faults_restore SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/faults_restore.sh"
                      TIMEOUT 120 LABELS "daemon;faults")
 endif()
-# The drain hole: drain.c against a fake driver.
+# A module of the shim built with its unit test against a fake driver:
+# gs_add_shim_unit_test(NAME MODULE LABEL).
+function(gs_add_shim_unit_test name module label)
+  gs_add_unit_test(${name} SOURCES ${name}.c "${CMAKE_SOURCE_DIR}/src/shim/${module}"
+                   LIBS gs_common Threads::Threads LABELS ${label})
+  target_include_directories(${name} PRIVATE "${CUDA_INCLUDE_DIR}" "${CMAKE_SOURCE_DIR}/src/shim")
+  target_compile_definitions(${name} PRIVATE __CUDA_API_VERSION_INTERNAL)
+endfunction()
 if(TARGET gpushare_shim)
-  gs_add_unit_test(test_shim_drain SOURCES test_shim_drain.c "${CMAKE_SOURCE_DIR}/src/shim/drain.c"
-                   LIBS gs_common Threads::Threads LABELS faults)
-  target_include_directories(test_shim_drain PRIVATE "${CUDA_INCLUDE_DIR}"
-                             "${CMAKE_SOURCE_DIR}/src/shim")
-  target_compile_definitions(test_shim_drain PRIVATE __CUDA_API_VERSION_INTERNAL)
+  gs_add_shim_unit_test(test_shim_drain drain.c faults) # the drain hole
+  gs_add_shim_unit_test(test_shim_gate compute.c compute) # the launch gate, the test its agent
 endif()
 # The suite: the interposer of the ledger's writes and the wall clock, and its short run.
 if(TARGET gsim_cuda AND TARGET gpushare_shim AND TARGET gsim_nvml AND TARGET gsim_mps_control)

@@ -30,6 +30,8 @@ if(TARGET gsim_cuda AND TARGET gpushare_shim)
 
   gs_add_cuda_program(test_shim_families SOURCES shim/test_shim_families.c LIBS PkgConfig::CMOCKA)
   gs_add_sim_test(shim_families test_shim_families ENV GPUSHARE_MEMORY_LIMIT=2G)
+  gs_add_cuda_program(test_shim_footprint SOURCES shim/test_shim_footprint.c LIBS PkgConfig::CMOCKA)
+  gs_add_sim_test(shim_footprint test_shim_footprint ENV GPUSHARE_MEMORY_LIMIT=4G)
 
   add_library(gs_next_probe SHARED shim/next_probe.c)
   set_target_properties(gs_next_probe PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${GS_TEST_DIR}"

@@ -173,6 +173,18 @@ uint64_t gs_region_used(const gs_region_t *region, unsigned dev);
 /* Compute share in percent (0 = none). */
 uint32_t gs_region_compute_share(const gs_region_t *region);
 
+/* Context footprints the lease's processes measured (the shim, footprint.c), so that a later
+ * process charges a context of the same kind from the figure instead of measuring it again.
+ * key names the kind (a hash of the GPU, the context's kind and the environment that shapes
+ * it); the region keeps GS_REGION_FOOTPRINTS of them, each key's 24 low bits beside the bytes
+ * in 4 KiB units, in one word written atomically (the last writer of a key wins; a figure
+ * that is no whole number of 4 KiB pages, or of 4 PiB or more, is not kept).
+ * gs_region_footprint returns the bytes kept for key, 0 when none. Lock-free; the region is
+ * the lease's, so a figure is only as trusted as the lease's own records. */
+#define GS_REGION_FOOTPRINTS 2
+uint64_t gs_region_footprint(const gs_region_t *region, uint64_t key);
+void gs_region_set_footprint(gs_region_t *region, uint64_t key, uint64_t bytes);
+
 /* Lock-free upper bound of the process records in use: 0 guarantees that no process is
  * attached (a process that died while attaching may keep it above the truth; never below).
  * Reaping, snapshots and process lists skip the process table while it is 0. */

@@ -83,22 +83,27 @@ GSIM_CU_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-/* Converts "GPU-8d1e...-..." (any prefix) to the 16 UUID bytes. */
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* Converts "GPU-8d1e...-..." (any prefix) to the 16 UUID bytes, a digit at a time (a few
+ * hundred instructions, as cheap as the driver's copy of its own bytes is meant to be). */
 void gsim_cu_uuid_bytes(const char *text, CUuuid *out)
 {
     memset(out, 0, sizeof(*out));
     const char *p = strchr(text, '-');
     p = p != NULL ? p + 1 : text;
-    int n = 0;
-    while (*p != '\0' && n < 32) {
-        unsigned v;
-        if (*p == '-' || sscanf(p, "%1x", &v) != 1) {
-            p++;
+    for (int n = 0; *p != '\0' && n < 32; p++) {
+        int v = hex_digit(*p);
+        if (v < 0)
             continue;
-        }
         out->bytes[n / 2] = (char)(out->bytes[n / 2] | (char)(n % 2 == 0 ? v << 4 : v));
         n++;
-        p++;
     }
 }
 

@@ -146,6 +146,13 @@ static void note_start_time(gs_region_t *region, int slot)
     region->start_known = 1;
 }
 
+/* Counts one more in a counter of this process's own record, with region->ops held: only its
+ * owner writes it while it lives (its reaper after), so a store does, not a locked addition. */
+static void count(uint64_t *counter)
+{
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
 int gs_region_reserve(gs_region_t *region, int slot, unsigned dev, uint64_t bytes)
 {
     region_layout_t *map = region->map;
@@ -159,6 +166,8 @@ int gs_region_reserve(gs_region_t *region, int slot, unsigned dev, uint64_t byte
     int result = slot != region->owned_slot    ? GS_EINVAL
                  : bytes > (uint64_t)INT64_MAX ? GS_ELIMIT
                                                : run_op(map, slot, dev, (int64_t)bytes, CAS_TRIES);
+    if (result == 0)
+        count(&map->procs[slot].allocs);
     gs_spin_unlock(&region->ops);
     /* At the limit, charge held by dead processes may be what is missing. */
     if (result == GS_ELIMIT && bytes <= (uint64_t)INT64_MAX &&
@@ -166,13 +175,12 @@ int gs_region_reserve(gs_region_t *region, int slot, unsigned dev, uint64_t byte
         gs_spin_lock(&region->ops);
         result = slot == region->owned_slot ? run_op(map, slot, dev, (int64_t)bytes, CAS_TRIES)
                                             : GS_EINVAL;
+        if (result == 0)
+            count(&map->procs[slot].allocs);
         gs_spin_unlock(&region->ops);
     }
-    region_proc_t *proc = &map->procs[slot];
-    if (result == 0)
-        ADD(&proc->allocs, 1);
-    else if (result == GS_ELIMIT)
-        ADD(&proc->ooms, 1);
+    if (result == GS_ELIMIT)
+        ADD(&map->procs[slot].ooms, 1);
     return result;
 }
 
@@ -189,8 +197,8 @@ void gs_region_release(gs_region_t *region, int slot, unsigned dev, uint64_t byt
         take = (uint64_t)INT64_MAX; /* only a rewritten record holds that much */
     if (take > 0)
         run_op(map, slot, dev, -(int64_t)take, CAS_TRIES);
-    if (is_free)
-        ADD(&proc->frees, 1);
+    if (is_free && slot == region->owned_slot)
+        count(&proc->frees);
     gs_spin_unlock(&region->ops);
 }
 

@@ -356,8 +356,8 @@ int gs_region_recycle(gs_region_t *region, const gs_region_config_t *cfg)
     map->retired_ooms = 0;
     map->reclaimed_bytes = 0;
     map->last_reap_ns = 0;
-    map->unused_controller = 0;
-    map->unused_throttle = 0;
+    for (unsigned i = 0; i < GS_REGION_FOOTPRINTS; i++)
+        map->footprint[i] = 0;
     map->compute_share = cfg->compute_share;
     snprintf(map->lease_id, sizeof(map->lease_id), "%s", cfg->lease_id);
     __atomic_thread_fence(__ATOMIC_RELEASE);

@@ -305,6 +305,44 @@ uint32_t gs_region_attached(const gs_region_t *region)
     return LOAD(&region->map->attached);
 }
 
+#define FOOTPRINT_PAGE  12 /* bytes are kept in 4 KiB units */
+#define FOOTPRINT_SHIFT 40 /* the key's bits above them */
+#define FOOTPRINT_KEY   UINT64_C(0xffffff)
+
+static uint64_t footprint_key(uint64_t key)
+{
+    key &= FOOTPRINT_KEY;
+    return key != 0 ? key : 1; /* a word of 0 is no figure */
+}
+
+uint64_t gs_region_footprint(const gs_region_t *region, uint64_t key)
+{
+    uint64_t want = footprint_key(key);
+    for (unsigned i = 0; i < GS_REGION_FOOTPRINTS; i++) {
+        uint64_t word = __atomic_load_n(&region->map->footprint[i], __ATOMIC_ACQUIRE);
+        if (word >> FOOTPRINT_SHIFT == want)
+            return (word & ((UINT64_C(1) << FOOTPRINT_SHIFT) - 1)) << FOOTPRINT_PAGE;
+    }
+    return 0;
+}
+
+void gs_region_set_footprint(gs_region_t *region, uint64_t key, uint64_t bytes)
+{
+    uint64_t pages = bytes >> FOOTPRINT_PAGE, k = footprint_key(key);
+    if (bytes == 0 || bytes % (UINT64_C(1) << FOOTPRINT_PAGE) != 0 || pages >> FOOTPRINT_SHIFT != 0)
+        return;
+    /* The entry of the same key, else a free one, else the one the key's low bit names. */
+    unsigned slot = (unsigned)(k % GS_REGION_FOOTPRINTS);
+    for (unsigned i = GS_REGION_FOOTPRINTS; i-- > 0;) {
+        uint64_t word = __atomic_load_n(&region->map->footprint[i], __ATOMIC_RELAXED);
+        if (word == 0 || word >> FOOTPRINT_SHIFT == k)
+            slot = i;
+        if (word >> FOOTPRINT_SHIFT == k)
+            break;
+    }
+    __atomic_store_n(&region->map->footprint[slot], k << FOOTPRINT_SHIFT | pages, __ATOMIC_RELEASE);
+}
+
 uint32_t gs_region_compute_share(const gs_region_t *region)
 {
     return region->map->compute_share;

@@ -83,8 +83,9 @@ typedef struct region_layout {
     uint64_t retired_ooms;
     uint64_t reclaimed_bytes;
     int64_t last_reap_ns __attribute__((aligned(64)));
-    uint64_t unused_controller; /* unused since compute shares moved to gpushare/sched.h (zeroed) */
-    uint64_t unused_throttle;
+    /* Context footprints (gs_region_footprint): key << 40 | bytes / 4096, 0 = none. Once the
+     * compute controller's words (zeroed by every version that had none). */
+    uint64_t footprint[GS_REGION_FOOTPRINTS];
     region_proc_t procs[GS_REGION_MAX_PROCS];
 } region_layout_t;
 

@@ -45,7 +45,7 @@ typedef struct slot {
     int64_t round_start; /* when the round began */
     int64_t round_span;  /* the device time its launches were sized for */
     uint32_t limit;      /* launches the round admits */
-    uint32_t seen;       /* launches counted at the last poll */
+    uint32_t seen;       /* the gate's activity at the last poll (gs__gate_activity) */
     int64_t last_launch; /* when the count last moved */
 } slot_t;
 
@@ -98,9 +98,9 @@ static void open_round(gs__sched_dev_t *dev, slot_t *slot, int64_t now)
     slot->limit = budget(dev, slot->round_span);
     slot->round_start = now;
     slot->gate_start = now;
-    slot->seen = 0;
     slot->last_launch = now;
     gs__gate_open(&dev->gate, slot->limit);
+    slot->seen = gs__gate_activity(&dev->gate);
 }
 
 /* A new round without a drain: the gate stays open and admits a new budget on top of the
@@ -196,14 +196,14 @@ static int idle_check(gs__sched_dev_t *dev, slot_t *slot)
 {
     int64_t done = gs__drain(dev->device); /* the lease's use ends here if no launch comes */
     agent_wait(dev, GRACE_NS);
-    if (gs__gate_launches(&dev->gate) != slot->seen ||
+    if (gs__gate_activity(&dev->gate) != slot->seen ||
         __atomic_load_n(&dev->gate.blocked, __ATOMIC_SEQ_CST) > 0) {
         slot->last_launch = gs__mono_ns();
         return 1;
     }
     gs__gate_close(&dev->gate);
     gs__gate_quiesce(&dev->gate);
-    int wants = gs__gate_launches(&dev->gate) != slot->seen;
+    int wants = gs__gate_activity(&dev->gate) != slot->seen;
     int64_t drained = gs__drain(dev->device);
     hand_on(dev, slot, wants ? drained : done, wants);
     return 0;
@@ -233,8 +233,9 @@ static int poll_slot(gs__sched_dev_t *dev, slot_t *slot)
         slot->started = 1;
     }
     uint32_t launches = gs__gate_launches(&dev->gate);
-    if (launches != slot->seen) {
-        slot->seen = launches;
+    uint32_t activity = gs__gate_activity(&dev->gate);
+    if (activity != slot->seen) {
+        slot->seen = activity;
         slot->last_launch = now;
     }
     /* A round rolls over when its time is up: its launches' estimated device time has passed, so

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,9 @@
 #define REJOIN_FIRST_NS INT64_C(20000000)
 #define REJOIN_MAX_NS   INT64_C(2000000000)
 #define DAEMON_PREFIX   "gpushared:"
+#define GATE_THREADS    256 /* threads with a record of their own; others count atomically */
+#define TICKET_SHARE    16  /* a batch of tickets: this part of what is left of the round */
+#define TICKETS_MAX     64
 
 typedef struct compute_config {
     uint32_t guarantee; /* percent, 0 = none */
@@ -51,6 +55,31 @@ typedef struct compute_state {
 } compute_state_t;
 
 static compute_state_t compute = {.once = PTHREAD_ONCE_INIT};
+
+/* Each thread's part of each device's gate, written only by the thread (plain stores), read by
+ * the agent (gs__gate_quiesce). A thread holds tickets: launches the gate admitted to it ahead,
+ * for as long as the gate's word stays what it was (any opening, closing or extension voids
+ * them), taken in batches of a sixteenth of what is left of the round with one atomic
+ * operation; a launch on a ticket counts itself entered and done in the record and pays no
+ * atomic operation, and the agent makes the entries it has to see visible with an asymmetric
+ * barrier (membarrier) after it closes the gate. A thread claims a record at its first launch
+ * past a gate and frees it when it exits; the next owner goes on counting from there, so the
+ * sums only grow. Without a free record, or without membarrier, a thread takes every launch
+ * through the gate's shared counter (overflow). */
+typedef struct gate_thread {
+    uint32_t done[GS_MAX_DEVICES];    /* launches finished (or refused after entering) */
+    uint32_t entered[GS_MAX_DEVICES]; /* launches entered on a ticket */
+    uint32_t word[GS_MAX_DEVICES];    /* the gate's word the tickets are for */
+    uint32_t tickets[GS_MAX_DEVICES];
+    int used;
+} __attribute__((aligned(64))) gate_thread_t;
+
+static gate_thread_t gate_threads[GATE_THREADS];
+static gate_thread_t overflow;
+static uint32_t gate_threads_seen; /* records ever claimed: the ones to sum */
+static pthread_key_t gate_key;
+static pthread_once_t gate_key_once = PTHREAD_ONCE_INIT;
+static __thread gate_thread_t *my_record __attribute__((tls_model("initial-exec")));
 
 int64_t gs__mono_ns(void)
 {
@@ -172,6 +201,7 @@ static CUresult setup_device(int ordinal, int required)
     format_uuid(&uuid, dev->uuid, sizeof(dev->uuid));
     dev->cap_pct = compute.cfg.cap;
     dev->ordinal = ordinal;
+    dev->gate.ordinal = ordinal;
     int result = take_part(dev, err, sizeof(err));
     if (result != 0)
         return required ? cannot_enforce(dev->uuid, err) : CUDA_SUCCESS;
@@ -305,6 +335,104 @@ static void note_first(gs__gate_t *gate)
                                 __ATOMIC_RELAXED);
 }
 
+static void free_record(void *record)
+{
+    __atomic_store_n(&((gate_thread_t *)record)->used, 0, __ATOMIC_RELEASE);
+}
+
+static void make_gate_key(void)
+{
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0 ||
+        pthread_key_create(&gate_key, free_record) != 0)
+        gate_key = (pthread_key_t)-1;
+}
+
+/* The calling thread's record, claimed at its first launch (overflow when none is free). */
+static gate_thread_t *claim_record(void)
+{
+    pthread_once(&gate_key_once, make_gate_key);
+    my_record = &overflow;
+    for (uint32_t i = 0; i < GATE_THREADS && gate_key != (pthread_key_t)-1; i++) {
+        int none = 0;
+        if (!__atomic_compare_exchange_n(&gate_threads[i].used, &none, 1, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_RELAXED))
+            continue;
+        if (pthread_setspecific(gate_key, &gate_threads[i]) != 0) {
+            free_record(&gate_threads[i]);
+            break;
+        }
+        memset(gate_threads[i].tickets, 0, sizeof(gate_threads[i].tickets));
+        uint32_t seen = __atomic_load_n(&gate_threads_seen, __ATOMIC_RELAXED);
+        while (seen < i + 1 && !__atomic_compare_exchange_n(&gate_threads_seen, &seen, i + 1, 0,
+                                                            __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+            ;
+        my_record = &gate_threads[i];
+        break;
+    }
+    return my_record;
+}
+
+static void count(uint32_t *counter)
+{
+    __atomic_store_n(counter, *counter + 1, __ATOMIC_RELEASE);
+}
+
+/* After a launch admitted through the shared counter with word open: takes a batch of tickets
+ * for the thread's next launches while the word lasts (none when the round is nearly spent). */
+static void take_tickets(gs__gate_t *gate, gate_thread_t *mine, uint32_t word, uint32_t used)
+{
+    uint32_t limit = __atomic_load_n(&gate->limit, __ATOMIC_ACQUIRE);
+    uint32_t batch = used < limit ? (limit - used) / TICKET_SHARE : 0;
+    batch = batch > TICKETS_MAX ? TICKETS_MAX : batch;
+    if (mine == &overflow || batch == 0)
+        return;
+    uint64_t add = (uint64_t)batch * GS_GATE_LAUNCH;
+    uint64_t ctr = __atomic_fetch_add(&gate->ctr, add, __ATOMIC_SEQ_CST);
+    if ((uint32_t)(ctr >> 32) + batch > limit ||
+        __atomic_load_n(&gate->word, __ATOMIC_SEQ_CST) != word) {
+        __atomic_fetch_sub(&gate->ctr, add, __ATOMIC_RELEASE); /* too late: give them back */
+        return;
+    }
+    mine->word[gate->ordinal] = word;
+    mine->tickets[gate->ordinal] = batch;
+}
+
+/* A launch through the gate's shared counter (and the wait when it is closed or spent). */
+static gs__gate_t *enter_counted(gs__gate_t *gate, gate_thread_t *mine)
+{
+    uint64_t ctr = __atomic_fetch_add(&gate->ctr, GS_GATE_LAUNCH + 1, __ATOMIC_SEQ_CST);
+    uint32_t word = __atomic_load_n(&gate->word, __ATOMIC_SEQ_CST);
+    if (__builtin_expect((word & 1) && (uint32_t)(ctr >> 32) <
+                                           __atomic_load_n(&gate->limit, __ATOMIC_ACQUIRE),
+                         1)) {
+        if (__builtin_expect(__atomic_load_n(&gate->first_ns, __ATOMIC_RELAXED) == 0, 0))
+            note_first(gate);
+        take_tickets(gate, mine, word, (uint32_t)(ctr >> 32) + 1);
+        return gate;
+    }
+    __atomic_fetch_sub(&gate->ctr, GS_GATE_LAUNCH + 1, __ATOMIC_RELEASE); /* not admitted */
+    gs__gate_wait(gate);
+    return gate;
+}
+
+/* A launch on a ticket: entered in the thread's record before the gate's word is read (the
+ * agent's membarrier orders the two against its closing). Returns 0 when it has none. */
+static int enter_on_ticket(gs__gate_t *gate, gate_thread_t *mine)
+{
+    int o = gate->ordinal;
+    if (mine->tickets[o] == 0)
+        return 0;
+    __atomic_store_n(&mine->entered[o], mine->entered[o] + 1, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (__builtin_expect(__atomic_load_n(&gate->word, __ATOMIC_RELAXED) != mine->word[o], 0)) {
+        mine->tickets[o] = 0; /* the gate moved on: they are void */
+        count(&mine->done[o]);
+        return 0;
+    }
+    mine->tickets[o]--;
+    return 1;
+}
+
 gs__gate_t *gs__compute_enter(void)
 {
     if (__builtin_expect(!__atomic_load_n(&compute.active, __ATOMIC_RELAXED), 1))
@@ -313,24 +441,42 @@ gs__gate_t *gs__compute_enter(void)
     if (dev == NULL)
         return NULL;
     gs__gate_t *gate = &dev->gate;
-    uint64_t ctr = __atomic_fetch_add(&gate->ctr, GS_GATE_LAUNCH + 1, __ATOMIC_SEQ_CST);
-    uint32_t word = __atomic_load_n(&gate->word, __ATOMIC_SEQ_CST);
-    if (__builtin_expect((word & 1) && (uint32_t)(ctr >> 32) <
-                                           __atomic_load_n(&gate->limit, __ATOMIC_ACQUIRE),
-                         1)) {
-        if (__builtin_expect(__atomic_load_n(&gate->first_ns, __ATOMIC_RELAXED) == 0, 0))
-            note_first(gate);
+    gate_thread_t *mine = my_record;
+    if (__builtin_expect(mine == NULL, 0))
+        mine = claim_record();
+    if (__builtin_expect(mine != &overflow && enter_on_ticket(gate, mine), 1))
         return gate;
-    }
-    __atomic_fetch_sub(&gate->ctr, GS_GATE_LAUNCH + 1, __ATOMIC_RELEASE); /* not admitted */
-    gs__gate_wait(gate);
-    return gate;
+    return enter_counted(gate, mine);
 }
 
 void gs__compute_leave(gs__gate_t *gate)
 {
-    if (gate != NULL)
+    if (gate == NULL)
+        return;
+    gate_thread_t *mine = my_record;
+    if (__builtin_expect(mine == &overflow, 0)) {
         __atomic_fetch_sub(&gate->ctr, 1, __ATOMIC_RELEASE);
+        return;
+    }
+    count(&mine->done[gate->ordinal]);
+}
+
+/* Launches finished past the gates of ordinal, and those entered on tickets, summed over the
+ * records. */
+static uint32_t launches_done(int ordinal)
+{
+    uint32_t sum = 0, seen = __atomic_load_n(&gate_threads_seen, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < seen; i++)
+        sum += __atomic_load_n(&gate_threads[i].done[ordinal], __ATOMIC_ACQUIRE);
+    return sum;
+}
+
+static uint32_t launches_on_tickets(int ordinal)
+{
+    uint32_t sum = 0, seen = __atomic_load_n(&gate_threads_seen, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < seen; i++)
+        sum += __atomic_load_n(&gate_threads[i].entered[ordinal], __ATOMIC_RELAXED);
+    return sum;
 }
 
 void gs__gate_wait(gs__gate_t *gate)
@@ -390,10 +536,29 @@ uint32_t gs__gate_launches(const gs__gate_t *gate)
     return (uint32_t)(__atomic_load_n(&gate->ctr, __ATOMIC_ACQUIRE) >> 32);
 }
 
+uint32_t gs__gate_activity(const gs__gate_t *gate)
+{
+    return gs__gate_launches(gate) + launches_on_tickets(gate->ordinal);
+}
+
+/* The launches done are read before the entries: each one done has entered before, so the two
+ * are equal only when none is in progress (a launch that enters after the gate closed sees it
+ * closed and takes its entry back). */
 void gs__gate_quiesce(gs__gate_t *gate)
 {
     int64_t deadline = gs__mono_ns() + WAIT_SLICE_NS;
-    while ((__atomic_load_n(&gate->ctr, __ATOMIC_SEQ_CST) & GS_GATE_INFLIGHT) != 0 &&
-           gs__mono_ns() < deadline)
+    /* Every thread's entry on a ticket before it read the word open is visible from here on;
+     * one that reads it after sees the gate closed. */
+    if (__atomic_load_n(&gate_threads_seen, __ATOMIC_ACQUIRE) > 0 &&
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+        gs_error("compute: membarrier failed: %s", strerror(errno));
+    for (;;) {
+        uint32_t done = launches_done(gate->ordinal);
+        uint32_t entered =
+            launches_on_tickets(gate->ordinal) +
+            (uint32_t)(__atomic_load_n(&gate->ctr, __ATOMIC_SEQ_CST) & GS_GATE_INFLIGHT);
+        if (entered == done || gs__mono_ns() >= deadline)
+            return;
         sched_yield();
+    }
 }

@@ -21,8 +21,12 @@
 
 #include "gpushare/sched_member.h"
 
-/* ctr: launches in progress (low 32 bits) and launches admitted since the gate opened (high 32
- * bits; an attempt the gate refuses is taken back). */
+/* ctr: launches that entered the gate through it (low 32 bits, wrapping) and launches admitted
+ * since the gate opened, tickets handed out included (high 32 bits); an attempt the gate refuses
+ * is taken back from both. A launch is in progress from its entry (there, or on a ticket in a
+ * record of its thread's own, compute.c) until its thread counts it done in that record: a
+ * launch on a ticket pays no atomic operation, one through the gate one. (The entries' wrap carries
+ * into the round's count: one launch more, once in 2^32.) */
 #define GS_GATE_INFLIGHT UINT64_C(0xffffffff)
 #define GS_GATE_LAUNCH   (UINT64_C(1) << 32)
 
@@ -33,6 +37,7 @@ typedef struct gs__gate {
     uint32_t blocked; /* threads waiting at the gate */
     int wake_fd;      /* eventfd: a thread that waits at the gate wakes the agent with it */
     int64_t first_ns; /* when the first launch after the gate opened was admitted, 0 = none */
+    int ordinal;      /* the CUDA ordinal of the gate's device (its column in the records) */
 } gs__gate_t;
 
 typedef struct gs__sched_dev {
@@ -67,8 +72,13 @@ void gs__gate_close(gs__gate_t *gate);
 /* Raises an open round's limit to limit launches in all (a renewed slot). */
 void gs__gate_extend(gs__gate_t *gate, uint32_t limit);
 
-/* Launches counted in the current round. */
+/* Launches counted in the current round: admitted, or handed to a thread as tickets (some of
+ * which the next opening of the gate may void unused). */
 uint32_t gs__gate_launches(const gs__gate_t *gate);
+
+/* A count that moves with every launch past the gate, tickets' included (launches only move
+ * when a thread takes tickets): for telling activity, compared with an earlier value. */
+uint32_t gs__gate_activity(const gs__gate_t *gate);
 
 /* Waits (at most about 100 ms) until no launch is in progress past the closed gate. */
 void gs__gate_quiesce(gs__gate_t *gate);

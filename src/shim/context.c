@@ -49,17 +49,20 @@ static CUresult create_once_more(CUcontext *pctx, CUdevice dev,
     return create(pctx, arg);
 }
 
-/* Creates a context with create(pctx, arg) and charges its own memory to the lease (measured
- * around the creation); a context that does not fit in the lease is destroyed again. */
-static CUresult create_measured(CUcontext *pctx, CUdevice dev,
+/* Creates a context of kind (GS_FOOTPRINT_*) with create(pctx, arg) and charges its own memory
+ * to the lease (measured around the creation, or known from this process's first context of
+ * that kind); a context that does not fit in the lease is destroyed again. */
+static CUresult create_measured(CUcontext *pctx, CUdevice dev, uint64_t kind,
                                 CUresult (*create)(CUcontext *pctx, void *arg), void *arg)
 {
     gs__footprint_probe_t probe;
-    CUresult result = gs__footprint_begin(dev, &probe);
+    CUresult result = gs__footprint_begin(dev, kind, &probe);
     if (result == CUDA_SUCCESS)
         result = create_once_more(pctx, dev, create, arg);
-    if (result != CUDA_SUCCESS || pctx == NULL)
+    if (result != CUDA_SUCCESS || pctx == NULL) {
+        gs__footprint_abort(&probe);
         return result;
+    }
     result = gs__footprint_commit(&probe, *pctx);
     if (result != CUDA_SUCCESS) {
         gs__real()->cuCtxDestroy_v2(*pctx);
@@ -106,14 +109,14 @@ GS_EXPORT CUresult CUDAAPI cuCtxCreate(CUcontext *pctx, unsigned int flags, CUde
 {
     REAL_OR_FAIL(cuCtxCreate);
     create_args_t a = {.flags = flags, .dev = dev};
-    return create_measured(pctx, dev, call_create, &a);
+    return create_measured(pctx, dev, flags, call_create, &a);
 }
 
 GS_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
     REAL_OR_FAIL(cuCtxCreate_v2);
     create_args_t a = {.flags = flags, .dev = dev};
-    return create_measured(pctx, dev, call_create_v2, &a);
+    return create_measured(pctx, dev, flags, call_create_v2, &a);
 }
 
 GS_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
@@ -121,7 +124,8 @@ GS_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *
 {
     REAL_OR_FAIL(cuCtxCreate_v3);
     create_args_t a = {.flags = flags, .dev = dev, .params = paramsArray, .n_params = numParams};
-    return create_measured(pctx, dev, call_create_v3, &a);
+    uint64_t kind = numParams == 0 ? flags : GS_FOOTPRINT_OWN; /* affinity: its own memory */
+    return create_measured(pctx, dev, kind, call_create_v3, &a);
 }
 
 GS_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
@@ -129,7 +133,8 @@ GS_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ct
 {
     REAL_OR_FAIL(cuCtxCreate_v4);
     create_args_t a = {.flags = flags, .dev = dev, .create_params = ctxCreateParams};
-    return create_measured(pctx, dev, call_create_v4, &a);
+    uint64_t kind = ctxCreateParams == NULL ? flags : GS_FOOTPRINT_OWN;
+    return create_measured(pctx, dev, kind, call_create_v4, &a);
 }
 
 /* The context's memory is gone with it (a reset keeps the context itself, and its charge). */
@@ -157,14 +162,15 @@ GS_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx)
     return after_destroy(gs__real()->cuCtxDestroy(ctx), ctx, 1);
 }
 
-/* Nonzero when dev's primary context exists (is retained by someone in this process). */
-static int primary_active(CUdevice dev)
+/* Nonzero when dev's primary context exists (is retained by someone in this process); sets
+ * *flags to the flags it has or will be created with. */
+static int primary_active(CUdevice dev, unsigned int *flags)
 {
     const gs__real_t *real = gs__real();
-    unsigned int flags = 0;
     int active = 0;
+    *flags = 0;
     return real->cuDevicePrimaryCtxGetState != NULL &&
-           real->cuDevicePrimaryCtxGetState(dev, &flags, &active) == CUDA_SUCCESS && active;
+           real->cuDevicePrimaryCtxGetState(dev, flags, &active) == CUDA_SUCCESS && active;
 }
 
 static CUresult call_retain(CUcontext *pctx, void *arg)
@@ -178,12 +184,15 @@ GS_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice de
     REAL_OR_FAIL(cuDevicePrimaryCtxRetain);
     gs__footprint_probe_t probe = {.dev = -1};
     CUresult result = CUDA_SUCCESS;
-    if (gs__accounting() && !primary_active(dev))
-        result = gs__footprint_begin(dev, &probe);
+    unsigned int flags = 0;
+    if (gs__accounting() && !primary_active(dev, &flags))
+        result = gs__footprint_begin(dev, GS_FOOTPRINT_PRIMARY | flags, &probe);
     if (result == CUDA_SUCCESS)
         result = create_once_more(pctx, dev, call_retain, &dev);
-    if (result != CUDA_SUCCESS || pctx == NULL)
+    if (result != CUDA_SUCCESS || pctx == NULL) {
+        gs__footprint_abort(&probe);
         return result;
+    }
     if (dev >= 0 && dev < GS_MAX_DEVICES) {
         pthread_mutex_lock(&primary_mutex);
         primary[dev] = *pctx;

@@ -13,17 +13,48 @@
  * The measured bytes are reserved like an allocation (a context that does not fit is destroyed
  * again and fails with CUDA_ERROR_OUT_OF_MEMORY) and returned when the context is destroyed or a
  * primary context released for the last time. A lease with a limit refuses contexts it cannot
- * measure (no NVML): they would escape the limit. */
+ * measure (no NVML): they would escape the limit.
+ *
+ * Measured once per process and device: the process's first context on a device, made while
+ * no other creation of the process is in progress there, is measured exactly by the per-process
+ * method (the process had no memory on the device before it, so its own use before needs no
+ * sample, and nothing of it could be freed there meanwhile; memory of a context made around the
+ * shim would be charged too: over, never under). Contexts of one kind (a primary context with
+ * its flags, or cuCtxCreate with its flags and no parameters) on one GPU take the same memory,
+ * so that figure is remembered and later contexts of its kind in the process are charged from
+ * it without NVML; other kinds are measured each time. The figure is also left in the lease's
+ * region (gs_region_set_footprint), keyed by the GPU's UUID, the kind, the driver's version and
+ * the process's CUDA_* environment, where the lease's later processes find it and charge their
+ * first context from it too. NVML is loaded and initialised only when something must be
+ * measured. State: memo, below, behind memo_mutex (never held around a driver
+ * or NVML call); a forked child keeps its parent's figures (the same devices and driver). */
 #include "shim.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "gpushare/log.h"
 #include "gpushare/quantity.h"
+#include "gpushare/region.h"
+
+extern char **environ;
 
 #define PROCESS_LIST_MAX 4096
+#define MEMO_KINDS       4 /* kinds of context remembered per device */
+
+typedef struct memo_dev {
+    uint64_t kind[MEMO_KINDS];
+    uint64_t bytes[MEMO_KINDS]; /* 0 = the entry is free */
+    uint64_t begun;             /* creations begun on the device in this process */
+    unsigned active;            /* creations begun and not yet committed or aborted */
+    int seen;                   /* a creation was begun on the device before */
+} memo_dev_t;
+
+static memo_dev_t memo[GS_MAX_DEVICES];
+static pthread_mutex_t memo_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 /* Finds the NVML handle of CUDA ordinal dev from its UUID (a whole GPU or a MIG device). */
 static int nvml_handle(const gs__nvml_t *nvml, CUdevice dev, nvmlDevice_t *out)
@@ -87,16 +118,99 @@ static int sample(CUdevice dev, gs__footprint_probe_t *probe)
     if (nvml == NULL || nvml_handle(nvml, dev, &probe->nvml) != 0 ||
         device_usage(nvml, probe->nvml, &probe->device) != 0)
         return -1;
-    probe->own_listed = own_usage(nvml, probe->nvml, &probe->own) == 1;
+    probe->own = 0;
+    probe->own_listed = probe->first ? 0 : own_usage(nvml, probe->nvml, &probe->own) == 1;
     probe->dev = dev;
     return 0;
 }
 
-CUresult gs__footprint_begin(CUdevice dev, gs__footprint_probe_t *probe)
+static uint64_t fnv(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * UINT64_C(1099511628211);
+    return h;
+}
+
+/* The key of a context of kind on dev among the lease's processes: the GPU (its UUID), the
+ * kind, the driver's version and the CUDA_* environment (in any order). 0 when unknown. */
+static uint64_t lease_key(CUdevice dev, uint64_t kind)
+{
+    const gs__real_t *real = gs__real();
+    CUuuid u;
+    int version = 0;
+    if (real->cuDeviceGetUuid_v2 == NULL || real->cuDeviceGetUuid_v2(&u, dev) != CUDA_SUCCESS ||
+        real->cuDriverGetVersion == NULL || real->cuDriverGetVersion(&version) != CUDA_SUCCESS)
+        return 0;
+    const uint64_t basis = UINT64_C(14695981039346656037);
+    uint64_t h = fnv(fnv(fnv(basis, u.bytes, sizeof(u.bytes)), &kind, sizeof(kind)), &version,
+                     sizeof(version));
+    uint64_t env = 0;
+    for (char **e = environ; e != NULL && *e != NULL; e++) {
+        if (strncmp(*e, "CUDA_", 5) == 0)
+            env += fnv(basis, *e, strlen(*e));
+    }
+    h = fnv(h, &env, sizeof(env));
+    return h != 0 ? h : 1;
+}
+
+/* Registers a creation on dev in memo: whether it is the first and alone, and the figure of
+ * its kind when this process has one (probe->known). */
+static void memo_begin(CUdevice dev, gs__footprint_probe_t *probe)
+{
+    memo_dev_t *m = &memo[dev];
+    pthread_mutex_lock(&memo_mutex);
+    probe->first = m->active == 0 && !m->seen;
+    probe->known = 0;
+    for (int i = 0; i < MEMO_KINDS && probe->kind != GS_FOOTPRINT_OWN; i++) {
+        if (m->bytes[i] != 0 && m->kind[i] == probe->kind) {
+            probe->known = 1;
+            probe->bytes = m->bytes[i];
+        }
+    }
+    m->seen = 1;
+    m->active++;
+    probe->epoch = ++m->begun;
+    pthread_mutex_unlock(&memo_mutex);
+    probe->key = probe->kind != GS_FOOTPRINT_OWN ? lease_key(dev, probe->kind) : 0;
+    if (!probe->known && probe->key != 0 && gs__region() != NULL) {
+        probe->bytes = gs_region_footprint(gs__region(), probe->key);
+        probe->known = probe->bytes != 0 ? 2 : 0;
+    }
+}
+
+/* Ends a creation registered by memo_begin; remember nonzero keeps bytes as its kind's figure
+ * when it was the device's first creation and no other began meanwhile. */
+static void memo_end(const gs__footprint_probe_t *probe, int remember, uint64_t bytes)
+{
+    memo_dev_t *m = &memo[probe->dev];
+    pthread_mutex_lock(&memo_mutex);
+    m->active--;
+    int free_entry = -1;
+    for (int i = 0; i < MEMO_KINDS && free_entry < 0; i++)
+        free_entry = m->bytes[i] == 0 || m->kind[i] == probe->kind ? i : -1;
+    if (remember && bytes != 0 && probe->first && m->begun == probe->epoch && free_entry >= 0 &&
+        probe->kind != GS_FOOTPRINT_OWN) {
+        m->kind[free_entry] = probe->kind;
+        m->bytes[free_entry] = bytes;
+        remember = 2; /* and the lease's later processes */
+    }
+    pthread_mutex_unlock(&memo_mutex);
+    if (remember == 2 && probe->key != 0 && gs__region() != NULL)
+        gs_region_set_footprint(gs__region(), probe->key, bytes);
+}
+
+CUresult gs__footprint_begin(CUdevice dev, uint64_t kind, gs__footprint_probe_t *probe)
 {
     probe->dev = -1;
-    if (!gs__accounting() || dev < 0 || dev >= GS_MAX_DEVICES || sample(dev, probe) == 0)
+    if (!gs__accounting() || dev < 0 || dev >= GS_MAX_DEVICES)
         return CUDA_SUCCESS;
+    probe->kind = kind;
+    memo_begin(dev, probe);
+    probe->dev = dev;
+    if (probe->known || sample(dev, probe) == 0)
+        return CUDA_SUCCESS;
+    gs__footprint_abort(probe);
     if (gs__limit((unsigned)dev) == 0) {
         gs_warn("cannot measure the memory of a CUDA context on device %d through NVML: the "
                 "lease's use does not include it",
@@ -109,14 +223,29 @@ CUresult gs__footprint_begin(CUdevice dev, gs__footprint_probe_t *probe)
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-/* The bytes the creation took: this process's NVML use when NVML lists it (before and after, or
- * after only: a process is listed once it has a context), else the device's. Never negative. */
-static uint64_t measure(const gs__footprint_probe_t *probe, const char **method)
+void gs__footprint_abort(gs__footprint_probe_t *probe)
 {
+    if (probe->dev >= 0)
+        memo_end(probe, 0, 0);
+    probe->dev = -1;
+}
+
+/* The bytes the creation took: this process's NVML use when NVML lists it (before and after, or
+ * after only: a process is listed once it has a context), else the device's. Never negative.
+ * *own_method is set when the figure is this process's own. */
+static uint64_t measure(const gs__footprint_probe_t *probe, const char **method, int *own_method)
+{
+    *own_method = 0;
+    if (probe->known) {
+        *method = probe->known == 1 ? "measured for an earlier context of this process"
+                                    : "measured by an earlier process of the lease";
+        return probe->bytes;
+    }
     const gs__nvml_t *nvml = gs__nvml();
     uint64_t own = 0, device = 0;
     if (nvml != NULL && own_usage(nvml, probe->nvml, &own) == 1) {
         *method = "this process's memory";
+        *own_method = 1;
         return own > probe->own ? own - probe->own : 0;
     }
     *method = "the device's memory";
@@ -138,12 +267,14 @@ static int keep_larger(gs__alloc_t *entry, void *arg)
     return 0;
 }
 
-CUresult gs__footprint_commit(const gs__footprint_probe_t *probe, CUcontext ctx)
+CUresult gs__footprint_commit(gs__footprint_probe_t *probe, CUcontext ctx)
 {
     if (probe->dev < 0)
         return CUDA_SUCCESS;
     const char *method = "";
-    uint64_t bytes = measure(probe, &method);
+    int own_method = 0;
+    uint64_t bytes = measure(probe, &method, &own_method);
+    memo_end(probe, own_method, bytes);
     if (gs_log_enabled(GS_LOG_INFO)) {
         char size[32];
         gs_qty_format_human(bytes, size, sizeof(size));

@@ -163,25 +163,44 @@ CUresult gs__free_tracked(gs__kind_t kind, uint64_t key, CUresult (*free_fn)(voi
 
 /* ---- context footprints (footprint.c) ---- */
 
+/* A context's kind for the footprints this process has measured (footprint.c): contexts of
+ * one kind on one device take the same memory. GS_FOOTPRINT_PRIMARY | flags for a primary
+ * context, flags for cuCtxCreate without parameters; GS_FOOTPRINT_OWN for anything else
+ * (execution affinity, creation parameters), which is measured every time. */
+#define GS_FOOTPRINT_PRIMARY (UINT64_C(1) << 32)
+#define GS_FOOTPRINT_OWN     (UINT64_C(1) << 33)
+
 /* What gs__footprint_begin sampled before a context's creation. */
 typedef struct gs__footprint_probe {
     int dev; /* CUDA ordinal; -1 when nothing is measured (no lease) */
     nvmlDevice_t nvml;
+    uint64_t kind;   /* the context's kind (GS_FOOTPRINT_*) */
+    int known;       /* bytes is known: 1 this process measured it, 2 the lease's region has it */
+    int first;       /* the process's first context on dev, alone: own is 0, not sampled */
     int own_listed;  /* NVML listed this process on the device */
     uint64_t own;    /* its NVML used memory there (0 when not listed) */
     uint64_t device; /* the device's NVML used memory */
+    uint64_t bytes;  /* known: the footprint to charge */
+    uint64_t epoch;  /* measurements begun on dev in this process, this one included */
+    uint64_t key;    /* the kind among the lease's processes (0 = none) */
 } gs__footprint_probe_t;
 
-/* Samples NVML before a context is created on dev. Without a lease it samples nothing. Returns
- * CUDA_SUCCESS, or CUDA_ERROR_NOT_SUPPORTED (one log line) when the lease limits dev and NVML
- * cannot measure there: the context would escape the limit. */
-CUresult gs__footprint_begin(CUdevice dev, gs__footprint_probe_t *probe);
+/* Before a context of kind is created on dev: when this process has measured a context of that
+ * kind on dev, takes its figure (no NVML); else samples NVML. Without a lease it samples
+ * nothing. Returns CUDA_SUCCESS, or CUDA_ERROR_NOT_SUPPORTED (one log line) when the lease
+ * limits dev and NVML cannot measure there: the context would escape the limit. Thread-safe. */
+CUresult gs__footprint_begin(CUdevice dev, uint64_t kind, gs__footprint_probe_t *probe);
 
-/* After ctx was created on probe->dev: measures the memory its creation took and charges it to
- * the lease (one charge per context, however many threads measured its creation). Returns
- * CUDA_SUCCESS, or CUDA_ERROR_OUT_OF_MEMORY (one log line) when it does not fit in the lease:
- * the caller then destroys the context. */
-CUresult gs__footprint_commit(const gs__footprint_probe_t *probe, CUcontext ctx);
+/* After ctx was created on probe->dev: measures the memory its creation took (or takes the
+ * known figure) and charges it to the lease (one charge per context, however many threads
+ * measured its creation); a measurement no other of this process overlapped, by this process's
+ * own NVML use, becomes the figure of its kind. Returns CUDA_SUCCESS, or
+ * CUDA_ERROR_OUT_OF_MEMORY (one log line) when it does not fit in the lease: the caller then
+ * destroys the context. */
+CUresult gs__footprint_commit(gs__footprint_probe_t *probe, CUcontext ctx);
+
+/* The creation gs__footprint_begin was called for failed: forgets the probe (no charge). */
+void gs__footprint_abort(gs__footprint_probe_t *probe);
 
 /* Returns ctx's charge: it was destroyed, or a primary context was released for the last time. */
 void gs__footprint_end(CUcontext ctx);
