@@ -139,7 +139,8 @@ for p in mig-a mig-b; do
 done
 [[ ${starts[0]#*@} != "${starts[1]#*@}" ]] || fail "both MIG pods at one placement: ${starts[*]}"
 kc delete pod mig-a mig-b --wait=true --timeout=60s >/dev/null
-no_instances() { [[ $(gs status --json | jq '.gpus[1].mig.instances | length') == 0 ]]; }
-wait_until 30 no_instances || fail "MIG instances left: $(gs status --json | jq -c '.gpus[1].mig.instances')"
+# (the instances stay, idle, for the next claims of their profile: none leased)
+none_leased() { [[ $(gs status --json | jq '[.gpus[1].mig.instances[] | select(.state != "idle")] | length') == 0 ]]; }
+wait_until 30 none_leased || fail "MIG instances still leased: $(gs status --json | jq -c '.gpus[1].mig.instances')"
 wait_until 30 no_leases || fail "leases left after the MIG pods: $(keyed_leases)"
-pass "MIG: each gpu-mig-1g10gb pod got a 1g.10gb instance at its allocated device's placement (${starts[*]}), 8 h limit; gone with the pods"
+pass "MIG: each gpu-mig-1g10gb pod got a 1g.10gb instance at its allocated device's placement (${starts[*]}), 8 h limit; idle once the pods are gone"

@@ -8,7 +8,8 @@
 #     slices' devices), and the next claim is prepared;
 #  3. gpushared restarted: every prepared claim keeps its lease (same ids and keys);
 #  4. deleting a pod unprepares its claim: the lease ends and its memory is free (timed);
-#  5. a GPU that stops serving (gpusim: MIG turned off under a MIG-mode GPU) leaves the slices,
+#  5. a GPU that stops serving (gpusim: MIG turned off under a MIG-mode GPU, its idle instances
+#     destroyed first) leaves the slices,
 #     and comes back when it serves again;
 #  6. a claim the node cannot serve (a GpuConfig the driver refuses) fails its pod with an Event
 #     that says why in one line; the pod's deletion leaves no lease, record or CDI spec.
@@ -93,6 +94,10 @@ pass "a deleted pod's claim is unprepared: lease ended, memory free, record gone
 devices=$(slice_devices)
 [[ $devices == *gpu-1* ]] || fail "no device of GPU 1 in the slices: $devices"
 no_gpu1() { [[ $(slice_devices) != *gpu-1* ]]; }
+# (gpushared keeps a MIG instance whose lease ended, idle, for the next claim of its profile:
+# nvidia-smi refuses MIG off while one exists, "In use by another client")
+"$KR_BUILD/sim/nvidia-smi" mig -i 1 -dci >/dev/null 2>&1 || true
+"$KR_BUILD/sim/nvidia-smi" mig -i 1 -dgi >/dev/null 2>&1 || true
 "$KR_BUILD/sim/nvidia-smi" -i 1 -mig 0 >/dev/null
 wait_until 30 no_gpu1 || fail "GPU 1's devices still in the slices 30 s after it stopped serving: $(slice_devices)"
 "$KR_BUILD/sim/nvidia-smi" -i 1 -mig 1 >/dev/null
