@@ -55,8 +55,9 @@ spec:
             selectors: [{cel: {expression: 'device.attributes["gpu.gpushare.io"].mode == "shared"'}}]
             capacity: {requests: {memory: 8Gi, compute: "70"}}
 EOF
-gpu_pod work-30 gpu-4gi-30 localhost/gpushare/cuda:1 "$KR_BUILD/tests/compute_worker" --batch 16 --threads 2
-gpu_pod work-70 gpu-8gi-70 localhost/gpushare/cuda:1 "$KR_BUILD/tests/compute_worker" --batch 16 --threads 2
+# (each requests CPU: BestEffort pods' 2 CPU shares starve on the shared cores, the GPU idles)
+KR_POD_CPU=500m gpu_pod work-30 gpu-4gi-30 localhost/gpushare/cuda:1 "$KR_BUILD/tests/compute_worker" --batch 16 --threads 2
+KR_POD_CPU=500m gpu_pod work-70 gpu-8gi-70 localhost/gpushare/cuda:1 "$KR_BUILD/tests/compute_worker" --batch 16 --threads 2
 kc label pod work-30 work-70 gs-test=exact >/dev/null
 wait_phase work-30 Running 90
 wait_phase work-70 Running 90

@@ -40,8 +40,13 @@ wait_until() { # SECONDS CMD...: until CMD succeeds (polled every 0.2 s); 1 when
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-# kr_env: the cluster's variables (K8S_*); fails when no cluster runs in KR_DIR
+# kr_env: the cluster's variables (K8S_*); fails when no cluster runs in KR_DIR, skips (77) when
+# the fixture's setup skipped
 kr_env() {
+  if [[ -f $KR_DIR/skipped ]]; then
+    echo "skipped: $(cat "$KR_DIR/skipped") (the fixture k8s_real_up skipped)"
+    exit 77
+  fi
   [[ -f $KR_DIR/env && -f $KR_DIR/ready ]] || fail "no cluster in $KR_DIR: the fixture k8s_real_up did not run or failed"
   # shellcheck disable=SC1091
   source "$KR_DIR/env"
@@ -124,9 +129,12 @@ claim_of() {
 claim_uid() { kc get resourceclaim "$1" -o 'jsonpath={.metadata.uid}'; }
 claim_device() { kc get resourceclaim "$1" -o 'jsonpath={.status.allocation.devices.results[0].device}'; }
 
-# gpu_pod NAME TEMPLATE IMAGE CMD...: a pod (restartPolicy Never) with the claim template's claim
+# gpu_pod NAME TEMPLATE IMAGE CMD...: a pod (restartPolicy Never) with the claim template's claim;
+# with KR_POD_CPU set, its container requests that much CPU (a BestEffort pod's cgroup has 2 CPU
+# shares: on a busy machine it cannot keep a GPU fed)
 gpu_pod() {
-  local name=$1 tmpl=$2 image=$3
+  local name=$1 tmpl=$2 image=$3 req=""
+  [[ -n ${KR_POD_CPU:-} ]] && req=", requests: {cpu: \"$KR_POD_CPU\"}"
   shift 3
   kc apply -f - >/dev/null <<EOF
 apiVersion: v1
@@ -143,6 +151,6 @@ spec:
     image: $image
     imagePullPolicy: Never
     command: $(printf '%s\n' "$@" | jq -R . | jq -sc .)
-    resources: {claims: [{name: gpu}]}
+    resources: {claims: [{name: gpu}]$req}
 EOF
 }

@@ -12,28 +12,32 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=../../skip.sh
 source "$KR_ROOT/tests/skip.sh"
+# a skip is said to the tests of the fixture too (they skip, not fail: kr_env)
+mkdir -p "$KR_DIR"
+rm -f "$KR_DIR/skipped"
+kr_skip() { echo "$*" >"$KR_DIR/skipped"; gs_skip "$@"; }
 
-[[ $(id -u) -eq 0 ]] || gs_skip "needs root (namespaces, cgroups, the kubelet)"
+[[ $(id -u) -eq 0 ]] || kr_skip "needs root (namespaces, cgroups, the kubelet)"
 if ! "$K8S_TOOLS/build.sh" --env --offline >/dev/null 2>&1; then
   if [[ ${GS_REQUIRE_K8S:-0} == 1 ]]; then
     "$K8S_TOOLS/build.sh" || fail "scripts/k8s/build.sh failed"
   else
-    gs_skip "the Kubernetes components are not built (scripts/k8s/build.sh, or GS_REQUIRE_K8S=1)"
+    kr_skip "the Kubernetes components are not built (scripts/k8s/build.sh, or GS_REQUIRE_K8S=1)"
   fi
 fi
 bb=$(command -v busybox || true)
 [[ -n $bb ]] && file -L "$bb" 2>/dev/null | grep -q 'statically linked' || bb=/bin/busybox
-[[ -x $bb ]] || gs_skip "busybox-static is not installed"
+[[ -x $bb ]] || kr_skip "busybox-static is not installed"
 T=$KR_BUILD/tests
 for f in "$KR_BUILD/bin/gpushared" "$KR_BUILD/bin/gpushare-k8s" "$T/gs-ct-fill" "$T/compute_worker" \
   "$KR_BUILD/bin/gpushare-scheduler-extender"; do
   [[ -x $f ]] || fail "$f is not built"
 done
 
-if [[ -d $KR_DIR ]]; then
+if [[ -f $KR_DIR/env ]]; then
   "$(dirname "$0")/down.sh" >/dev/null 2>&1 || true
-  rm -rf "$KR_DIR"
 fi
+rm -rf "$KR_DIR"
 mkdir -p "$KR_GS"
 cat >"$KR_DIR/scheduler.in.yaml" <<'EOF'
 apiVersion: kubescheduler.config.k8s.io/v1
