@@ -80,7 +80,7 @@ gs_add_script_test(k8s_real_down SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/k8s/real/do
 set_tests_properties(k8s_real_up PROPERTIES FIXTURES_SETUP k8s_real SKIP_RETURN_CODE 77
                                             RESOURCE_LOCK k8s_real)
 set_tests_properties(k8s_real_down PROPERTIES FIXTURES_CLEANUP k8s_real RESOURCE_LOCK k8s_real)
-foreach(t exact lifecycle)
+foreach(t exact lifecycle extender)
   gs_add_script_test(k8s_real_${t} SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/k8s/real/${t}.sh"
                      TIMEOUT 300 LABELS k8s-real)
   set_tests_properties(k8s_real_${t} PROPERTIES FIXTURES_REQUIRED k8s_real RESOURCE_LOCK k8s_real
