@@ -192,7 +192,8 @@ static void test_claim_mode_shared(void **state)
         "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\","
         "\"exactly\":{\"deviceClassName\":\"gpu.gpushare.io\",\"selectors\":[{\"cel\":{"
         "\"expression\":\"device.attributes[\\\"gpu.gpushare.io\\\"].mode == \\\"shared\\\"\"}},"
-        "{\"cel\":{\"expression\":\"device.attributes[\\\"gpu.gpushare.io\\\"].productName == 'L4'\"}}],"
+        "{\"cel\":{\"expression\":\"device.attributes[\\\"gpu.gpushare.io\\\"].productName == "
+        "'L4'\"}}],"
         "\"capacity\":{\"requests\":{\"memory\":\"19Gi\",\"compute\":\"25\"}}}}]}}}",
         0, NULL);
     assert_non_null(obj);
@@ -221,7 +222,8 @@ static void test_claim_unsupported(void **state)
          "quantity('8Gi')) >= 0\"}}]}}",
          "a selector other than productName == / in [...] or mode == \"shared\""},
         {"{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"gpu.gpushare.io\",\"selectors\":"
-         "[{\"cel\":{\"expression\":\"device.attributes[\\\"gpu.gpushare.io\\\"].mode == 'mig'\"}}]}}",
+         "[{\"cel\":{\"expression\":\"device.attributes[\\\"gpu.gpushare.io\\\"].mode == "
+         "'mig'\"}}]}}",
          "a selector other than productName == / in [...] or mode == \"shared\""},
         {"{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"gpu.gpushare.io\",\"capacity\":"
          "{\"requests\":{\"bandwidth\":\"1\"}}}}",
@@ -409,11 +411,15 @@ static void test_order(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_slice_json), cmocka_unit_test(test_slice_malformed),
-        cmocka_unit_test(test_claim_json), cmocka_unit_test(test_claim_unsupported),
+        cmocka_unit_test(test_slice_json),
+        cmocka_unit_test(test_slice_malformed),
+        cmocka_unit_test(test_claim_json),
+        cmocka_unit_test(test_claim_unsupported),
         cmocka_unit_test(test_claim_mode_shared),
-        cmocka_unit_test(test_allocate),   cmocka_unit_test(test_allocate_whole),
-        cmocka_unit_test(test_consume),    cmocka_unit_test(test_order),
+        cmocka_unit_test(test_allocate),
+        cmocka_unit_test(test_allocate_whole),
+        cmocka_unit_test(test_consume),
+        cmocka_unit_test(test_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -186,7 +186,7 @@ stop_cluster() {
 
 if [[ $cmd == restart ]]; then
   c=${1:-}
-  [[ -n $c && -f $dir/cmds/$c ]] || die "restart: no component '$c' started here (one of: $(ls "$dir/cmds" | paste -sd' '))"
+  [[ -n $c && -f $dir/cmds/$c ]] || die "restart: no component '$c' started here (one of: $(cd "$dir/cmds" && printf "%s " *))"
   stop_pid "$c" 10
   echo "--- cluster.sh restart $c at $(date -u +%FT%TZ)" >>"$dir/logs/$c.log"
   eval "args=($(cat "$dir/cmds/$c"))"
@@ -343,7 +343,7 @@ import socket
 ss = [socket.socket() for _ in range(9)]
 for s in ss: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in ss))')
-read -r p_etcd p_peer p_api p_cm p_sched p_kubelet p_healthz p_etcdm p_cmstream <<<"$ports"
+read -r p_etcd p_peer p_api p_cm p_sched p_kubelet p_healthz p_etcdm _ <<<"$ports"
 
 kubeconfig() { # kubeconfig FILE CERTNAME
   cat >"$1" <<EOF

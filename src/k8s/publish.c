@@ -9,8 +9,9 @@
  * resourceVersions. What the API server has is listed again when the kubelet registers the
  * plugin (gs__publish_relist) and at least every RELIST_MS: the kubelet deletes its node's slices
  * when it starts, after the registration or before it, and the plugin is told of neither; a
- * slice deleted behind its back is written again within that time. When gpushared does not answer, the slices stay as published (a restart of
- * gpushared must not withdraw the node's GPUs from the scheduler). */
+ * slice deleted behind its back is written again within that time. When gpushared does not answer,
+ * the slices stay as published (a restart of gpushared must not withdraw the node's GPUs from the
+ * scheduler). */
 #include "plugin.h"
 
 #include "gpushare/error.h"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck source-path=SCRIPTDIR
 # The k8s-real fixture's cleanup (ctest k8s_real_down, FIXTURES_CLEANUP k8s_real): stops what
 # up.sh and the tests started, each by its PID (the extender, gpushare-k8s, the cluster, then
 # gpushared), and checks that nothing is left: no process in the cluster's namespace, no mount of
 # its directory, no cgroup of its kubelet. KR_DIR stays (the logs) until the next up.sh.
 set -euo pipefail
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 [[ -d $KR_DIR ]] || exit 0
 mnt=$(cat "$KR_DIR/pids/ns.mnt" 2>/dev/null || true)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck source-path=SCRIPTDIR
 # Issue 35, acceptance 2, on the real cluster of the k8s_real fixture (tests/k8s/real/lib.sh):
 # claims allocated by kube-scheduler from deploy/kubernetes/claim-templates.yaml, prepared by
 # the kubelet through gpushare-k8s, containers started by containerd with the CDI devices.
@@ -14,6 +15,7 @@
 #  4. MIG: a gpu-mig-1g10gb pod gets a 1g.10gb instance at the placement of the device the
 #     scheduler allocated.
 set -euo pipefail
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 kr_env
 cleanup() { kc delete pod,deployment,resourceclaimtemplate -l gs-test=exact --wait=true --timeout=60s >/dev/null 2>&1 || true; }

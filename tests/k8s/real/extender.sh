@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck source-path=SCRIPTDIR
 # Issue 35, acceptance 4, on the real cluster of the k8s_real fixture (tests/k8s/real/lib.sh):
 # the real kube-scheduler, configured by a KubeSchedulerConfiguration with gpushare's extender
 # (up.sh: http://127.0.0.1:18888/, weight 1000, nodeCacheCapable, ignorable), calls
@@ -17,6 +18,7 @@
 #     the pod when kube-scheduler asked (prioritize), and the pod is bound to that node; the
 #     first goes to the small GPU (best fit), where the second no longer fits.
 set -euo pipefail
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 kr_env
 EXT_LOG=$KR_GS/extender.log
@@ -57,6 +59,7 @@ fake_node gs-fake-big 81079 "NVIDIA H100-80GB"
 fake_node gs-fake-small 22528 "NVIDIA L4"
 nodes="gs-node gs-fake-big gs-fake-small"
 
+bound() { [[ -n $(kc get pod "$1" -o 'jsonpath={.spec.nodeName}') ]]; }
 # ext_pod NAME: a gpu-quarter pod that tolerates every taint; prints the node it was bound to
 ext_pod() {
   kc apply -f - >/dev/null <<EOF
@@ -75,7 +78,6 @@ spec:
     command: ["/bin/sleep", "3600"]
     resources: {claims: [{name: gpu}]}
 EOF
-  bound() { [[ -n $(kc get pod "$1" -o 'jsonpath={.spec.nodeName}') ]]; }
   wait_until 60 bound "$1" || { kc describe pod "$1" >&2; fail "pod $1 not bound after 60 s"; }
   kc get pod "$1" -o 'jsonpath={.spec.nodeName}'
 }

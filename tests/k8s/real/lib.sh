@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: Apache-2.0
 # Helpers of the k8s-real acceptance tests (issue 35), sourced by up.sh, down.sh and the tests.
 # The tests share one cluster (ctest fixture k8s_real: up.sh starts it, down.sh stops it): a
@@ -16,7 +17,9 @@ KR_BUILD=$(cd "${GS_BUILD_DIR:-$KR_ROOT/build}" && pwd)
 KR_DIR=$KR_BUILD/k8s-real
 KR_GS=$KR_DIR/gs
 K8S_TOOLS=$KR_ROOT/scripts/k8s
+# shellcheck disable=SC2034 # (for the tests)
 GI=1073741824
+# shellcheck disable=SC2034
 CONTEXT=543162368 # an H100-80GB context's own memory (gpusim)
 export GPUSIM_STATE=$KR_GS/sim GPUSIM_DEVICES=H100-80GB,H100-80GB
 export GPUSHARE_SOCKET=$KR_GS/gpushared.sock

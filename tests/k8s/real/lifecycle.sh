@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck source-path=SCRIPTDIR
 # Issue 35, acceptance 3 and the "bad input" item, on the real cluster of the k8s_real fixture
 # (tests/k8s/real/lib.sh):
 #  1. the kubelet restarted with a pod running: the pod keeps its container, its claim keeps its
@@ -14,12 +15,13 @@
 #  6. a claim the node cannot serve (a GpuConfig the driver refuses) fails its pod with an Event
 #     that says why in one line; the pod's deletion leaves no lease, record or CDI spec.
 set -euo pipefail
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 kr_env
 cleanup() { kc delete pod,resourceclaimtemplate -l gs-test=lifecycle --wait=true --timeout=60s >/dev/null 2>&1 || true; }
 cleanup # (what an earlier run left)
 trap cleanup EXIT
-records() { ls "$K8S_KUBELET_ROOT/plugins/gpu.gpushare.io/claims" 2>/dev/null | wc -l; }
+records() { find "$K8S_KUBELET_ROOT/plugins/gpu.gpushare.io/claims" -type f 2>/dev/null | wc -l; }
 container_of() { kc get pod "$1" -o 'jsonpath={.status.containerStatuses[0].containerID}/{.status.containerStatuses[0].restartCount}'; }
 sleeper() { # NAME: a gpu-4gi-30 pod that sleeps
   gpu_pod "$1" gpu-4gi-30 localhost/gpushare/busybox:1 /bin/sleep 3600
@@ -141,5 +143,6 @@ expect_eq "$(pod_phase life-bad)" Pending "pod life-bad's phase"
 kc delete pod life-bad --wait=true --timeout=60s >/dev/null
 expect_eq "$(keyed_leases)" "" "keyed leases after pod life-bad"
 wait_until 30 no_records || fail "claim records left after pod life-bad: $(records)"
-[[ -z $(ls "$K8S_CDI_DIR" | grep -v '^gpusim') ]] || fail "CDI specs left: $(ls "$K8S_CDI_DIR")"
+left=$(find "$K8S_CDI_DIR" -type f ! -name 'gpusim*')
+[[ -z $left ]] || fail "CDI specs left: $left"
 pass "a claim the node cannot serve: its pod shows one line ($msg); deleted, it leaves nothing"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck source-path=SCRIPTDIR
 # The k8s-real fixture's setup (ctest k8s_real_up, FIXTURES_SETUP k8s_real): starts the cluster
 # the acceptance tests share (tests/k8s/real/lib.sh says what is in it) and leaves it running;
 # down.sh stops it. A cluster left in KR_DIR by an earlier run is stopped first.
@@ -9,6 +10,7 @@
 # Needs root and the components (scripts/k8s/build.sh): otherwise skipped (77, tests/skip.sh);
 # with GS_REQUIRE_K8S=1 it builds them instead.
 set -euo pipefail
+# shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=../../skip.sh
 source "$KR_ROOT/tests/skip.sh"
