@@ -28,7 +28,7 @@ gpu_pod fill-quarter gpu-quarter localhost/gpushare/cuda:1 "$KR_BUILD/tests/gs-c
 kc label pod fill-4gi fill-quarter gs-test=exact >/dev/null
 check_fill() { # POD LIMIT
   local out total free filled oom
-  wait_phase "$1" Succeeded 90
+  wait_phase "$1" Succeeded 180
   out=$(kc logs "$1" | grep "^total ") # (the shim says why it refused on stderr)
   read -r _ total _ free _ filled _ oom <<<"$out"
   expect_eq "$total" "$2" "pod $1: cuMemGetInfo total"
@@ -61,8 +61,8 @@ EOF
 KR_POD_CPU=500m gpu_pod work-30 gpu-4gi-30 localhost/gpushare/cuda:1 "$KR_BUILD/tests/compute_worker" --batch 16 --threads 2
 KR_POD_CPU=500m gpu_pod work-70 gpu-8gi-70 localhost/gpushare/cuda:1 "$KR_BUILD/tests/compute_worker" --batch 16 --threads 2
 kc label pod work-30 work-70 gs-test=exact >/dev/null
-wait_phase work-30 Running 90
-wait_phase work-70 Running 90
+wait_phase work-30 Running 180
+wait_phase work-70 Running 180
 pidns_of() { kc logs "$1" 2>/dev/null | awk '$1 == "pid" && $3 == "ns" { print $4; exit }'; }
 has_pidns() { [[ -n $(pidns_of "$1") ]]; }
 wait_until 30 has_pidns work-30 || fail "pod work-30 did not print its PID namespace"
@@ -102,7 +102,7 @@ spec:
 EOF
 count_phase() { kc get pods -l app=quarter -o json | jq --arg p "$1" '[.items[] | select(.status.phase == $p)] | length'; }
 four_running() { [[ $(count_phase Running) == 4 && $(count_phase Pending) == 1 ]]; }
-wait_until 120 four_running || { kc get pods -l app=quarter -o wide >&2; fail "not 4 Running and 1 Pending after 120 s"; }
+wait_until 240 four_running || { kc get pods -l app=quarter -o wide >&2; fail "not 4 Running and 1 Pending after 240 s"; }
 sleep 3 # a fifth that would start gets its chance
 four_running || { kc get pods -l app=quarter -o wide >&2; fail "not 4 Running and 1 Pending once settled"; }
 pending=$(kc get pods -l app=quarter -o json | jq -r '.items[] | select(.status.phase == "Pending") | .metadata.name')
@@ -125,7 +125,7 @@ pass "a Deployment of 5 gpu-quarter pods: 4 Running on gpu-0, each under its lea
 for p in mig-a mig-b; do
   gpu_pod "$p" gpu-mig-1g10gb localhost/gpushare/busybox:1 /bin/sleep 3600
   kc label pod "$p" gs-test=exact >/dev/null
-  wait_phase "$p" Running 60 # (one after the other: the second's placement is another)
+  wait_phase "$p" Running 180 # (one after the other: the second's placement is another)
 done
 starts=()
 for p in mig-a mig-b; do

@@ -118,7 +118,10 @@ lease_ids() {
 # pod_phase NAME: the pod's phase ("" when none)
 pod_phase() { kc get pod "$1" -o 'jsonpath={.status.phase}' 2>/dev/null || true; }
 phase_is() { [[ $(pod_phase "$1") == "$2" ]]; }
-# wait_phase NAME PHASE SECONDS: fails (with the pod described) when it is not reached
+# wait_phase NAME PHASE SECONDS: fails (with the pod described) when it is not reached. The tests
+# give a pod 180 s: on a loaded machine the kubelet can ask for a claim before the API server's
+# Node authorizer has linked it to the pod ("no relationship found"), and its retry backs off
+# (over a minute seen; docs/kubernetes.md, "On a real cluster")
 wait_phase() {
   wait_until "$3" phase_is "$1" "$2" && return 0
   kc describe pod "$1" >&2 || true

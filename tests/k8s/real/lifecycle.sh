@@ -33,7 +33,7 @@ no_records() { [[ $(records) == 0 ]]; }
 free0=$(gpu0_free)
 
 sleeper life-a
-wait_phase life-a Running 60
+wait_phase life-a Running 180
 ctr_a=$(container_of life-a)
 leases=$(lease_ids)
 uid_a=$(claim_uid "$(claim_of life-a)")
@@ -46,7 +46,7 @@ expect_eq "$(pod_phase life-a)" Running "pod life-a after the kubelet's restart"
 expect_eq "$(container_of life-a)" "$ctr_a" "pod life-a's container (id/restarts) after the kubelet's restart"
 expect_eq "$(lease_ids)" "$leases" "the leases (id:key) after the kubelet's restart"
 sleeper life-b
-wait_phase life-b Running 60
+wait_phase life-b Running 180
 uid_b=$(claim_uid "$(claim_of life-b)")
 expect_eq "$(keyed_leases)" "$(printf '%s\n' "k8s/$uid_a/gpu:active" "k8s/$uid_b/gpu:active" | LC_ALL=C sort | paste -sd' ')" \
   "the leases with life-a and life-b"
@@ -58,7 +58,7 @@ devices=$(slice_devices)
 kr_stop plugin KILL
 kr_start_plugin
 sleeper life-c
-wait_phase life-c Running 60 # prepared by the new plugin: the kubelet took its registration
+wait_phase life-c Running 180 # prepared by the new plugin: the kubelet took its registration
 expect_eq "$(pod_phase life-a)" Running "pod life-a after the plugin's SIGKILL"
 expect_eq "$(container_of life-a)" "$ctr_a" "pod life-a's container after the plugin's SIGKILL"
 uid_c=$(claim_uid "$(claim_of life-c)")
