@@ -25,7 +25,8 @@ test: build
 
 # The tests against a real Kubernetes (issue 35): builds its components from their Go modules
 # into the cache (scripts/k8s/build.sh; reused when there; K8S_VERSION=1.36 for the older
-# release), then ctest -L k8s-real (each test starts and stops its own cluster).
+# release), then ctest -L k8s-real: the smoke test (a cluster of its own), then the acceptance
+# tests on one shared cluster (the ctest fixture k8s_real: tests/k8s/real/up.sh, down.sh).
 test-k8s: build
 	@scripts/k8s/build.sh
 	GS_REQUIRE_K8S=1 ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -L k8s-real --timeout 1800

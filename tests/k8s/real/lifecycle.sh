@@ -55,10 +55,16 @@ pass "the kubelet restarted: pod life-a kept its container and its one lease; li
 # 2. gpushare-k8s killed with SIGKILL, started again
 leases=$(lease_ids)
 devices=$(slice_devices)
+registrations() { grep -c 'registered with the kubelet' "$KR_GS/plugin.log" || true; }
+before=$(registrations)
 kr_stop plugin KILL
 kr_start_plugin
+# the kubelet took the new plugin's registration (a pod made before that fails its first
+# prepare, "DRA driver gpu.gpushare.io is not registered", and waits out the kubelet's backoff)
+registered_again() { (($(registrations) > before)); }
+wait_until 30 registered_again || fail "the restarted plugin was not registered by the kubelet in 30 s"
 sleeper life-c
-wait_phase life-c Running 180 # prepared by the new plugin: the kubelet took its registration
+wait_phase life-c Running 180 # prepared by the new plugin
 expect_eq "$(pod_phase life-a)" Running "pod life-a after the plugin's SIGKILL"
 expect_eq "$(container_of life-a)" "$ctr_a" "pod life-a's container after the plugin's SIGKILL"
 uid_c=$(claim_uid "$(claim_of life-c)")
