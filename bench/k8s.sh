@@ -74,20 +74,7 @@ for i in $(seq "$pods"); do
 done
 
 # many claims on one node
-kc apply -f - >/dev/null <<'EOF'
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: bench-1gi, labels: {gs-bench: k8s}}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: gpu
-          exactly:
-            deviceClassName: gpu.gpushare.io
-            selectors: [{cel: {expression: 'device.attributes["gpu.gpushare.io"].mode == "shared"'}}]
-            capacity: {requests: {memory: 1Gi, compute: "1"}}
-EOF
+shared_template bench-1gi 1Gi 1 gs-bench=k8s
 t0=$(now_ms)
 for i in $(seq "$claims"); do pod_yaml "many-$i" bench-1gi; echo ---; done | kc create -f - >/dev/null
 all_running() { [[ $(kc get pods -l gs-bench=k8s -o json | jq '[.items[] | select(.status.phase == "Running")] | length') == "$claims" ]]; }

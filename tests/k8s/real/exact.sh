@@ -43,20 +43,7 @@ wait_until 30 no_leases || fail "leases left after the fill pods: $(keyed_leases
 pass "memory: gpu-4gi-30's container sees 4 GiB, gpu-quarter's 19 GiB (cuMemGetInfo total), out of memory past it"
 
 # 2. Compute: 30 % (gpu-4gi-30) and 70 % (a template of the test's own) side by side
-kc apply -f - >/dev/null <<'EOF'
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: gpu-8gi-70, labels: {gs-test: exact}}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: gpu
-          exactly:
-            deviceClassName: gpu.gpushare.io
-            selectors: [{cel: {expression: 'device.attributes["gpu.gpushare.io"].mode == "shared"'}}]
-            capacity: {requests: {memory: 8Gi, compute: "70"}}
-EOF
+shared_template gpu-8gi-70 8Gi 70 gs-test=exact
 # (each requests CPU: BestEffort pods' 2 CPU shares starve on the shared cores, the GPU idles)
 KR_POD_CPU=500m gpu_pod work-30 gpu-4gi-30 localhost/gpushare/cuda:1 "$KR_BUILD/tests/compute_worker" --batch 16 --threads 2
 KR_POD_CPU=500m gpu_pod work-70 gpu-8gi-70 localhost/gpushare/cuda:1 "$KR_BUILD/tests/compute_worker" --batch 16 --threads 2

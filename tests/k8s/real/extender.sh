@@ -62,22 +62,8 @@ nodes="gs-node gs-fake-big gs-fake-small"
 bound() { [[ -n $(kc get pod "$1" -o 'jsonpath={.spec.nodeName}') ]]; }
 # ext_pod NAME: a gpu-quarter pod that tolerates every taint; prints the node it was bound to
 ext_pod() {
-  kc apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: $1, labels: {gs-test: extender}}
-spec:
-  automountServiceAccountToken: false
-  tolerations: [{operator: Exists}]
-  resourceClaims:
-  - {name: gpu, resourceClaimTemplateName: gpu-quarter}
-  containers:
-  - name: c
-    image: localhost/gpushare/busybox:1
-    imagePullPolicy: Never
-    command: ["/bin/sleep", "3600"]
-    resources: {claims: [{name: gpu}]}
-EOF
+  KR_POD_TOLERATE=1 gpu_pod "$1" gpu-quarter localhost/gpushare/busybox:1 /bin/sleep 3600
+  kc label pod "$1" gs-test=extender >/dev/null
   wait_until 60 bound "$1" || { kc describe pod "$1" >&2; fail "pod $1 not bound after 60 s"; }
   kc get pod "$1" -o 'jsonpath={.spec.nodeName}'
 }

@@ -135,12 +135,29 @@ claim_of() {
 claim_uid() { kc get resourceclaim "$1" -o 'jsonpath={.metadata.uid}'; }
 claim_device() { kc get resourceclaim "$1" -o 'jsonpath={.status.allocation.devices.results[0].device}'; }
 
+# shared_template NAME MEMORY COMPUTE LABEL=VALUE [GPUCONFIG]: a ResourceClaimTemplate of one
+# shared GPU's MEMORY and COMPUTE % (as claim-templates.yaml's shared ones), labelled; GPUCONFIG:
+# GpuConfig fields as JSON ({"computeMax": 5})
+shared_template() {
+  jq -n --arg n "$1" --arg m "$2" --arg c "$3" --arg l "$4" --argjson g "${5:-null}" '{
+    apiVersion: "resource.k8s.io/v1", kind: "ResourceClaimTemplate",
+    metadata: {name: $n, labels: {($l | split("=")[0]): ($l | split("=")[1])}},
+    spec: {spec: {devices: ({requests: [{name: "gpu", exactly: {deviceClassName: "gpu.gpushare.io",
+      selectors: [{cel: {expression: "device.attributes[\"gpu.gpushare.io\"].mode == \"shared\""}}],
+      capacity: {requests: {memory: $m, compute: $c}}}}]} +
+      (if $g == null then {} else {config: [{requests: ["gpu"], opaque: {driver: "gpu.gpushare.io",
+        parameters: ({apiVersion: "gpu.gpushare.io/v1", kind: "GpuConfig"} + $g)}}]} end))}}}' |
+    kc apply -f - >/dev/null
+}
+
 # gpu_pod NAME TEMPLATE IMAGE CMD...: a pod (restartPolicy Never) with the claim template's claim;
 # with KR_POD_CPU set, its container requests that much CPU (a BestEffort pod's cgroup has 2 CPU
-# shares: on a busy machine it cannot keep a GPU fed)
+# shares: on a busy machine it cannot keep a GPU fed); with KR_POD_TOLERATE=1 it tolerates every
+# taint (a Node object without a kubelet is NotReady)
 gpu_pod() {
-  local name=$1 tmpl=$2 image=$3 req=""
+  local name=$1 tmpl=$2 image=$3 req="" tol=""
   [[ -n ${KR_POD_CPU:-} ]] && req=", requests: {cpu: \"$KR_POD_CPU\"}"
+  [[ ${KR_POD_TOLERATE:-0} == 1 ]] && tol="tolerations: [{operator: Exists}]"
   shift 3
   kc apply -f - >/dev/null <<EOF
 apiVersion: v1
@@ -150,6 +167,7 @@ spec:
   restartPolicy: Never
   automountServiceAccountToken: false
   terminationGracePeriodSeconds: 2
+  $tol
   resourceClaims:
   - {name: gpu, resourceClaimTemplateName: $tmpl}
   containers:

@@ -114,25 +114,7 @@ wait_until 30 back || fail "the slices' devices 30 s after GPU 1 serves again: $
 pass "a GPU that stops serving (MIG off) leaves the slices, and comes back (MIG on)"
 
 # 6. A claim the node cannot serve: its pod fails to start with a one-line Event
-kc apply -f - >/dev/null <<'EOF'
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: gpu-bad-config, labels: {gs-test: lifecycle}}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: gpu
-          exactly:
-            deviceClassName: gpu.gpushare.io
-            selectors: [{cel: {expression: 'device.attributes["gpu.gpushare.io"].mode == "shared"'}}]
-            capacity: {requests: {memory: 1Gi, compute: "10"}}
-      config:
-        - requests: ["gpu"]
-          opaque:
-            driver: gpu.gpushare.io
-            parameters: {apiVersion: gpu.gpushare.io/v1, kind: GpuConfig, computeMax: 5}
-EOF
+shared_template gpu-bad-config 1Gi 10 gs-test=lifecycle '{"computeMax": 5}'
 gpu_pod life-bad gpu-bad-config localhost/gpushare/busybox:1 /bin/sleep 3600
 kc label pod life-bad gs-test=lifecycle >/dev/null
 event() {
