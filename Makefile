@@ -25,8 +25,9 @@ test: build
 
 # The tests against a real Kubernetes (issue 35): builds its components from their Go modules
 # into the cache (scripts/k8s/build.sh; reused when there; K8S_VERSION=1.36 for the older
-# release; and helm, for k8s_real_helm), then ctest -L k8s-real (each test starts and stops its
-# own cluster).
+# release; and helm, for k8s_real_helm), then ctest -L k8s-real: the smoke test and k8s_real_helm
+# (each a cluster of its own), then the acceptance tests on one shared cluster (the ctest fixture
+# k8s_real: tests/k8s/real/up.sh, down.sh).
 test-k8s: build
 	@GS_K8S_HELM=1 scripts/k8s/build.sh
 	GS_REQUIRE_K8S=1 ctest --test-dir $(BUILD) --output-on-failure --no-tests=error -L k8s-real --timeout 1800

@@ -68,3 +68,21 @@ endif()
 gs_add_script_test(k8s_real_smoke SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/k8s/real/smoke.sh"
                    TIMEOUT 900 LABELS k8s-real)
 set_tests_properties(k8s_real_smoke PROPERTIES SKIP_RETURN_CODE 77)
+
+# The acceptance tests of issue 35 share one cluster, the fixture k8s_real (up.sh starts it, with
+# gpushared on gpusim and gpushare-k8s; down.sh stops it and checks that nothing is left): a
+# start and its images cost 15-20 s, and the tests need the same node. RESOURCE_LOCK: one run of
+# them at a time in a build tree (the cluster's directory is the build tree's k8s-real/).
+gs_add_script_test(k8s_real_up SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/k8s/real/up.sh"
+                   TIMEOUT 300 LABELS k8s-real)
+gs_add_script_test(k8s_real_down SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/k8s/real/down.sh"
+                   TIMEOUT 120 LABELS k8s-real)
+set_tests_properties(k8s_real_up PROPERTIES FIXTURES_SETUP k8s_real SKIP_RETURN_CODE 77
+                                            RESOURCE_LOCK k8s_real)
+set_tests_properties(k8s_real_down PROPERTIES FIXTURES_CLEANUP k8s_real RESOURCE_LOCK k8s_real)
+foreach(t exact lifecycle extender)
+  gs_add_script_test(k8s_real_${t} SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/k8s/real/${t}.sh"
+                     TIMEOUT 300 LABELS k8s-real)
+  set_tests_properties(k8s_real_${t} PROPERTIES FIXTURES_REQUIRED k8s_real RESOURCE_LOCK k8s_real
+                                               SKIP_RETURN_CODE 77)
+endforeach()

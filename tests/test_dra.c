@@ -182,6 +182,29 @@ static void test_claim_json(void **state)
     gs_dra_claim_free(&c);
 }
 
+/* The shared templates' selector (deploy/kubernetes/claim-templates.yaml) is no constraint. */
+static void test_claim_mode_shared(void **state)
+{
+    (void)state;
+    gs_dra_claim_t c;
+    char err[GS_K8S_ERR_MAX];
+    json_t *obj = json_loads(
+        "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\","
+        "\"exactly\":{\"deviceClassName\":\"gpu.gpushare.io\",\"selectors\":[{\"cel\":{"
+        "\"expression\":\"device.attributes[\\\"gpu.gpushare.io\\\"].mode == \\\"shared\\\"\"}},"
+        "{\"cel\":{\"expression\":\"device.attributes[\\\"gpu.gpushare.io\\\"].productName == "
+        "'L4'\"}}],"
+        "\"capacity\":{\"requests\":{\"memory\":\"19Gi\",\"compute\":\"25\"}}}}]}}}",
+        0, NULL);
+    assert_non_null(obj);
+    assert_int_equal(gs_dra_claim_parse(obj, &c, err, sizeof(err)), 0);
+    json_decref(obj);
+    assert_int_equal(c.requests[0].unsupported, 0);
+    assert_string_equal(c.requests[0].models, "L4");
+    assert_int_equal(c.requests[0].memory, 19 * GI);
+    gs_dra_claim_free(&c);
+}
+
 /* Requests the model does not place are parsed and flagged, with the reason. */
 static void test_claim_unsupported(void **state)
 {
@@ -197,7 +220,11 @@ static void test_claim_unsupported(void **state)
         {"{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"gpu.gpushare.io\",\"selectors\":"
          "[{\"cel\":{\"expression\":\"device.capacity['gpu.gpushare.io'].memory.compareTo("
          "quantity('8Gi')) >= 0\"}}]}}",
-         "a selector other than productName == / in [...]"},
+         "a selector other than productName == / in [...] or mode == \"shared\""},
+        {"{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"gpu.gpushare.io\",\"selectors\":"
+         "[{\"cel\":{\"expression\":\"device.attributes[\\\"gpu.gpushare.io\\\"].mode == "
+         "'mig'\"}}]}}",
+         "a selector other than productName == / in [...] or mode == \"shared\""},
         {"{\"name\":\"r\",\"exactly\":{\"deviceClassName\":\"gpu.gpushare.io\",\"capacity\":"
          "{\"requests\":{\"bandwidth\":\"1\"}}}}",
          "a capacity other than memory and compute"},
@@ -384,10 +411,15 @@ static void test_order(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_slice_json), cmocka_unit_test(test_slice_malformed),
-        cmocka_unit_test(test_claim_json), cmocka_unit_test(test_claim_unsupported),
-        cmocka_unit_test(test_allocate),   cmocka_unit_test(test_allocate_whole),
-        cmocka_unit_test(test_consume),    cmocka_unit_test(test_order),
+        cmocka_unit_test(test_slice_json),
+        cmocka_unit_test(test_slice_malformed),
+        cmocka_unit_test(test_claim_json),
+        cmocka_unit_test(test_claim_unsupported),
+        cmocka_unit_test(test_claim_mode_shared),
+        cmocka_unit_test(test_allocate),
+        cmocka_unit_test(test_allocate_whole),
+        cmocka_unit_test(test_consume),
+        cmocka_unit_test(test_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

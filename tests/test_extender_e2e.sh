@@ -3,7 +3,8 @@
 # gpushare-scheduler-extender end to end: the extender process follows the stand-in API server
 # (tests/k8s/apiserver.py, LIST + WATCH with a read-only token) and answers kube-scheduler's
 # recorded requests (tests/k8s/requests: ExtenderArgs as k8s.io/kube-scheduler's extender/v1
-# defines them, full Pod and Node objects) sent with curl, exactly as tests/k8s/expected says.
+# defines them and kube-scheduler sends them, with Go's field names "Pod", "Nodes", "NodeNames";
+# full Pod and Node objects) sent with curl, exactly as tests/k8s/expected says.
 # Then what the watch brings (a claim allocated elsewhere changes the answer), and bad input:
 # malformed ExtenderArgs, unknown nodes, another driver's claim, an API server that errs,
 # refuses (403), hangs, is down, or refuses the token (401) -> one clear log line and a neutral

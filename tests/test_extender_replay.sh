@@ -4,8 +4,10 @@
 # capacity, played pod by pod through the extender's filter and prioritize (ExtenderArgs JSON)
 # and the DRA allocator's model. Its unallocated GPU % at 100 % arrival is within 5 % of the
 # offline policy's (`gpushare plan replay`) and at most 0.85 x FGD's published figure; the
-# exact figures are a regression check. No answer is neutral, and kube-scheduler always takes the
-# extender's choice. About 25 s (90 s under sanitizers). The full table (seeds 42-46, five
+# exact figures are a regression check. No answer is neutral, and every pod's best node has the
+# extender's full score (below-max 0). The replay's kube-scheduler is its own selectHost: that a
+# real kube-scheduler binds the pod to the extender's choice is tests/k8s/real/extender.sh's
+# (k8s_real_extender). About 25 s (90 s under sanitizers). The full table (seeds 42-46, five
 # traces, every device order) is docs/kubernetes.md's, from bench/extender_replay.sh.
 set -euo pipefail
 tmp=$(mktemp -d /tmp/gs-test_extender_replay.XXXXXX)

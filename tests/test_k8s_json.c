@@ -179,6 +179,15 @@ static void test_args(void **state)
                              "[{\"metadata\":{\"name\":\"b\"},\"spec\":{}}]}}");
     free(out);
     gs_k8s_args_free(&a);
+    /* What the real kube-scheduler sends: ExtenderArgs has no json tags, so its Go field names
+     * ("Pod", "Nodes": null, "NodeNames"). */
+    const char *go = "{\"Pod\":" ARGS_POD ",\"Nodes\":null,\"NodeNames\":[\"n1\",\"n2\"]}";
+    assert_int_equal(gs_k8s_args_parse(go, strlen(go), &a, err, sizeof(err)), 0);
+    assert_int_equal(a.pod_ok, 1);
+    assert_int_equal(a.count, 2);
+    assert_string_equal(a.names[1], "n2");
+    assert_null(a.nodes);
+    gs_k8s_args_free(&a);
 }
 
 static void test_args_malformed(void **state)

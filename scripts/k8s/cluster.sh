@@ -16,6 +16,10 @@
 #                                             KUBECONFIG (admin), CONTAINERD_ADDRESS and PATH
 #                                             (kubectl, ctr, etcdctl) set
 #        scripts/k8s/cluster.sh kubectl DIR ARGS...   exec DIR kubectl ARGS...
+#        scripts/k8s/cluster.sh restart DIR COMPONENT   stops COMPONENT (SIGTERM, its PID) and
+#                                             starts it again with the command line it was
+#                                             started with (DIR/cmds/COMPONENT); the kubelet:
+#                                             returns when the node is Ready again
 #        scripts/k8s/cluster.sh import DIR IMAGE.tar   ctr -n k8s.io images import
 #        scripts/k8s/cluster.sh image DIR NAME:TAG OUT.tar SRC=DST...   builds an image archive
 #                                             (scripts/k8s/oci-image.py) and imports it
@@ -46,7 +50,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cmd=${1:-}
 dir=${2:-}
-[[ -n $cmd && -n $dir ]] || { sed -n '3,46p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[[ -n $cmd && -n $dir ]] || { sed -n '3,47p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 shift 2
 components_all=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet)
 stop_order=(kubelet kube-scheduler kube-controller-manager)
@@ -74,7 +78,7 @@ load_env() {
 }
 
 case $cmd in
-  exec | kubectl | import | image | status)
+  exec | kubectl | import | image | status | restart)
     load_env
     pid_ok ns || die "the cluster in $dir is not running"
     ;;
@@ -179,6 +183,31 @@ stop_cluster() {
   rm -f "$dir"/pids/*
   return 0
 }
+
+if [[ $cmd == restart ]]; then
+  c=${1:-}
+  [[ -n $c && -f $dir/cmds/$c ]] || die "restart: no component '$c' started here (one of: $(cd "$dir/cmds" && printf "%s " *))"
+  stop_pid "$c" 10
+  echo "--- cluster.sh restart $c at $(date -u +%FT%TZ)" >>"$dir/logs/$c.log"
+  eval "args=($(cat "$dir/cmds/$c"))"
+  # shellcheck disable=SC2154 # (args: set by the eval)
+  setsid nsenter -t "$(cat "$dir/pids/ns")" -m -n -- "${args[@]}" >>"$dir/logs/$c.log" 2>&1 </dev/null &
+  echo $! >"$dir/pids/$c"
+  if [[ $c == kubelet ]]; then
+    n=0
+    # the node's Ready condition is the last one the kubelet posted: wait for a new heartbeat too
+    sleep 2
+    until [[ $(exec_env nsenter -t "$(cat "$dir/pids/ns")" -m -n -- "$K8S_BIN/kubectl" get node "$K8S_NODE" \
+      -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) == True ]]; do
+      pid_ok kubelet || { tail -n 25 "$dir/logs/kubelet.log" >&2; die "the kubelet exited after its restart"; }
+      n=$((n + 1))
+      (( n < 120 )) || die "the node $K8S_NODE is not Ready 120 s after the kubelet's restart"
+      sleep 1
+    done
+  fi
+  echo "cluster.sh: $c restarted (pid $(cat "$dir/pids/$c"))"
+  exit 0
+fi
 
 if [[ $cmd == stop ]]; then
   [[ -d $dir ]] || exit 0
@@ -314,7 +343,7 @@ import socket
 ss = [socket.socket() for _ in range(9)]
 for s in ss: s.bind(("127.0.0.1", 0))
 print(" ".join(str(s.getsockname()[1]) for s in ss))')
-read -r p_etcd p_peer p_api p_cm p_sched p_kubelet p_healthz p_etcdm p_cmstream <<<"$ports"
+read -r p_etcd p_peer p_api p_cm p_sched p_kubelet p_healthz p_etcdm _ <<<"$ports"
 
 kubeconfig() { # kubeconfig FILE CERTNAME
   cat >"$1" <<EOF
@@ -360,6 +389,8 @@ EOF
 
 launch() { # launch NAME CMD...: in the namespace, its own session, log in logs/NAME.log
   local name=$1; shift
+  mkdir -p "$dir/cmds"
+  printf '%q ' "$@" >"$dir/cmds/$name" # (for restart)
   setsid nsenter -t "$hold" -m -n -- "$@" >"$dir/logs/$name.log" 2>&1 </dev/null &
   echo $! >"$dir/pids/$name"
 }

@@ -82,6 +82,24 @@ static int cel_models(const char *expr, char *list, size_t size)
     }
 }
 
+/* Whether the expression is device.attributes["gpu.gpushare.io"].mode == "shared", the selector
+ * of deploy/kubernetes/claim-templates.yaml's shared templates: the model takes it as no
+ * constraint. The model's GPUs are a node's devices other than MIG ones and it does not tell
+ * shared from exclusive or MPS ones; kube-scheduler sends the extender only the nodes its own
+ * filters passed, where the claim's devices were found. */
+static int cel_mode_shared(const char *expr)
+{
+    static const char prefix[] = "device.attributes[\"" GS_DRA_DRIVER "\"].mode";
+    char mode[GS_DRA_SHORT];
+    const char *p = skip_space(expr);
+    if (strncmp(p, prefix, strlen(prefix)) != 0)
+        return 0;
+    p = skip_space(p + strlen(prefix));
+    if (strncmp(p, "==", 2) != 0 || (p = cel_string(skip_space(p + 2), mode, sizeof(mode))) == NULL)
+        return 0;
+    return *skip_space(p) == '\0' && strcmp(mode, "shared") == 0;
+}
+
 /* Intersects the models of `a` with those of `b` into a ("-" names no model: nothing left). */
 static void intersect(char *a, size_t size, const char *b)
 {
@@ -113,8 +131,10 @@ static void read_selectors(const json_t *exact, gs_dra_request_t *r)
     {
         char list[GS_PLACE_SPEC_MAX];
         const char *expr = gs_k8s_str(sel, "cel", "expression", NULL);
+        if (expr != NULL && cel_mode_shared(expr))
+            continue;
         if (expr == NULL || cel_models(expr, list, sizeof(list)) != 0) {
-            unsupported(r, "a selector other than productName == / in [...]");
+            unsupported(r, "a selector other than productName == / in [...] or mode == \"shared\"");
             continue;
         }
         if (r->models[0] == '\0')

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef unsigned __int128 u128;
 
@@ -322,11 +323,29 @@ void gs_k8s_args_free(gs_k8s_args_t *args)
     memset(args, 0, sizeof(*args));
 }
 
+/* Member key of an ExtenderArgs, matched as Go's encoding/json matches it: ignoring case. The
+ * type (k8s.io/kube-scheduler/extender/v1) has no json tags: the real kube-scheduler sends
+ * "Pod", "Nodes", "NodeNames"; an exact match wins. */
+static const json_t *args_member(const json_t *root, const char *key)
+{
+    const json_t *v = json_object_get(root, key);
+    const char *k;
+    json_t *value;
+    if (v != NULL)
+        return v;
+    json_object_foreach((json_t *)root, k, value)
+    {
+        if (strcasecmp(k, key) == 0)
+            return value;
+    }
+    return NULL;
+}
+
 /* The candidate names: "nodenames" (nodeCacheCapable) or the items of "nodes". */
 static int read_names(const json_t *root, gs_k8s_args_t *args, char *err, size_t errlen)
 {
-    const json_t *list = json_object_get(root, "nodenames");
-    const json_t *items = json_object_get(json_object_get(root, "nodes"), "items");
+    const json_t *list = args_member(root, "nodenames");
+    const json_t *items = json_object_get(args_member(root, "nodes"), "items");
     int objects = !json_is_array(list);
     if (objects && !json_is_array(items))
         return gs_fail(err, errlen, GS_EFORMAT, "neither nodenames nor nodes.items is a list");
@@ -362,7 +381,7 @@ int gs_k8s_args_parse(const char *body, size_t len, gs_k8s_args_t *args, char *e
                      ? read_names(root, args, err, errlen)
                      : gs_fail(err, errlen, GS_EFORMAT, "ExtenderArgs is not a JSON object");
     if (result == 0) {
-        const json_t *pod = json_object_get(root, "pod");
+        const json_t *pod = args_member(root, "pod");
         if (!json_is_object(pod))
             snprintf(args->pod_err, sizeof(args->pod_err), "no pod object");
         else

@@ -233,6 +233,9 @@ typedef struct gs__plugin {
     gs__kapi_t *api;        /* the DRA service's client (its thread only) */
     atomic_int stop;        /* the program is stopping */
     atomic_int poke;        /* republish now (a claim was prepared or unprepared) */
+    atomic_int relist;      /* list the API server's slices again before the next pass (the
+                             * kubelet registered the plugin: a starting kubelet deletes its
+                             * node's slices) */
     pthread_mutex_t lock;   /* the publisher's wait */
     pthread_cond_t wake;
 } gs__plugin_t;
@@ -268,5 +271,10 @@ int gs__publish_start(gs__plugin_t *p, pthread_t *thread);
 
 /* Wakes the publisher (after a prepare or unprepare, or to stop). Thread-safe. */
 void gs__publish_poke(gs__plugin_t *p);
+
+/* Wakes the publisher to list the API server's slices before it compares (the kubelet registered
+ * the plugin: a kubelet deletes its node's slices when it starts, and those of a driver gone for
+ * 30 s). Thread-safe. */
+void gs__publish_relist(gs__plugin_t *p);
 
 #endif

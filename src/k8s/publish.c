@@ -6,8 +6,12 @@
  * wanted. The first pass, and every pass after a failure, lists what the API server has first:
  * a restarted plugin adopts its slices as they are when they already say the same (nothing
  * doubled, no generation burnt), and a write refused as a conflict is retried on fresh
- * resourceVersions. When gpushared does not answer, the slices stay as published (a restart of
- * gpushared must not withdraw the node's GPUs from the scheduler).
+ * resourceVersions. What the API server has is listed again when the kubelet registers the
+ * plugin (gs__publish_relist) and at least every RELIST_MS: the kubelet deletes its node's slices
+ * when it starts, after the registration or before it, and the plugin is told of neither; a
+ * slice deleted behind its back is written again within that time. When gpushared does not answer,
+ * the slices stay as published (a restart of gpushared must not withdraw the node's GPUs from the
+ * scheduler).
  *
  * Health: a GPU that gpushared reports with a problem (MIG off on a mig GPU, its MPS control
  * daemon down, ...) is left out of the slices, and each change of a GPU's problem is told to the
@@ -27,11 +31,13 @@
 #define SLICES_PATH "/apis/resource.k8s.io/v1/resourceslices"
 #define EVENTS_PATH "/api/v1/namespaces/default/events" /* where Nodes' events go */
 #define MAX_SLICES  (GS_MAX_DEVICES + 2)
+#define RELIST_MS   5000L /* the most a slice deleted behind the plugin's back stays missing */
 
 typedef struct pub {
     gs__plugin_t *p;
     gs__kapi_t *api;
     int listed;         /* existing[] is what the API server has */
+    long listed_ms;     /* when it was listed (CLOCK_MONOTONIC) */
     int no_partitions;  /* the API server drops MIG's counters: MIG GPUs are not published */
     int64_t generation; /* the pool's, as last published or found */
     json_t *existing;   /* name -> the slice as last listed, or as last written (what was sent,
@@ -332,15 +338,25 @@ static int wanted(pub_t *pub, json_t **want, size_t *n, char *err, size_t errlen
     return result;
 }
 
+static long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
 /* One pass. Returns 0, or a code with one line in err. */
 static int pass(pub_t *pub, char *err, size_t errlen)
 {
     json_t *want[MAX_SLICES];
     size_t n = 0;
     int result = wanted(pub, want, &n, err, errlen);
+    if (atomic_exchange(&pub->p->relist, 0) || now_ms() - pub->listed_ms >= RELIST_MS)
+        pub->listed = 0;
     if (result == 0 && !pub->listed) {
         find_owner(pub);
         result = list_existing(pub, err, errlen);
+        pub->listed_ms = now_ms();
     }
     if (result == 0 && !same_as_existing(pub, want, n))
         result = publish(pub, want, n, err, errlen);
@@ -404,6 +420,12 @@ static void *publisher(void *arg)
 int gs__publish_start(gs__plugin_t *p, pthread_t *thread)
 {
     return -pthread_create(thread, NULL, publisher, p);
+}
+
+void gs__publish_relist(gs__plugin_t *p)
+{
+    atomic_store(&p->relist, 1);
+    gs__publish_poke(p);
 }
 
 void gs__publish_poke(gs__plugin_t *p)

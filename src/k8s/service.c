@@ -64,6 +64,8 @@ static int notify(void *ctx, const ProtobufCMessage *request, ProtobufCBuffer *o
     }
     gs_info("registered with the kubelet as %s (%s at %s)", GS_DRA_DRIVER, DRA_SERVICE,
             s->endpoint);
+    if (s->plugin->cfg.publish)
+        gs__publish_relist(s->plugin); /* a starting kubelet deletes the node's slices */
     pluginregistration__registration_status_response__pack_to_buffer(&resp, out);
     return GS_RPC_OK;
 }

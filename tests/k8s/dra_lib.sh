@@ -4,6 +4,12 @@
 # stand-in kubelet (kubelet.py), all in $WORK and stopped at exit. The container test sources
 # tests/containers/lib.sh first (podman in a private mount namespace; it has sourced
 # tests/daemon/lib.sh), whose cleanup then runs at exit.
+# What these stand-in tests are for: fault injection and edge cases a real component cannot be
+# made to produce on purpose (an API server that errs or refuses, a kubelet that calls twice, a
+# plugin killed mid-call, hostile claims). Their allocations are written by hand (claim()) and
+# prove nothing about kube-scheduler's: that the real scheduler allocates what the driver
+# publishes, and the real kubelet prepares it, is tests/k8s/real/'s (ctest -L k8s-real). A claim
+# made here must be one a scheduler could allocate from what the slices show.
 [[ -n ${WORK:-} ]] || source "$GS_SOURCE_DIR/tests/daemon/lib.sh"
 K8S=$GS_SOURCE_DIR/tests/k8s
 # The kubelet stand-in needs python3-grpcio and python3-protobuf: Debian's Python.

@@ -6,10 +6,13 @@
 # when the container ends). Two claims on one H100, 4Gi + 30 % and 8Gi + 70 %: each container
 # sees exactly its memory (cuMemGetInfo's total; allocations + context fill it, one block more is
 # out of memory) and gets 30 +- 3 / 70 +- 3 % of the GPU's device time over 5 s (gpusim's ground
-# truth); its processes are under its claim's lease (the spec's createRuntime hook); a third
-# claim that does not fit keeps its pod from starting with one line naming the claim and what was
-# free; a container's end unprepares its claim: the lease ends, its memory is free, no CDI spec
-# or record stays. podman in a private mount namespace: tests/containers/lib.sh.
+# truth); its processes are under its claim's lease (the spec's createRuntime hook); a
+# container's end unprepares its claim: the lease ends, its memory is free, no CDI spec or record
+# stays; then a third claim, allocated on the free GPU as a scheduler would, that gpushared cannot
+# serve (a lease outside Kubernetes, `gpushare cdi add`, took the memory after the allocation)
+# keeps its pod from starting with one line naming the claim and what was free. (The real
+# scheduler's side of a claim that does not fit: k8s_real_exact's Pending pod.) podman in a
+# private mount namespace: tests/containers/lib.sh.
 source "$(dirname "$0")/../containers/lib.sh"
 GPUSIM_DEVICES=H100-80GB
 source "$(dirname "$0")/dra_lib.sh"
@@ -50,10 +53,8 @@ gpu0() {
 leasable=$(gpu0 memory_leasable)
 a=$(claim ml a gpu gpu-0 4Gi 30)
 b=$(claim ml b gpu gpu-0 8Gi 70)
-c=$(claim ml c gpu gpu-0 4Gi 10)
 pod pa a
 pod pb b
-pod pc c
 
 # 1. Memory: what CUDA sees in each pod's container; the pod's end unprepares its claim.
 check_memory() { # POD UID LIMIT
@@ -106,23 +107,7 @@ for p in "pa $a" "pb $b"; do
 done
 pass "each container's process is under its claim's lease in status --processes"
 
-# 4. A third claim that does not fit: its pod does not start; one line names it and what was free.
-set +e
-run_pod pc "$T/gs-ct-fill" >/dev/null
-rc=$?
-set -e
-expect_eq "$rc" 125 "run-pod's status for a pod whose claim was refused"
-line=$(grep "^kubelet: claim ml/c: " "$WORK/kubelet.log" | tail -1)
-line=${line#kubelet: claim ml/c: } # (the stand-in's own prefix)
-line=${line% (attempt *)}
-[[ $line == "claim ml/c: does not fit: it needs 4Gi and 10 % of compute; gpu-0 had "*" and 0 % of compute free (2 leases) (gpushared refused the lease: "* ]] ||
-  fail "the refusal: $line"
-running pc && fail "pod pc's container started"
-expect_eq "$(leftovers "$c")" 0 "claim c's CDI spec and record"
-expect_eq "$(keyed_leases)" "$(sorted "k8s/$a/gpu:active" "k8s/$b/gpu:active")" "leases with pc refused"
-pass "a third claim that does not fit: $line"
-
-# 5. A container's end: the kubelet unprepares its claim; the lease ends and its memory is free.
+# 4. A container's end: the kubelet unprepares its claim; the lease ends and its memory is free.
 before=$(gpu0 memory_free)
 start=$(date +%s%N)
 ct kill pa >/dev/null
@@ -136,7 +121,31 @@ ct kill pb >/dev/null
 wait "$pod_b" || true
 expect_eq "$(keyed_leases)" "" "leases once pod pb ended"
 expect_eq "$(gpu0 memory_free)" "$leasable" "GPU 0's free memory at the end"
-for u in "$a" "$b" "$c"; do expect_eq "$(leftovers "$u")" 0 "claim $u's leftovers"; done
+for u in "$a" "$b"; do expect_eq "$(leftovers "$u")" 0 "claim $u's leftovers"; done
 expect_eq "$(ls "$WORK/plugin/claims" | wc -l)" 0 "records"
 expect_eq "$(ls "$CDI")" "gpusim.gpushare.io_node-sim.json" "CDI specs"
 pass "the containers' end unprepares their claims: no lease, spec or record left, all memory free"
+
+# 5. A third claim the node cannot serve: allocated on the free GPU (claims a and b gone, as a
+# scheduler deallocates them with their pods), while a lease outside Kubernetes took 76 GiB.
+api DELETE /apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/a >/dev/null
+api DELETE /apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/b >/dev/null
+gs cdi add outside --gpu-memory 76G --no-wait --dir "$WORK" >/dev/null
+c=$(claim ml c gpu gpu-0 4Gi 10)
+pod pc c
+set +e
+run_pod pc "$T/gs-ct-fill" >/dev/null
+rc=$?
+set -e
+expect_eq "$rc" 125 "run-pod's status for a pod whose claim was refused"
+line=$(grep "^kubelet: claim ml/c: " "$WORK/kubelet.log" | tail -1)
+line=${line#kubelet: claim ml/c: } # (the stand-in's own prefix)
+line=${line% (attempt *)}
+[[ $line == "claim ml/c: does not fit: it needs 4Gi and 10 % of compute; gpu-0 had "*" and 100 % of compute free (1 lease) (gpushared refused the lease: "* ]] ||
+  fail "the refusal: $line"
+running pc && fail "pod pc's container started"
+expect_eq "$(leftovers "$c")" 0 "claim c's CDI spec and record"
+expect_eq "$(keyed_leases)" "cdi/outside:active" "leases with pc refused"
+gs cdi remove outside --dir "$WORK" >/dev/null
+expect_eq "$(keyed_leases)" "" "leases at the end"
+pass "a third claim the node cannot serve (its memory leased outside Kubernetes): $line"

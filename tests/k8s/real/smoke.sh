@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck source-path=SCRIPTDIR
 # k8s-real smoke test (issue 35): the real Kubernetes of scripts/k8s/cluster.sh starts in a
 # temporary directory, its node gets Ready, a pod of a locally built busybox-static image
 # (imported, no registry) runs to completion and its log is what it printed; then everything
@@ -28,7 +29,7 @@ bb=$(command -v busybox || true)
 
 dir=$(mktemp -d /tmp/gs-k8s-smoke.XXXXXX)
 fail() { echo "FAIL: $*" >&2; exit 1; }
-mnt= cg=
+mnt='' cg=''
 finish() {
   local rc=$?
   "$k8s/cluster.sh" stop "$dir" || true
