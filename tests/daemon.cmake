@@ -33,7 +33,7 @@ if(TARGET gsim_nvml AND TARGET gpushare_shim)
   # Issue 15: a hostile local user (a second system user; root needed, skipped otherwise).
   foreach(script hostile_region hostile_ledger hostile_records hostile_flood hostile_metrics
           hostile_display hostile_state hostile_pids hostile_budget hostile_keyed
-          hostile_unsure hostile_squat hostile_cdi)
+          hostile_unsure hostile_squat hostile_cdi hostile_suspend)
     gs_add_script_test(daemon_${script} SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/${script}.sh"
                        TIMEOUT 120 LABELS "daemon;hostile")
     set_tests_properties(daemon_${script} PROPERTIES SKIP_RETURN_CODE 77)

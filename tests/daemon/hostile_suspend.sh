@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: Apache-2.0
+# Issue 40's holes: a user who suspends their own lease never stalls the daemon for others, and a
+# suspended lease's memory is not theirs to take again behind the pool's back.
+#  1. The second user's job sits in a kernel longer than the lock timeout (2 s) and they suspend
+#     its lease: while that suspend waits in the lock, another user's `gpushare leases` and lease
+#     request answer within 200 ms (the checkpoint runs off the event loop); a second suspend of
+#     the busy lease is refused with one line; the first gets its answer when the lock times out.
+#  2. While the lease is suspended (its memory back in the pool), a new process of its job is
+#     refused its CUDA context (CUDA_ERROR_OUT_OF_MEMORY); resumed, a new process allocates again.
+source "$(dirname "$0")/hostile_lib.sh"
+PROGS=$GS_BUILD_DIR/tests/cuda_progs
+GPUSIM_DEVICES=H100-80GB
+start_daemon
+chmod 755 "$WORK/sim" 2>/dev/null || true
+OUT=$WORK/user2
+mkdir -m 0777 "$OUT"
+has_sum() { grep -q '^sum ' "$1" 2>/dev/null; }
+
+# The job: a process holding 1 GiB (sumhold), then, at each go file, a new process (memhold 2)
+# started while the lease is suspended, and one after its resume.
+bg "${AS_USER2[@]}" "$BIN/gpushare" run --gpu-memory 6G --name victim -- bash -c "
+  \"$PROGS/sumhold\" 1 >\"$OUT/hold.out\" &
+  until [ -e \"$OUT/go1\" ]; do sleep 0.05; done
+  \"$PROGS/memhold\" 2 >\"$OUT/new1.out\" 2>&1; echo \"exit \$?\" >>\"$OUT/new1.out\"
+  until [ -e \"$OUT/go2\" ]; do sleep 0.05; done
+  \"$PROGS/memhold\" 2 >\"$OUT/new2.out\" 2>&1 &
+  wait"
+wait_until 20 has_sum "$OUT/hold.out"
+lease=$(user2_lease)
+job=$(pgrep -f "^$PROGS/sumhold 1$")
+
+# Hole 1: the job is inside a 5 s kernel; its user suspends the lease.
+kill -USR2 "$job"
+wait_until 5 grep -q '^launched' "$OUT/hold.out"
+bg "${AS_USER2[@]}" "$BIN/gpushare" suspend "$lease" >"$OUT/suspend1.out" 2>&1
+suspender=$!
+sleep 0.5 # the daemon has the suspend: its worker waits in the lock (2 s)
+gs_now_us
+t0=$GS_NOW_US
+gs leases >/dev/null || fail "gpushare leases failed during another user's suspend"
+gs_now_us
+took_ms=$(((GS_NOW_US - t0) / 1000))
+[[ $took_ms -lt 200 ]] || fail "gpushare leases took $took_ms ms while another user's suspend waited in a lock"
+gs_now_us
+t0=$GS_NOW_US
+gs run --gpu-memory 1G --no-wait -- true || fail "a lease request failed during another user's suspend"
+gs_now_us
+took_req_ms=$(((GS_NOW_US - t0) / 1000))
+kill -0 "$suspender" 2>/dev/null || fail "the suspend was answered before its lock timed out: $(cat "$OUT/suspend1.out")"
+out=$(gs2 suspend "$lease" 2>&1) && fail "a second suspend of a lease being suspended succeeded: $out"
+expect_eq "$out" "gpushare: lease $lease is being suspended now: try again when that is done" \
+  "a second suspend meanwhile"
+rc=0
+wait "$suspender" || rc=$?
+expect_eq "$rc" 75 "the suspend's exit status"
+expect_eq "$(cat "$OUT/suspend1.out")" "gpushare: process $job could not be suspended (CUDA_ERROR_NOT_READY: a kernel ran longer than the lock timeout): nothing was" \
+  "the suspend's answer"
+expect_eq "$(lease_state "$lease")" active "the lease's state after its lock timed out"
+daemon_alive || fail "gpushared died"
+pass "a suspend waiting in a lock stalls nobody: leases answered in $took_ms ms, a lease request in $took_req_ms ms"
+
+# Hole 2: suspended, the lease's memory is back in the pool; a new process of its job is refused.
+sleep 3 # the kernel's 5 s are over
+expect_eq "$(gs2 suspend "$lease")" "lease $lease suspended (1 processes)" "the suspend once the kernel ended"
+expect_eq "$(lease_state "$lease")" suspended "its state"
+touch "$OUT/go1"
+wait_until 20 grep -q '^exit ' "$OUT/new1.out"
+grep -q '^exit 1$' "$OUT/new1.out" || fail "a new process of a suspended lease's job ran: $(cat "$OUT/new1.out")"
+grep -q 'CUDA_ERROR_OUT_OF_MEMORY' "$OUT/new1.out" ||
+  fail "a new process of a suspended lease's job was not refused for memory: $(cat "$OUT/new1.out")"
+grep -q 'this lease is suspended' "$OUT/new1.out" ||
+  fail "the shim did not say why it refused: $(cat "$OUT/new1.out")"
+pass "a new process of a suspended lease's job is refused its context (CUDA_ERROR_OUT_OF_MEMORY)"
+
+expect_eq "$(gs2 resume "$lease")" "lease $lease resumed (1 processes)" "the resume"
+expect_eq "$(lease_state "$lease")" active "its state once resumed"
+touch "$OUT/go2"
+wait_until 20 grep -q "^held " "$OUT/new2.out"
+kill -USR1 "$job"
+wait_until 10 test "$(grep -c '^sum ' "$OUT/hold.out")" -ge 2
+expect_eq "$(grep '^sum ' "$OUT/hold.out" | sed -n 2p)" "$(grep '^sum ' "$OUT/hold.out" | sed -n 1p)" \
+  "the first process's checksum after the resume"
+pass "resumed, a new process of the job allocates again; the first one's data are intact"
