@@ -6,7 +6,9 @@
 #     request answer within 200 ms (the checkpoint runs off the event loop); a second suspend of
 #     the busy lease is refused with one line; the first gets its answer when the lock times out.
 #  2. While the lease is suspended (its memory back in the pool), a new process of its job is
-#     refused its CUDA context (CUDA_ERROR_OUT_OF_MEMORY); resumed, a new process allocates again.
+#     refused its CUDA context (CUDA_ERROR_OUT_OF_MEMORY), and one around the shim is over the
+#     lease's limit (none while suspended) and killed by the watchdog; resumed, a new process
+#     allocates again.
 source "$(dirname "$0")/hostile_lib.sh"
 PROGS=$GS_BUILD_DIR/tests/cuda_progs
 GPUSIM_DEVICES=H100-80GB
@@ -22,6 +24,8 @@ bg "${AS_USER2[@]}" "$BIN/gpushare" run --gpu-memory 6G --name victim -- bash -c
   \"$PROGS/sumhold\" 1 >\"$OUT/hold.out\" &
   until [ -e \"$OUT/go1\" ]; do sleep 0.05; done
   \"$PROGS/memhold\" 2 >\"$OUT/new1.out\" 2>&1; echo \"exit \$?\" >>\"$OUT/new1.out\"
+  until [ -e \"$OUT/go1b\" ]; do sleep 0.05; done
+  env -u LD_PRELOAD \"$PROGS/memhold\" 2 >\"$OUT/bypass.out\" 2>&1 &
   until [ -e \"$OUT/go2\" ]; do sleep 0.05; done
   \"$PROGS/memhold\" 2 >\"$OUT/new2.out\" 2>&1 &
   wait"
@@ -71,6 +75,14 @@ grep -q 'CUDA_ERROR_OUT_OF_MEMORY' "$OUT/new1.out" ||
 grep -q 'this lease is suspended' "$OUT/new1.out" ||
   fail "the shim did not say why it refused: $(cat "$OUT/new1.out")"
 pass "a new process of a suspended lease's job is refused its context (CUDA_ERROR_OUT_OF_MEMORY)"
+
+# One that goes around the shim (no LD_PRELOAD) gets memory from the driver: the watchdog holds
+# a suspended lease to none, so it is over its limit and killed (enforce = kill, the default).
+touch "$OUT/go1b"
+wait_until 20 grep -q '^held ' "$OUT/bypass.out"
+wait_until 5 grep -q "lease $lease (user $USER2) holds .* on GPU 0, over its limit of 0 B" "$WORK/daemon.log"
+wait_until 5 grep -q "killed pid .*memhold 2\"): lease $lease was over its 0 B limit on GPU 0" "$WORK/daemon.log"
+pass "a process of a suspended lease that goes around the shim is over its limit (0 B) and killed"
 
 expect_eq "$(gs2 resume "$lease")" "lease $lease resumed (1 processes)" "the resume"
 expect_eq "$(lease_state "$lease")" active "its state once resumed"
