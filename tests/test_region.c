@@ -518,6 +518,32 @@ static void test_recycle(void **state)
     gs_region_close(r);
 }
 
+/* A suspended lease's limit (issue 40): every reservation beside what is held is refused, a
+ * free still goes through, and the lease's own limit comes back at resume. */
+static void test_suspended_limit(void **state)
+{
+    (void)state;
+    gs_region_config_t cfg = config_with_limit(GIB);
+    gs_region_t *r = NULL;
+    int slot;
+    assert_int_equal(gs_region_create_private(&cfg, &r), 0);
+    assert_int_equal(gs_region_attach(r, &slot), 0);
+    assert_int_equal(gs_region_reserve(r, slot, 0, 100 * MIB), 0);
+    gs_region_set_limit(r, 0, GS_REGION_LIMIT_SUSPENDED);
+    assert_int_equal(gs_region_limit(r, 0), GS_REGION_LIMIT_SUSPENDED);
+    assert_int_equal(gs_region_reserve(r, slot, 0, 1), GS_ELIMIT);
+    assert_int_equal(gs_region_reserve(r, slot, 0, 2 * MIB), GS_ELIMIT);
+    gs_region_release(r, slot, 0, 50 * MIB, 1);
+    assert_int_equal(gs_region_used(r, 0), 50 * MIB);
+    assert_int_equal(gs_region_reserve(r, slot, 0, 1), GS_ELIMIT);
+    gs_region_set_limit(r, GS_MAX_DEVICES, 0); /* beyond the table: ignored */
+    gs_region_set_limit(r, 0, GIB);
+    assert_int_equal(gs_region_reserve(r, slot, 0, 900 * MIB), 0);
+    assert_int_equal(gs_region_reserve(r, slot, 0, 100 * MIB), GS_ELIMIT);
+    gs_region_detach(r, slot);
+    gs_region_close(r);
+}
+
 int main(void)
 {
     if (mkdtemp(dir) == NULL)
@@ -535,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_closed_descriptors_still_alive),
         cmocka_unit_test(test_forked_child_does_not_keep_parent_alive),
         cmocka_unit_test(test_recycle),
+        cmocka_unit_test(test_suspended_limit),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];
