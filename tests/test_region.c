@@ -477,15 +477,22 @@ static void test_forked_child_does_not_keep_parent_alive(void **state)
     gs_region_close(r);
 }
 
+/* A private region with limit on device 0, this process attached to it in *slot. */
+static gs_region_t *attached_private(uint64_t limit, int *slot)
+{
+    gs_region_config_t cfg = config_with_limit(limit);
+    gs_region_t *r = NULL;
+    assert_int_equal(gs_region_create_private(&cfg, &r), 0);
+    assert_int_equal(gs_region_attach(r, slot), 0);
+    return r;
+}
+
 /* Only the record a handle attached is its to charge. */
 static void test_foreign_slot_refused(void **state)
 {
     (void)state;
-    gs_region_config_t cfg = config_with_limit(GIB);
-    gs_region_t *r = NULL;
     int slot;
-    assert_int_equal(gs_region_create_private(&cfg, &r), 0);
-    assert_int_equal(gs_region_attach(r, &slot), 0);
+    gs_region_t *r = attached_private(GIB, &slot);
     assert_int_equal(gs_region_reserve(r, (slot + 1) % GS_REGION_MAX_PROCS, 0, 1), GS_EINVAL);
     gs_region_detach(r, slot);
     assert_int_equal(gs_region_reserve(r, slot, 0, 1), GS_EINVAL); /* after the exit-time detach */
@@ -523,11 +530,8 @@ static void test_recycle(void **state)
 static void test_suspended_limit(void **state)
 {
     (void)state;
-    gs_region_config_t cfg = config_with_limit(GIB);
-    gs_region_t *r = NULL;
     int slot;
-    assert_int_equal(gs_region_create_private(&cfg, &r), 0);
-    assert_int_equal(gs_region_attach(r, &slot), 0);
+    gs_region_t *r = attached_private(GIB, &slot);
     assert_int_equal(gs_region_reserve(r, slot, 0, 100 * MIB), 0);
     gs_region_set_limit(r, 0, GS_REGION_LIMIT_SUSPENDED);
     assert_int_equal(gs_region_limit(r, 0), GS_REGION_LIMIT_SUSPENDED);
