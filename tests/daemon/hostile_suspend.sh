@@ -9,6 +9,9 @@
 #     refused its CUDA context (CUDA_ERROR_OUT_OF_MEMORY), and one around the shim is over the
 #     lease's limit (none while suspended) and killed by the watchdog; resumed, a new process
 #     allocates again.
+#  3. A release of the lease while its suspend waits in the lock answers at once; the suspend is
+#     answered when its worker is done (it failed: its process died), the lease ends, its memory
+#     is back in the pool.
 source "$(dirname "$0")/hostile_lib.sh"
 PROGS=$GS_BUILD_DIR/tests/cuda_progs
 GPUSIM_DEVICES=H100-80GB
@@ -89,7 +92,37 @@ expect_eq "$(lease_state "$lease")" active "its state once resumed"
 touch "$OUT/go2"
 wait_until 20 grep -q "^held " "$OUT/new2.out"
 kill -USR1 "$job"
-wait_until 10 test "$(grep -c '^sum ' "$OUT/hold.out")" -ge 2
+summed_twice() { [[ $(grep -c '^sum ' "$OUT/hold.out") -ge 2 ]]; }
+wait_until 10 summed_twice
 expect_eq "$(grep '^sum ' "$OUT/hold.out" | sed -n 2p)" "$(grep '^sum ' "$OUT/hold.out" | sed -n 1p)" \
   "the first process's checksum after the resume"
 pass "resumed, a new process of the job allocates again; the first one's data are intact"
+
+# A release while the suspend waits in its lock is not held up (the lease ends as it would), and
+# the suspend is answered once its worker is done: nothing was suspended, the lease is gone and
+# its memory back in the pool.
+free_before=$(gs status --json | jq '.gpus[0].memory_free')
+kill -USR2 "$job"
+launched_twice() { [[ $(grep -c '^launched' "$OUT/hold.out") -ge 2 ]]; }
+wait_until 5 launched_twice
+bg "${AS_USER2[@]}" "$BIN/gpushare" suspend "$lease" >"$OUT/suspend2.out" 2>&1
+suspender=$!
+sleep 0.5
+gs_now_us
+t0=$GS_NOW_US
+gs release "$lease" >/dev/null || fail "root's release of a lease being suspended failed"
+gs_now_us
+took_ms=$(((GS_NOW_US - t0) / 1000))
+# (500 ms: a release by another user looks for the job's processes and signals them; held up
+# by the lock it would take most of its 2 s.)
+[[ $took_ms -lt 500 ]] || fail "the release took $took_ms ms while the lease's suspend waited in a lock"
+rc=0
+wait "$suspender" || rc=$?
+[[ $rc -ne 0 ]] || fail "the suspend of a lease released meanwhile succeeded: $(cat "$OUT/suspend2.out")"
+grep -q "^gpushare: process $job could not be suspended (" "$OUT/suspend2.out" ||
+  fail "the suspend's answer: $(cat "$OUT/suspend2.out")"
+wait_eq 10 gone lease_state "$lease"
+daemon_alive || fail "gpushared died"
+freed() { [[ $(gs status --json | jq '.gpus[0].memory_free') -gt $free_before ]]; }
+wait_until 5 freed
+pass "a release during a suspend answers in $took_ms ms; the suspend fails ($(cat "$OUT/suspend2.out")), the lease ends, its memory is back"
