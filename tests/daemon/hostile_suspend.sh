@@ -2,8 +2,9 @@
 # Issue 40's holes: a user who suspends their own lease never stalls the daemon for others, and a
 # suspended lease's memory is not theirs to take again behind the pool's back.
 #  1. The second user's job sits in a kernel longer than the lock timeout (2 s) and they suspend
-#     its lease: while that suspend waits in the lock, another user's `gpushare leases` and lease
-#     request answer within 200 ms (the checkpoint runs off the event loop); a second suspend of
+#     its lease: while that suspend waits in the lock, another user's `gpushare leases` answers
+#     within 200 ms and a lease request (gpushare run, its job started and ended) within 500 ms
+#     (the checkpoint runs off the event loop); a second suspend of
 #     the busy lease is refused with one line; the first gets its answer when the lock times out.
 #  2. While the lease is suspended (its memory back in the pool), a new process of its job is
 #     refused its CUDA context (CUDA_ERROR_OUT_OF_MEMORY), and one around the shim is over the
@@ -53,6 +54,8 @@ t0=$GS_NOW_US
 gs run --gpu-memory 1G --no-wait -- true || fail "a lease request failed during another user's suspend"
 gs_now_us
 took_req_ms=$(((GS_NOW_US - t0) / 1000))
+# (500 ms: gpushare run also starts its job.)
+[[ $took_req_ms -lt 500 ]] || fail "a lease request took $took_req_ms ms while another user's suspend waited in a lock"
 kill -0 "$suspender" 2>/dev/null || fail "the suspend was answered before its lock timed out: $(cat "$OUT/suspend1.out")"
 out=$(gs2 suspend "$lease" 2>&1) && fail "a second suspend of a lease being suspended succeeded: $out"
 expect_eq "$out" "gpushare: lease $lease is being suspended now: try again when that is done" \
