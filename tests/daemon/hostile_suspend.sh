@@ -6,6 +6,7 @@
 #     within 200 ms and a lease request (gpushare run, its job started and ended) within 500 ms
 #     (the checkpoint runs off the event loop); a second suspend of
 #     the busy lease is refused with one line; the first gets its answer when the lock times out.
+#     Replies stay in order: a list sent behind a suspend on one connection is answered after it.
 #  2. While the lease is suspended (its memory back in the pool), a new process of its job is
 #     refused its CUDA context (CUDA_ERROR_OUT_OF_MEMORY), and one around the shim is over the
 #     lease's limit (none while suspended) and killed by the watchdog; resumed, a new process
@@ -71,7 +72,20 @@ pass "a suspend waiting in a lock stalls nobody: leases answered in $took_ms ms,
 
 # Hole 2: suspended, the lease's memory is back in the pool; a new process of its job is refused.
 sleep 3 # the kernel's 5 s are over
-expect_eq "$(gs2 suspend "$lease")" "lease $lease suspended (1 processes)" "the suspend once the kernel ended"
+# (Sent with a list request behind it on one connection: the replies come in order, the
+# suspend's first, though it is answered when the worker is done.)
+replies=$(/usr/bin/python3 - "$GPUSHARE_SOCKET" "$lease" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(('{"op":"suspend","lease":%s}\n{"op":"list"}\n' % sys.argv[2]).encode())
+f = s.makefile()
+for _ in range(2):
+    r = json.loads(f.readline())
+    print(r.get("op"), r.get("ok"), r.get("state", ""))
+PY
+)
+expect_eq "$replies" $'suspend True suspended\nlist True ' "the replies of a suspend and a list sent together"
 expect_eq "$(lease_state "$lease")" suspended "its state"
 touch "$OUT/go1"
 wait_until 20 grep -q '^exit ' "$OUT/new1.out"

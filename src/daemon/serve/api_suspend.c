@@ -5,8 +5,9 @@
  * first schedule that finds room (a resume that waits).
  *
  * The checkpoint calls run on the checkpoint worker, never on the event loop: a request submits
- * a job and its reply leaves when the job is done (gs__api_ckpt_done; a requester gone by then
- * is answered by nobody, and the result applies all the same). Meanwhile the lease is busy: a
+ * a job and its reply leaves when the job is done (gs__api_ckpt_done; the requester's further
+ * requests wait unread meanwhile, so that replies stay in order; a requester gone by then is
+ * answered by nobody, and the result applies all the same). Meanwhile the lease is busy: a
  * second suspend or resume of it is refused with one line. A release (or a disconnect, or a
  * time limit) meanwhile is not held up: the lease ends as it would; a suspend that then
  * completes is undone (its processes restored and unlocked, the lease never shows suspended),
@@ -96,6 +97,8 @@ static int submit(gs__daemon_t *d, gs__conn_t *conn, gs__ckpt_op_t op, uint64_t 
         return -1;
     }
     *procs = (gs__proc_refs_t){0};
+    if (conn != NULL)
+        gs__conn_hold(conn, 1); /* its next requests wait for this one's answer */
     return 0;
 }
 
@@ -243,6 +246,8 @@ void gs__api_ckpt_done(gs__daemon_t *d)
             suspend_done(d, lease, job);
         else if (job->lease != 0)
             resume_done(d, lease, job);
+        if (job->requester != NULL)
+            gs__conn_hold(job->requester, 0); /* answered: its next requests are served */
         gs__ckpt_free(job);
     }
 }

@@ -361,7 +361,8 @@ static void flush_conn(server_t *s, gs__conn_t *conn)
 {
     if (conn->dead || conn->fd < 0)
         return;
-    int was_paused = gs__conn_paused(conn);
+    int was_paused = gs__conn_paused(conn) || conn->unheld;
+    conn->unheld = 0;
     if (gs__conn_flush(conn) != 0) {
         conn_gone(s, conn);
         return;
