@@ -132,13 +132,14 @@ static void suspend_done(gs__daemon_t *d, gs__lease_t *lease, gs__ckpt_job_t *jo
     char why[160];
     if (job->result > 0 && (lease == NULL || lease->rec.state == GS__LEASE_ENDING)) {
         snprintf(why, sizeof(why),
-                 "lease %llu ended while it was being suspended: its %u "
-                 "processes are restored",
+                 "lease %llu ended while it was being suspended: its %u processes are restored",
                  (unsigned long long)job->lease, job->procs.n);
         gs_info("%s", why);
         if (conn != NULL)
             gs__conn_send(conn, gs__api_error("suspend", GS_WIRE_ENDED, why));
-        submit(d, NULL, GS__CKPT_RESUME, 0, &job->procs);
+        if (submit(d, NULL, GS__CKPT_RESUME, 0, &job->procs) != 0)
+            gs_error("lease %llu: its processes stay checkpointed (no worker to restore them)",
+                     (unsigned long long)job->lease);
         return;
     }
     if (job->result == 0)
