@@ -33,11 +33,18 @@ if(TARGET gsim_nvml AND TARGET gpushare_shim)
   # Issue 15: a hostile local user (a second system user; root needed, skipped otherwise).
   foreach(script hostile_region hostile_ledger hostile_records hostile_flood hostile_metrics
           hostile_display hostile_state hostile_pids hostile_budget hostile_keyed
-          hostile_unsure hostile_squat hostile_cdi hostile_suspend)
+          hostile_unsure hostile_squat hostile_cdi)
     gs_add_script_test(daemon_${script} SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/${script}.sh"
                        TIMEOUT 120 LABELS "daemon;hostile")
     set_tests_properties(daemon_${script} PROPERTIES SKIP_RETURN_CODE 77)
   endforeach()
+  # Issue 40's holes: suspend off the event loop, a suspended lease's region (cuda_progs/).
+  if(TARGET gsim_cuda)
+    gs_add_script_test(daemon_hostile_suspend
+                       SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/hostile_suspend.sh"
+                       TIMEOUT 120 LABELS "daemon;hostile")
+    set_tests_properties(daemon_hostile_suspend PROPERTIES SKIP_RETURN_CODE 77)
+  endif()
   # gpushare doctor: a ready node, then each check failing in turn.
   add_executable(gs-nvml-set nvml_set.c)
   target_link_libraries(gs-nvml-set PRIVATE gsim_nvml)
