@@ -38,6 +38,13 @@ if(TARGET gsim_nvml AND TARGET gpushare_shim)
                        TIMEOUT 120 LABELS "daemon;hostile")
     set_tests_properties(daemon_${script} PROPERTIES SKIP_RETURN_CODE 77)
   endforeach()
+  # Issue 40's holes: suspend off the event loop, a suspended lease's region (cuda_progs/).
+  if(TARGET gsim_cuda)
+    gs_add_script_test(daemon_hostile_suspend
+                       SCRIPT "${CMAKE_CURRENT_SOURCE_DIR}/daemon/hostile_suspend.sh"
+                       TIMEOUT 120 LABELS "daemon;hostile")
+    set_tests_properties(daemon_hostile_suspend PROPERTIES SKIP_RETURN_CODE 77)
+  endif()
   # gpushare doctor: a ready node, then each check failing in turn.
   add_executable(gs-nvml-set nvml_set.c)
   target_link_libraries(gs-nvml-set PRIVATE gsim_nvml)

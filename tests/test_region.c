@@ -477,15 +477,22 @@ static void test_forked_child_does_not_keep_parent_alive(void **state)
     gs_region_close(r);
 }
 
+/* A private region with limit on device 0, this process attached to it in *slot. */
+static gs_region_t *attached_private(uint64_t limit, int *slot)
+{
+    gs_region_config_t cfg = config_with_limit(limit);
+    gs_region_t *r = NULL;
+    assert_int_equal(gs_region_create_private(&cfg, &r), 0);
+    assert_int_equal(gs_region_attach(r, slot), 0);
+    return r;
+}
+
 /* Only the record a handle attached is its to charge. */
 static void test_foreign_slot_refused(void **state)
 {
     (void)state;
-    gs_region_config_t cfg = config_with_limit(GIB);
-    gs_region_t *r = NULL;
     int slot;
-    assert_int_equal(gs_region_create_private(&cfg, &r), 0);
-    assert_int_equal(gs_region_attach(r, &slot), 0);
+    gs_region_t *r = attached_private(GIB, &slot);
     assert_int_equal(gs_region_reserve(r, (slot + 1) % GS_REGION_MAX_PROCS, 0, 1), GS_EINVAL);
     gs_region_detach(r, slot);
     assert_int_equal(gs_region_reserve(r, slot, 0, 1), GS_EINVAL); /* after the exit-time detach */
@@ -518,6 +525,29 @@ static void test_recycle(void **state)
     gs_region_close(r);
 }
 
+/* A suspended lease's limit (issue 40): every reservation beside what is held is refused, a
+ * free still goes through, and the lease's own limit comes back at resume. */
+static void test_suspended_limit(void **state)
+{
+    (void)state;
+    int slot;
+    gs_region_t *r = attached_private(GIB, &slot);
+    assert_int_equal(gs_region_reserve(r, slot, 0, 100 * MIB), 0);
+    gs_region_set_limit(r, 0, GS_REGION_LIMIT_SUSPENDED);
+    assert_int_equal(gs_region_limit(r, 0), GS_REGION_LIMIT_SUSPENDED);
+    assert_int_equal(gs_region_reserve(r, slot, 0, 1), GS_ELIMIT);
+    assert_int_equal(gs_region_reserve(r, slot, 0, 2 * MIB), GS_ELIMIT);
+    gs_region_release(r, slot, 0, 50 * MIB, 1);
+    assert_int_equal(gs_region_used(r, 0), 50 * MIB);
+    assert_int_equal(gs_region_reserve(r, slot, 0, 1), GS_ELIMIT);
+    gs_region_set_limit(r, GS_MAX_DEVICES, 0); /* beyond the table: ignored */
+    gs_region_set_limit(r, 0, GIB);
+    assert_int_equal(gs_region_reserve(r, slot, 0, 900 * MIB), 0);
+    assert_int_equal(gs_region_reserve(r, slot, 0, 100 * MIB), GS_ELIMIT);
+    gs_region_detach(r, slot);
+    gs_region_close(r);
+}
+
 int main(void)
 {
     if (mkdtemp(dir) == NULL)
@@ -535,6 +565,7 @@ int main(void)
         cmocka_unit_test(test_closed_descriptors_still_alive),
         cmocka_unit_test(test_forked_child_does_not_keep_parent_alive),
         cmocka_unit_test(test_recycle),
+        cmocka_unit_test(test_suspended_limit),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];

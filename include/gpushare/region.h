@@ -166,6 +166,16 @@ int gs_region_reap_some(gs_region_t *region, unsigned *cursor, unsigned *budget)
  * (the first caller after the interval does it). Returns how many were reclaimed. */
 int gs_region_reap_if_due(gs_region_t *region, unsigned interval_ms);
 
+/* The limit of a suspended lease's devices (gpushared's, issue 40): one byte, so that every
+ * reservation beside the charge its checkpointed processes keep is refused with GS_ELIMIT (the
+ * limit check of gs_region_reserve as it is: nothing more on its path). */
+#define GS_REGION_LIMIT_SUSPENDED UINT64_C(1)
+
+/* Sets one device's limit (gpushared: GS_REGION_LIMIT_SUSPENDED while the lease is suspended,
+ * its own again at resume); a reservation in flight may still see the old one. Ignores a
+ * device beyond the table. Lock-free. */
+void gs_region_set_limit(gs_region_t *region, unsigned dev, uint64_t limit);
+
 /* Lock-free reads of one device's limit (0 = none) and current use. */
 uint64_t gs_region_limit(const gs_region_t *region, unsigned dev);
 uint64_t gs_region_used(const gs_region_t *region, unsigned dev);

@@ -290,6 +290,12 @@ int gs_region_reap_if_due(gs_region_t *region, unsigned interval_ms)
     return gs_region_reap(region);
 }
 
+void gs_region_set_limit(gs_region_t *region, unsigned dev, uint64_t limit)
+{
+    if (dev < GS_MAX_DEVICES)
+        __atomic_store_n(&region->map->limit[dev], limit, __ATOMIC_RELEASE);
+}
+
 uint64_t gs_region_limit(const gs_region_t *region, unsigned dev)
 {
     return dev < GS_MAX_DEVICES ? region->map->limit[dev] : 0;

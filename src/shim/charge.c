@@ -74,7 +74,11 @@ static void log_refusal(const char *what, unsigned dev, uint64_t bytes, int resu
     if (skipped > 0)
         snprintf(more, sizeof(more), "; %llu more refused in the last second",
                  (unsigned long long)skipped);
-    if (result == GS_ELIMIT)
+    if (result == GS_ELIMIT && gs__limit(dev) == GS_REGION_LIMIT_SUSPENDED)
+        gs_error("%s of %s on device %u refused: this lease is suspended, its memory is back in "
+                 "the pool until it resumes (gpushare resume)%s",
+                 what, want, dev, more);
+    else if (result == GS_ELIMIT)
         gs_error("%s of %s on device %u refused: out of memory in this lease (limit %s, %s in "
                  "use%s)",
                  what, want, dev, limit, used, more);

@@ -141,19 +141,22 @@ int64_t gs__lease_expiry(const gs__lease_t *lease);
 int gs__lease_suspend_candidates(const gs__lease_t *lease, gs__proc_refs_t *list);
 
 /* The lease's processes are checkpointed: its capacity goes back to the pool (the queue is
- * tried) and it shows "suspended". */
+ * tried), its region refuses every allocation (GS_REGION_LIMIT_SUSPENDED on each of its devices:
+ * a new process of its job gets none of the memory given back) and it shows "suspended". */
 void gs__lease_mark_suspended(gs__daemon_t *d, gs__lease_t *lease);
 
 /* Whether a suspended lease's parts fit on its GPUs again now: 0, or GS_EAGAIN with one line
  * in why. */
 int gs__lease_fits_back(const gs__daemon_t *d, const gs__lease_t *lease, char *why, size_t whylen);
 
-/* Takes the suspended lease's capacity again (after gs__lease_fits_back said it fits). Both
- * marks write the lease's row (an error is logged when they cannot). */
+/* Takes the suspended lease's capacity again (after gs__lease_fits_back said it fits), its
+ * region's limits the lease's own again. Both marks write the lease's row (an error is logged
+ * when they cannot). */
 void gs__lease_mark_resumed(gs__daemon_t *d, gs__lease_t *lease);
 
 /* After a restart (gs__leases_restore, once the regions are adopted): each suspended lease's
- * processes, to restore at resume. Its capacity was not taken back. */
+ * processes, to restore at resume, and its region's limits refusing every allocation. Its
+ * capacity was not taken back. */
 void gs__leases_restore_suspended(gs__daemon_t *d);
 
 /* Finds a lease by id, or NULL. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The pool's side of a suspended lease (issue 40): which processes a suspend looks at, and the
- * capacity a suspended lease gives back and takes again. The checkpoint itself (CUDA's API) is
+ * capacity a suspended lease gives back and takes again, and its region's limits (none while
+ * suspended). The checkpoint itself (CUDA's API) is
  * the gpu layer's (gpu/checkpoint.c); serve/ asks for both. Runs on the event loop. */
 #include "daemon.h"
 
@@ -34,8 +35,19 @@ static void record(gs__daemon_t *d, gs__lease_t *lease)
                  why);
 }
 
+/* The region's limits: none left while suspended (a new process of the job is refused every
+ * allocation: the lease's memory went back to the pool), the lease's own again at resume. Its
+ * devices are its parts, in order (gs__lease_grant). */
+static void set_limits(gs__lease_t *lease, int suspended)
+{
+    for (unsigned i = 0; lease->region != NULL && i < lease->alloc.n; i++)
+        gs_region_set_limit(lease->region, i,
+                            suspended ? GS_REGION_LIMIT_SUSPENDED : lease->alloc.part[i].memory);
+}
+
 void gs__lease_mark_suspended(gs__daemon_t *d, gs__lease_t *lease)
 {
+    set_limits(lease, 1);
     for (unsigned i = 0; i < lease->alloc.n; i++)
         gs__gpu_give(&d->gpus[lease->alloc.part[i].gpu], &lease->alloc.part[i]);
     lease->rec.suspended = 1;
@@ -64,6 +76,7 @@ int gs__lease_fits_back(const gs__daemon_t *d, const gs__lease_t *lease, char *w
 void gs__lease_mark_resumed(gs__daemon_t *d, gs__lease_t *lease)
 {
     gs__lease_take(d, &lease->alloc);
+    set_limits(lease, 0);
     lease->rec.suspended = 0;
     lease->resume_wanted = 0;
     record(d, lease);
@@ -74,6 +87,7 @@ void gs__leases_restore_suspended(gs__daemon_t *d)
     for (gs__lease_t *lease = d->leases; lease != NULL; lease = lease->next) {
         if (!lease->rec.suspended)
             continue;
+        set_limits(lease, 1); /* adopted, or made again when none of its processes held it */
         int found = gs__lease_suspend_candidates(lease, &lease->sleepers);
         gs_info("lease %llu is suspended: %d of its processes found, its capacity stays in the "
                 "pool until it resumes",

@@ -5,7 +5,8 @@
  * scheduler, the daemon's side (compute_sched.h); CUDA's checkpoint API (checkpoint.h). It calls
  * core/ through core/core.h and never serve/ (scripts/check-layers.sh): the watchdog returns
  * figures, serve/metrics.c renders them. The interface of gpu/ for serve/ and tests; nvml_procs.h,
- * mps_ctl.h and mig_nvml.h are private. The event loop's, like core. */
+ * mps_ctl.h and mig_nvml.h are private. The event loop's, like core, but the checkpoint
+ * worker's thread (checkpoint.h), which touches only its jobs. */
 #ifndef GS_DAEMON_GPU_H
 #define GS_DAEMON_GPU_H
 

@@ -123,6 +123,13 @@ static const lease_real_t *find_real(const lease_real_t *rows, unsigned n, uint6
     return NULL;
 }
 
+/* What the lease's processes may hold on part k: its memory, none while it is suspended (its
+ * memory went back to the pool; its checkpointed processes hold none on the GPU). */
+static uint64_t part_limit(const gs__lease_t *lease, unsigned k)
+{
+    return lease->rec.suspended ? 0 : lease->alloc.part[k].memory;
+}
+
 /* Fills row with the lease's real memory per part, keeping what was flagged before. */
 static void measure_lease(const gs__daemon_t *d, const gs__watchdog_t *w, const gs__lease_t *lease,
                           const lease_real_t *before, lease_real_t *row)
@@ -136,7 +143,7 @@ static void measure_lease(const gs__daemon_t *d, const gs__watchdog_t *w, const 
             row->real[w->verdicts[i].part] += w->procs.procs[i].used;
     }
     for (unsigned k = 0; k < lease->alloc.n; k++) {
-        uint64_t limit = lease->alloc.part[k].memory;
+        uint64_t limit = part_limit(lease, k);
         if (row->real[k] > limit && row->real[k] - limit > d->cfg.watch_tolerance)
             row->over[k] = row->real[k] - limit;
     }
@@ -182,7 +189,7 @@ static uint64_t outside_of(const gs__daemon_t *d, const gs__watchdog_t *w, unsig
     unsigned r = 0;
     for (const gs__lease_t *l = d->leases; l != NULL && r < w->n_leases; l = l->next, r++) {
         int k = part_on(l, g);
-        uint64_t limit = k >= 0 ? l->alloc.part[k].memory : 0;
+        uint64_t limit = k >= 0 ? part_limit(l, (unsigned)k) : 0;
         if (k >= 0 && w->leases[r].real[k] > limit)
             bytes += w->leases[r].real[k] - limit;
     }
@@ -277,7 +284,7 @@ static void report_lease(const gs__daemon_t *d, const gs__watchdog_t *w, const g
         if (row->over[k] != 0 && !row->flagged[k]) {
             char real[32], limit[32], procs[1024];
             gs_qty_format_human(row->real[k], real, sizeof(real));
-            gs_qty_format_human(lease->alloc.part[k].memory, limit, sizeof(limit));
+            gs_qty_format_human(part_limit(lease, k), limit, sizeof(limit));
             list_processes(w, row->id, (int)k, procs, sizeof(procs));
             gs_warn("lease %llu (user %s) holds %s on GPU %u, over its limit of %s: %s",
                     (unsigned long long)row->id, lease->rec.user, real, index, limit, procs);
@@ -401,9 +408,9 @@ static void kill_over(const gs__daemon_t *d, gs__watchdog_t *w, gs__lease_t *lea
                       const lease_real_t *row, unsigned k, char *taken)
 {
     uint64_t keep = row->real[k];
-    uint64_t bound = lease->alloc.part[k].memory + d->cfg.watch_tolerance;
+    uint64_t bound = part_limit(lease, k) + d->cfg.watch_tolerance;
     char why[160], limit[32];
-    gs_qty_format_human(lease->alloc.part[k].memory, limit, sizeof(limit));
+    gs_qty_format_human(part_limit(lease, k), limit, sizeof(limit));
     snprintf(why, sizeof(why), "over its %s limit on GPU %u", limit,
              d->gpus[lease->alloc.part[k].gpu].index);
     for (int v; keep > bound && (v = next_victim(w, row->id, (int)k, taken)) >= 0;) {

@@ -86,6 +86,8 @@ static gs__waiter_t *find_waiter(const gs__daemon_t *d, const gs__conn_t *conn)
 
 int gs__api_conn_busy(const gs__daemon_t *d, const gs__conn_t *conn)
 {
+    if (gs__api_ckpt_waits(d, conn))
+        return 1;
     return gs__conn_leases(conn) > 0 || find_waiter(d, conn) != NULL;
 }
 
@@ -672,6 +674,7 @@ int64_t gs__api_request(gs__daemon_t *d, gs__conn_t *conn, const char *line, siz
 
 void gs__api_conn_closed(gs__daemon_t *d, gs__conn_t *conn)
 {
+    gs__api_ckpt_conn_closed(d, conn);
     gs__waiter_t *w = find_waiter(d, conn);
     if (w != NULL) {
         d->need_schedule = 1; /* what it held may now go to others */

@@ -67,13 +67,24 @@ gs__lease_t *gs__api_lease_for(gs__daemon_t *d, gs__conn_t *conn, const char *op
 /* ---- suspend and resume (api_suspend.c) ---- */
 
 /* suspend: the lease's CUDA processes are checkpointed to host memory (all or none) and its
- * capacity goes back to the pool. */
+ * capacity goes back to the pool. The checkpoint runs on the checkpoint worker
+ * (gpu/checkpoint.h): conn is answered when it is done (gs__api_ckpt_done). */
 void gs__api_suspend(gs__daemon_t *d, gs__conn_t *conn, uint64_t id);
 
 /* resume: a suspended lease's capacity is taken again when it fits, its processes restored;
  * when it does not fit now, the resume waits (reply "resume": "waiting") and happens by itself
  * once its capacity is free (gs__api_resume_waiting). */
 void gs__api_resume(gs__daemon_t *d, gs__conn_t *conn, uint64_t id);
+
+/* The checkpoint worker has jobs done (its descriptor, gs__ckpt_fd, is readable): each is
+ * applied to its lease and its requester answered. */
+void gs__api_ckpt_done(gs__daemon_t *d);
+
+/* conn is gone: the jobs it asked for answer nobody (their results still apply). */
+void gs__api_ckpt_conn_closed(gs__daemon_t *d, const gs__conn_t *conn);
+
+/* Nonzero while conn waits for the answer of a suspend or resume. */
+int gs__api_ckpt_waits(const gs__daemon_t *d, const gs__conn_t *conn);
 
 /* Resumes the suspended leases whose resume waits and whose capacity is free now, oldest lease
  * first (the schedule, before the queue: they held that memory before any waiting request). */

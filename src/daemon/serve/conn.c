@@ -153,6 +153,14 @@ void *gs__conn_waiter(const gs__conn_t *conn)
     return conn->waiter;
 }
 
+void gs__conn_hold(gs__conn_t *conn, int on)
+{
+    if (!on && conn->held)
+        conn->unheld = 1;
+    conn->held = on != 0;
+    gs__server_pending(conn->server, conn); /* its events are set again at the flush */
+}
+
 void gs__conn_close(gs__conn_t *conn)
 {
     conn->closing = 1;
@@ -160,7 +168,8 @@ void gs__conn_close(gs__conn_t *conn)
 
 int gs__conn_paused(const gs__conn_t *conn)
 {
-    return conn->pass_fd >= 0 || conn->out_len > GS__CONN_PAUSE_BYTES || conn->deferred_ms != 0;
+    return conn->pass_fd >= 0 || conn->out_len > GS__CONN_PAUSE_BYTES || conn->deferred_ms != 0 ||
+           conn->held;
 }
 
 /* Sends len bytes with the connection's descriptor to pass attached. */

@@ -39,10 +39,12 @@ struct gs__conn {
                             refused (lease_socket.h) */
     int64_t deferred_ms; /* its next request waits its turn until then (its user's share of
                             history work is spent; not read meanwhile), 0 = none */
+    int held;            /* a request of it is answered later (gs__conn_hold): not read */
+    int unheld;          /* let go since the last flush: serve what it buffered meanwhile */
 };
 
-/* Nonzero while the connection must not be read: replies unread, a descriptor to pass, or a
- * request waiting its turn. */
+/* Nonzero while the connection must not be read: replies unread, a descriptor to pass, a
+ * request waiting its turn, or one answered later (held). */
 int gs__conn_paused(const gs__conn_t *conn);
 
 /* Writes what the connection's output holds, as far as the socket takes it. Returns 0, or -1

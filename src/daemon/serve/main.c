@@ -433,6 +433,8 @@ static int run(gs__daemon_t *d)
     int result = start(d, &claim, &metrics, &status, &modes);
     if (result == 0 && (result = gs__watchdog_start(d)) != 0)
         gs_error("cannot start the watchdog: %s", gs_strerror(result));
+    if (result == 0 && (result = gs__ckpt_start(d)) != 0)
+        gs_error("cannot start the checkpoint worker: %s", gs_strerror(result));
     if (result == 0)
         gs__metrics_publish(metrics, d);
     if (result == 0 && (result = gs__server_run(d, metrics, err, sizeof(err))) != 0) {

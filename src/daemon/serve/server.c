@@ -51,8 +51,9 @@ typedef struct server {
     int64_t refused_said_ms; /* when that was last logged */
 } server_t;
 
-/* Tags for epoll: the two special descriptors; connections are their own pointers. */
-static char listen_tag, signal_tag;
+/* Tags for epoll: the special descriptors (the checkpoint worker's too); connections are their own
+ * pointers. */
+static char listen_tag, signal_tag, ckpt_tag;
 
 void gs__server_pending(server_t *s, gs__conn_t *conn)
 {
@@ -360,7 +361,8 @@ static void flush_conn(server_t *s, gs__conn_t *conn)
 {
     if (conn->dead || conn->fd < 0)
         return;
-    int was_paused = gs__conn_paused(conn);
+    int was_paused = gs__conn_paused(conn) || conn->unheld;
+    conn->unheld = 0;
     if (gs__conn_flush(conn) != 0) {
         conn_gone(s, conn);
         return;
@@ -505,6 +507,10 @@ static void dispatch(server_t *s, struct epoll_event *ev)
     }
     if (ev->data.ptr == &signal_tag) {
         on_signals(s);
+        return;
+    }
+    if (ev->data.ptr == &ckpt_tag) {
+        gs__api_ckpt_done(s->d); /* suspends and resumes done (gpu/checkpoint.h) */
         return;
     }
     if (ev->data.u64 & 1u) { /* a keyed lease's socket (lease_socket.c) */
@@ -654,7 +660,8 @@ int gs__server_run(gs__daemon_t *d, gs__metrics_t *metrics, char *err, size_t er
     s.epfd = epoll_create1(EPOLL_CLOEXEC);
     s.signal_fd = open_signals();
     if (s.epfd < 0 || s.signal_fd < 0 || add_fd(&s, s.listen_fd, &listen_tag) != 0 ||
-        add_fd(&s, s.signal_fd, &signal_tag) != 0) {
+        add_fd(&s, s.signal_fd, &signal_tag) != 0 ||
+        (gs__ckpt_fd(d) >= 0 && add_fd(&s, gs__ckpt_fd(d), &ckpt_tag) != 0)) {
         result = -errno;
         gs_fail(err, errlen, result, "cannot set up the event loop: %s", gs_strerror(result));
         goto out;

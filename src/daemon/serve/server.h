@@ -57,6 +57,11 @@ unsigned gs__conn_leases(const gs__conn_t *conn);
 void gs__conn_set_waiter(gs__conn_t *conn, void *waiter);
 void *gs__conn_waiter(const gs__conn_t *conn);
 
+/* Holds the connection's next requests unread (on) while one of its requests is answered later
+ * (a suspend or resume, answered when the checkpoint worker is done: replies stay in order),
+ * and lets them go (off): those it sent meanwhile are then served. */
+void gs__conn_hold(gs__conn_t *conn, int on);
+
 /* Closes the connection once its pending output is written. */
 void gs__conn_close(gs__conn_t *conn);
 
