@@ -15,7 +15,9 @@
 #     Node, GPU 1 not published; MIG turned on with gpusim's nvidia-smi: an Event GpuAvailable and
 #     its MIG devices published within 10 s; off again (the fault): GpuUnavailable and its devices
 #     withdrawn within 10 s;
-#  6. the pod deleted, helm uninstall: nothing left on the node: no lease, no CDI spec of
+#  6. the pod deleted; the seeds' EKS example: a Deployment of four gpu-quarter pods all Running,
+#     four leases of exactly 19 GiB and 25 %;
+#  7. helm uninstall: nothing left on the node: no lease, no CDI spec of
 #     gpushare's, no socket, no toolkit directory, no gpushared or gpushare-k8s process.
 # The node's host paths (toolkit, run-time and state directories) are under the test's
 # directory, so that the host's /usr/local and /run stay untouched.
@@ -227,6 +229,27 @@ echo "== the pod deleted, helm uninstall"
 kc delete pod gpu-pod --wait=true --timeout=60s >/dev/null
 no_lease() { jq -e 'length == 0' <(leases) >/dev/null; }
 wait_for 60 "the claim's lease released" no_lease
+
+echo "== the EKS example: a Deployment of 4 pods, each a quarter of GPU 0 (gpu-quarter)"
+jq -n '{apiVersion: "apps/v1", kind: "Deployment", metadata: {name: "quarters"},
+  spec: {replicas: 4, selector: {matchLabels: {app: "quarters"}},
+    template: {metadata: {labels: {app: "quarters"}},
+      spec: {automountServiceAccountToken: false, terminationGracePeriodSeconds: 1,
+        resourceClaims: [{name: "gpu", resourceClaimTemplateName: "gpu-quarter"}],
+        containers: [{name: "c", image: "localhost/gpushare/busybox:1", imagePullPolicy: "Never",
+          command: ["/bin/sleep", "3600"], resources: {claims: [{name: "gpu"}]}}]}}}}' |
+  kc apply -f - >/dev/null
+quarters_running() {
+  [[ $(kc get pods -l app=quarters -o json | jq '[.items[] | select(.status.phase == "Running")] | length') == 4 ]]
+}
+wait_for 180 "the Deployment's 4 pods Running" quarters_running
+leases >"$dir/leases-quarters.json"
+# each pod a lease of exactly 19 GiB and 25 %, all four on GPU 0
+jq -e 'length == 4 and all(.[]; .memory_limit == 20401094656 and .compute_share == 25 and .gpus[0].index == 0)' \
+  "$dir/leases-quarters.json" >/dev/null || fail "not 4 leases of 19 GiB and 25 %: $(cat "$dir/leases-quarters.json")"
+echo "4 pods Running, 4 leases of 19 GiB and 25 %: $(jq -c '[.[] | .gpus[].index]' "$dir/leases-quarters.json")"
+kc delete deployment quarters --wait=true --timeout=60s >/dev/null
+wait_for 60 "the Deployment's leases released" no_lease
 h uninstall gpushare --wait --timeout 120s >"$dir/uninstall.log" || { cat "$dir/uninstall.log"; fail "helm uninstall"; }
 gone() { [[ -z $(kc -n gpushare-system get pods -o name 2>/dev/null) ]]; }
 wait_for 120 "the chart's pods gone" gone

@@ -46,10 +46,8 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # kr_env: the cluster's variables (K8S_*); fails when no cluster runs in KR_DIR, skips (77) when
 # the fixture's setup skipped
 kr_env() {
-  if [[ -f $KR_DIR/skipped ]]; then
-    echo "skipped: $(cat "$KR_DIR/skipped") (the fixture k8s_real_up skipped)"
-    exit 77
-  fi
+  # shellcheck source=../../skip.sh
+  [[ -f $KR_DIR/skipped ]] && { source "$KR_ROOT/tests/skip.sh"; gs_skip "$(cat "$KR_DIR/skipped") (the fixture k8s_real_up skipped)"; }
   [[ -f $KR_DIR/env && -f $KR_DIR/ready ]] || fail "no cluster in $KR_DIR: the fixture k8s_real_up did not run or failed"
   # shellcheck disable=SC1091
   source "$KR_DIR/env"
