@@ -225,7 +225,8 @@ int gs__conn_flush(gs__conn_t *conn)
             return -1;
         done += (size_t)n;
     }
-    memmove(conn->out, conn->out + done, conn->out_len - done);
+    if (done > 0) /* out may be NULL when nothing was queued */
+        memmove(conn->out, conn->out + done, conn->out_len - done);
     conn->out_len -= done;
     conn->user->output -= done <= conn->user->output ? done : conn->user->output;
     if (conn->pass_fd >= 0)
